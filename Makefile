@@ -1,0 +1,85 @@
+# zinc — one binary, C11, warnings are errors.
+#   make            build ./zinc
+#   make test       build and run every test (prints "N passed, N failed")
+#   make test-asan  the same under ASan+UBSan
+#   make fuzz       build the libFuzzer target for the GGUF reader
+#   make deps       install build/test dependencies (Debian, root)
+
+CC      ?= cc
+GLSLC   ?= $(CURDIR)/.deps/glslc-trixie/glslc
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread -Isrc -Ibuild/gen
+LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
+BUILD   ?= build
+
+SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
+AVX_SRCS := $(filter %_avx2.c,$(SRCS))
+OBJS     := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
+SHADERS  := $(wildcard src/shaders/*.comp)
+SPV      := $(SHADERS:src/shaders/%.comp=$(BUILD)/spv/%.spv)
+TESTS    := $(wildcard tests/test_*.c)
+TEST_BIN := $(TESTS:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test test-asan fuzz deps clean run bench check
+all: zinc
+
+deps:
+	bash scripts/deps.sh
+
+zinc: $(BUILD)/zinc
+	cp $< $@
+
+$(BUILD)/zinc: $(BUILD)/obj/main.o $(BUILD)/libzinc.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/obj/%_avx2.o: src/%_avx2.c $(wildcard src/*.h) | $(BUILD)/gen/shaders_embed.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
+
+$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/gen/shaders_embed.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Shaders: GLSL -> SPIR-V at build time, embedded with .incbin so nothing is
+# read from the working directory at run time.
+$(BUILD)/spv/%.spv: src/shaders/%.comp $(wildcard src/shaders/*.glsl)
+	@mkdir -p $(dir $@)
+	$(GLSLC) --target-env=vulkan1.2 -O -Isrc/shaders -o $@ $<
+
+$(BUILD)/gen/shaders_embed.h $(BUILD)/gen/shaders_embed.S &: $(SPV) scripts/embed_shaders.sh
+	@mkdir -p $(BUILD)/gen
+	bash scripts/embed_shaders.sh $(BUILD)/gen $(SPV)
+
+$(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libzinc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+
+test: zinc $(TEST_BIN)
+	@bash tests/run.sh $(BUILD)
+
+test-asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' LDFLAGS='-fsanitize=address,undefined' test
+
+fuzz: $(BUILD)/fuzz_gguf
+$(BUILD)/fuzz_gguf: fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -o $@ fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c
+
+clean:
+	rm -rf build build-asan zinc
+
+# What CI runs: deps, build, unit tests, sanitizer tests, fuzz smoke.
+check: deps
+	@bash scripts/check.sh
+
+run: deps zinc
+	./zinc

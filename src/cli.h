@@ -1,0 +1,15 @@
+/* Sub-commands of the zinc binary. Each returns a process exit code; only
+ * main() exits. Each lives in its own cli_*.c file. */
+#ifndef ZINC_CLI_H
+#define ZINC_CLI_H
+
+int cli_inspect(int argc, char **argv);     /* cli_inspect.c */
+int cli_eval(int argc, char **argv);        /* cli_eval.c */
+int cli_bench(int argc, char **argv);       /* cli_bench.c */
+int cli_synth(int argc, char **argv);       /* cli_synth.c */
+int cli_tokenize(int argc, char **argv);    /* cli_tokenize.c */
+int cli_detokenize(int argc, char **argv);  /* cli_tokenize.c */
+int cli_generate(int argc, char **argv);    /* cli_generate.c: zinc -m MODEL -p PROMPT */
+int cli_list_devices(int argc, char **argv);/* cli_devices.c */
+
+#endif

@@ -1,0 +1,38 @@
+/* Every limit zinc enforces, in one place. Checked at compile time where
+ * they relate to each other. */
+#ifndef ZINC_LIMITS_H
+#define ZINC_LIMITS_H
+
+#define ZN_ERR_MSG_MAX        512        /* bytes in one error message */
+#define ZN_PATH_MAX           4096       /* bytes in a file path */
+
+/* GGUF reader: bounds that keep a hostile file from making us allocate
+ * or loop without end. Real models stay far below these. */
+#define ZN_GGUF_MAX_KV        65536      /* metadata key/value pairs */
+#define ZN_GGUF_MAX_TENSORS   1048576    /* tensor infos */
+#define ZN_GGUF_MAX_STRING    (64u << 20) /* bytes in one metadata string */
+#define ZN_GGUF_MAX_KEY       65535      /* bytes in a key or tensor name */
+#define ZN_GGUF_MAX_ARRAY     (1u << 28) /* elements in one metadata array */
+#define ZN_GGUF_MAX_DEPTH     4          /* nesting of arrays of arrays */
+#define ZN_GGUF_MAX_DIMS      4          /* dimensions of a tensor */
+#define ZN_GGUF_MAX_ALIGN     65536      /* general.alignment upper bound */
+
+/* Model / engine */
+#define ZN_MAX_LAYERS         512
+#define ZN_MAX_EXPERTS        512
+#define ZN_MAX_EXPERTS_USED   32
+#define ZN_MAX_CTX            (1 << 20)  /* tokens in one sequence */
+#define ZN_DEFAULT_CTX        4096
+#define ZN_MAX_BATCH          512        /* tokens evaluated in one graph run */
+#define ZN_MAX_THREADS        256
+#define ZN_MAX_GRAPH_NODES    16384
+#define ZN_MAX_VOCAB          (1 << 22)
+
+/* Text */
+#define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */
+#define ZN_MAX_PROMPT_BYTES   (16 << 20)
+
+_Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
+_Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
+
+#endif

@@ -1,0 +1,48 @@
+/* A tiny test harness: one test binary per tests/test_*.c, each test a
+ * function; failures print file:line and the values compared. main() ends
+ * with harness_report(), which prints "NAME: N passed, N failed". */
+#ifndef ZINC_TEST_HARNESS_H
+#define ZINC_TEST_HARNESS_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+static int h_passed, h_failed, h_cur_failed;
+static const char *h_cur;
+
+#define CHECK(cond) do { if (!(cond)) { \
+    fprintf(stderr, "  %s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, h_cur, #cond); \
+    h_cur_failed = 1; } } while (0)
+#define CHECK_MSG(cond, ...) do { if (!(cond)) { \
+    fprintf(stderr, "  %s:%d: %s: CHECK(%s) failed: ", __FILE__, __LINE__, h_cur, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); h_cur_failed = 1; } } while (0)
+#define CHECK_EQ_INT(a, b) do { long long _a = (long long)(a), _b = (long long)(b); if (_a != _b) { \
+    fprintf(stderr, "  %s:%d: %s: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, h_cur, #a, #b, _a, _b); \
+    h_cur_failed = 1; } } while (0)
+#define CHECK_EQ_STR(a, b) do { const char *_a = (a), *_b = (b); if (!_a || !_b || strcmp(_a, _b)) { \
+    fprintf(stderr, "  %s:%d: %s: %s == %s failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__, h_cur, #a, #b, \
+            _a ? _a : "(null)", _b ? _b : "(null)"); h_cur_failed = 1; } } while (0)
+#define CHECK_NEAR(a, b, tol) do { double _a = (a), _b = (b), _t = (tol); if (!(fabs(_a - _b) <= _t)) { \
+    fprintf(stderr, "  %s:%d: %s: |%s - %s| <= %g failed: %.9g vs %.9g\n", __FILE__, __LINE__, h_cur, #a, #b, _t, _a, _b); \
+    h_cur_failed = 1; } } while (0)
+
+#define RUN(fn) do { h_cur = #fn; h_cur_failed = 0; fn(); \
+    if (h_cur_failed) { h_failed++; fprintf(stderr, "FAIL %s\n", #fn); } \
+    else { h_passed++; if (getenv("ZN_TEST_VERBOSE")) fprintf(stderr, "ok   %s\n", #fn); } } while (0)
+
+static inline int harness_report(const char *suite) {
+    printf("%s: %d passed, %d failed\n", suite, h_passed, h_failed);
+    return h_failed ? 1 : 0;
+}
+
+/* Path of a shared asset ("models/tiny/x.gguf"), from $ZN_SHARED or ../shared. */
+static inline const char *shared_path(const char *rel) {
+    static char buf[4096];
+    const char *root = getenv("ZN_SHARED");
+    snprintf(buf, sizeof buf, "%s/%s", root ? root : "../shared", rel);
+    return buf;
+}
+
+#endif
