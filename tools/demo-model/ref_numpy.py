@@ -3,13 +3,17 @@ llama.cpp's qwen35 graph (src/models/qwen35.cpp) in GGUF conventions (norm
 weights already 1 + w, ssm_a = -exp(A_log), tiled value heads). Checking its
 logits against the PyTorch model's checks the export before any engine runs.
 
-  /usr/bin/python3 ref_numpy.py EXPORT_DIR RUN_DIR
+  /usr/bin/python3 ref_numpy.py MODEL RUN_DIR [--max-nmse X] [--greedy N]
 
-EXPORT_DIR is export.py's output, RUN_DIR train.py's (ref.json,
-ref_logits.npz). Prints the normalised MSE per prompt and the greedy tokens.
+MODEL is export.py's output folder or a GGUF file (F32/F16/Q8_0 tensors);
+RUN_DIR holds train.py's ref.json and ref_logits.npz. Prints the normalised
+MSE per prompt and whether the first N greedy tokens match; exits 1 when a
+check fails.
 """
+import argparse
 import json
 import os
+import struct
 import sys
 
 import numpy as np
@@ -26,6 +30,67 @@ def load_export(d):
             ne = [int(x) for x in f[2].split(",")]
             off, n = int(f[3]) // 4, int(np.prod(ne))
             tensors[f[1]] = raw[off:off + n].reshape(list(reversed(ne))).astype(np.float64)
+    return meta, tensors
+
+
+def load_gguf(path):
+    """A minimal GGUF v3 reader: metadata as strings (arrays comma-joined, as
+    in the manifest) and F32/F16/Q8_0 tensors dequantized to float64."""
+    data = open(path, "rb").read()
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from("<" + fmt, data, pos)
+        pos += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        nonlocal pos
+        n = take("Q")
+        pos += n
+        return data[pos - n:pos].decode("utf-8")
+
+    scalars = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = take("I"), take("Q")
+            return ",".join(str(int(v) if isinstance(v, bool) else v) for v in (value(et) for _ in range(n)))
+        v = take(scalars[t])
+        return str(int(v)) if isinstance(v, bool) else str(v)
+
+    if data[:4] != b"GGUF":
+        raise ValueError(f"{path}: not a GGUF file")
+    pos = 4
+    assert take("I") == 3, "GGUF v3 expected"
+    n_tensors, n_kv = take("Q"), take("Q")
+    meta = {}
+    for _ in range(n_kv):
+        k = string()
+        meta[k] = value(take("I"))
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        ne = [take("Q") for _ in range(take("I"))]
+        infos.append((name, ne, take("I"), take("Q")))
+    align = int(meta.get("general.alignment", 32))
+    base = (pos + align - 1) // align * align
+    tensors = {}
+    for name, ne, t, off in infos:
+        n = int(np.prod(ne))
+        if t == 0:
+            a = np.frombuffer(data, "<f4", n, base + off)
+        elif t == 1:
+            a = np.frombuffer(data, "<f2", n, base + off)
+        elif t == 8:  # Q8_0: per 32 values an f16 scale and 32 int8
+            blk = np.frombuffer(data, np.dtype([("d", "<f2"), ("q", "i1", 32)]), n // 32, base + off)
+            a = blk["d"].astype(np.float64)[:, None] * blk["q"]
+        else:
+            raise ValueError(f"{name}: tensor type {t} not supported here")
+        tensors[name] = np.asarray(a, np.float64).reshape(list(reversed(ne)))
     return meta, tensors
 
 
@@ -133,22 +198,30 @@ def nmse(a, b):
 
 
 def main():
-    meta, W = load_export(sys.argv[1])
-    ref = json.load(open(os.path.join(sys.argv[2], "ref.json")))
-    ref_logits = np.load(os.path.join(sys.argv[2], "ref_logits.npz"))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("run")
+    ap.add_argument("--max-nmse", type=float, default=None)
+    ap.add_argument("--greedy", type=int, default=32, help="greedy tokens to compare (0: none)")
+    args = ap.parse_args()
+    meta, W = load_gguf(args.model) if os.path.isfile(args.model) else load_export(args.model)
+    ref = json.load(open(os.path.join(args.run, "ref.json")))
+    ref_logits = np.load(os.path.join(args.run, "ref_logits.npz"))
     m = Model(meta, W)
-    worst = 0.0
+    worst, ok = 0.0, True
     for i, p in enumerate(ref["prompts"]):
         lg = m.logits(p["ids"])
         e = nmse(lg, ref_logits[f"logits_{i}"].astype(np.float64))
         worst = max(worst, e)
         seq = list(p["ids"])
-        for _ in range(len(p["greedy"])):
+        for _ in range(args.greedy):
             seq.append(int(np.argmax(m.logits(seq)[-1])))
-        same = seq[len(p["ids"]):] == p["greedy"]
-        print(f"prompt {i} ({len(p['ids'])} tokens): NMSE {e:.3e}, greedy {len(p['greedy'])} tokens "
+        same = seq[len(p["ids"]):] == p["greedy"][:args.greedy]
+        ok &= same and (args.max_nmse is None or e <= args.max_nmse)
+        print(f"prompt {i} ({len(p['ids'])} tokens): NMSE {e:.3e}, first {args.greedy} greedy tokens "
               f"{'identical' if same else 'DIFFER'}")
     print(f"worst NMSE {worst:.3e}")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":
