@@ -13,11 +13,14 @@
 #include "quant.h"
 #include "quant_impl.h"
 
-static inline float hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+static inline float hsum4_ps(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+}
+
+static inline float hsum_ps(__m256 v) {
+    return hsum4_ps(_mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)));
 }
 
 static inline float h2f(zn_half h) { return _cvtsh_ss(h); }
@@ -130,83 +133,112 @@ static float dot_q5_1(const block_q5_1 *x, const block_q8_0 *y, int64_t nb) {
 
 /* ---- K-quants x Q8_K ------------------------------------------------- */
 
-/* Unpacks the twelve scale bytes of Q4_K/Q5_K into 8 scales and 8 mins. */
-static inline void k4_unpack(const uint8_t *s, int *sc, int *m) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 63;
-        m[j] = s[j + 4] & 63;
-        sc[j + 4] = (s[j + 8] & 0xF) | ((s[j] >> 6) << 4);
-        m[j + 4] = (s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4);
-    }
+/* The 6-bit scales (lanes 0-7) and mins (lanes 8-15) of a Q4_K/Q5_K block
+ * as 16 int16, unpacked four at a time from 32-bit words (layout in quant.c). */
+static inline __m256i k4_scales_mins(const uint8_t *s12) {
+    uint32_t a, b, c, u[4];
+    memcpy(&a, s12, 4);
+    memcpy(&b, s12 + 4, 4);
+    memcpy(&c, s12 + 8, 4);
+    u[0] = a & 0x3f3f3f3fu;
+    u[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    u[2] = b & 0x3f3f3f3fu;
+    u[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)u));
 }
 
-/* Shared by Q4_K and Q5_K: qh is NULL for Q4_K. */
-static float dot_k4(const uint8_t *base, size_t bsize, size_t off_d, size_t off_scales, size_t off_qs, ptrdiff_t off_qh,
-                    const block_q8_K *y, int64_t nb) {
+/* sum_j min_j * (sum of the 32 activations of sub-block j), 4 int32 */
+static inline __m128i k4_min_dot(__m256i sm, const block_q8_K *y) {
+    __m256i bs = load32(y->bsums);
+    __m128i pair = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+    return _mm_madd_epi16(_mm256_extracti128_si256(sm, 1), pair);
+}
+
+/* int16 lane j of v (replicated in both 128-bit halves) broadcast to all lanes */
+static inline __m256i lane16(__m256i v, int j) { return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 + 0x0202 * j))); }
+
+/* One 64-element chunk: codes lo (sub-block 2c) and hi (2c+1), 0..31. */
+static inline __m256i k4_chunk(__m256i lo, __m256i hi, const int8_t *q8, __m256i scales, int c) {
+    __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(q8)), lane16(scales, 2 * c));
+    __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load32(q8 + 32)), lane16(scales, 2 * c + 1));
+    return _mm256_add_epi32(pl, ph);
+}
+
+static float dot_q4_K(const block_q4_K *x, const block_q8_K *y, int64_t nb) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    __m128 accm = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i sm = k4_scales_mins(x[i].scales);
+        accm = _mm_fmadd_ps(_mm_set1_ps(h2f(x[i].dmin) * y[i].d), _mm_cvtepi32_ps(k4_min_dot(sm, &y[i])), accm);
+        __m256i scales = _mm256_permute2x128_si256(sm, sm, 0x00);
+        __m256i sumi = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m256i bits = load32(x[i].qs + 32 * c);
+            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            sumi = _mm256_add_epi32(sumi, k4_chunk(lo, hi, y[i].qs + 64 * c, scales, c));
+        }
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+    }
+    return hsum_ps(acc) - hsum4_ps(accm);
+}
+
+static float dot_q5_K(const block_q5_K *x, const block_q8_K *y, int64_t nb) {
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
-    float accm = 0;
+    __m128 accm = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *blk = base + (size_t)i * bsize;
-        zn_half dh[2];
-        memcpy(dh, blk + off_d, sizeof dh);
-        int sc[8], m[8];
-        k4_unpack(blk + off_scales, sc, m);
-        int summ = 0;
-        for (int j = 0; j < 8; j++) summ += m[j] * (y[i].bsums[2 * j] + y[i].bsums[2 * j + 1]);
-        const uint8_t *qs = blk + off_qs;
-        const int8_t *q8 = y[i].qs;
-        __m256i hb = off_qh >= 0 ? load32(blk + off_qh) : _mm256_setzero_si256();
-        __m256i sumi = _mm256_setzero_si256();
+        __m256i sm = k4_scales_mins(x[i].scales);
+        accm = _mm_fmadd_ps(_mm_set1_ps(h2f(x[i].dmin) * y[i].d), _mm_cvtepi32_ps(k4_min_dot(sm, &y[i])), accm);
+        __m256i scales = _mm256_permute2x128_si256(sm, sm, 0x00);
+        __m256i hb = load32(x[i].qh), sumi = _mm256_setzero_si256();
+#pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
-            __m256i bits = load32(qs + 32 * c);
-            __m256i lo = _mm256_and_si256(bits, m4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            if (off_qh >= 0) {
-                __m256i ml = _mm256_set1_epi8((char)(1 << (2 * c))), mh = _mm256_set1_epi8((char)(1 << (2 * c + 1)));
-                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, ml), ml), b4));
-                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, mh), mh), b4));
-            }
-            __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load32(q8 + 64 * c)), _mm256_set1_epi16((short)sc[2 * c]));
-            __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load32(q8 + 64 * c + 32)),
-                                           _mm256_set1_epi16((short)sc[2 * c + 1]));
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(pl, ph));
+            /* bit 2c of qh[l] is the fifth bit of sub-block 2c, bit 2c+1 of 2c+1 */
+            __m256i bits = load32(x[i].qs + 32 * c);
+            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4), b4));
+            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hb, 3), b4));
+            hb = _mm256_srli_epi16(hb, 2);
+            sumi = _mm256_add_epi32(sumi, k4_chunk(lo, hi, y[i].qs + 64 * c, scales, c));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(dh[0]) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
-        accm += h2f(dh[1]) * y[i].d * (float)summ;
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return hsum_ps(acc) - accm;
+    return hsum_ps(acc) - hsum4_ps(accm);
 }
 
 static float dot_q6_K(const block_q6_K *x, const block_q8_K *y, int64_t nb) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
-    float accs = 0;
     for (int64_t i = 0; i < nb; i++) {
-        const int8_t *sc = x[i].scales;
-        int off = 0; /* the codes are stored +32: subtract 32 * sum(scale * ysum) once */
-        for (int g = 0; g < 16; g++) off += sc[g] * y[i].bsums[g];
-        __m256i sumi = _mm256_setzero_si256();
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        /* the codes are stored +32: take 32 * sum_g scale_g * ysum_g off at the end */
+        __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(y[i].bsums)), 5);
+        sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i l0 = load32(x[i].ql + 64 * h), l1 = load32(x[i].ql + 64 * h + 32), qh = load32(x[i].qh + 32 * h);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(12)), 2));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, _mm256_set1_epi8(48)));
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_srli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8((char)0xC0)), 2));
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            /* scales of groups 8h..8h+7 in both 128-bit halves */
+            __m256i sh = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                int g = h * 8 + k * 2; /* 16-element groups g (low lane) and g+1 (high lane) */
-                __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+                /* 32 codes = groups 2k (low half of the vector) and 2k+1 (high half) */
+                __m256i s = _mm256_shuffle_epi8(sh, _mm256_setr_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * 2 * k)),
+                                                                      _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 1)))));
                 __m256i p = _mm256_maddubs_epi16(q[k], load32(y[i].qs + 128 * h + 32 * k));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
             }
         }
-        float d = h2f(x[i].d) * y[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi), acc);
-        accs += d * (float)(32 * off);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
-    return hsum_ps(acc) - accs;
+    return hsum_ps(acc);
 }
 
 static float dot_q8_K(const block_q8_K *x, const block_q8_K *y, int64_t nb) {
@@ -221,14 +253,17 @@ static float dot_q8_K(const block_q8_K *x, const block_q8_K *y, int64_t nb) {
 
 /* ---- float weights x f32 --------------------------------------------- */
 
-static inline __m256 load_w8(zn_type t, const void *row, int64_t i) {
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+/* t is a constant at every call, so each type gets its own loop */
+static ALWAYS_INLINE __m256 load_w8(zn_type t, const void *row, int64_t i) {
     if (t == ZN_TYPE_F32) return _mm256_loadu_ps((const float *)row + i);
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)row + i));
     if (t == ZN_TYPE_F16) return _mm256_cvtph_ps(h);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-static float dot_float(zn_type t, const void *row, const float *x, int64_t n) {
+static ALWAYS_INLINE float dot_float(zn_type t, const void *row, const float *x, int64_t n) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -251,20 +286,16 @@ static float dot_float(zn_type t, const void *row, const float *x, int64_t n) {
 bool quant_avx2_dot_act(zn_type t, const void *row, const void *xq, int64_t n, float *out) {
     int64_t nb32 = n / QK8_0, nbK = n / QK_K;
     switch (t) {
-    case ZN_TYPE_F32: case ZN_TYPE_F16: case ZN_TYPE_BF16: *out = dot_float(t, row, xq, n); return true;
+    case ZN_TYPE_F32: *out = dot_float(ZN_TYPE_F32, row, xq, n); return true;
+    case ZN_TYPE_F16: *out = dot_float(ZN_TYPE_F16, row, xq, n); return true;
+    case ZN_TYPE_BF16: *out = dot_float(ZN_TYPE_BF16, row, xq, n); return true;
     case ZN_TYPE_Q8_0: *out = dot_q8_0(row, xq, nb32); return true;
     case ZN_TYPE_Q4_0: *out = dot_q4_0(row, xq, nb32); return true;
     case ZN_TYPE_Q4_1: *out = dot_q4_1(row, xq, nb32); return true;
     case ZN_TYPE_Q5_0: *out = dot_q5_0(row, xq, nb32); return true;
     case ZN_TYPE_Q5_1: *out = dot_q5_1(row, xq, nb32); return true;
-    case ZN_TYPE_Q4_K:
-        *out = dot_k4(row, sizeof(block_q4_K), offsetof(block_q4_K, d), offsetof(block_q4_K, scales),
-                      offsetof(block_q4_K, qs), -1, xq, nbK);
-        return true;
-    case ZN_TYPE_Q5_K:
-        *out = dot_k4(row, sizeof(block_q5_K), offsetof(block_q5_K, d), offsetof(block_q5_K, scales),
-                      offsetof(block_q5_K, qs), (ptrdiff_t)offsetof(block_q5_K, qh), xq, nbK);
-        return true;
+    case ZN_TYPE_Q4_K: *out = dot_q4_K(row, xq, nbK); return true;
+    case ZN_TYPE_Q5_K: *out = dot_q5_K(row, xq, nbK); return true;
     case ZN_TYPE_Q6_K: *out = dot_q6_K(row, xq, nbK); return true;
     case ZN_TYPE_Q8_K: *out = dot_q8_K(row, xq, nbK); return true;
     default: return false;
