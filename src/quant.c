@@ -158,29 +158,29 @@ static void deq_q8_0(const void *v, float *y) {
     for (int j = 0; j < 32; j++) y[j] = (float)b->qs[j] * d;
 }
 
-static void deq_q4_K(const void *v, float *y) {
-    const block_q4_K *b = v;
-    float d = h2f(b->d), dmin = h2f(b->dmin);
+/* Q4_K and Q5_K (qh != NULL: bit j of qh[l] is the fifth bit of element
+ * 32j + l) */
+static void deq_k4(zn_half dh, zn_half dminh, const uint8_t *scales, const uint8_t *qs, const uint8_t *qh, float *y) {
+    float d = h2f(dh), dmin = h2f(dminh);
     for (int j = 0; j < QK_K / QK_SUB; j++) {
         int sc, m;
-        k4_get(b->scales, j, &sc, &m);
+        k4_get(scales, j, &sc, &m);
         float d1 = d * (float)sc, m1 = dmin * (float)m;
-        for (int l = 0; l < QK_SUB; l++) y[j * QK_SUB + l] = d1 * (float)k4_nib(b->qs, j * QK_SUB + l) - m1;
+        for (int l = 0; l < QK_SUB; l++) {
+            int q = k4_nib(qs, j * QK_SUB + l) | (qh ? ((qh[l] >> j) & 1) << 4 : 0);
+            y[j * QK_SUB + l] = d1 * (float)q - m1;
+        }
     }
+}
+
+static void deq_q4_K(const void *v, float *y) {
+    const block_q4_K *b = v;
+    deq_k4(b->d, b->dmin, b->scales, b->qs, NULL, y);
 }
 
 static void deq_q5_K(const void *v, float *y) {
     const block_q5_K *b = v;
-    float d = h2f(b->d), dmin = h2f(b->dmin);
-    for (int j = 0; j < QK_K / QK_SUB; j++) {
-        int sc, m;
-        k4_get(b->scales, j, &sc, &m);
-        float d1 = d * (float)sc, m1 = dmin * (float)m;
-        for (int l = 0; l < QK_SUB; l++) {
-            int q = k4_nib(b->qs, j * QK_SUB + l) | (((b->qh[l] >> j) & 1) << 4);
-            y[j * QK_SUB + l] = d1 * (float)q - m1;
-        }
-    }
+    deq_k4(b->d, b->dmin, b->scales, b->qs, b->qh, y);
 }
 
 static void deq_q6_K(const void *v, float *y) {
@@ -218,22 +218,24 @@ static void q_q4_0(const float *x, void *v) {
     }
 }
 
-static void minmax(const float *x, int n, float *lo, float *hi) {
-    *lo = FLT_MAX;
-    *hi = -FLT_MAX;
-    for (int j = 0; j < n; j++) {
-        if (x[j] < *lo) *lo = x[j];
-        if (x[j] > *hi) *hi = x[j];
+/* Q4_1/Q5_1: x ~ d*q + min with q in [0, nmax]; stores d and min,
+ * returns 1/d (0 for a constant block). */
+static float affine_scale(const float *x, int nmax, zn_half *d_out, zn_half *m_out, float *lo_out) {
+    float lo = FLT_MAX, hi = -FLT_MAX;
+    for (int j = 0; j < 32; j++) {
+        if (x[j] < lo) lo = x[j];
+        if (x[j] > hi) hi = x[j];
     }
+    float d = (hi - lo) / (float)nmax;
+    *d_out = zn_f32_to_fp16(d);
+    *m_out = zn_f32_to_fp16(lo);
+    *lo_out = lo;
+    return d != 0.0f ? 1.0f / d : 0.0f;
 }
 
 static void q_q4_1(const float *x, void *v) {
     block_q4_1 *b = v;
-    float lo, hi;
-    minmax(x, 32, &lo, &hi);
-    float d = (hi - lo) / 15, id = d != 0.0f ? 1.0f / d : 0.0f;
-    b->d = zn_f32_to_fp16(d);
-    b->m = zn_f32_to_fp16(lo);
+    float lo, id = affine_scale(x, 15, &b->d, &b->m, &lo);
     for (int j = 0; j < 16; j++) {
         int q0 = clampi((int8_t)((x[j] - lo) * id + 0.5f), 0, 15);
         int q1 = clampi((int8_t)((x[j + 16] - lo) * id + 0.5f), 0, 15);
@@ -263,11 +265,7 @@ static void q_q5_0(const float *x, void *v) {
 
 static void q_q5_1(const float *x, void *v) {
     block_q5_1 *b = v;
-    float lo, hi;
-    minmax(x, 32, &lo, &hi);
-    float d = (hi - lo) / 31, id = d != 0.0f ? 1.0f / d : 0.0f;
-    b->d = zn_f32_to_fp16(d);
-    b->m = zn_f32_to_fp16(lo);
+    float lo, id = affine_scale(x, 31, &b->d, &b->m, &lo);
     int q[32];
     for (int j = 0; j < 32; j++) q[j] = (uint8_t)((x[j] - lo) * id + 0.5f) & 31;
     q5_pack(q, b->qs, b->qh);

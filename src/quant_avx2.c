@@ -8,10 +8,13 @@
  * moved onto the activation (|w| * sign(w)*y). Pair sums stay below 2^15 for
  * every input these formats produce (activations are in [-127, 127]). */
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "quant.h"
 #include "quant_impl.h"
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 static inline float hsum4_ps(__m128 s) {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -164,46 +167,35 @@ static inline __m256i k4_chunk(__m256i lo, __m256i hi, const int8_t *q8, __m256i
     return _mm256_add_epi32(pl, ph);
 }
 
-static float dot_q4_K(const block_q4_K *x, const block_q8_K *y, int64_t nb) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 accm = _mm_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i sm = k4_scales_mins(x[i].scales);
-        accm = _mm_fmadd_ps(_mm_set1_ps(h2f(x[i].dmin) * y[i].d), _mm_cvtepi32_ps(k4_min_dot(sm, &y[i])), accm);
-        __m256i scales = _mm256_permute2x128_si256(sm, sm, 0x00);
-        __m256i sumi = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            __m256i bits = load32(x[i].qs + 32 * c);
-            __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            sumi = _mm256_add_epi32(sumi, k4_chunk(lo, hi, y[i].qs + 64 * c, scales, c));
-        }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
-    }
-    return hsum_ps(acc) - hsum4_ps(accm);
-}
-
-static float dot_q5_K(const block_q5_K *x, const block_q8_K *y, int64_t nb) {
+/* Q4_K and Q5_K share d, dmin and the scales; Q5_K adds qh (bit 2c of
+ * qh[l] is the fifth bit of sub-block 2c, bit 2c+1 of 2c+1). */
+_Static_assert(offsetof(block_q4_K, scales) == offsetof(block_q5_K, scales), "k4 layout");
+static ALWAYS_INLINE float dot_k4(const uint8_t *row, const block_q8_K *y, int64_t nb, bool five) {
+    const size_t stride = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    const size_t off_qs = five ? offsetof(block_q5_K, qs) : offsetof(block_q4_K, qs);
     const __m256i m4 = _mm256_set1_epi8(0x0F), b4 = _mm256_set1_epi8(0x10);
     __m256 acc = _mm256_setzero_ps();
     __m128 accm = _mm_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i sm = k4_scales_mins(x[i].scales);
-        accm = _mm_fmadd_ps(_mm_set1_ps(h2f(x[i].dmin) * y[i].d), _mm_cvtepi32_ps(k4_min_dot(sm, &y[i])), accm);
+    for (int64_t i = 0; i < nb; i++, row += stride) {
+        zn_half dh[2]; /* d, dmin */
+        memcpy(dh, row, sizeof dh);
+        __m256i sm = k4_scales_mins(row + offsetof(block_q4_K, scales));
+        accm = _mm_fmadd_ps(_mm_set1_ps(h2f(dh[1]) * y[i].d), _mm_cvtepi32_ps(k4_min_dot(sm, &y[i])), accm);
         __m256i scales = _mm256_permute2x128_si256(sm, sm, 0x00);
-        __m256i hb = load32(x[i].qh), sumi = _mm256_setzero_si256();
+        __m256i hb = five ? load32(row + offsetof(block_q5_K, qh)) : _mm256_setzero_si256();
+        __m256i sumi = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
-            /* bit 2c of qh[l] is the fifth bit of sub-block 2c, bit 2c+1 of 2c+1 */
-            __m256i bits = load32(x[i].qs + 32 * c);
+            __m256i bits = load32(row + off_qs + 32 * c);
             __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4), b4));
-            hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hb, 3), b4));
-            hb = _mm256_srli_epi16(hb, 2);
+            if (five) {
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(hb, 4), b4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(hb, 3), b4));
+                hb = _mm256_srli_epi16(hb, 2);
+            }
             sumi = _mm256_add_epi32(sumi, k4_chunk(lo, hi, y[i].qs + 64 * c, scales, c));
         }
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(dh[0]) * y[i].d), _mm256_cvtepi32_ps(sumi), acc);
     }
     return hsum_ps(acc) - hsum4_ps(accm);
 }
@@ -216,6 +208,8 @@ static float dot_q6_K(const block_q6_K *x, const block_q8_K *y, int64_t nb) {
         /* the codes are stored +32: take 32 * sum_g scale_g * ysum_g off at the end */
         __m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(y[i].bsums)), 5);
         sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
+        /* scales of groups 8h..8h+7 in both 128-bit halves */
+        const __m256i sch[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             __m256i l0 = load32(x[i].ql + 64 * h), l1 = load32(x[i].ql + 64 * h + 32), qh = load32(x[i].qh + 32 * h);
@@ -225,12 +219,10 @@ static float dot_q6_K(const block_q6_K *x, const block_q8_K *y, int64_t nb) {
             q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
             q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
-            /* scales of groups 8h..8h+7 in both 128-bit halves */
-            __m256i sh = _mm256_permute2x128_si256(sc16, sc16, h ? 0x11 : 0x00);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 /* 32 codes = groups 2k (low half of the vector) and 2k+1 (high half) */
-                __m256i s = _mm256_shuffle_epi8(sh, _mm256_setr_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * 2 * k)),
+                __m256i s = _mm256_shuffle_epi8(sch[h], _mm256_setr_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * 2 * k)),
                                                                       _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 1)))));
                 __m256i p = _mm256_maddubs_epi16(q[k], load32(y[i].qs + 128 * h + 32 * k));
                 sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
@@ -252,8 +244,6 @@ static float dot_q8_K(const block_q8_K *x, const block_q8_K *y, int64_t nb) {
 }
 
 /* ---- float weights x f32 --------------------------------------------- */
-
-#define ALWAYS_INLINE inline __attribute__((always_inline))
 
 /* t is a constant at every call, so each type gets its own loop */
 static ALWAYS_INLINE __m256 load_w8(zn_type t, const void *row, int64_t i) {
@@ -294,8 +284,8 @@ bool quant_avx2_dot_act(zn_type t, const void *row, const void *xq, int64_t n, f
     case ZN_TYPE_Q4_1: *out = dot_q4_1(row, xq, nb32); return true;
     case ZN_TYPE_Q5_0: *out = dot_q5_0(row, xq, nb32); return true;
     case ZN_TYPE_Q5_1: *out = dot_q5_1(row, xq, nb32); return true;
-    case ZN_TYPE_Q4_K: *out = dot_q4_K(row, xq, nbK); return true;
-    case ZN_TYPE_Q5_K: *out = dot_q5_K(row, xq, nbK); return true;
+    case ZN_TYPE_Q4_K: *out = dot_k4(row, xq, nbK, false); return true;
+    case ZN_TYPE_Q5_K: *out = dot_k4(row, xq, nbK, true); return true;
     case ZN_TYPE_Q6_K: *out = dot_q6_K(row, xq, nbK); return true;
     case ZN_TYPE_Q8_K: *out = dot_q8_K(row, xq, nbK); return true;
     default: return false;
