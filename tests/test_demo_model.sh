@@ -21,5 +21,5 @@ check "shipped model == trained PyTorch model (NumPy reference; NMSE <= 1e-4, 8 
 check "export: value-head reorder for H_v > H_k" "$py" $dir/test_export.py
 check "demo-pack: manifest -> GGUF round trip (F32, Q8_0)" "$py" $dir/test_pack.py "$build/demo-pack"
 
-echo "$P passed, $F failed"
+echo "demo_model: $P passed, $F failed"
 [ "$F" -eq 0 ]
