@@ -495,7 +495,7 @@ zn_status tokenizer_encode(const zn_tokenizer *t, const char *text, size_t len, 
             s = spm_encode(t, text + f->off, f->len, t->add_space_prefix && prev_special, &o, err);
             break;
         case ZN_TOK_BPE: s = bpe_encode(t, text + f->off, f->len, &o, err); break;
-        case ZN_TOK_WPM: s = zn_errf(err, ZN_ERR_UNSUPPORTED, "tokenizer: WordPiece encoding not built"); break;
+        case ZN_TOK_WPM: s = wpm_encode(t, text + f->off, f->len, &o, err); break;
         }
         prev_special = false;
     }
