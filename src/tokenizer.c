@@ -320,8 +320,10 @@ zn_status tokenizer_load(zn_tokenizer **out, const gguf_ctx *g, zn_err *err) {
         t->add_bos = true, t->add_sep = true, t->clean_spaces = true;
         t->wpm_lowercase = gguf_get_bool_or(g, "tokenizer.ggml.normalizer.lowercase", true);
         t->wpm_strip_accents = gguf_get_bool_or(g, "tokenizer.ggml.normalizer.strip_accents", t->wpm_lowercase);
+    } else if (!strcmp(model, "test")) {
+        t->kind = ZN_TOK_TEST;
     } else {
-        s = zn_errf(err, ZN_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model = '%s' is not supported (llama, gpt2, bert)",
+        s = zn_errf(err, ZN_ERR_UNSUPPORTED, "%s: tokenizer.ggml.model = '%s' is not supported (llama, gpt2, bert, test)",
                     g->path, model);
         goto fail;
     }
@@ -471,6 +473,16 @@ static zn_status partition(const zn_tokenizer *t, const char *text, size_t len, 
     return s;
 }
 
+static zn_status test_encode(const zn_tokenizer *t, const char *text, size_t len, tok_ids *o, zn_err *err) {
+    for (size_t i = 0; i < len; i += 5) {
+        uint64_t h = 0;
+        for (size_t j = i; j < i + 5 && j < len; j++) h = h * 31 + (uint8_t)text[j];
+        if (tok_ids_push(o, (int32_t)(h % (uint64_t)t->n_vocab)))
+            return zn_errf(err, ZN_ERR_NOMEM, "tokenizer: out of memory encoding %zu bytes", len);
+    }
+    return ZN_OK;
+}
+
 zn_status tokenizer_encode(const zn_tokenizer *t, const char *text, size_t len, bool add_special, bool parse_special,
                            int32_t *ids, size_t cap, size_t *n, zn_err *err) {
     *n = 0;
@@ -496,6 +508,7 @@ zn_status tokenizer_encode(const zn_tokenizer *t, const char *text, size_t len, 
             break;
         case ZN_TOK_BPE: s = bpe_encode(t, text + f->off, f->len, &o, err); break;
         case ZN_TOK_WPM: s = wpm_encode(t, text + f->off, f->len, &o, err); break;
+        case ZN_TOK_TEST: s = test_encode(t, text + f->off, f->len, &o, err); break;
         }
         prev_special = false;
     }
@@ -529,6 +542,8 @@ size_t tokenizer_token_piece(const zn_tokenizer *t, int32_t id, bool special, ch
     if (a & (ZN_TOKEN_ATTR_UNKNOWN | ZN_TOKEN_ATTR_CONTROL)) {
         if (!special) return 0;
         memcpy(tmp, tx, n), o = n;
+    } else if (t->kind == ZN_TOK_TEST) {
+        o = (size_t)snprintf(tmp, sizeof tmp, "%x", (unsigned)id);
     } else if (a & ZN_TOKEN_ATTR_USER_DEFINED) {
         memcpy(tmp, tx, n), o = n;
     } else if (a & ZN_TOKEN_ATTR_NORMAL) {
@@ -602,7 +617,7 @@ zn_status tokenizer_decode(const zn_tokenizer *t, const int32_t *ids, size_t n, 
     *len = o;
     zn_status s = ZN_OK;
     if (o > cap) s = zn_errf(err, ZN_ERR_NOMEM, "tokenizer: decoded text of %zu bytes does not fit in %zu", o, cap);
-    else memcpy(out, fixed, o);
+    else if (o) memcpy(out, fixed, o);
     free(fixed);
     return s;
 }

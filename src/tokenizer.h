@@ -33,7 +33,9 @@ enum {
     ZN_TOKEN_ATTR_RSTRIP = 1 << 8, /* ... and right of it */
 };
 
-typedef enum zn_tok_kind { ZN_TOK_SPM, ZN_TOK_BPE, ZN_TOK_WPM } zn_tok_kind;
+/* ZN_TOK_TEST is llama.cpp's dummy tokenizer of its random test models (the
+ * shared tiny fixtures): 5-byte chunks hashed to ids, ids printed in hex. */
+typedef enum zn_tok_kind { ZN_TOK_SPM, ZN_TOK_BPE, ZN_TOK_WPM, ZN_TOK_TEST } zn_tok_kind;
 
 zn_status tokenizer_load(zn_tokenizer **out, const gguf_ctx *g, zn_err *err);
 void tokenizer_free(zn_tokenizer *tok);
