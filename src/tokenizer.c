@@ -63,13 +63,18 @@ int32_t tok_map_get(const tok_map *m, const char *s, size_t n) {
     }
 }
 
+void *tok_grow(void *v, size_t n, size_t *cap, size_t elem, size_t min) {
+    if (n < *cap) return v;
+    size_t c = *cap ? *cap * 2 : min;
+    void *p = realloc(v, c * elem);
+    if (p) *cap = c;
+    return p;
+}
+
 zn_status tok_ids_push(tok_ids *o, int32_t id) {
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 256;
-        int32_t *p = realloc(o->v, cap * sizeof *p);
-        if (!p) return ZN_ERR_NOMEM;
-        o->v = p, o->cap = cap;
-    }
+    int32_t *p = tok_grow(o->v, o->n, &o->cap, sizeof *p, 256);
+    if (!p) return ZN_ERR_NOMEM;
+    o->v = p;
     o->v[o->n++] = id;
     return ZN_OK;
 }
@@ -79,12 +84,9 @@ static bool bigram_less(const tok_bigram *a, const tok_bigram *b) {
 }
 
 zn_status tok_heap_push(tok_heap *h, tok_bigram b) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        tok_bigram *p = realloc(h->v, cap * sizeof *p);
-        if (!p) return ZN_ERR_NOMEM;
-        h->v = p, h->cap = cap;
-    }
+    tok_bigram *p = tok_grow(h->v, h->n, &h->cap, sizeof *p, 64);
+    if (!p) return ZN_ERR_NOMEM;
+    h->v = p;
     size_t i = h->n++;
     while (i > 0 && bigram_less(&b, &h->v[(i - 1) / 2])) {
         h->v[i] = h->v[(i - 1) / 2];
@@ -107,6 +109,32 @@ tok_bigram tok_heap_pop(tok_heap *h) {
     }
     if (h->n) h->v[i] = last;
     return top;
+}
+
+int32_t tok_merge(const char *w, size_t n, tok_sym *sy, tok_heap *h, tok_pair_fn pair, const void *ctx) {
+    int32_t ns = 0;
+    for (size_t off = 0; off < n; ns++) {
+        size_t k = utf8_lead_len((uint8_t)w[off]);
+        if (k > n - off) k = n - off;
+        sy[ns] = (tok_sym){(uint32_t)off, (uint32_t)k, ns - 1, off + k == n ? -1 : ns + 1};
+        off += k;
+    }
+    h->n = 0;
+    for (int32_t i = 1; i < ns; i++)
+        if (pair(ctx, sy, i - 1, i, h)) return -1;
+    while (h->n) {
+        tok_bigram b = tok_heap_pop(h);
+        tok_sym *l = &sy[b.left], *r = &sy[b.right];
+        /* Symbols only grow, so a pair whose sides kept their lengths is
+         * still adjacent and unchanged; otherwise it is stale. */
+        if (l->n != b.ln || r->n != b.rn) continue;
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) sy[r->next].prev = b.left;
+        if (pair(ctx, sy, l->prev, b.left, h) || pair(ctx, sy, b.left, l->next, h)) return -1;
+    }
+    return ns;
 }
 
 /* ---- loading --------------------------------------------------------- */
@@ -421,12 +449,9 @@ typedef struct frag_list {
 
 static zn_status frag_push(frag_list *l, int32_t id, size_t off, size_t len) {
     if (id < 0 && !len) return ZN_OK;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        frag *p = realloc(l->v, cap * sizeof *p);
-        if (!p) return ZN_ERR_NOMEM;
-        l->v = p, l->cap = cap;
-    }
+    frag *p = tok_grow(l->v, l->n, &l->cap, sizeof *p, 16);
+    if (!p) return ZN_ERR_NOMEM;
+    l->v = p;
     l->v[l->n++] = (frag){id, off, len};
     return ZN_OK;
 }

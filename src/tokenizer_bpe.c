@@ -263,12 +263,9 @@ typedef struct span_list {
 
 static zn_status span_push(span_list *l, size_t off, size_t len) {
     if (!len) return ZN_OK;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        span *p = realloc(l->v, cap * sizeof *p);
-        if (!p) return ZN_ERR_NOMEM;
-        l->v = p, l->cap = cap;
-    }
+    span *p = tok_grow(l->v, l->n, &l->cap, sizeof *p, 64);
+    if (!p) return ZN_ERR_NOMEM;
+    l->v = p;
     l->v[l->n++] = (span){(uint32_t)off, (uint32_t)len};
     return ZN_OK;
 }
@@ -301,17 +298,19 @@ static zn_status split_by(const pcre2_code *re, pcre2_match_data *md, const char
     return ZN_OK;
 }
 
-static int32_t rank_of(const zn_tokenizer *t, const char *w, const tok_sym *l, const tok_sym *r, char *key) {
-    memcpy(key, w + l->off, l->n);
-    key[l->n] = ' ';
-    memcpy(key + l->n + 1, w + r->off, r->n);
-    return tok_map_get(&t->merge_rank, key, l->n + 1 + r->n);
-}
+typedef struct bpe_ctx {
+    const zn_tokenizer *t;
+    const char *w;
+    char *key; /* scratch for "left right" */
+} bpe_ctx;
 
-static zn_status add_pair(const zn_tokenizer *t, const char *w, tok_sym *sy, int32_t l, int32_t r, char *key,
-                          tok_heap *h) {
+static zn_status bpe_pair(const void *ctx, const tok_sym *sy, int32_t l, int32_t r, tok_heap *h) {
+    const bpe_ctx *c = ctx;
     if (l < 0 || r < 0) return ZN_OK;
-    int32_t rank = rank_of(t, w, &sy[l], &sy[r], key);
+    memcpy(c->key, c->w + sy[l].off, sy[l].n);
+    c->key[sy[l].n] = ' ';
+    memcpy(c->key + sy[l].n + 1, c->w + sy[r].off, sy[r].n);
+    int32_t rank = tok_map_get(&c->t->merge_rank, c->key, sy[l].n + 1 + sy[r].n);
     if (rank < 0) return ZN_OK;
     return tok_heap_push(h, (tok_bigram){rank, l, r, sy[l].n, sy[r].n});
 }
@@ -323,28 +322,10 @@ static zn_status bpe_word(const zn_tokenizer *t, const char *w, size_t n, tok_sy
         int32_t id = tok_map_get(&t->tok_to_id, w, n);
         if (id >= 0) return tok_ids_push(out, id);
     }
-    int32_t ns = 0;
-    for (size_t off = 0; off < n; ns++) {
-        size_t k = utf8_lead_len((uint8_t)w[off]);
-        if (k > n - off) k = n - off;
-        sy[ns] = (tok_sym){(uint32_t)off, (uint32_t)k, ns - 1, off + k == n ? -1 : ns + 1};
-        off += k;
-    }
-    h->n = 0;
+    bpe_ctx c = {t, w, key};
+    int32_t ns = tok_merge(w, n, sy, h, bpe_pair, &c);
+    if (ns < 0) return ZN_ERR_NOMEM;
     zn_status s;
-    for (int32_t i = 1; i < ns; i++)
-        if ((s = add_pair(t, w, sy, i - 1, i, key, h))) return s;
-    while (h->n) {
-        tok_bigram b = tok_heap_pop(h);
-        tok_sym *l = &sy[b.left], *r = &sy[b.right];
-        if (l->n != b.ln || r->n != b.rn) continue; /* one side was merged since */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sy[r->next].prev = b.left;
-        if ((s = add_pair(t, w, sy, l->prev, b.left, key, h)) || (s = add_pair(t, w, sy, b.left, l->next, key, h)))
-            return s;
-    }
     for (int32_t i = 0; i >= 0 && ns; i = sy[i].next) {
         int32_t id = tok_map_get(&t->tok_to_id, w + sy[i].off, sy[i].n);
         if (id >= 0) {

@@ -26,6 +26,11 @@ void tok_map_free(tok_map *m);
 void tok_map_put(tok_map *m, uint32_t v, bool keep_first);
 int32_t tok_map_get(const tok_map *m, const char *s, size_t n); /* -1 when absent */
 
+/* Room for element n of a growing array: returns v when n < *cap, else
+ * the array reallocated to twice the capacity (min when empty) with *cap
+ * updated, or NULL (v still valid) when out of memory. */
+void *tok_grow(void *v, size_t n, size_t *cap, size_t elem, size_t min);
+
 /* Growable id list (encode output). */
 typedef struct tok_ids {
     int32_t *v;
@@ -54,6 +59,16 @@ typedef struct tok_sym {
     uint32_t off, n;
     int32_t prev, next;
 } tok_sym;
+
+/* Queues the pair (l, r) on h if it may merge; ctx is the caller's. */
+typedef zn_status (*tok_pair_fn)(const void *ctx, const tok_sym *sy, int32_t l, int32_t r, tok_heap *h);
+
+/* Splits w[0..n) into UTF-8 characters (as llama.cpp: by lead byte, clipped
+ * at the end), then merges the best queued pair until none is left. The
+ * merged symbols form a chain from index 0 along next; returns the number of
+ * characters (0 for empty w), or -1 when out of memory. sy needs one entry
+ * per character. */
+int32_t tok_merge(const char *w, size_t n, tok_sym *sy, tok_heap *h, tok_pair_fn pair, const void *ctx);
 
 struct zn_tokenizer {
     zn_tok_kind kind;

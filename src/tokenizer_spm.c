@@ -6,14 +6,19 @@
 #include <string.h>
 
 #include "tokenizer_impl.h"
-#include "utf8.h"
 
-static zn_status try_pair(const zn_tokenizer *t, const char *w, const tok_sym *sy, int32_t l, int32_t r, tok_heap *h) {
+typedef struct spm_ctx {
+    const zn_tokenizer *t;
+    const char *w;
+} spm_ctx;
+
+static zn_status spm_pair(const void *ctx, const tok_sym *sy, int32_t l, int32_t r, tok_heap *h) {
+    const spm_ctx *c = ctx;
     if (l < 0 || r < 0) return ZN_OK;
     /* adjacent symbols are contiguous in w, so the pair is one range */
-    int32_t id = tok_map_get(&t->tok_to_id, w + sy[l].off, sy[l].n + sy[r].n);
+    int32_t id = tok_map_get(&c->t->tok_to_id, c->w + sy[l].off, sy[l].n + sy[r].n);
     if (id < 0) return ZN_OK;
-    return tok_heap_push(h, (tok_bigram){-(double)t->score[id], l, r, sy[l].n, sy[r].n});
+    return tok_heap_push(h, (tok_bigram){-(double)c->t->score[id], l, r, sy[l].n, sy[r].n});
 }
 
 zn_status spm_encode(const zn_tokenizer *t, const char *text, size_t len, bool space_prefix, tok_ids *out,
@@ -31,25 +36,9 @@ zn_status spm_encode(const zn_tokenizer *t, const char *text, size_t len, bool s
         if (text[i] == ' ') memcpy(w + n, sp, 3), n += 3;
         else w[n++] = text[i];
     }
-    int32_t ns = 0;
-    for (size_t off = 0; off < n; ns++) {
-        size_t k = utf8_lead_len((uint8_t)w[off]);
-        if (k > n - off) k = n - off;
-        sy[ns] = (tok_sym){(uint32_t)off, (uint32_t)k, ns - 1, off + k == n ? -1 : ns + 1};
-        off += k;
-    }
-    for (int32_t i = 1; i < ns; i++)
-        if (try_pair(t, w, sy, i - 1, i, &h)) goto nomem;
-    while (h.n) {
-        tok_bigram b = tok_heap_pop(&h);
-        tok_sym *l = &sy[b.left], *r = &sy[b.right];
-        if (l->n != b.ln || r->n != b.rn) continue; /* stale: a side was merged since */
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sy[r->next].prev = b.left;
-        if (try_pair(t, w, sy, l->prev, b.left, &h) || try_pair(t, w, sy, b.left, l->next, &h)) goto nomem;
-    }
+    spm_ctx c = {t, w};
+    int32_t ns = tok_merge(w, n, sy, &h, spm_pair, &c);
+    if (ns < 0) goto nomem;
     for (int32_t i = 0; i >= 0 && ns; i = sy[i].next) {
         int32_t id = tok_map_get(&t->tok_to_id, w + sy[i].off, sy[i].n);
         if (id >= 0) {
