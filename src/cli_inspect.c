@@ -81,43 +81,78 @@ static void human_bytes(char *buf, size_t cap, uint64_t n) {
 
 /* ---- value printing: text ---- */
 
-/* Writes s escaped for a terminal line: printable bytes and UTF-8 as is,
- * control bytes as \n, \t or \xNN; at most max bytes of s. */
+/* Length of the valid UTF-8 sequence at p (0 if invalid). */
+static size_t utf8_len(const unsigned char *p, uint64_t left) {
+    unsigned char c = p[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (n == 0 || n > left) return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
+    for (size_t i = 1; i < n; i++) cp = cp << 6 | (p[i] & 0x3f);
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0; /* overlong, surrogate */
+    return n;
+}
+
+/* Writes s escaped for a terminal line: printable text and valid UTF-8 as
+ * is, control bytes and invalid UTF-8 as \n, \t or \xNN; at most max bytes. */
 static void text_str(FILE *f, gguf_str s, uint64_t max) {
+    const unsigned char *p = (const unsigned char *)s.ptr;
     uint64_t n = s.len < max ? s.len : max;
-    while (n < s.len && n > 0 && ((uint8_t)s.ptr[n] & 0xc0) == 0x80) n--; /* don't cut a UTF-8 sequence */
+    while (n < s.len && n > 0 && (p[n] & 0xc0) == 0x80) n--; /* don't cut a UTF-8 sequence */
     fputc('"', f);
-    for (uint64_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s.ptr[i];
+    for (uint64_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        size_t k = utf8_len(p + i, n - i);
         if (c == '\n') fputs("\\n", f);
         else if (c == '\t') fputs("\\t", f);
         else if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 32 || c == 127) fprintf(f, "\\x%02x", c);
-        else fputc(c, f);
+        else if (k == 0 || c < 32 || c == 127) fprintf(f, "\\x%02x", c);
+        else fwrite(p + i, 1, k, f);
+        i += k ? k : 1;
     }
     fputc('"', f);
     if (n < s.len) fprintf(f, "... (%" PRIu64 " bytes)", s.len);
 }
 
 static void text_float(FILE *f, double v, bool f32) { fprintf(f, "%.*g", f32 ? 7 : 16, v); }
+static void json_float(FILE *f, double v, bool f32);
+
+/* Element i of a numeric or bool array as a scalar kv, so that one printer
+ * serves scalars and array elements. */
+static gguf_kv arr_elem(const gguf_arr *a, uint64_t i) {
+    gguf_kv kv = {.type = a->type};
+    switch (a->type) {
+    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64: kv.v.f64 = gguf_arr_float(a, i); break;
+    case GGUF_TYPE_BOOL: kv.v.b = gguf_arr_int(a, i) != 0; break;
+    case GGUF_TYPE_UINT64: memcpy(&kv.v.u64, (const uint8_t *)a->data + 8 * i, 8); break;
+    default: kv.v.i64 = gguf_arr_int(a, i); break; /* exact for every other integer type */
+    }
+    return kv;
+}
+
+static void scalar_out(FILE *f, const gguf_kv *kv, bool json) {
+    switch (kv->type) {
+    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
+        (json ? json_float : text_float)(f, kv->v.f64, kv->type == GGUF_TYPE_FLOAT32); break;
+    case GGUF_TYPE_BOOL: fputs(kv->v.b ? "true" : "false", f); break;
+    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
+        fprintf(f, "%" PRId64, kv->v.i64); break;
+    default: fprintf(f, "%" PRIu64, kv->v.u64); break; /* unsigned integers */
+    }
+}
 
 static void text_arr(FILE *f, const gguf_arr *a) {
     fputc('[', f);
     uint64_t shown = a->n < INSPECT_ARR_HEAD ? a->n : INSPECT_ARR_HEAD;
     for (uint64_t i = 0; i < shown; i++) {
         if (i) fputs(", ", f);
-        switch (a->type) {
-        case GGUF_TYPE_STRING: text_str(f, a->strs[i], INSPECT_STR_SHOWN); break;
-        case GGUF_TYPE_ARRAY: text_arr(f, &a->subs[i]); break;
-        case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
-            text_float(f, gguf_arr_float(a, i), a->type == GGUF_TYPE_FLOAT32); break;
-        case GGUF_TYPE_BOOL: fputs(gguf_arr_int(a, i) ? "true" : "false", f); break;
-        case GGUF_TYPE_UINT64: {
-            uint64_t v;
-            memcpy(&v, (const uint8_t *)a->data + 8 * i, 8);
-            fprintf(f, "%" PRIu64, v);
-        } break;
-        default: fprintf(f, "%" PRId64, gguf_arr_int(a, i)); break;
+        if (a->type == GGUF_TYPE_STRING) text_str(f, a->strs[i], INSPECT_STR_SHOWN);
+        else if (a->type == GGUF_TYPE_ARRAY) text_arr(f, &a->subs[i]);
+        else {
+            gguf_kv e = arr_elem(a, i);
+            scalar_out(f, &e, false);
         }
     }
     if (shown < a->n) fprintf(f, ", ... (%" PRIu64 " total)", a->n);
@@ -125,15 +160,9 @@ static void text_arr(FILE *f, const gguf_arr *a) {
 }
 
 static void text_value(FILE *f, const gguf_kv *kv) {
-    switch (kv->type) {
-    case GGUF_TYPE_STRING: text_str(f, kv->v.str, INSPECT_STR_SHOWN); break;
-    case GGUF_TYPE_ARRAY: text_arr(f, &kv->v.arr); break;
-    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64: text_float(f, kv->v.f64, kv->type == GGUF_TYPE_FLOAT32); break;
-    case GGUF_TYPE_BOOL: fputs(kv->v.b ? "true" : "false", f); break;
-    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
-        fprintf(f, "%" PRId64, kv->v.i64); break;
-    default: fprintf(f, "%" PRIu64, kv->v.u64); break;
-    }
+    if (kv->type == GGUF_TYPE_STRING) text_str(f, kv->v.str, INSPECT_STR_SHOWN);
+    else if (kv->type == GGUF_TYPE_ARRAY) text_arr(f, &kv->v.arr);
+    else scalar_out(f, kv, false);
 }
 
 static void type_label(char *buf, size_t cap, const gguf_kv *kv) {
@@ -222,20 +251,6 @@ static void print_text(FILE *f, const gguf_ctx *g, const summary *s) {
 
 /* ---- value printing: JSON ---- */
 
-/* Length of the valid UTF-8 sequence at p (0 if invalid). */
-static size_t utf8_len(const unsigned char *p, uint64_t left) {
-    unsigned char c = p[0];
-    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0 || n > left) return 0;
-    for (size_t i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-    for (size_t i = 1; i < n; i++) cp = cp << 6 | (p[i] & 0x3f);
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0; /* overlong, surrogate */
-    return n;
-}
-
 /* A JSON string; bytes that are not valid UTF-8 become U+FFFD so the output
  * always parses. */
 static void json_str(FILE *f, const char *s, uint64_t len) {
@@ -274,18 +289,11 @@ static void json_arr(FILE *f, const gguf_arr *a, uint64_t max) {
     uint64_t shown = a->n < max ? a->n : max;
     for (uint64_t i = 0; i < shown; i++) {
         if (i) fputc(',', f);
-        switch (a->type) {
-        case GGUF_TYPE_STRING: json_str(f, a->strs[i].ptr, a->strs[i].len); break;
-        case GGUF_TYPE_ARRAY: json_arr(f, &a->subs[i], max); break;
-        case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64:
-            json_float(f, gguf_arr_float(a, i), a->type == GGUF_TYPE_FLOAT32); break;
-        case GGUF_TYPE_BOOL: fputs(gguf_arr_int(a, i) ? "true" : "false", f); break;
-        case GGUF_TYPE_UINT64: {
-            uint64_t v;
-            memcpy(&v, (const uint8_t *)a->data + 8 * i, 8);
-            fprintf(f, "%" PRIu64, v);
-        } break;
-        default: fprintf(f, "%" PRId64, gguf_arr_int(a, i)); break;
+        if (a->type == GGUF_TYPE_STRING) json_str(f, a->strs[i].ptr, a->strs[i].len);
+        else if (a->type == GGUF_TYPE_ARRAY) json_arr(f, &a->subs[i], max);
+        else {
+            gguf_kv e = arr_elem(a, i);
+            scalar_out(f, &e, true);
         }
     }
     fputc(']', f);
@@ -294,15 +302,9 @@ static void json_arr(FILE *f, const gguf_arr *a, uint64_t max) {
 /* Scalars in full; arrays as their first INSPECT_ARR_HEAD elements (the
  * "count" field says how many there are). */
 static void json_value(FILE *f, const gguf_kv *kv) {
-    switch (kv->type) {
-    case GGUF_TYPE_STRING: json_str(f, kv->v.str.ptr, kv->v.str.len); break;
-    case GGUF_TYPE_ARRAY: json_arr(f, &kv->v.arr, INSPECT_ARR_HEAD); break;
-    case GGUF_TYPE_FLOAT32: case GGUF_TYPE_FLOAT64: json_float(f, kv->v.f64, kv->type == GGUF_TYPE_FLOAT32); break;
-    case GGUF_TYPE_BOOL: fputs(kv->v.b ? "true" : "false", f); break;
-    case GGUF_TYPE_INT8: case GGUF_TYPE_INT16: case GGUF_TYPE_INT32: case GGUF_TYPE_INT64:
-        fprintf(f, "%" PRId64, kv->v.i64); break;
-    default: fprintf(f, "%" PRIu64, kv->v.u64); break;
-    }
+    if (kv->type == GGUF_TYPE_STRING) json_str(f, kv->v.str.ptr, kv->v.str.len);
+    else if (kv->type == GGUF_TYPE_ARRAY) json_arr(f, &kv->v.arr, INSPECT_ARR_HEAD);
+    else scalar_out(f, kv, true);
 }
 
 static void json_key(FILE *f, bool *first, const char *key) {

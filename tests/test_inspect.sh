@@ -123,6 +123,36 @@ print(f"pycheck: {n} files, {fails} failed")
 EOF
 if grep -q "pycheck: [0-9]* files, 0 failed" "$tmp/pycheck"; then ok; else bad "JSON vs independent parser:"; cat "$tmp/pycheck" >&2; fi
 
+# awkward values: bytes that are not UTF-8, control characters, nested arrays,
+# inf, the largest u64, bool arrays; the JSON must still parse and keep them
+mkdir -p "$tmp/good"
+"$py" - "$tmp/good/odd.gguf" <<'EOF'
+import struct, sys
+def s(x): return struct.pack("<Q", len(x)) + x
+kv = [(b"general.architecture", 8, s(b"odd")),
+      (b"odd.bytes", 8, s(b"a\xff\xfe\x01\n\"\\z\xe2\x96\x81")),
+      (b"odd.nested", 9, struct.pack("<IQ", 9, 2) + struct.pack("<IQ", 5, 2) + struct.pack("<ii", 1, -2)
+                          + struct.pack("<IQ", 5, 1) + struct.pack("<i", 3)),
+      (b"odd.inf", 6, struct.pack("<f", float("-inf"))),
+      (b"odd.u64", 10, struct.pack("<Q", 2**64 - 1)),
+      (b"odd.bools", 9, struct.pack("<IQ", 7, 3) + bytes([1, 0, 1]))]
+b = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kv))
+for k, t, v in kv: b += s(k) + struct.pack("<I", t) + v
+open(sys.argv[1], "wb").write(b)
+EOF
+if "$zinc" inspect --json "$tmp/good/odd.gguf" >"$tmp/odd.json" 2>"$tmp/err" && "$zinc" inspect "$tmp/good/odd.gguf" >/dev/null 2>&1; then
+  "$py" - "$tmp/odd.json" <<'EOF' && ok || bad "odd values in JSON: $(cat "$tmp/odd.json")"
+import json, sys
+m = {e["key"]: e for e in json.load(open(sys.argv[1]))["metadata"]}
+assert m["odd.bytes"]["value"] == "a\ufffd\ufffd\x01\n\"\\z\u2581", m["odd.bytes"]
+assert m["odd.nested"]["value"] == [[1, -2], [3]] and m["odd.nested"]["count"] == 2
+assert m["odd.inf"]["value"] == "-inf" and m["odd.u64"]["value"] == 2**64 - 1
+assert m["odd.bools"]["value"] == [True, False, True]
+EOF
+else
+  bad "inspect odd.gguf: $(cat "$tmp/err")"
+fi
+
 # --help, usage errors
 "$zinc" inspect --help | grep -q "usage: zinc inspect FILE \[--json\]" && ok || bad "inspect --help"
 "$zinc" inspect >/dev/null 2>&1; rc=$?
