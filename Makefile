@@ -9,7 +9,7 @@ CC      ?= cc
 GLSLC   ?= $(CURDIR)/.deps/glslc-trixie/glslc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread -Isrc -Ibuild/gen
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread -Isrc -Ibuild/gen
 LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
 BUILD   ?= build
 
