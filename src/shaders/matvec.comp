@@ -21,7 +21,7 @@ void main() {
     if (r0 >= p.nrows) return;
     const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots;
     uint e = 0;
-    if (p.ids != 0) e = uint(I32(p.ids).v[z]);
+    if (p.ids != 0) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
     const uint64_t x = p.x + 4ul * (uint64_t(t) * p.x_stride + uint64_t(slot) * p.x_slot_stride);
 
