@@ -72,7 +72,7 @@ test-asan:
 fuzz: $(BUILD)/fuzz_gguf
 $(BUILD)/fuzz_gguf: fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -o $@ fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c
 
 clean:
 	rm -rf build build-asan zinc

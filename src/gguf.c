@@ -66,25 +66,31 @@ typedef struct arena_blk {
     _Alignas(16) unsigned char data[];
 } arena_blk;
 
-#define ARENA_BLOCK (256u << 10)
+typedef struct arena {
+    arena_blk *head;
+    size_t block; /* default block size: small files get small blocks */
+} arena;
 
-static void *arena_alloc(arena_blk **head, size_t n) {
+#define ARENA_BLOCK_MIN (4u << 10)
+#define ARENA_BLOCK_MAX (256u << 10)
+
+static void *arena_alloc(arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
-    arena_blk *b = *head;
+    arena_blk *b = a->head;
     if (!b || b->cap - b->used < n) {
-        size_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        size_t cap = n > a->block ? n : a->block;
         b = malloc(sizeof *b + cap);
         if (!b) return NULL;
         b->cap = cap;
         b->used = 0;
         /* A big one-off allocation goes behind the current block so the
          * current block's free space stays usable. */
-        if (*head && n > ARENA_BLOCK) {
-            b->next = (*head)->next;
-            (*head)->next = b;
+        if (a->head && n > a->block) {
+            b->next = a->head->next;
+            a->head->next = b;
         } else {
-            b->next = *head;
-            *head = b;
+            b->next = a->head;
+            a->head = b;
         }
     }
     void *p = b->data + b->used;
@@ -93,12 +99,12 @@ static void *arena_alloc(arena_blk **head, size_t n) {
     return p;
 }
 
-static void arena_free(arena_blk *b) {
-    while (b) {
-        arena_blk *next = b->next;
+static void arena_free(arena *a) {
+    for (arena_blk *b = a->head, *next; b; b = next) {
+        next = b->next;
         free(b);
-        b = next;
     }
+    a->head = NULL;
 }
 
 /* ---- hash index (open addressing over entry indices) ------------------ */
@@ -115,7 +121,7 @@ static uint64_t hash_bytes(const void *p, size_t n) {
     return h;
 }
 
-static bool index_init(index_tab *t, arena_blk **a, uint64_t n) {
+static bool index_init(index_tab *t, arena *a, uint64_t n) {
     uint64_t cap = 16;
     while (cap < 2 * n) cap <<= 1;
     t->slot = arena_alloc(a, cap * sizeof *t->slot);
@@ -143,7 +149,7 @@ static uint32_t *index_slot(const index_tab *t, const gguf_ctx *g, index_key_fn 
 }
 
 typedef struct gguf_priv {
-    arena_blk *arena;
+    arena arena;
     bool owns_map;
     index_tab kv_index, tensor_index;
 } gguf_priv;
@@ -154,7 +160,7 @@ typedef struct rd {
     const uint8_t *p;
     uint64_t pos, size;
     gguf_ctx *g;
-    arena_blk **arena;
+    arena *arena;
     zn_err *err;
     char where[160]; /* "key 'x'" / "tensor 3 'y'": what is being read */
 } rd;
@@ -474,6 +480,7 @@ static zn_status open_common(gguf_ctx *g, const void *buf, size_t size, const ch
         return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory", name);
     }
     pv->owns_map = owns;
+    pv->arena.block = size < ARENA_BLOCK_MIN ? ARENA_BLOCK_MIN : size > ARENA_BLOCK_MAX ? ARENA_BLOCK_MAX : size;
     g->arena = pv;
     g->map = buf;
     g->size = size;
@@ -523,7 +530,7 @@ void gguf_close(gguf_ctx *g) {
     gguf_priv *pv = g->arena;
     if (pv) {
         if (pv->owns_map && g->map) munmap((void *)g->map, g->size);
-        arena_free(pv->arena);
+        arena_free(&pv->arena);
         free(pv);
     }
     char path[ZN_PATH_MAX];
