@@ -26,6 +26,13 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->d = d;
     if (!d->info.subgroup_arith)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: '%s' lacks subgroup arithmetic in compute shaders", d->info.name);
+    /* CPU implementations (lavapipe) run a workgroup's subgroups one after
+     * another and pay for every barrier: one subgroup per workgroup there. */
+    bool cpu = !strcmp(d->info.kind, "cpu");
+    o->mv_wg = cpu ? d->info.subgroup_size : 64;
+    o->mv_rows = cpu ? 4 : 2;
+    o->small_wg = cpu ? d->info.subgroup_size : 64;
+    o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -37,8 +44,6 @@ void vkops_free(vkops *o) {
     memset(o, 0, sizeof *o);
 }
 
-#define MV_ROWS 2   /* rows per mat-vec workgroup */
-#define MV_WG 64
 #define ATTN_WG 128
 #define ATTN_CHUNK 512 /* keys per split when decoding (flash-decoding) */
 #define ELT_WG 256
@@ -65,22 +70,22 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     switch (k) {
     case VKO_MATVEC:
         shader = "matvec";
-        spec[n++] = MV_WG; spec[n++] = (uint32_t)t; spec[n++] = MV_ROWS;
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = o->mv_rows;
         break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
         break;
-    case VKO_EMBED: shader = "embed"; spec[n++] = 64; spec[n++] = (uint32_t)t; break;
-    case VKO_NORM: shader = "norm"; spec[n++] = 128; break;
-    case VKO_ROPE: shader = "rope"; spec[n++] = 64; break;
-    case VKO_KV_STORE: shader = "kv_store"; spec[n++] = 128; break;
+    case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
+    case VKO_NORM: shader = "norm"; spec[n++] = o->small_wg; break;
+    case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
+    case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
-    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = 64; break;
+    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
     case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
-    case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; break;
+    case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
-    case VKO_CONV1D: shader = "conv1d"; spec[n++] = 64; break;
+    case VKO_CONV1D: shader = "conv1d"; spec[n++] = o->small_wg; break;
     case VKO_GDN: {
         uint32_t sg = o->d->info.subgroup_size;
         if (dim % sg) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs subgroup %u", dim, sg);
@@ -141,7 +146,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     uint32_t gx, gy;
-    grid2(o, (a->nrows + MV_ROWS - 1) / MV_ROWS, &gx, &gy);
+    grid2(o, (a->nrows + o->mv_rows - 1) / o->mv_rows, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
 }
@@ -158,7 +163,7 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 }
 
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (a->ids || a->n_tok <= 4) return vkop_matvec(o, c, a, name, err);
+    if (a->ids || a->n_tok < o->mm_min_tok) return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
 
@@ -300,7 +305,7 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
     if (st) return st;
     struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
-    dispatch_items(o, c, p, &pc, sizeof pc, (n_ch + 63) / 64, name);
+    dispatch_items(o, c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, name);
     return ZN_OK;
 }
 

@@ -23,6 +23,9 @@ typedef struct vkops {
     vkdev *d;
     vkpipes ps;
     vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
+    uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per workgroup */
+    uint32_t small_wg;        /* workgroup of the per-row ops (norm, rope, ...) */
+    uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -46,7 +49,7 @@ typedef struct vkop_mm {
     bool bias_first;
 } vkop_mm;
 
-/* Mat-vec kernel for few tokens, tiled mat-mat for many. */
+/* Mat-vec kernel for few tokens (or experts), tiled mat-mat for many. */
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 /* Forces one kernel (tests compare both). */
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
