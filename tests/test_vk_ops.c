@@ -473,7 +473,7 @@ static void test_eltwise(void) {
                     }
                     ref[i] = v;
                 }
-            vkref da = dev_up(a, sizeof a), db = dev_up(bcast ? bc : b, sizeof b), dr = dev_up(route, sizeof route);
+            vkref da = dev_up(a, sizeof a), db = bcast ? dev_up(bc, sizeof bc) : dev_up(b, sizeof b), dr = dev_up(route, sizeof route);
             vkref dy = dev_out(sizeof y);
             zn_err err = {0};
             double e = INFINITY;
