@@ -347,21 +347,29 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                        .scale = n->fp[0]};
         return vkop_attn_run(&c->o, &c->c, &a, n->tag, err);
     }
-    case ZN_OP_ADD:
-        return vkop_eltwise(&c->o, &c->c, VKELT_ADD, a0, a1, dst, ny, (uint32_t)y->cols, 0, 0, 0, n->tag, err);
-    case ZN_OP_SWIGLU:
-        return vkop_eltwise(&c->o, &c->c, n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, a0, a1, dst, ny,
-                            (uint32_t)y->cols, 0, 0, 0, n->tag, err);
-    case ZN_OP_SIGMOID_MUL:
-        return vkop_eltwise(&c->o, &c->c, VKELT_SIGMOID_MUL, a0, a1, dst, ny, (uint32_t)y->cols,
-                            (uint32_t)g->acts[n->src[1]].cols, 0, 0, n->tag, err);
+    case ZN_OP_ADD: {
+        vkop_elt e = {.mode = VKELT_ADD, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
+    case ZN_OP_SWIGLU: {
+        vkop_elt e = {.mode = n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, .a = a0, .b = a1, .dst = dst, .n = ny,
+                      .cols = (uint32_t)y->cols};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
+    case ZN_OP_SIGMOID_MUL: {
+        vkop_elt e = {.mode = VKELT_SIGMOID_MUL, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
+                      .b_cols = (uint32_t)g->acts[n->src[1]].cols};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
     case ZN_OP_MOE_ROUTE:
         return vkop_moe_route(&c->o, &c->c, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->ip[0],
                               n->ip[1] != 0, n->fp[0], n->tag, err);
     case ZN_OP_MOE_MATMUL: return run_moe_matmul(c, g, n, err);
-    case ZN_OP_MOE_SUM:
-        return vkop_eltwise(&c->o, &c->c, VKELT_MOE_SUM, a0, 0, dst, ny, (uint32_t)y->cols, 0, a1,
-                            (uint32_t)g->acts[n->src[1]].cols / 2, n->tag, err);
+    case ZN_OP_MOE_SUM: {
+        vkop_elt e = {.mode = VKELT_MOE_SUM, .a = a0, .dst = dst, .route = a1, .n = ny, .cols = (uint32_t)y->cols,
+                      .k = (uint32_t)g->acts[n->src[1]].cols / 2};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
     case ZN_OP_GET_ROWS: {
         vkref src = c->act, d2 = c->act;
         src.off += sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols);

@@ -263,15 +263,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     return ZN_OK;
 }
 
-zn_status vkop_eltwise(vkops *o, vkcmd *c, vkelt_mode mode, VkDeviceAddress a, VkDeviceAddress b,
-                       VkDeviceAddress dst, uint32_t n, uint32_t cols, uint32_t b_cols, VkDeviceAddress route,
-                       uint32_t k, const char *name, zn_err *err) {
+zn_status vkop_eltwise(vkops *o, vkcmd *c, const vkop_elt *e, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_ELTWISE, ZN_TYPE_F32, &p, err);
     if (st) return st;
-    if (!cols || n % cols) return zn_errf(err, ZN_ERR_ARG, "vulkan: eltwise %u elements in rows of %u", n, cols);
-    struct { uint64_t a, b, dst, route; uint32_t n, cols, b_cols, k, mode; } pc = {a, b, dst, route, n, cols, b_cols, k, mode};
-    dispatch_items(o, c, p, &pc, sizeof pc, (n + ELT_WG - 1) / ELT_WG, name);
+    if (!e->cols || e->n % e->cols) return zn_errf(err, ZN_ERR_ARG, "vulkan: eltwise %u elements in rows of %u", e->n, e->cols);
+    if (e->mode == VKELT_COPY_COLS && (!e->k || e->cols % e->k))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: copy_cols of width %u into rows of %u", e->k, e->cols);
+    struct { uint64_t a, b, dst, route; uint32_t n, cols, b_cols, k, mode, aux, aux2; } pc = {
+        e->a, e->b, e->dst, e->route, e->n, e->cols, e->b_cols, e->k, e->mode, e->aux, e->aux2};
+    dispatch_items(o, c, p, &pc, sizeof pc, (e->n + ELT_WG - 1) / ELT_WG, name);
     return ZN_OK;
 }
 
@@ -316,9 +317,10 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
     if (st) return st;
     struct {
         uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
-        uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw;
+        uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw, l2;
+        float eps;
     } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->n_tok, a->h_k, a->h_v, a->d_v,
-            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw};
+            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
     dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + 3) / 4, name);
     return ZN_OK;
