@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vk_ops.h"
+#include "vk_quant.h"
 
 static int type_slot(zn_type t) {
     switch (t) {
@@ -117,7 +118,7 @@ typedef struct mm_push {
     uint64_t w, x, y, bias, scale, res, ids, expert_bytes;
     uint32_t ncols, nrows, row_bytes, n_slots;
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
-    uint32_t n_tok, ids_stride, bias_first;
+    uint32_t n_tok, ids_stride, bias_first, x_aligned;
 } mm_push;
 _Static_assert(sizeof(mm_push) <= ZN_VK_PUSH_MAX, "push constants");
 
@@ -125,8 +126,9 @@ static zn_status mm_check(const vkop_mm *a, zn_err *err) {
     const zn_type_info *ti = zn_type_get((uint32_t)a->type);
     if (!ti || !vkops_type_ok(a->type)) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matmul of type %s", zn_type_name(a->type));
     if (a->ncols % ti->blck) return zn_errf(err, ZN_ERR_ARG, "vulkan: row of %u is not a multiple of %s blocks", a->ncols, ti->name);
-    if (ti->blck == 1 && a->ncols % 32 && a->type != ZN_TYPE_F32 && a->type != ZN_TYPE_F16 && a->type != ZN_TYPE_BF16)
-        return zn_errf(err, ZN_ERR_ARG, "vulkan: bad row length %u", a->ncols);
+    if (a->row_bytes != vkq_row_bytes(a->type, a->ncols))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: %s row of %u in %u bytes (vk_quant.h layout: %zu)", ti->name, a->ncols,
+                       a->row_bytes, vkq_row_bytes(a->type, a->ncols));
     if (!a->n_tok || !a->nrows || !a->ncols) return zn_errf(err, ZN_ERR_ARG, "vulkan: empty matmul");
     return ZN_OK;
 }
@@ -136,7 +138,8 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .expert_bytes = a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows, .row_bytes = a->row_bytes,
                      .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride, .y_stride = a->y_stride,
                      .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride, .n_tok = a->n_tok,
-                     .ids_stride = a->ids_stride, .bias_first = a->bias_first};
+                     .ids_stride = a->ids_stride, .bias_first = a->bias_first,
+                     .x_aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0};
 }
 
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {

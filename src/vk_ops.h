@@ -42,7 +42,7 @@ typedef struct vkop_mm {
     zn_type type;
     VkDeviceAddress w, x, y, bias, scale, res, ids;
     uint64_t expert_bytes;        /* bytes between experts' matrices */
-    uint32_t ncols, nrows, row_bytes;
+    uint32_t ncols, nrows, row_bytes;  /* row_bytes: vkq_row_bytes (GPU layout) */
     uint32_t n_tok, n_slots;
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint32_t ids_stride;
@@ -55,7 +55,8 @@ zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 
-/* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols]). */
+/* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols], GPU
+ * rows of vk_quant.h). */
 zn_status vkop_embed(vkops *o, vkcmd *c, zn_type t, VkDeviceAddress w, uint32_t row_bytes, uint32_t ncols,
                      VkDeviceAddress tokens, uint32_t n_tok, VkDeviceAddress dst, zn_err *err);
 

@@ -10,6 +10,7 @@
 #include "quant.h"
 #include "ssm.h"
 #include "vk_ops.h"
+#include "vk_quant.h"
 
 typedef struct env {
     bool ok;
@@ -83,19 +84,22 @@ static void reset(void) {
 static const zn_type ALL_TYPES[] = {ZN_TYPE_F32, ZN_TYPE_F16, ZN_TYPE_BF16, ZN_TYPE_Q4_0,
                                     ZN_TYPE_Q8_0, ZN_TYPE_Q4_K, ZN_TYPE_Q5_K, ZN_TYPE_Q6_K};
 
-/* Random weights quantised to type t; wf gets the dequantised values (the
- * exact matrix the GPU must multiply). */
+/* Random weights quantised to type t, in the GPU layout (vk_quant.h,
+ * vkq_row_bytes per row); wf gets the dequantised values (the exact matrix
+ * the GPU must multiply). */
 static void *make_weights(zn_type t, int rows, int cols, float *wf) {
     size_t rb = zn_row_size(t, cols);
-    uint8_t *q = malloc(rb * (size_t)rows);
+    uint8_t *q = malloc(rb * (size_t)rows), *g = malloc(vkq_row_bytes(t, cols) * (size_t)rows);
     float *tmp = malloc(sizeof(float) * (size_t)cols);
     for (int r = 0; r < rows; r++) {
         fill(tmp, (size_t)cols, 1.0f);
         quant_quantize_row(t, tmp, q + rb * (size_t)r, cols);
         quant_dequantize_row(t, q + rb * (size_t)r, wf + (size_t)r * cols, cols);
     }
+    vkq_repack(t, q, g, cols, rows);
     free(tmp);
-    return q;
+    free(q);
+    return g;
 }
 
 typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT } mm_kernel;
@@ -118,7 +122,7 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
             if (extras) s = s * scale + bias[r] + res[(size_t)tk * rows + r];
             ref[(size_t)tk * rows + r] = s;
         }
-    size_t rb = zn_row_size(t, cols);
+    size_t rb = vkq_row_bytes(t, cols);
     vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * cols), dy = dev_out(sizeof(float) * T * rows);
     vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows,
                  .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows};
@@ -180,7 +184,7 @@ static void test_matvec_experts(void) {
     for (size_t ti = 0; ti < 3; ti++) {
         zn_type t = types[ti];
         int ne = 5, rows = 11, cols = cols_for(t, 64), T = 3, k = 2;
-        size_t rb = zn_row_size(t, cols), eb = rb * rows;
+        size_t rb = vkq_row_bytes(t, cols), eb = rb * rows;
         float *wf = malloc(sizeof(float) * ne * rows * cols);
         uint8_t *wq = malloc(eb * ne);
         for (int e = 0; e < ne; e++) {
@@ -240,7 +244,7 @@ static void test_embed(void) {
         int32_t tok[5] = {22, 0, 7, 7, 13};
         for (int r = 0; r < T; r++)
             for (int c = 0; c < cols; c++) ref[r * cols + c] = wf[tok[r] * cols + c];
-        size_t rb = zn_row_size(t, cols);
+        size_t rb = vkq_row_bytes(t, cols);
         vkref dw = dev_up(wq, rb * rows), dt = dev_up(tok, sizeof tok), dy = dev_out(sizeof(float) * T * cols);
         zn_err err = {0};
         double e = INFINITY;
@@ -675,6 +679,10 @@ static bool setup(void) {
         return false;
     }
     vkarena_init(&E.a, &E.d, VKMEM_DEVICE, 16u << 20, 0);
+    /* every upload through the double-buffered staging copy (lavapipe's
+     * memory is host-visible, which would otherwise take the memcpy path);
+     * a 1 MiB stage makes the larger uploads take several rounds */
+    E.x.force_staging = true;
     return true;
 }
 
