@@ -63,11 +63,15 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: zinc $(TEST_BIN)
+test: zinc $(TEST_BIN) $(BUILD)/demo-pack
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' LDFLAGS='-fsanitize=address,undefined' test
+
+# Packs the demo model's GGUF (tools/demo-model/README.md).
+$(BUILD)/demo-pack: tools/demo-model/pack.c $(BUILD)/libzinc.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
 fuzz: $(BUILD)/fuzz_gguf
 $(BUILD)/fuzz_gguf: fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c $(wildcard src/*.h)

@@ -164,19 +164,19 @@ static void plan_arena(zn_graph *g) {
 
 /* ---- lifecycle ---- */
 
-zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err) {
+zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int cap_nodes, int cap_acts,
+                           zn_err *err) {
     memset(g, 0, sizeof *g);
     if (max_tokens < 1 || max_tokens > ZN_MAX_BATCH)
         return zn_errf(err, ZN_ERR_ARG, "graph: max tokens per step %d out of range [1, %d]", max_tokens,
                        ZN_MAX_BATCH);
-    if (!builders[m->arch])
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "%s: no forward pass for architecture %s yet", m->path,
-                       model_arch_name(m->arch));
+    if (cap_nodes < 1 || cap_nodes > ZN_MAX_GRAPH_NODES || cap_acts < 1 || cap_acts > ZN_MAX_GRAPH_NODES)
+        return zn_errf(err, ZN_ERR_ARG, "graph: capacity %d nodes / %d activations out of range", cap_nodes,
+                       cap_acts);
     g->model = m;
     g->max_tokens = max_tokens;
-    g->cap_nodes = 64 * m->hp.n_layer + 64;
-    g->cap_acts = 64 * m->hp.n_layer + 64;
-    if (g->cap_nodes > ZN_MAX_GRAPH_NODES) g->cap_nodes = g->cap_acts = ZN_MAX_GRAPH_NODES;
+    g->cap_nodes = cap_nodes;
+    g->cap_acts = cap_acts;
     g->nodes = calloc((size_t)g->cap_nodes + 1, sizeof *g->nodes);
     g->acts = calloc((size_t)g->cap_acts + 1, sizeof *g->acts);
     plan *p = g->plan = calloc(1, sizeof *p);
@@ -190,12 +190,37 @@ zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err
         graph_free(g);
         return zn_errf(err, ZN_ERR_NOMEM, "graph: out of memory");
     }
+    g->logits = -1;
+    return ZN_OK;
+}
+
+zn_status graph_finish(zn_graph *g, int out, zn_err *err) {
+    plan *p = g->plan;
+    if (p->overflow || out < 0 || out >= g->n_acts)
+        return zn_errf(err, ZN_ERR_ARG, "graph: overflow or bad output activation %d", out);
+    g->logits = out;
+    plan_arena(g);
+    g->arena_floats = p->peak;
+    return ZN_OK;
+}
+
+zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err) {
+    if (!builders[m->arch]) {
+        memset(g, 0, sizeof *g);
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "%s: no forward pass for architecture %s yet", m->path,
+                       model_arch_name(m->arch));
+    }
+    int cap = 64 * m->hp.n_layer + 64;
+    zn_status st = graph_init_empty(g, m, max_tokens, cap < ZN_MAX_GRAPH_NODES ? cap : ZN_MAX_GRAPH_NODES,
+                                    cap < ZN_MAX_GRAPH_NODES ? cap : ZN_MAX_GRAPH_NODES, err);
+    if (st != ZN_OK) return st;
+    plan *p = g->plan;
     /* size the arena for the largest steps of both kinds */
     const int sizes[3][2] = {{max_tokens, 1}, {max_tokens, 0}, {1, 0}};
     size_t arena = 0;
     g->arena_floats = (size_t)-1;
     for (int i = 0; i < 3; i++) {
-        zn_status st = graph_build(g, p->dummy_tokens, sizes[i][0], 0, sizes[i][1], err);
+        st = graph_build(g, p->dummy_tokens, sizes[i][0], 0, sizes[i][1], err);
         if (st != ZN_OK) {
             graph_free(g);
             return st;

@@ -162,6 +162,15 @@ void graph_free(zn_graph *g);
 zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past,
                       bool all_logits, zn_err *err);
 
+/* Op tests ("does backend X compute op Y like the CPU?"): an empty graph
+ * with room for cap_nodes/cap_acts, filled by hand with graph_act /
+ * graph_node (the caller sets tokens, n_tokens, n_past), then
+ * graph_finish() places the activations, keeping `out` alive to the end,
+ * and sets arena_floats to what they need. */
+zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int cap_nodes, int cap_acts,
+                           zn_err *err);
+zn_status graph_finish(zn_graph *g, int out, zn_err *err);
+
 const char *graph_op_name(zn_op op);
 /* "blk.3.attn_q" / "output". */
 void graph_node_name(const zn_node *n, char *buf, size_t cap);

@@ -356,7 +356,6 @@ zn_status tokenizer_load(zn_tokenizer **out, const gguf_ctx *g, zn_err *err) {
         goto fail;
     }
     t->add_space_prefix = gguf_get_bool_or(g, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
-    t->remove_extra_ws = gguf_get_bool_or(g, "tokenizer.ggml.remove_extra_whitespaces", false);
 
     int32_t *ids[] = {&t->bos, &t->eos, &t->unk, &t->sep, &t->pad, &t->mask};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)

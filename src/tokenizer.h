@@ -37,6 +37,8 @@ enum {
  * shared tiny fixtures): 5-byte chunks hashed to ids, ids printed in hex. */
 typedef enum zn_tok_kind { ZN_TOK_SPM, ZN_TOK_BPE, ZN_TOK_WPM, ZN_TOK_TEST } zn_tok_kind;
 
+/* Builds the tokenizer from g's tokenizer.ggml.* metadata; everything is
+ * copied, so g may be closed afterwards. */
 zn_status tokenizer_load(zn_tokenizer **out, const gguf_ctx *g, zn_err *err);
 void tokenizer_free(zn_tokenizer *tok);
 
@@ -50,7 +52,8 @@ zn_status tokenizer_encode(const zn_tokenizer *tok, const char *text, size_t len
                            bool parse_special, int32_t *ids, size_t cap, size_t *n, zn_err *err);
 
 /* Ids -> text as llama.cpp's detokenize: control tokens rendered only when
- * special; SentencePiece's leading space removed; HF's clean-up of spaces
+ * special; the first token loses one leading space when the model adds one
+ * (SentencePiece; a BOS first keeps the space after it); HF's clean-up of spaces
  * before punctuation applied when the model asks for it (clean_spaces).
  * Broken UTF-8 comes out as U+FFFD. On ZN_ERR_NOMEM *len is the size needed. */
 zn_status tokenizer_decode(const zn_tokenizer *tok, const int32_t *ids, size_t n, bool special,

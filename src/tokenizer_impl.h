@@ -89,7 +89,7 @@ struct zn_tokenizer {
     int32_t bos, eos, eot, eom, unk, sep, pad, mask;
     int32_t byte_tok[256]; /* id of each raw byte (byte fallback), -1 if none */
     bool add_bos, add_eos, add_sep;
-    bool add_space_prefix, clean_spaces, ignore_merges, remove_extra_ws;
+    bool add_space_prefix, clean_spaces, ignore_merges;
     bool wpm_lowercase, wpm_strip_accents;
 
     /* BPE */
