@@ -129,7 +129,7 @@ zn_status chat_render_json(const char *tmpl, const char *messages_json, size_t l
     zn_status s = jinja_set_json(ctx, vars, "messages", messages_json, len, err);
     if (s != ZN_OK) zn_err_prefix(err, "chat: messages");
     jinja_obj *list = s == ZN_OK ? jinja_get_obj(ctx, vars, "messages", 0) : NULL;
-    if (s == ZN_OK && !list) s = zn_errf(err, ZN_ERR_ARG, "chat: messages must be a JSON array");
+    if (s == ZN_OK && (!list || !jinja_is_list(list))) s = zn_errf(err, ZN_ERR_ARG, "chat: messages must be a JSON array");
     if (s == ZN_OK) s = normalize_messages(ctx, list, err);
     if (s == ZN_OK) s = set_kwargs(ctx, add_generation_prompt, kw, err);
     if (s == ZN_OK) s = render(tmpl, ctx, out, out_len, used_fallback, err);

@@ -51,6 +51,7 @@ jinja_obj *jinja_set_dict(jinja_ctx *ctx, jinja_obj *obj, const char *key);
 /* Read access, for callers that adjust what they built: dict[key] (or
  * list[i]) when it is a list/dict, resp. a string (*n = its length); else NULL. */
 size_t jinja_len(const jinja_obj *obj);
+bool jinja_is_list(const jinja_obj *obj);
 jinja_obj *jinja_get_obj(jinja_ctx *ctx, jinja_obj *obj, const char *key, size_t i);
 const char *jinja_get_str(jinja_obj *obj, const char *key, size_t i, size_t *n);
 

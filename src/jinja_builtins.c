@@ -101,6 +101,12 @@ static jv do_strip(jstate *st, const jnode *at, jv s, jv chars, bool left, bool 
     return r;
 }
 
+static jv bytes_reversed(jstate *st, jv s) {
+    char *p = jalloc(st, s.n + 1);
+    for (uint32_t i = 0; i < s.n; i++) p[i] = s.s[s.n - 1 - i];
+    return jv_strn(p, s.n);
+}
+
 static jv do_split(jstate *st, const jnode *at, jv s, jv sep, int64_t maxsplit, bool from_right) {
     jlist *l = jlist_new(st, 0);
     if (sep.t == JT_NONE || sep.t == JT_UNDEF) {
@@ -111,15 +117,8 @@ static jv do_split(jstate *st, const jnode *at, jv s, jv sep, int64_t maxsplit, 
             for (;;) {
                 while (i < s.n && ju_isspace_at(s.s, s.n, i, &len)) i += len;
                 if (i >= s.n) break;
-                if (maxsplit >= 0 && (int64_t)l->n == maxsplit) {
-                    size_t e = s.n;
-                    while (e > i) {
-                        size_t p = e - 1;
-                        while (p > i && ((unsigned char)s.s[p] & 0xC0) == 0x80) p--;
-                        if (!ju_isspace_at(s.s, s.n, p, &len)) break;
-                        e = p;
-                    }
-                    jlist_push(st, l, jv_strn(s.s + i, e - i));
+                if (maxsplit >= 0 && (int64_t)l->n == maxsplit) {  /* the rest, as is */
+                    jlist_push(st, l, jv_strn(s.s + i, s.n - i));
                     break;
                 }
                 size_t b = i;
@@ -140,9 +139,7 @@ static jv do_split(jstate *st, const jnode *at, jv s, jv sep, int64_t maxsplit, 
             }
             if (e == 0) break;
             if (maxsplit >= 0 && (int64_t)rev->n == maxsplit) {
-                size_t b = 0;
-                while (b < e && ju_isspace_at(s.s, s.n, b, &len)) b += len;
-                jlist_push(st, rev, jv_strn(s.s + b, e - b));
+                jlist_push(st, rev, jv_strn(s.s, e));
                 break;
             }
             size_t b = e;
@@ -170,18 +167,10 @@ static jv do_split(jstate *st, const jnode *at, jv s, jv sep, int64_t maxsplit, 
         }
         return jv_list(l);
     }
-    jlist *rev = jlist_new(st, 0);
-    size_t e = s.n;
-    for (;;) {
-        size_t hit = SIZE_MAX;
-        if ((maxsplit < 0 || (int64_t)rev->n < maxsplit) && e >= sep.n)
-            for (size_t p = e - sep.n + 1; p-- > 0;)
-                if (!memcmp(s.s + p, sep.s, sep.n)) { hit = p; break; }
-        if (hit == SIZE_MAX) { jlist_push(st, rev, jv_strn(s.s, e)); break; }
-        jlist_push(st, rev, jv_strn(s.s + hit + sep.n, e - hit - sep.n));
-        e = hit;
-    }
-    for (uint32_t i = rev->n; i > 0; i--) jlist_push(st, l, rev->v[i - 1]);
+    /* rsplit(sep): split the byte-reversed string by the reversed separator
+     * (finds matches from the right, like Python), then reverse back. */
+    jlist *rev = do_split(st, at, bytes_reversed(st, s), bytes_reversed(st, sep), maxsplit, false).l;
+    for (uint32_t i = rev->n; i > 0; i--) jlist_push(st, l, bytes_reversed(st, rev->v[i - 1]));
     return jv_list(l);
 }
 
@@ -636,6 +625,7 @@ static jv f_unique_minmax(jstate *st, const jnode *at, jv v, const jargs *a, int
 }
 
 jv jbuiltin_filter(jstate *st, const jnode *at, const char *name, jv v, const jargs *a) {
+    if (v.t == JT_STR) jcharge(st, at, v.n);
 #define IS(x) (!strcmp(name, x))
     if (IS("tojson")) return f_tojson(st, at, v, a);
     if (IS("length") || IS("count")) return f_length(st, at, v);
@@ -820,6 +810,7 @@ static bool str_cased(jstate *st, jv v, bool upper) {
 }
 
 bool jbuiltin_test(jstate *st, const jnode *at, const char *name, jv v, const jargs *a) {
+    if (v.t == JT_STR) jcharge(st, at, v.n);
 #define IS(x) (!strcmp(name, x))
     jv other = arg(a, 0, NULL, jv_undef());
     if (IS("defined")) return v.t != JT_UNDEF;
@@ -967,8 +958,14 @@ static jv str_method(jstate *st, const jnode *at, jv s, const char *name, const 
             return jv_int(k);
         }
         int64_t found = -1;
-        for (size_t i = 0; i + sub.n <= s.n; i++)
-            if (!memcmp(s.s + i, sub.s, sub.n)) { found = (int64_t)i; if (IS("find")) break; }
+        if (IS("find")) {
+            const char *hit = memmem(s.s, s.n, sub.s, sub.n);
+            if (hit) found = hit - s.s;
+        } else {
+            jv rs = bytes_reversed(st, s), rsub = bytes_reversed(st, sub);
+            const char *hit = memmem(rs.s, rs.n, rsub.s, rsub.n);
+            if (hit) found = (int64_t)s.n - (hit - rs.s) - (int64_t)sub.n;
+        }
         return jv_int(found < 0 ? -1 : (int64_t)ju8_len(s.s, (size_t)found));
     }
     if (IS("join")) {
@@ -1006,15 +1003,14 @@ static jv str_method(jstate *st, const jnode *at, jv s, const char *name, const 
             }
         }
         if (b < s.n) jlist_push(st, l, jv_strn(s.s + b, s.n - b));
-        jv r = jv_list(l);
-        r.flags = !strcmp(name, "keys") ? JF_KEYS : !strcmp(name, "values") ? JF_VALUES : JF_ITEMS;
-        return r;
+        return jv_list(l);
     }
 #undef IS
     jfail(st, at, "str has no method '%s'", name);
 }
 
 jv jbuiltin_method(jstate *st, const jnode *at, jv self, const char *name, const jargs *a) {
+    if (self.t == JT_STR) jcharge(st, at, self.n);
     if (self.t == JT_STR) return str_method(st, at, self, name, a);
     if (self.t == JT_DICT) {
         if (in_set(dict_unsafe, name)) jfail(st, at, "dict.%s() is not allowed: the template sandbox is immutable", name);
@@ -1026,7 +1022,9 @@ jv jbuiltin_method(jstate *st, const jnode *at, jv self, const char *name, const
         for (uint32_t i = 0; i < self.d->n; i++)
             jlist_push(st, l, !strcmp(name, "keys") ? self.d->k[i] : !strcmp(name, "values") ? self.d->v[i]
                                                                                                : mk_tuple2(st, self.d->k[i], self.d->v[i]));
-        return jv_list(l);
+        jv r = jv_list(l);
+        r.flags = !strcmp(name, "keys") ? JF_KEYS : !strcmp(name, "values") ? JF_VALUES : JF_ITEMS;
+        return r;
     }
     if (self.t == JT_LIST) {
         if (in_set(list_unsafe, name)) jfail(st, at, "list.%s() is not allowed: the template sandbox is immutable", name);

@@ -41,6 +41,12 @@ void jcheck_steps(jstate *st, const jnode *at) {
     if (++st->steps > ZN_JINJA_MAX_STEPS) jfail(st, at, "template takes too many steps (more than %d)", ZN_JINJA_MAX_STEPS);
 }
 
+void jcharge(jstate *st, const jnode *at, size_t bytes) {
+    if (bytes < 64) return;
+    st->steps += bytes >> 6;
+    if (st->steps > ZN_JINJA_MAX_STEPS) jfail(st, at, "template takes too many steps (more than %d)", ZN_JINJA_MAX_STEPS);
+}
+
 /* ---- scopes ---- */
 
 static jscope *scope_push(jstate *st, jscope *parent) {
@@ -161,6 +167,7 @@ jv jgetitem(jstate *st, const jnode *at, jv obj, jv key) {
         break;
     case JT_STR:
         if (key.t == JT_INT || key.t == JT_BOOL) {
+            jcharge(st, at, obj.n);
             int64_t i = as_index(st, at, key), len = (int64_t)ju8_len(obj.s, obj.n);
             if (i < 0) i += len;
             if (i < 0 || i >= len) return jv_undef();
@@ -187,6 +194,7 @@ static jv eval_slice(jstate *st, const jnode *n, jv obj) {
     if ((obj.t != JT_LIST && obj.t != JT_STR) || (obj.t == JT_LIST && (obj.flags & JF_LAZY))) return jv_undef();
     int64_t step = parts[2].t == JT_NONE ? 1 : parts[2].i;
     if (step == 0) jfail(st, n, "slice step cannot be zero");
+    if (obj.t == JT_STR) jcharge(st, n, obj.n);
     bool ascii = obj.t == JT_STR && ju8_len(obj.s, obj.n) == obj.n;
     int64_t len = obj.t == JT_LIST ? obj.l->n : ascii ? obj.n : (int64_t)ju8_len(obj.s, obj.n);
     int64_t lower = step < 0 ? -1 : 0, upper = step < 0 ? len - 1 : len, idx[2];
@@ -233,6 +241,7 @@ jlist *jiterate(jstate *st, const jnode *at, jv v) {
         for (uint32_t i = 0; i < v.d->n; i++) jlist_push(st, l, v.d->k[i]);
         return l;
     case JT_STR:
+        jcharge(st, at, (size_t)v.n * 16);  /* one list item per code point */
         l = jlist_new(st, 0);
         for (size_t i = 0; i < v.n;) {
             size_t j = ju8_next(v.s, v.n, i);
@@ -392,6 +401,8 @@ static bool contains(jstate *st, const jnode *at, jv needle, jv hay) {
 }
 
 static bool compare(jstate *st, const jnode *at, int op, jv a, jv b) {
+    if (a.t == JT_STR) jcharge(st, at, a.n);
+    if (b.t == JT_STR) jcharge(st, at, b.n);
     switch (op) {
     case JO_EQ: return jv_equal(a, b);
     case JO_NE: return !jv_equal(a, b);
@@ -619,12 +630,13 @@ static void exec_for(jstate *st, const jnode *n) {
     jloop *lp = jalloc(st, sizeof *lp);
     lp->items = items;
     lp->n = items->n;
-    lp->depth = st->loop_depth + 1;
+    lp->depth = 1;  /* only recursive loops (unsupported) go deeper */
     jv loopv = jv_undef();
     loopv.t = JT_LOOP;
     loopv.lp = lp;
     st->loop_depth++;
     for (uint32_t i = 0; i < items->n; i++) {
+        jcheck_steps(st, n);  /* an empty body must still cost something */
         lp->i = i;
         sc->vars.n = 0;
         scope_set(st, "loop", loopv);
@@ -844,6 +856,8 @@ static jinja_obj *set_container(jinja_ctx *ctx, jinja_obj *obj, const char *key,
 
 jinja_obj *jinja_set_list(jinja_ctx *ctx, jinja_obj *obj, const char *key) { return set_container(ctx, obj, key, true); }
 jinja_obj *jinja_set_dict(jinja_ctx *ctx, jinja_obj *obj, const char *key) { return set_container(ctx, obj, key, false); }
+
+bool jinja_is_list(const jinja_obj *obj) { return obj->v.t == JT_LIST; }
 
 size_t jinja_len(const jinja_obj *obj) { return obj->v.t == JT_LIST ? obj->v.l->n : obj->v.d->n; }
 

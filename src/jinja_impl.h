@@ -194,6 +194,9 @@ jv jgetattr(jstate *st, const jnode *at, jv obj, const char *name, size_t n);
 jv jgetitem(jstate *st, const jnode *at, jv obj, jv key);
 jlist *jiterate(jstate *st, const jnode *at, jv v);   /* a list of the items of any iterable */
 void jcheck_steps(jstate *st, const jnode *at);
+/* Work proportional to bytes (copying, scanning) costs steps too, so a
+ * template cannot loop over huge strings for free. */
+void jcharge(jstate *st, const jnode *at, size_t bytes);
 
 /* builtins (jinja_builtins.c) */
 typedef struct jargs {

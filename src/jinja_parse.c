@@ -478,6 +478,16 @@ static void parse_call_args(jp *P, jnode *n) {
     n->names = a.names;
 }
 
+/* A call is reported where its callee starts: `raise_exception(...)`. */
+static jnode *parse_call(jp *P, jnode *callee) {
+    jnode *n = mk(P, JN_CALL, cur(P));
+    n->line = callee->line;
+    n->col = callee->col;
+    n->a = callee;
+    parse_call_args(P, n);
+    return n;
+}
+
 static jnode *parse_filter(jp *P, jnode *node, bool start_inline) {
     while (is_op(P, '|') || start_inline) {
         if (!start_inline) next_tok(P);
@@ -582,10 +592,7 @@ static jnode *parse_postfix(jp *P, jnode *node) {
             }
             node = n;
         } else if (is_op(P, '(')) {
-            jnode *n = mk(P, JN_CALL, t);
-            n->a = node;
-            parse_call_args(P, n);
-            node = n;
+            node = parse_call(P, node);
         } else {
             return node;
         }
@@ -596,12 +603,8 @@ static jnode *parse_filter_expr(jp *P, jnode *node) {
     for (;;) {
         if (is_op(P, '|')) node = parse_filter(P, node, false);
         else if (tok_is_name(cur(P), "is")) node = parse_test(P, node);
-        else if (is_op(P, '(')) {
-            jnode *n = mk(P, JN_CALL, cur(P));
-            n->a = node;
-            parse_call_args(P, n);
-            node = n;
-        } else return node;
+        else if (is_op(P, '(')) node = parse_call(P, node);
+        else return node;
     }
 }
 

@@ -66,6 +66,7 @@ void *jalloc(jstate *st, size_t n) {
 
 jv jstr(jstate *st, const char *s, size_t n) {
     if (n > ZN_JINJA_MAX_OUTPUT) jfail(st, NULL, "string too long (%zu bytes)", n);
+    jcharge(st, NULL, n);
     char *p = jalloc(st, n + 1);
     if (n) memcpy(p, s, n);
     return jv_strn(p, n);
@@ -118,7 +119,7 @@ void jdict_set(jstate *st, jdict *d, jv k, jv v) {
     }
     if (d->n == d->cap) {
         if (d->cap >= ZN_JINJA_MAX_ITEMS) jfail(st, NULL, "dict too large (more than %d items)", ZN_JINJA_MAX_ITEMS);
-        uint32_t cap = d->cap ? d->cap * 2 : 8;
+        uint32_t cap = d->cap ? d->cap * 2 : 4;
         jv *nk = jalloc(st, cap * sizeof(jv)), *nv = jalloc(st, cap * sizeof(jv));
         if (d->n) {
             memcpy(nk, d->k, d->n * sizeof(jv));
@@ -158,6 +159,7 @@ jv jv_dict(jdict *d) { jv v = {0}; v.t = JT_DICT; v.d = d; return v; }
 
 void jbuf_put(jstate *st, jbuf *b, const char *s, size_t n) {
     if (!n) return;
+    jcharge(st, NULL, n);
     if (b->cap - b->n < n + 1) {
         if (b->n + n > ZN_JINJA_MAX_OUTPUT)
             jfail(st, NULL, "output too large (more than %d bytes)", ZN_JINJA_MAX_OUTPUT);

@@ -37,7 +37,7 @@
 #define ZN_JINJA_MAX_SRC      (1 << 20)  /* bytes of template source */
 #define ZN_JINJA_MAX_DEPTH    200        /* nesting of blocks/expressions/values */
 #define ZN_JINJA_MAX_EVAL     2000       /* nested evaluations incl. macro calls (C stack) */
-#define ZN_JINJA_MAX_STEPS    20000000   /* evaluated nodes in one render */
+#define ZN_JINJA_MAX_STEPS    5000000    /* evaluated nodes in one render (real templates: ~1e5) */
 #define ZN_JINJA_MAX_MEM      (256 << 20) /* bytes one render may allocate */
 #define ZN_JINJA_MAX_OUTPUT   ZN_MAX_PROMPT_BYTES /* bytes of rendered text */
 #define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
