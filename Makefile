@@ -9,7 +9,7 @@ CC      ?= cc
 GLSLC   ?= $(CURDIR)/.deps/glslc-trixie/glslc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread -Isrc -Ibuild/gen
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread -Isrc -Ibuild/gen
 LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
 BUILD   ?= build
 
@@ -63,16 +63,20 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: zinc $(TEST_BIN)
+test: zinc $(TEST_BIN) $(BUILD)/demo-pack
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' LDFLAGS='-fsanitize=address,undefined' test
 
+# Packs the demo model's GGUF (tools/demo-model/README.md).
+$(BUILD)/demo-pack: tools/demo-model/pack.c $(BUILD)/libzinc.a
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+
 fuzz: $(BUILD)/fuzz_gguf
 $(BUILD)/fuzz_gguf: fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -o $@ fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c
 
 clean:
 	rm -rf build build-asan zinc

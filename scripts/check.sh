@@ -5,9 +5,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 P=0; F=0
 tally() { # $1 = log file
-  local line; line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
+  local line; line=$(grep -E '^(fuzz: )?[0-9]+ passed, [0-9]+ failed' "$1" | tail -1)
   if [ -z "$line" ]; then F=$((F+1)); return; fi
-  P=$((P+$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$line"))); F=$((F+$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
+  P=$((P+$(sed -E 's/^(fuzz: )?([0-9]+) passed.*/\2/' <<<"$line"))); F=$((F+$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")))
 }
 j=$(nproc)
 echo "== build + tests"

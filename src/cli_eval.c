@@ -1,4 +1,155 @@
-/* placeholder until the owning module lands */
+/* zinc eval -m MODEL --tokens 1,5,9 [-n 16] [--backend cpu] [--threads N]
+ * Evaluates the prompt as one batch and prints, as one JSON object with the
+ * schema of the golden fixtures: n_vocab, prompt, prompt_logits (every
+ * position) and greedy (n tokens continuing the prompt, one step each). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
-int cli_eval(int argc, char **argv) { (void)argc; fprintf(stderr, "zinc: %s: not built yet\n", argv[0]); return 2; }
+#include "engine.h"
+#include "sampler.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: zinc eval -m MODEL --tokens ID,ID,... [-n N] [--backend %s] [--threads N]\n",
+            backend_names());
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* "1,5,9" -> ids; returns the count or -1. */
+static int parse_tokens(const char *s, int32_t *ids, int cap) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || v < 0 || v > INT32_MAX || n == cap) return -1;
+        ids[n++] = (int32_t)v;
+        if (*end == ',') end++;
+        else if (*end) return -1;
+        s = end;
+    }
+    return n;
+}
+
+static void print_row(const float *x, int n) {
+    putchar('[');
+    for (int i = 0; i < n; i++) printf(i ? ", %.9g" : "%.9g", x[i]);
+    putchar(']');
+}
+
+int cli_eval(int argc, char **argv) {
+    const char *model_path = NULL, *tokens_arg = NULL, *backend = "cpu";
+    long n_gen = 16, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!v) {
+            fprintf(stderr, "zinc eval: %s needs a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
+        else if (!strcmp(a, "--tokens")) tokens_arg = v;
+        else if (!strcmp(a, "--backend")) backend = v;
+        else if (!strcmp(a, "-n")) {
+            if (!parse_int(v, 0, ZN_MAX_CTX, &n_gen)) {
+                fprintf(stderr, "zinc eval: bad -n '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
+            if (!parse_int(v, 1, ZN_MAX_THREADS, &threads)) {
+                fprintf(stderr, "zinc eval: bad --threads '%s'\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "zinc eval: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!model_path || !tokens_arg) {
+        usage(stderr);
+        return 2;
+    }
+    int32_t *prompt = malloc(sizeof *prompt * ZN_MAX_BATCH * 8);
+    int n_prompt = prompt ? parse_tokens(tokens_arg, prompt, ZN_MAX_BATCH * 8) : -1;
+    if (n_prompt < 1) {
+        fprintf(stderr, "zinc eval: --tokens wants comma-separated ids, e.g. 1,5,9\n");
+        free(prompt);
+        return 2;
+    }
+
+    int rc = 1;
+    zn_err err = {0};
+    zn_model m;
+    zn_engine e = {0};
+    zn_seq s = {0};
+    float *logits = NULL, *step = NULL;
+    int32_t *greedy = NULL;
+    if (model_load(&m, model_path, &err) != ZN_OK) {
+        fprintf(stderr, "zinc eval: %s\n", err.msg);
+        free(prompt);
+        return 1;
+    }
+    const int n_vocab = m.hp.n_vocab;
+    logits = malloc(sizeof *logits * (size_t)n_vocab * (size_t)n_prompt);
+    step = malloc(sizeof *step * (size_t)n_vocab);
+    greedy = malloc(sizeof *greedy * (size_t)(n_gen + 1));
+    if (!logits || !step || !greedy) {
+        fprintf(stderr, "zinc eval: out of memory\n");
+        goto done;
+    }
+    if (engine_init(&e, &m, backend, (int)threads, &err) != ZN_OK ||
+        seq_init(&s, &e, n_prompt + (int)n_gen, &err) != ZN_OK ||
+        engine_decode(&e, &s, prompt, n_prompt, logits, true, &err) != ZN_OK)
+        goto fail;
+
+    /* greedy continuation: the last prompt position's argmax, then one
+     * decode step per further token */
+    const float *last = logits + (size_t)(n_prompt - 1) * n_vocab;
+    for (int i = 0; i < n_gen; i++) {
+        greedy[i] = sampler_argmax(last, n_vocab);
+        if (i + 1 == n_gen) break;
+        if (engine_decode(&e, &s, &greedy[i], 1, step, false, &err) != ZN_OK) goto fail;
+        last = step;
+    }
+
+    printf("{\"n_vocab\": %d, \"prompt\": [", n_vocab);
+    for (int i = 0; i < n_prompt; i++) printf(i ? ", %d" : "%d", prompt[i]);
+    printf("], \"prompt_logits\": [");
+    for (int i = 0; i < n_prompt; i++) {
+        if (i) printf(", ");
+        print_row(logits + (size_t)i * n_vocab, n_vocab);
+    }
+    printf("], \"greedy\": [");
+    for (int i = 0; i < n_gen; i++) printf(i ? ", %d" : "%d", greedy[i]);
+    printf("]}\n");
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "zinc eval: %s\n", err.msg);
+done:
+    seq_free(&s);
+    engine_free(&e);
+    model_free(&m);
+    free(logits);
+    free(step);
+    free(greedy);
+    free(prompt);
+    return rc;
+}

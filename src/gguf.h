@@ -91,7 +91,9 @@ const gguf_tensor *gguf_find_tensor(const gguf_ctx *g, const char *name);
 
 /* Typed getters. They return ZN_ERR_NOT_FOUND when the key is absent and
  * ZN_ERR_FORMAT (with a message naming the key) when its type does not fit;
- * any integer type converts when the value fits. */
+ * any integer type converts when the value fits; gguf_get_float also takes
+ * integers. FLOAT32 values are held as double (exactly); BOOL is any
+ * non-zero byte. */
 zn_status gguf_get_int(const gguf_ctx *g, const char *key, int64_t *out, zn_err *err);
 zn_status gguf_get_float(const gguf_ctx *g, const char *key, double *out, zn_err *err);
 zn_status gguf_get_bool(const gguf_ctx *g, const char *key, bool *out, zn_err *err);
@@ -101,7 +103,8 @@ zn_status gguf_get_arr(const gguf_ctx *g, const char *key, const gguf_arr **out,
 int64_t gguf_get_int_or(const gguf_ctx *g, const char *key, int64_t def);
 double gguf_get_float_or(const gguf_ctx *g, const char *key, double def);
 bool gguf_get_bool_or(const gguf_ctx *g, const char *key, bool def);
-/* Copies a string value into buf (NUL-terminated, truncated); "" when absent. */
+/* Copies a string value into buf (NUL-terminated, truncated); def (or "" if
+ * def is NULL) when absent or not a string. Returns buf. */
 const char *gguf_get_str_or(const gguf_ctx *g, const char *key, char *buf, size_t cap, const char *def);
 /* Element i of a numeric array as int64/double (any numeric element type). */
 int64_t gguf_arr_int(const gguf_arr *a, uint64_t i);
@@ -127,6 +130,15 @@ zn_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
 /* Adds a tensor. data is NOT copied; it must stay valid until write. */
 zn_status gguf_writer_add_tensor(gguf_writer *w, const char *name, zn_type type,
                                  uint32_t n_dims, const uint64_t *ne, const void *data, zn_err *err);
+/* Streaming variant for tensors too large to hold in memory: at write
+ * time, fill(user, buf, offset, n, err) must put bytes [offset, offset+n)
+ * of the tensor in buf. It is called in order with n a whole number of
+ * blocks, at most GGUF_FILL_CHUNK bytes; a status other than ZN_OK (with
+ * err filled) aborts the write. */
+#define GGUF_FILL_CHUNK (4u << 20)
+typedef zn_status (*gguf_fill_fn)(void *user, uint8_t *buf, uint64_t offset, size_t n, zn_err *err);
+zn_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, zn_type type, uint32_t n_dims,
+                                      const uint64_t *ne, gguf_fill_fn fill, void *user, zn_err *err);
 zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err);
 
 #endif

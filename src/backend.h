@@ -1,0 +1,46 @@
+/* A compute backend: runs graphs (graph.h) for a model.
+ *
+ * A backend is a table of functions chosen once by name ("cpu", "vulkan").
+ * Its context owns whatever it prepared at init (device copies of the
+ * weights, the activation arena sized g->arena_floats, kernel scratch, the
+ * thread pool); each sequence's state (KV cache for attention layers, conv +
+ * delta state for recurrent layers) is a separate object it allocates.
+ * Nothing is allocated in run(). To add a backend: implement the table and
+ * add it to the list in backend.c. */
+#ifndef ZINC_BACKEND_H
+#define ZINC_BACKEND_H
+
+#include "graph.h"
+#include "model.h"
+#include "status.h"
+
+typedef struct zn_backend_opts {
+    int n_threads;        /* CPU worker threads (>= 1) */
+    int max_tokens;       /* largest step (graph max_tokens) */
+    size_t arena_floats;  /* activation arena size (graph arena_floats) */
+} zn_backend_opts;
+
+typedef struct zn_backend_ops {
+    const char *name;
+    zn_status (*init)(void **ctx, const zn_model *m, const zn_backend_opts *o, zn_err *err);
+    void (*free)(void *ctx);
+    /* Per-sequence state for up to n_ctx positions, zeroed. */
+    zn_status (*seq_init)(void *ctx, void **state, int n_ctx, zn_err *err);
+    void (*seq_free)(void *ctx, void *state);
+    /* Forgets the sequence (recurrent state zeroed; KV need not be). */
+    void (*seq_reset)(void *ctx, void *state);
+    /* Runs every node of g against the sequence state. */
+    zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
+    /* Copies activation act of the last run to out ([rows][cols] f32). */
+    zn_status (*read)(void *ctx, const zn_graph *g, int act, float *out, zn_err *err);
+} zn_backend_ops;
+
+/* NULL when no backend has that name. */
+const zn_backend_ops *backend_find(const char *name);
+/* "cpu, vulkan" for usage and error messages. */
+const char *backend_names(void);
+
+extern const zn_backend_ops zn_backend_cpu;  /* backend_cpu.c */
+extern const zn_backend_ops zn_backend_vulkan; /* backend_vulkan.c */
+
+#endif

@@ -1,0 +1,242 @@
+/* The CPU backend: the reference implementation of every graph op.
+ * Weights are read in place from the map; all buffers are allocated at init
+ * or seq_init; a run walks the nodes on every thread with a barrier after
+ * each op. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "cpu.h"
+
+/* The op table: one kernel per op (add new ops here). */
+static const cpu_kernel kernels[ZN_OP_COUNT] = {
+    [ZN_OP_EMBED] = cpu_op_embed,
+    [ZN_OP_RMSNORM] = cpu_op_rmsnorm,
+    [ZN_OP_MATMUL] = cpu_op_matmul,
+    [ZN_OP_ROPE] = cpu_op_rope,
+    [ZN_OP_KV_STORE] = cpu_op_kv_store,
+    [ZN_OP_ATTN] = cpu_op_attn,
+    [ZN_OP_ADD] = cpu_op_add,
+    [ZN_OP_SWIGLU] = cpu_op_swiglu,
+    [ZN_OP_SIGMOID_MUL] = cpu_op_sigmoid_mul,
+    [ZN_OP_MOE_ROUTE] = cpu_op_moe_route,
+    [ZN_OP_MOE_MATMUL] = cpu_op_moe_matmul,
+    [ZN_OP_MOE_SUM] = cpu_op_moe_sum,
+    [ZN_OP_GET_ROWS] = cpu_op_get_rows,
+    [ZN_OP_COPY_COLS] = cpu_op_copy_cols,
+    [ZN_OP_SSM_CONV] = cpu_op_ssm_conv,
+    [ZN_OP_GDN] = cpu_op_gdn,
+};
+
+static void cpu_free(void *ctx);
+
+/* Widest matmul input and quantized-row size over the model's weights. */
+static size_t max_xq_row(const zn_model *m, int64_t *max_cols) {
+    size_t best = 0;
+    *max_cols = 0;
+    for (uint64_t i = 0; i < m->gguf.n_tensors; i++) {
+        const gguf_tensor *t = &m->gguf.tensors[i];
+        if (!zn_type_get(t->type) || !zn_type_get(t->type)->compute) continue;
+        int64_t n = (int64_t)t->ne[0];
+        if (n > *max_cols) *max_cols = n;
+        zn_type vt = quant_vec_dot_type(t->type);
+        size_t row = vt == ZN_TYPE_F32 ? 0 : zn_row_size(vt, n); /* f32 input is used in place */
+        if (row > best) best = row;
+    }
+    return best;
+}
+
+static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *o, zn_err *err) {
+    *out = NULL;
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!c) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory");
+    c->m = m;
+    c->n_threads = o->n_threads;
+    c->max_tokens = o->max_tokens;
+    cpu_vec_select(&c->vec);
+    zn_status st = cpu_pool_init(&c->pool, o->n_threads, err);
+    if (st != ZN_OK) {
+        free(c);
+        return st;
+    }
+    const zn_hparams *hp = &m->hp;
+    const int k = hp->n_expert_used > 0 ? hp->n_expert_used : 1;
+    int64_t max_cols;
+    size_t xq_row = max_xq_row(m, &max_cols);
+    c->arena_floats = o->arena_floats;
+    c->arena = aligned_alloc(64, (o->arena_floats * sizeof(float) + 63) / 64 * 64 + 64);
+    c->xq_bytes = xq_row * (size_t)o->max_tokens * (size_t)k;
+    c->xq = aligned_alloc(64, (c->xq_bytes + 63) / 64 * 64 + 64);
+    c->tls = aligned_alloc(64, sizeof *c->tls * (size_t)o->n_threads);
+    c->rope_stride = (hp->head_dim_k + 15) / 16 * 16;
+    c->rope = calloc((size_t)o->n_threads * (size_t)c->rope_stride, sizeof *c->rope);
+    c->attn_index = calloc((size_t)hp->n_layer, sizeof *c->attn_index);
+    c->recr_index = calloc((size_t)hp->n_layer, sizeof *c->recr_index);
+    if (hp->n_expert > 0) {
+        c->moe_slots = calloc((size_t)hp->n_expert * (size_t)o->max_tokens * (size_t)k, sizeof *c->moe_slots);
+        c->moe_count = calloc((size_t)hp->n_expert, sizeof *c->moe_count);
+    }
+    if (!c->arena || !c->xq || !c->tls || !c->rope || !c->attn_index || !c->recr_index ||
+        (hp->n_expert > 0 && (!c->moe_slots || !c->moe_count))) {
+        cpu_free(c);
+        return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for %zu activation floats", o->arena_floats);
+    }
+    int na = 0, nr = 0;
+    for (int i = 0; i < hp->n_layer; i++) {
+        c->attn_index[i] = m->layers[i].recurrent ? -1 : na++;
+        c->recr_index[i] = m->layers[i].recurrent ? nr++ : -1;
+    }
+    *out = c;
+    return ZN_OK;
+}
+
+static void cpu_free(void *ctx) {
+    cpu_ctx *c = ctx;
+    if (!c) return;
+    cpu_pool_free(c->pool);
+    free(c->arena);
+    free(c->xq);
+    free(c->tls);
+    free(c->rope);
+    free(c->att);
+    free(c->attn_index);
+    free(c->recr_index);
+    free(c->moe_slots);
+    free(c->moe_count);
+    free(c);
+}
+
+/* ---- sequences ---- */
+
+static void seq_release(cpu_seq *s, int n_attn, int n_recr) {
+    for (int i = 0; s->k && i < n_attn; i++) {
+        free(s->k[i]);
+        free(s->v[i]);
+    }
+    for (int i = 0; s->conv && i < n_recr; i++) {
+        free(s->conv[i]);
+        free(s->delta[i]);
+    }
+    free(s->k);
+    free(s->v);
+    free(s->conv);
+    free(s->delta);
+    free(s);
+}
+
+static void cpu_seq_free(void *ctx, void *state) {
+    (void)ctx;
+    cpu_seq *s = state;
+    if (s) seq_release(s, s->n_attn, s->n_recr);
+}
+
+/* Recurrent state sizes (qwen35): conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk]. */
+static size_t conv_floats(const zn_hparams *hp) {
+    return (size_t)(2 * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (size_t)(hp->ssm_d_conv - 1);
+}
+static size_t delta_floats(const zn_hparams *hp) {
+    return (size_t)hp->ssm_dt_rank * (size_t)hp->ssm_d_state * (size_t)hp->ssm_d_state;
+}
+
+static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
+    cpu_ctx *c = ctx;
+    const zn_model *m = c->m;
+    const zn_hparams *hp = &m->hp;
+    *out = NULL;
+    if (n_ctx < 1 || n_ctx > ZN_MAX_CTX)
+        return zn_errf(err, ZN_ERR_ARG, "context of %d tokens out of range [1, %d]", n_ctx, ZN_MAX_CTX);
+    /* the per-thread score rows must hold the longest context of any sequence */
+    if ((size_t)n_ctx > c->att_stride) {
+        size_t stride = ((size_t)n_ctx + 15) / 16 * 16;
+        float *att = realloc(c->att, sizeof *att * stride * (size_t)c->n_threads);
+        if (!att) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for attention scores");
+        c->att = att;
+        c->att_stride = stride;
+    }
+    cpu_seq *s = calloc(1, sizeof *s);
+    if (!s) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory");
+    s->n_ctx = n_ctx;
+    s->kv_row_k = (size_t)hp->n_head_kv * hp->head_dim_k;
+    s->kv_row_v = (size_t)hp->n_head_kv * hp->head_dim_v;
+    int n_attn = model_n_attn_layers(m), n_recr = hp->n_layer - n_attn;
+    s->k = calloc((size_t)n_attn + 1, sizeof *s->k);
+    s->v = calloc((size_t)n_attn + 1, sizeof *s->v);
+    s->conv = calloc((size_t)n_recr + 1, sizeof *s->conv);
+    s->delta = calloc((size_t)n_recr + 1, sizeof *s->delta);
+    bool ok = s->k && s->v && s->conv && s->delta;
+    for (int i = 0; ok && i < n_attn; i++) {
+        s->k[i] = malloc(sizeof(zn_half) * s->kv_row_k * (size_t)n_ctx);
+        s->v[i] = malloc(sizeof(zn_half) * s->kv_row_v * (size_t)n_ctx);
+        ok = s->k[i] && s->v[i];
+    }
+    for (int i = 0; ok && i < n_recr; i++) {
+        s->conv[i] = calloc(conv_floats(hp), sizeof(float));
+        s->delta[i] = calloc(delta_floats(hp), sizeof(float));
+        ok = s->conv[i] && s->delta[i];
+    }
+    s->n_attn = n_attn;
+    s->n_recr = n_recr;
+    if (!ok) {
+        seq_release(s, n_attn, n_recr);
+        return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a %d-token KV cache", n_ctx);
+    }
+    *out = s;
+    return ZN_OK;
+}
+
+static void cpu_seq_reset(void *ctx, void *state) {
+    const zn_hparams *hp = &((cpu_ctx *)ctx)->m->hp;
+    cpu_seq *s = state;
+    for (int i = 0; i < s->n_recr; i++) {
+        memset(s->conv[i], 0, sizeof(float) * conv_floats(hp));
+        memset(s->delta[i], 0, sizeof(float) * delta_floats(hp));
+    }
+}
+
+/* ---- running ---- */
+
+static void run_nodes(void *arg, int ith, int nth) {
+    const cpu_run *r = arg;
+    struct cpu_tls *tls = &r->c->tls[ith];
+    for (int i = 0; i < r->g->n_nodes; i++) {
+        const zn_node *n = &r->g->nodes[i];
+        kernels[n->op](r, n, ith, nth);
+        if (n->dst == tls->xq_act) tls->xq_act = -1; /* rewritten in place */
+        cpu_pool_barrier(r->c->pool);
+    }
+}
+
+static zn_status cpu_run_graph(void *ctx, void *state, const zn_graph *g, zn_err *err) {
+    cpu_ctx *c = ctx;
+    cpu_seq *s = state;
+    if (g->arena_floats > c->arena_floats || g->n_tokens > c->max_tokens)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: graph larger than the backend was prepared for");
+    if (g->n_past + g->n_tokens > s->n_ctx)
+        return zn_errf(err, ZN_ERR_ARG, "context full: %d + %d tokens > %d", g->n_past, g->n_tokens, s->n_ctx);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!kernels[g->nodes[i].op])
+            return zn_errf(err, ZN_ERR_UNSUPPORTED, "cpu: op %s not implemented", graph_op_name(g->nodes[i].op));
+    for (int i = 0; i < c->n_threads; i++) c->tls[i] = (struct cpu_tls){.xq_act = -1, .moe_route = -1};
+    cpu_run r = {c, s, g};
+    cpu_pool_run(c->pool, run_nodes, &r);
+    return ZN_OK;
+}
+
+static zn_status cpu_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
+    cpu_ctx *c = ctx;
+    if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "cpu: no activation %d", act);
+    const zn_act *a = &g->acts[act];
+    memcpy(out, c->arena + a->off, sizeof(float) * (size_t)a->rows * a->cols);
+    return ZN_OK;
+}
+
+const zn_backend_ops zn_backend_cpu = {
+    .name = "cpu",
+    .init = cpu_init,
+    .free = cpu_free,
+    .seq_init = cpu_seq_init,
+    .seq_free = cpu_seq_free,
+    .seq_reset = cpu_seq_reset,
+    .run = cpu_run_graph,
+    .read = cpu_read,
+};

@@ -1,0 +1,117 @@
+/* Matmuls of the CPU backend. The activations are quantized once to the
+ * weight's vec-dot type (kept while the same activation feeds the next
+ * matmul, e.g. q/k/v), then each thread takes a contiguous band of weight
+ * rows and, block by block, dots every row of the block with every token,
+ * so a prefill reads each weight row from memory once. */
+#include <string.h>
+
+#include "cpu.h"
+
+#define ROW_BLOCK 16 /* weight rows kept hot in cache while the tokens go by */
+
+/* Returns the activation rows in the weight's vec-dot format (all threads
+ * call it; it ends with a barrier when it had to quantize). */
+static const uint8_t *prepare_x(const cpu_run *r, int act, zn_type vt, int ith, int nth) {
+    cpu_ctx *c = r->c;
+    const zn_act *a = cpu_shape(r, act);
+    const float *x = cpu_act(r, act);
+    if (vt == ZN_TYPE_F32) return (const uint8_t *)x;
+    const size_t row = zn_row_size(vt, a->cols);
+    struct cpu_tls *tls = &c->tls[ith];
+    if (tls->xq_act != act || tls->xq_type != vt) {
+        int64_t t0, t1;
+        cpu_split(a->rows, ith, nth, &t0, &t1);
+        for (int64_t t = t0; t < t1; t++) quant_quantize_act(vt, x + t * a->cols, c->xq + (size_t)t * row, a->cols);
+        cpu_pool_barrier(c->pool);
+        tls->xq_act = act;
+        tls->xq_type = vt;
+    }
+    return c->xq;
+}
+
+/* y[t*ld + o] = W[o] . x[t] for rows o in [o0, o1) and the listed tokens. */
+static void dot_band(const gguf_tensor *w, const uint8_t *wdata, int64_t o0, int64_t o1, const uint8_t *xq,
+                     size_t xrow, const int32_t *xi, int n_x, float *y, const int32_t *yi, int64_t ld) {
+    const int64_t K = (int64_t)w->ne[0];
+    const size_t wrow = zn_row_size(w->type, K);
+    for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
+        const int64_t oe = ob + ROW_BLOCK < o1 ? ob + ROW_BLOCK : o1;
+        for (int i = 0; i < n_x; i++) {
+            const uint8_t *x = xq + (size_t)(xi ? xi[i] : i) * xrow;
+            float *yr = y + (int64_t)(yi ? yi[i] : i) * ld;
+            for (int64_t o = ob; o < oe; o++) yr[o] = quant_dot_act(w->type, wdata + (size_t)o * wrow, x, K);
+        }
+    }
+}
+
+void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const gguf_tensor *w = n->w[0];
+    const zn_act *xa = cpu_shape(r, n->src[0]);
+    const zn_type vt = quant_vec_dot_type(w->type);
+    const uint8_t *xq = prepare_x(r, n->src[0], vt, ith, nth);
+    const int64_t N = (int64_t)w->ne[1];
+    const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * (size_t)xa->cols : zn_row_size(vt, xa->cols);
+    float *y = cpu_act(r, n->dst);
+    int64_t o0, o1;
+    cpu_split(N, ith, nth, &o0, &o1);
+    dot_band(w, w->data, o0, o1, xq, xrow, NULL, xa->rows, y, NULL, N);
+
+    const float *b = n->w[1] ? (const float *)n->w[1]->data : NULL;
+    const float s = n->w[2] ? *(const float *)n->w[2]->data : 1.0f;
+    if (!b && !n->w[2]) return;
+    for (int64_t t = 0; t < xa->rows; t++) {
+        float *yr = y + t * N;
+        if (n->ip[0]) /* (Wx + b) * s */
+            for (int64_t o = o0; o < o1; o++) yr[o] = (yr[o] + (b ? b[o] : 0.0f)) * s;
+        else
+            for (int64_t o = o0; o < o1; o++) yr[o] = yr[o] * s + (b ? b[o] : 0.0f);
+    }
+}
+
+/* Groups the token x slot pairs by expert (thread 0; cached per route). */
+static void moe_lists(const cpu_run *r, int route_act, int ith) {
+    cpu_ctx *c = r->c;
+    if (c->tls[ith].moe_route == route_act) return;
+    const zn_act *ra = cpu_shape(r, route_act);
+    const int k = ra->cols / 2, n_exp = c->m->hp.n_expert, cap = c->max_tokens * k;
+    if (ith == 0) {
+        const float *route = cpu_act(r, route_act);
+        memset(c->moe_count, 0, sizeof *c->moe_count * (size_t)n_exp);
+        for (int t = 0; t < ra->rows; t++)
+            for (int j = 0; j < k; j++) {
+                const int e = (int)route[t * 2 * k + j];
+                c->moe_slots[(size_t)e * cap + c->moe_count[e]++] = t * k + j;
+            }
+    }
+    cpu_pool_barrier(c->pool);
+    c->tls[ith].moe_route = route_act;
+}
+
+void cpu_op_moe_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    cpu_ctx *c = r->c;
+    const gguf_tensor *w = n->w[0];
+    const zn_act *xa = cpu_shape(r, n->src[0]), *ra = cpu_shape(r, n->src[1]);
+    const int k = ra->cols / 2, n_exp = (int)w->ne[2], cap = c->max_tokens * k;
+    const bool per_slot = xa->rows != ra->rows; /* x has a row per token x slot */
+    const zn_type vt = quant_vec_dot_type(w->type);
+    moe_lists(r, n->src[1], ith);
+    const uint8_t *xq = prepare_x(r, n->src[0], vt, ith, nth);
+    const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * (size_t)xa->cols : zn_row_size(vt, xa->cols);
+    const int64_t N = (int64_t)w->ne[1];
+    const size_t expert_bytes = zn_row_size(w->type, (int64_t)w->ne[0]) * (size_t)N;
+    float *y = cpu_act(r, n->dst);
+    const float *scale = n->w[2] ? (const float *)n->w[2]->data : NULL;
+    int32_t xi[ZN_MAX_BATCH * ZN_MAX_EXPERTS_USED];
+    int64_t o0, o1;
+    cpu_split(N, ith, nth, &o0, &o1);
+    for (int e = 0; e < n_exp; e++) {
+        const int cnt = c->moe_count[e];
+        if (!cnt) continue;
+        const int32_t *slots = c->moe_slots + (size_t)e * cap;
+        for (int i = 0; i < cnt; i++) xi[i] = per_slot ? slots[i] : slots[i] / k;
+        dot_band(w, w->data + (size_t)e * expert_bytes, o0, o1, xq, xrow, xi, cnt, y, slots, N);
+        if (scale)
+            for (int i = 0; i < cnt; i++)
+                for (int64_t o = o0; o < o1; o++) y[(int64_t)slots[i] * N + o] *= scale[e];
+    }
+}

@@ -1,0 +1,243 @@
+/* CPU kernels of the graph ops other than the matmuls (graph.h has the
+ * semantics). Each splits its rows (or heads) across the threads. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "ssm.h"
+
+void cpu_op_embed(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const gguf_tensor *w = n->w[0];
+    const int64_t cols = cpu_shape(r, n->dst)->cols;
+    const size_t row_bytes = zn_row_size(w->type, cols);
+    float *y = cpu_act(r, n->dst);
+    int64_t t0, t1;
+    cpu_split(r->g->n_tokens, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++)
+        quant_dequantize_row(w->type, w->data + (size_t)r->g->tokens[t] * row_bytes, y + t * cols, cols);
+}
+
+void cpu_op_rmsnorm(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *a = cpu_shape(r, n->src[0]);
+    const int64_t group = n->ip[0], groups = (int64_t)a->rows * a->cols / group;
+    const float *x = cpu_act(r, n->src[0]);
+    float *y = cpu_act(r, n->dst);
+    const float *w = n->w[0] ? (const float *)n->w[0]->data : NULL;
+    const float eps = n->fp[0];
+    int64_t g0, g1;
+    cpu_split(groups, ith, nth, &g0, &g1);
+    for (int64_t gi = g0; gi < g1; gi++) {
+        const float *xg = x + gi * group;
+        float *yg = y + gi * group;
+        double sum = 0; /* ggml accumulates in double */
+        for (int64_t i = 0; i < group; i++) sum += (double)xg[i] * xg[i];
+        const float scale = 1.0f / sqrtf((float)(sum / (double)group) + eps);
+        if (w)
+            for (int64_t i = 0; i < group; i++) yg[i] = (xg[i] * scale) * w[i];
+        else
+            for (int64_t i = 0; i < group; i++) yg[i] = xg[i] * scale;
+    }
+}
+
+/* cos/sin per rotation pair at position p (ggml's rope cache, no YaRN). */
+static void rope_table(float *cs, int n_rot, float p, float base, float freq_scale, const float *ff) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = p;
+    for (int i = 0; i < n_rot / 2; i++) {
+        const float th = freq_scale * (theta / (ff ? ff[i] : 1.0f));
+        cs[2 * i] = cosf(th);
+        cs[2 * i + 1] = sinf(th);
+        theta *= theta_scale;
+    }
+}
+
+void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *a = cpu_shape(r, n->src[0]);
+    const int hd = n->ip[0], n_rot = n->ip[1], mode = n->ip[2], n_heads = a->cols / hd;
+    const int sections[4] = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]};
+    const float *ff = n->w[0] ? (const float *)n->w[0]->data : NULL;
+    float *x = cpu_act(r, n->src[0]);
+    float *cs = r->c->rope + (size_t)ith * r->c->rope_stride;
+    int64_t t0, t1;
+    cpu_split(a->rows, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const int32_t p = r->g->n_past + (int32_t)t;
+        float *row = x + t * a->cols;
+        if (mode == ZN_ROPE_IMROPE) {
+            const int32_t pos[4] = {p, p, p, 0};
+            ssm_imrope_cache(cs, n_rot, sections, pos, n->fp[0], n->fp[1]);
+        } else {
+            rope_table(cs, n_rot, (float)p, n->fp[0], n->fp[1], ff);
+        }
+        if (mode != ZN_ROPE_NORM) {
+            ssm_rope_neox_apply(row, n_heads, hd, n_rot, cs);
+            continue;
+        }
+        for (int h = 0; h < n_heads; h++) {
+            float *xh = row + (size_t)h * hd;
+            for (int i = 0; i < n_rot / 2; i++) {
+                const float c = cs[2 * i], s = cs[2 * i + 1], x0 = xh[2 * i], x1 = xh[2 * i + 1];
+                xh[2 * i] = x0 * c - x1 * s;
+                xh[2 * i + 1] = x0 * s + x1 * c;
+            }
+        }
+    }
+}
+
+void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const cpu_seq *s = r->s;
+    const int li = r->c->attn_index[n->layer];
+    const zn_act *ka = cpu_shape(r, n->src[0]), *va = cpu_shape(r, n->src[1]);
+    const float *k = cpu_act(r, n->src[0]), *v = cpu_act(r, n->src[1]);
+    int64_t t0, t1;
+    cpu_split(ka->rows, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const size_t pos = (size_t)r->g->n_past + (size_t)t;
+        r->c->vec.to_f16(s->k[li] + pos * s->kv_row_k, k + t * ka->cols, ka->cols);
+        r->c->vec.to_f16(s->v[li] + pos * s->kv_row_v, v + t * va->cols, va->cols);
+    }
+}
+
+void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const cpu_seq *s = r->s;
+    const cpu_vec *vec = &r->c->vec;
+    const int li = r->c->attn_index[n->layer];
+    const int n_head = n->ip[0], n_head_kv = n->ip[1], hd_k = n->ip[2], hd_v = n->ip[3];
+    const int group = n_head / n_head_kv;
+    const float scale = n->fp[0];
+    const zn_act *qa = cpu_shape(r, n->src[0]);
+    const float *q = cpu_act(r, n->src[0]);
+    float *y = cpu_act(r, n->dst);
+    float *sc = r->c->att + (size_t)ith * r->c->att_stride;
+    const int64_t items = (int64_t)qa->rows * n_head;
+    /* interleaved so early rows (short histories) and late ones mix */
+    for (int64_t it = ith; it < items; it += nth) {
+        const int64_t t = it / n_head;
+        const int h = (int)(it % n_head), kvh = h / group;
+        const int n_kv = r->g->n_past + (int)t + 1;
+        const float *qh = q + t * qa->cols + (size_t)h * hd_k;
+        const zn_half *kb = s->k[li] + (size_t)kvh * hd_k;
+        const zn_half *vb = s->v[li] + (size_t)kvh * hd_v;
+        float mx = -INFINITY;
+        for (int j = 0; j < n_kv; j++) {
+            sc[j] = scale * vec->dot_f16(kb + (size_t)j * s->kv_row_k, qh, hd_k);
+            if (sc[j] > mx) mx = sc[j];
+        }
+        double sum = 0;
+        for (int j = 0; j < n_kv; j++) {
+            sc[j] = expf(sc[j] - mx);
+            sum += sc[j];
+        }
+        float *yh = y + t * (int64_t)n_head * hd_v + (size_t)h * hd_v;
+        memset(yh, 0, sizeof *yh * (size_t)hd_v);
+        const float inv = (float)(1.0 / sum);
+        for (int j = 0; j < n_kv; j++) vec->axpy_f16(yh, vb + (size_t)j * s->kv_row_v, sc[j] * inv, hd_v);
+    }
+}
+
+/* Element ranges of a [rows][cols] activation for this thread. */
+static void elem_range(const cpu_run *r, int act, int ith, int nth, int64_t *i0, int64_t *i1) {
+    const zn_act *a = cpu_shape(r, act);
+    cpu_split((int64_t)a->rows * a->cols, ith, nth, i0, i1);
+}
+
+void cpu_op_add(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const float *a = cpu_act(r, n->src[0]), *b = cpu_act(r, n->src[1]);
+    float *y = cpu_act(r, n->dst);
+    int64_t i0, i1;
+    elem_range(r, n->dst, ith, nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++) y[i] = a[i] + b[i];
+}
+
+static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+
+void cpu_op_swiglu(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *d = cpu_shape(r, n->dst);
+    const float *g = cpu_act(r, n->src[0]);
+    float *y = cpu_act(r, n->dst);
+    int64_t r0, r1;
+    cpu_split(d->rows, ith, nth, &r0, &r1);
+    if (n->src[1] >= 0) {
+        const float *u = cpu_act(r, n->src[1]);
+        for (int64_t i = r0 * d->cols; i < r1 * d->cols; i++) y[i] = silu(g[i]) * u[i];
+        return;
+    }
+    for (int64_t row = r0; row < r1; row++) { /* [gate | up] halves */
+        const float *gr = g + row * 2 * d->cols;
+        float *yr = y + row * d->cols;
+        for (int64_t i = 0; i < d->cols; i++) yr[i] = silu(gr[i]) * gr[d->cols + i];
+    }
+}
+
+void cpu_op_sigmoid_mul(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *d = cpu_shape(r, n->dst), *ga = cpu_shape(r, n->src[1]);
+    const float *x = cpu_act(r, n->src[0]), *g = cpu_act(r, n->src[1]);
+    float *y = cpu_act(r, n->dst);
+    int64_t r0, r1;
+    cpu_split(d->rows, ith, nth, &r0, &r1);
+    for (int64_t row = r0; row < r1; row++)
+        for (int64_t i = 0; i < d->cols; i++) {
+            const float gv = ga->cols == 1 ? g[row] : g[row * d->cols + i];
+            y[row * d->cols + i] = x[row * d->cols + i] * (1.0f / (1.0f + expf(-gv)));
+        }
+}
+
+void cpu_op_moe_route(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *la = cpu_shape(r, n->src[0]);
+    const int n_exp = la->cols, k = n->ip[0];
+    const float *logits = cpu_act(r, n->src[0]);
+    float *y = cpu_act(r, n->dst);
+    float p[ZN_MAX_EXPERTS];
+    int64_t t0, t1;
+    cpu_split(la->rows, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        const float *l = logits + t * n_exp;
+        float mx = -INFINITY;
+        for (int e = 0; e < n_exp; e++) mx = l[e] > mx ? l[e] : mx;
+        double sum = 0;
+        for (int e = 0; e < n_exp; e++) sum += p[e] = expf(l[e] - mx);
+        for (int e = 0; e < n_exp; e++) p[e] = (float)(p[e] / sum);
+        float *yt = y + t * 2 * k;
+        float wsum = 0;
+        for (int j = 0; j < k; j++) { /* selection: k is small */
+            int best = -1;
+            for (int e = 0; e < n_exp; e++) {
+                if (p[e] < 0) continue; /* taken */
+                if (best < 0 || p[e] > p[best]) best = e;
+            }
+            yt[j] = (float)best;
+            yt[k + j] = p[best];
+            wsum += p[best];
+            p[best] = -1.0f;
+        }
+        if (n->ip[1]) {
+            if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
+            for (int j = 0; j < k; j++) yt[k + j] /= wsum;
+        }
+        if (n->fp[0] != 0.0f && n->fp[0] != 1.0f)
+            for (int j = 0; j < k; j++) yt[k + j] *= n->fp[0];
+    }
+}
+
+void cpu_op_moe_sum(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *d = cpu_shape(r, n->dst), *ra = cpu_shape(r, n->src[1]);
+    const int k = ra->cols / 2;
+    const float *x = cpu_act(r, n->src[0]), *route = cpu_act(r, n->src[1]);
+    float *y = cpu_act(r, n->dst);
+    int64_t t0, t1;
+    cpu_split(d->rows, ith, nth, &t0, &t1);
+    for (int64_t t = t0; t < t1; t++) {
+        float *yt = y + t * d->cols;
+        const float *w = route + t * 2 * k + k;
+        for (int64_t i = 0; i < d->cols; i++) yt[i] = w[0] * x[(t * k) * d->cols + i];
+        for (int j = 1; j < k; j++)
+            for (int64_t i = 0; i < d->cols; i++) yt[i] += w[j] * x[(t * k + j) * d->cols + i];
+    }
+}
+
+void cpu_op_get_rows(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    if (ith) return;
+    const zn_act *d = cpu_shape(r, n->dst);
+    memcpy(cpu_act(r, n->dst), cpu_act(r, n->src[0]) + (size_t)n->ip[0] * d->cols,
+           sizeof(float) * (size_t)d->rows * d->cols);
+}

@@ -1,0 +1,85 @@
+/* Engine: ties a model, a backend and a graph together and runs sequences
+ * step by step. */
+#include "engine.h"
+
+#include <string.h>
+#include <unistd.h>
+
+int engine_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > ZN_MAX_THREADS ? ZN_MAX_THREADS : (int)n;
+}
+
+zn_status engine_init(zn_engine *e, const zn_model *m, const char *backend, int n_threads, zn_err *err) {
+    memset(e, 0, sizeof *e);
+    if (!backend) backend = "cpu";
+    e->be = backend_find(backend);
+    if (!e->be)
+        return zn_errf(err, ZN_ERR_ARG, "unknown backend '%s' (available: %s)", backend, backend_names());
+    e->model = m;
+    e->n_threads = n_threads > 0 ? n_threads : engine_default_threads();
+    if (e->n_threads > ZN_MAX_THREADS)
+        return zn_errf(err, ZN_ERR_ARG, "%d threads: at most %d", e->n_threads, ZN_MAX_THREADS);
+    e->max_tokens = ZN_MAX_BATCH;
+    zn_status st = graph_init(&e->graph, m, e->max_tokens, err);
+    if (st != ZN_OK) return st;
+    zn_backend_opts o = {.n_threads = e->n_threads, .max_tokens = e->max_tokens,
+                         .arena_floats = e->graph.arena_floats};
+    st = e->be->init(&e->be_ctx, m, &o, err);
+    if (st != ZN_OK) {
+        graph_free(&e->graph);
+        memset(e, 0, sizeof *e);
+    }
+    return st;
+}
+
+void engine_free(zn_engine *e) {
+    if (e->be && e->be_ctx) e->be->free(e->be_ctx);
+    graph_free(&e->graph);
+    memset(e, 0, sizeof *e);
+}
+
+zn_status seq_init(zn_seq *s, zn_engine *e, int n_ctx, zn_err *err) {
+    memset(s, 0, sizeof *s);
+    zn_status st = e->be->seq_init(e->be_ctx, &s->state, n_ctx, err);
+    if (st != ZN_OK) return st;
+    s->eng = e;
+    s->n_ctx = n_ctx;
+    return ZN_OK;
+}
+
+void seq_free(zn_seq *s) {
+    if (s->eng && s->state) s->eng->be->seq_free(s->eng->be_ctx, s->state);
+    memset(s, 0, sizeof *s);
+}
+
+void seq_reset(zn_seq *s) {
+    s->eng->be->seq_reset(s->eng->be_ctx, s->state);
+    s->n_past = 0;
+}
+
+zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, float *logits, bool all_logits,
+                        zn_err *err) {
+    const int n_vocab = e->model->hp.n_vocab;
+    if (n < 1) return zn_errf(err, ZN_ERR_ARG, "decode: no tokens");
+    if (n > s->n_ctx - s->n_past)
+        return zn_errf(err, ZN_ERR_ARG, "context full: %d tokens after %d do not fit in %d", n, s->n_past, s->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", tokens[i], n_vocab);
+    for (int done = 0; done < n;) {
+        const int step = n - done < e->max_tokens ? n - done : e->max_tokens;
+        const bool last_step = done + step == n;
+        /* rows of logits this step produces: all of them, or the final one */
+        const bool want = logits && (all_logits || last_step);
+        zn_status st = graph_build(&e->graph, tokens + done, step, s->n_past, all_logits, err);
+        if (st == ZN_OK) st = e->be->run(e->be_ctx, s->state, &e->graph, err);
+        if (st == ZN_OK && want)
+            st = e->be->read(e->be_ctx, &e->graph, e->graph.logits,
+                             all_logits ? logits + (size_t)done * n_vocab : logits, err);
+        if (st != ZN_OK) return st;
+        s->n_past += step;
+        done += step;
+    }
+    return ZN_OK;
+}

@@ -1,0 +1,55 @@
+/* The inference engine: a model + a backend + a graph, and sequences.
+ *
+ *   zn_engine e; engine_init(&e, &model, "cpu", n_threads, &err);
+ *   zn_seq s;    seq_init(&s, &e, n_ctx, &err);
+ *   engine_decode(&e, &s, tokens, n, logits, false, &err); // logits [n_vocab]
+ *   ... seq_free(&s); engine_free(&e);
+ *
+ * One engine runs one step at a time (its scratch is shared by its
+ * sequences); each sequence owns its KV/recurrent state and position. */
+#ifndef ZINC_ENGINE_H
+#define ZINC_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "model.h"
+#include "status.h"
+
+typedef struct zn_engine {
+    const zn_model *model;
+    const zn_backend_ops *be;
+    void *be_ctx;
+    zn_graph graph;
+    int max_tokens;     /* tokens per step; longer inputs are split */
+    int n_threads;
+} zn_engine;
+
+typedef struct zn_seq {
+    zn_engine *eng;
+    void *state;
+    int n_ctx;
+    int n_past;         /* tokens already in the state */
+} zn_seq;
+
+/* backend: a name from backend_names() (NULL: "cpu"); n_threads <= 0: all cores. */
+zn_status engine_init(zn_engine *e, const zn_model *m, const char *backend, int n_threads, zn_err *err);
+void engine_free(zn_engine *e);
+
+zn_status seq_init(zn_seq *s, zn_engine *e, int n_ctx, zn_err *err);
+void seq_free(zn_seq *s);
+void seq_reset(zn_seq *s);
+
+/* Evaluates n tokens after the sequence's n_past ones (split into steps of at
+ * most max_tokens). logits (may be NULL): all_logits ? [n][n_vocab] : the
+ * last token's [n_vocab]. Token ids outside the vocab or a full context fail
+ * with ZN_ERR_ARG and leave the sequence unchanged. */
+zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n,
+                        float *logits, bool all_logits, zn_err *err);
+
+/* Number of online CPUs (>= 1). */
+int engine_default_threads(void);
+
+#endif

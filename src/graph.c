@@ -1,0 +1,427 @@
+/* Graph construction, activation planning and the op helpers builders use. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ARENA_ALIGN 16 /* floats: 64-byte aligned activations */
+
+typedef struct free_blk {
+    size_t off, size;
+} free_blk;
+
+typedef struct plan {
+    int *first, *last;   /* per activation: defining node, last reading node */
+    free_blk *free;      /* sorted by offset, below top */
+    int n_free;
+    size_t top, peak;
+    bool overflow;
+    int32_t *dummy_tokens; /* for sizing builds at init */
+} plan;
+
+static const graph_builder builders[ZN_ARCH_COUNT] = {
+    [ZN_ARCH_LLAMA] = graph_build_llama,
+    [ZN_ARCH_QWEN2] = graph_build_llama,
+    [ZN_ARCH_QWEN3] = graph_build_llama,
+    [ZN_ARCH_QWEN3MOE] = graph_build_llama,
+    [ZN_ARCH_QWEN35] = graph_build_qwen35,
+    [ZN_ARCH_QWEN35MOE] = graph_build_qwen35,
+};
+
+static const char *const op_names[ZN_OP_COUNT] = {
+    [ZN_OP_EMBED] = "embed", [ZN_OP_RMSNORM] = "rmsnorm", [ZN_OP_MATMUL] = "matmul",
+    [ZN_OP_ROPE] = "rope", [ZN_OP_KV_STORE] = "kv_store", [ZN_OP_ATTN] = "attn",
+    [ZN_OP_ADD] = "add", [ZN_OP_SWIGLU] = "swiglu", [ZN_OP_SIGMOID_MUL] = "sigmoid_mul",
+    [ZN_OP_MOE_ROUTE] = "moe_route", [ZN_OP_MOE_MATMUL] = "moe_matmul", [ZN_OP_MOE_SUM] = "moe_sum",
+    [ZN_OP_GET_ROWS] = "get_rows",
+    [ZN_OP_COPY_COLS] = "copy_cols", [ZN_OP_SSM_CONV] = "ssm_conv", [ZN_OP_GDN] = "gdn",
+};
+
+const char *graph_op_name(zn_op op) {
+    return (unsigned)op < ZN_OP_COUNT && op_names[op] ? op_names[op] : "?";
+}
+
+void graph_node_name(const zn_node *n, char *buf, size_t cap) {
+    if (n->layer >= 0) snprintf(buf, cap, "blk.%d.%s", n->layer, n->tag ? n->tag : "?");
+    else snprintf(buf, cap, "%s", n->tag ? n->tag : "?");
+}
+
+void graph_dump(const zn_graph *g, void *file) {
+    FILE *f = file;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        char name[64];
+        graph_node_name(n, name, sizeof name);
+        const zn_act *a = &g->acts[n->dst];
+        fprintf(f, "%4d %-24s %-12s %d <- %d %d %d  [%d x %d] @%zu\n", i, name, graph_op_name(n->op), n->dst,
+                n->src[0], n->src[1], n->src[2], a->rows, a->cols, a->off);
+    }
+}
+
+/* ---- tables ---- */
+
+int graph_act(zn_graph *g, int rows, int cols) {
+    plan *p = g->plan;
+    if (g->n_acts >= g->cap_acts) {
+        p->overflow = true;
+        g->acts[g->cap_acts] = (zn_act){rows, cols, 0};
+        return g->cap_acts; /* the spare slot */
+    }
+    g->acts[g->n_acts] = (zn_act){rows, cols, 0};
+    return g->n_acts++;
+}
+
+zn_node *graph_node(zn_graph *g, zn_op op, int dst, const char *tag, int layer) {
+    plan *p = g->plan;
+    zn_node *n;
+    if (g->n_nodes >= g->cap_nodes) {
+        p->overflow = true;
+        n = &g->nodes[g->cap_nodes];
+    } else {
+        n = &g->nodes[g->n_nodes++];
+    }
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->dst = dst;
+    n->tag = tag;
+    n->layer = layer;
+    for (int i = 0; i < ZN_NODE_SRC; i++) n->src[i] = -1;
+    return n;
+}
+
+/* ---- planner: first-fit over a free list, live ranges from the node order ---- */
+
+static size_t act_size(const zn_act *a) {
+    size_t n = (size_t)a->rows * (size_t)a->cols;
+    return (n + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}
+
+static size_t arena_alloc(plan *p, size_t size) {
+    for (int i = 0; i < p->n_free; i++) {
+        if (p->free[i].size < size) continue;
+        size_t off = p->free[i].off;
+        p->free[i].off += size;
+        p->free[i].size -= size;
+        if (p->free[i].size == 0) {
+            memmove(&p->free[i], &p->free[i + 1], sizeof *p->free * (size_t)(p->n_free - i - 1));
+            p->n_free--;
+        }
+        return off;
+    }
+    size_t off = p->top;
+    p->top += size;
+    if (p->top > p->peak) p->peak = p->top;
+    return off;
+}
+
+static void arena_release(plan *p, size_t off, size_t size) {
+    int i = 0;
+    while (i < p->n_free && p->free[i].off < off) i++;
+    memmove(&p->free[i + 1], &p->free[i], sizeof *p->free * (size_t)(p->n_free - i));
+    p->free[i] = (free_blk){off, size};
+    p->n_free++;
+    if (i + 1 < p->n_free && p->free[i].off + p->free[i].size == p->free[i + 1].off) {
+        p->free[i].size += p->free[i + 1].size;
+        memmove(&p->free[i + 1], &p->free[i + 2], sizeof *p->free * (size_t)(p->n_free - i - 2));
+        p->n_free--;
+    }
+    if (i > 0 && p->free[i - 1].off + p->free[i - 1].size == p->free[i].off) {
+        p->free[i - 1].size += p->free[i].size;
+        memmove(&p->free[i], &p->free[i + 1], sizeof *p->free * (size_t)(p->n_free - i - 1));
+        p->n_free--;
+        i--;
+    }
+    if (p->free[i].off + p->free[i].size == p->top) { /* give the tail back */
+        p->top = p->free[i].off;
+        p->n_free--;
+    }
+}
+
+static void plan_arena(zn_graph *g) {
+    plan *p = g->plan;
+    for (int a = 0; a < g->n_acts; a++) p->first[a] = p->last[a] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        if (p->first[n->dst] < 0) p->first[n->dst] = i;
+        p->last[n->dst] = i;
+        for (int s = 0; s < ZN_NODE_SRC; s++)
+            if (n->src[s] >= 0) p->last[n->src[s]] = i;
+    }
+    p->last[g->logits] = g->n_nodes; /* read after the run */
+    p->n_free = 0;
+    p->top = p->peak = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int d = g->nodes[i].dst;
+        if (p->first[d] == i) g->acts[d].off = arena_alloc(p, act_size(&g->acts[d]));
+        /* sources dying here are released only after dst is placed, so an op
+         * never writes over an input it is still reading */
+        for (int s = -1; s < ZN_NODE_SRC; s++) {
+            int a = s < 0 ? d : g->nodes[i].src[s];
+            if (a < 0 || p->last[a] != i) continue;
+            p->last[a] = -2; /* released once even when read twice */
+            arena_release(p, g->acts[a].off, act_size(&g->acts[a]));
+        }
+    }
+}
+
+/* ---- lifecycle ---- */
+
+zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int cap_nodes, int cap_acts,
+                           zn_err *err) {
+    memset(g, 0, sizeof *g);
+    if (max_tokens < 1 || max_tokens > ZN_MAX_BATCH)
+        return zn_errf(err, ZN_ERR_ARG, "graph: max tokens per step %d out of range [1, %d]", max_tokens,
+                       ZN_MAX_BATCH);
+    if (cap_nodes < 1 || cap_nodes > ZN_MAX_GRAPH_NODES || cap_acts < 1 || cap_acts > ZN_MAX_GRAPH_NODES)
+        return zn_errf(err, ZN_ERR_ARG, "graph: capacity %d nodes / %d activations out of range", cap_nodes,
+                       cap_acts);
+    g->model = m;
+    g->max_tokens = max_tokens;
+    g->cap_nodes = cap_nodes;
+    g->cap_acts = cap_acts;
+    g->nodes = calloc((size_t)g->cap_nodes + 1, sizeof *g->nodes);
+    g->acts = calloc((size_t)g->cap_acts + 1, sizeof *g->acts);
+    plan *p = g->plan = calloc(1, sizeof *p);
+    if (p) {
+        p->first = calloc((size_t)g->cap_acts + 1, sizeof *p->first);
+        p->last = calloc((size_t)g->cap_acts + 1, sizeof *p->last);
+        p->free = calloc((size_t)g->cap_acts + 2, sizeof *p->free);
+        p->dummy_tokens = calloc((size_t)max_tokens, sizeof *p->dummy_tokens);
+    }
+    if (!g->nodes || !g->acts || !p || !p->first || !p->last || !p->free || !p->dummy_tokens) {
+        graph_free(g);
+        return zn_errf(err, ZN_ERR_NOMEM, "graph: out of memory");
+    }
+    g->logits = -1;
+    return ZN_OK;
+}
+
+zn_status graph_finish(zn_graph *g, int out, zn_err *err) {
+    plan *p = g->plan;
+    if (p->overflow || out < 0 || out >= g->n_acts)
+        return zn_errf(err, ZN_ERR_ARG, "graph: overflow or bad output activation %d", out);
+    g->logits = out;
+    plan_arena(g);
+    g->arena_floats = p->peak;
+    return ZN_OK;
+}
+
+zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err) {
+    if (!builders[m->arch]) {
+        memset(g, 0, sizeof *g);
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "%s: no forward pass for architecture %s yet", m->path,
+                       model_arch_name(m->arch));
+    }
+    int cap = 64 * m->hp.n_layer + 64;
+    zn_status st = graph_init_empty(g, m, max_tokens, cap < ZN_MAX_GRAPH_NODES ? cap : ZN_MAX_GRAPH_NODES,
+                                    cap < ZN_MAX_GRAPH_NODES ? cap : ZN_MAX_GRAPH_NODES, err);
+    if (st != ZN_OK) return st;
+    plan *p = g->plan;
+    /* size the arena for the largest steps of both kinds */
+    const int sizes[3][2] = {{max_tokens, 1}, {max_tokens, 0}, {1, 0}};
+    size_t arena = 0;
+    g->arena_floats = (size_t)-1;
+    for (int i = 0; i < 3; i++) {
+        st = graph_build(g, p->dummy_tokens, sizes[i][0], 0, sizes[i][1], err);
+        if (st != ZN_OK) {
+            graph_free(g);
+            return st;
+        }
+        if (p->peak > arena) arena = p->peak;
+    }
+    g->arena_floats = arena;
+    g->n_nodes = g->n_acts = 0;
+    return ZN_OK;
+}
+
+void graph_free(zn_graph *g) {
+    plan *p = g->plan;
+    if (p) {
+        free(p->first);
+        free(p->last);
+        free(p->free);
+        free(p->dummy_tokens);
+        free(p);
+    }
+    free(g->nodes);
+    free(g->acts);
+    memset(g, 0, sizeof *g);
+}
+
+zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past, bool all_logits, zn_err *err) {
+    const zn_model *m = g->model;
+    plan *p = g->plan;
+    if (n_tokens < 1 || n_tokens > g->max_tokens)
+        return zn_errf(err, ZN_ERR_ARG, "graph: %d tokens in one step (max %d)", n_tokens, g->max_tokens);
+    if (n_past < 0 || n_past > ZN_MAX_CTX - n_tokens)
+        return zn_errf(err, ZN_ERR_ARG, "graph: position %d out of range", n_past);
+    for (int i = 0; i < n_tokens; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+            return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", tokens[i], m->hp.n_vocab);
+    g->tokens = tokens;
+    g->n_tokens = n_tokens;
+    g->n_past = n_past;
+    g->all_logits = all_logits;
+    g->n_nodes = g->n_acts = 0;
+    g->logits = -1;
+    p->overflow = false;
+    zn_status st = builders[m->arch](g, err);
+    if (st != ZN_OK) return st;
+    if (p->overflow || g->logits < 0)
+        return zn_errf(err, ZN_ERR_NOMEM, "graph: %s graph exceeds %d nodes / %d activations",
+                       model_arch_name(m->arch), g->cap_nodes, g->cap_acts);
+    plan_arena(g);
+    if (p->peak > g->arena_floats)
+        return zn_errf(err, ZN_ERR_NOMEM, "graph: step needs %zu arena floats, %zu planned", p->peak,
+                       g->arena_floats);
+    return ZN_OK;
+}
+
+/* ---- helpers for builders ---- */
+
+int graph_embed(zn_graph *g) {
+    int y = graph_act(g, g->n_tokens, g->model->hp.n_embd);
+    zn_node *n = graph_node(g, ZN_OP_EMBED, y, "token_embd", -1);
+    n->w[0] = g->model->tok_embd;
+    return y;
+}
+
+int graph_rmsnorm(zn_graph *g, int x, const gguf_tensor *w, int group, int layer, const char *tag) {
+    int y = graph_act(g, g->acts[x].rows, g->acts[x].cols);
+    zn_node *n = graph_node(g, ZN_OP_RMSNORM, y, tag, layer);
+    n->src[0] = x;
+    n->w[0] = w;
+    n->ip[0] = group;
+    n->fp[0] = g->model->hp.rms_eps;
+    return y;
+}
+
+int graph_linear(zn_graph *g, int x, const zn_linear *lin, bool bias_first, int layer, const char *tag) {
+    int y = graph_act(g, g->acts[x].rows, (int)lin->w->ne[1]);
+    zn_node *n = graph_node(g, ZN_OP_MATMUL, y, tag, layer);
+    n->src[0] = x;
+    n->w[0] = lin->w;
+    n->w[1] = lin->b;
+    n->w[2] = lin->s;
+    n->ip[0] = bias_first;
+    return y;
+}
+
+static int binary(zn_graph *g, zn_op op, int a, int b, int cols, int layer, const char *tag) {
+    int y = graph_act(g, g->acts[a].rows, cols);
+    zn_node *n = graph_node(g, op, y, tag, layer);
+    n->src[0] = a;
+    n->src[1] = b;
+    return y;
+}
+
+int graph_add(zn_graph *g, int a, int b, int layer, const char *tag) {
+    return binary(g, ZN_OP_ADD, a, b, g->acts[a].cols, layer, tag);
+}
+
+int graph_swiglu(zn_graph *g, int gate, int up, int layer, const char *tag) {
+    return binary(g, ZN_OP_SWIGLU, gate, up, up >= 0 ? g->acts[gate].cols : g->acts[gate].cols / 2, layer, tag);
+}
+
+int graph_sigmoid_mul(zn_graph *g, int x, int gate, int layer, const char *tag) {
+    return binary(g, ZN_OP_SIGMOID_MUL, x, gate, g->acts[x].cols, layer, tag);
+}
+
+void graph_rope(zn_graph *g, int x, int head_dim, int layer, const char *tag) {
+    const zn_hparams *hp = &g->model->hp;
+    zn_node *n = graph_node(g, ZN_OP_ROPE, x, tag, layer);
+    n->src[0] = x;
+    n->w[0] = g->model->rope_freqs;
+    n->ip[0] = head_dim;
+    n->ip[1] = hp->n_rot;
+    n->ip[2] = hp->rope_mode;
+    for (int i = 0; i < 4; i++) n->ip[3 + i] = hp->rope_sections[i];
+    n->fp[0] = hp->rope_freq_base;
+    n->fp[1] = hp->rope_freq_scale;
+}
+
+int graph_attention(zn_graph *g, int q, int k, int v, int layer) {
+    const zn_hparams *hp = &g->model->hp;
+    zn_node *n = graph_node(g, ZN_OP_KV_STORE, k, "kv_store", layer);
+    n->src[0] = k;
+    n->src[1] = v;
+    int y = graph_act(g, g->acts[q].rows, hp->n_head * hp->head_dim_v);
+    n = graph_node(g, ZN_OP_ATTN, y, "attn", layer);
+    n->src[0] = q;
+    n->ip[0] = hp->n_head;
+    n->ip[1] = hp->n_head_kv;
+    n->ip[2] = hp->head_dim_k;
+    n->ip[3] = hp->head_dim_v;
+    n->fp[0] = hp->attn_scale;
+    return y;
+}
+
+int graph_get_rows(zn_graph *g, int x, int first, int count, int layer, const char *tag) {
+    int y = graph_act(g, count, g->acts[x].cols);
+    zn_node *n = graph_node(g, ZN_OP_GET_ROWS, y, tag, layer);
+    n->src[0] = x;
+    n->ip[0] = first;
+    return y;
+}
+
+static zn_linear unscaled(zn_linear l) {
+    l.s = NULL;
+    return l;
+}
+
+int graph_ffn(zn_graph *g, int x, const zn_layer *L, bool use_scales, int layer) {
+    zn_linear gate = L->ffn_gate, up = L->ffn_up, down = L->ffn_down;
+    if (!use_scales) gate = unscaled(gate), up = unscaled(up), down = unscaled(down);
+    int a = graph_linear(g, x, &gate, true, layer, "ffn_gate");
+    int b = graph_linear(g, x, &up, true, layer, "ffn_up");
+    int h = graph_swiglu(g, a, b, layer, "ffn_swiglu");
+    return graph_linear(g, h, &down, true, layer, "ffn_down");
+}
+
+static int moe_matmul(zn_graph *g, int x, int route, const zn_linear *lin, int layer, const char *tag) {
+    const int k = g->model->hp.n_expert_used;
+    int y = graph_act(g, g->acts[route].rows * k, (int)lin->w->ne[1]);
+    zn_node *n = graph_node(g, ZN_OP_MOE_MATMUL, y, tag, layer);
+    n->src[0] = x;
+    n->src[1] = route;
+    n->w[0] = lin->w;
+    n->w[2] = lin->s;
+    return y;
+}
+
+int graph_moe(zn_graph *g, int x, const zn_layer *L, int layer) {
+    const zn_hparams *hp = &g->model->hp;
+    const int k = hp->n_expert_used;
+    int logits = graph_linear(g, x, &L->ffn_gate_inp, false, layer, "ffn_moe_logits");
+    int route = graph_act(g, g->acts[x].rows, 2 * k);
+    zn_node *n = graph_node(g, ZN_OP_MOE_ROUTE, route, "ffn_moe_route", layer);
+    n->src[0] = logits;
+    n->ip[0] = k;
+    n->ip[1] = 1;
+    n->fp[0] = hp->expert_weights_scale;
+    int act;
+    if (L->ffn_gate_up_exps.w) {
+        int gu = moe_matmul(g, x, route, &L->ffn_gate_up_exps, layer, "ffn_moe_gate_up");
+        act = graph_swiglu(g, gu, -1, layer, "ffn_moe_swiglu");
+    } else {
+        int gate = moe_matmul(g, x, route, &L->ffn_gate_exps, layer, "ffn_moe_gate");
+        int up = moe_matmul(g, x, route, &L->ffn_up_exps, layer, "ffn_moe_up");
+        act = graph_swiglu(g, gate, up, layer, "ffn_moe_swiglu");
+    }
+    int down = moe_matmul(g, act, route, &L->ffn_down_exps, layer, "ffn_moe_down");
+    int y = graph_act(g, g->acts[x].rows, hp->n_embd);
+    n = graph_node(g, ZN_OP_MOE_SUM, y, "ffn_moe_out", layer);
+    n->src[0] = down;
+    n->src[1] = route;
+    if (L->ffn_gate_inp_shexp.w) {
+        int a = graph_linear(g, x, &L->ffn_gate_shexp, true, layer, "ffn_gate_shexp");
+        int b = graph_linear(g, x, &L->ffn_up_shexp, true, layer, "ffn_up_shexp");
+        int h = graph_swiglu(g, a, b, layer, "ffn_swiglu_shexp");
+        int sh = graph_linear(g, h, &L->ffn_down_shexp, true, layer, "ffn_down_shexp");
+        int gate = graph_linear(g, x, &L->ffn_gate_inp_shexp, false, layer, "ffn_gate_inp_shexp");
+        sh = graph_sigmoid_mul(g, sh, gate, layer, "ffn_shexp_gated");
+        y = graph_add(g, y, sh, layer, "ffn_out");
+    }
+    return y;
+}

@@ -1,0 +1,46 @@
+/* Forward pass of the pre-norm attention + SwiGLU family: llama (dense and
+ * Mixtral-style MoE), qwen2 (q/k/v biases), qwen3 and qwen3moe (q/k RMS
+ * norm per head). Which optional tensors take part follows llama.cpp's
+ * graphs: scales everywhere except qwen2's FFN, biases wherever the loader
+ * bound them. */
+#include "graph.h"
+
+zn_status graph_build_llama(zn_graph *g, zn_err *err) {
+    (void)err;
+    const zn_model *m = g->model;
+    const zn_hparams *hp = &m->hp;
+    const int T = g->n_tokens, last = hp->n_layer - 1;
+    const bool trim = !g->all_logits && T > 1;
+
+    int x = graph_embed(g); /* residual stream [T][n_embd] */
+    for (int il = 0; il < hp->n_layer; il++) {
+        const zn_layer *L = &m->layers[il];
+
+        /* attention */
+        int h = graph_rmsnorm(g, x, L->attn_norm, hp->n_embd, il, "attn_norm");
+        int q = graph_linear(g, h, &L->wq, false, il, "attn_q");
+        int k = graph_linear(g, h, &L->wk, false, il, "attn_k");
+        int v = graph_linear(g, h, &L->wv, false, il, "attn_v");
+        if (L->q_norm) {
+            q = graph_rmsnorm(g, q, L->q_norm, hp->head_dim_k, il, "attn_q_norm");
+            k = graph_rmsnorm(g, k, L->k_norm, hp->head_dim_k, il, "attn_k_norm");
+        }
+        graph_rope(g, q, hp->head_dim_k, il, "rope_q");
+        graph_rope(g, k, hp->head_dim_k, il, "rope_k");
+        int a = graph_attention(g, q, k, v, il);
+        int o = graph_linear(g, a, &L->wo, false, il, "attn_output");
+        if (il == last && trim) { /* only the last row feeds the logits */
+            o = graph_get_rows(g, o, T - 1, 1, il, "out_rows");
+            x = graph_get_rows(g, x, T - 1, 1, il, "inp_rows");
+        }
+        x = graph_add(g, x, o, il, "ffn_inp");
+
+        /* feed-forward */
+        h = graph_rmsnorm(g, x, L->ffn_norm, hp->n_embd, il, "ffn_norm");
+        int f = L->ffn_gate_inp.w ? graph_moe(g, h, L, il) : graph_ffn(g, h, L, m->arch != ZN_ARCH_QWEN2, il);
+        x = graph_add(g, x, f, il, "l_out");
+    }
+    x = graph_rmsnorm(g, x, m->output_norm, hp->n_embd, -1, "output_norm");
+    g->logits = graph_linear(g, x, &m->output, false, -1, "output");
+    return ZN_OK;
+}

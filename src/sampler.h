@@ -1,0 +1,61 @@
+/* Token sampling: penalties, top-k, top-p, min-p, temperature, and a seeded
+ * PRNG (xoshiro256**) whose state lives in the sampler, so a given seed
+ * gives the same tokens on every run. The chain is llama.cpp's default
+ * order: penalties -> top-k -> top-p -> min-p -> temperature -> draw.
+ * temperature <= 0 means greedy (argmax after penalties). All buffers are
+ * allocated at init; sampling allocates nothing. */
+#ifndef ZINC_SAMPLER_H
+#define ZINC_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "status.h"
+
+typedef struct zn_sampler_params {
+    float temperature;       /* <= 0: greedy */
+    int top_k;               /* <= 0: off */
+    float top_p;             /* >= 1: off */
+    float min_p;             /* <= 0: off */
+    float repeat_penalty;    /* 1: off; logit > 0 ? l / rp : l * rp */
+    float presence_penalty;  /* 0: off; l -= pp if the token occurred */
+    float frequency_penalty; /* 0: off; l -= fp * count */
+    int penalty_last_n;      /* window of recent tokens the penalties see */
+    uint64_t seed;
+} zn_sampler_params;
+
+/* llama.cpp's defaults: temp 0.8, top-k 40, top-p 0.95, min-p 0.05,
+ * penalties off (repeat 1.0, window 64), seed 0. */
+zn_sampler_params sampler_default_params(void);
+
+typedef struct zn_sampler_cand {
+    int32_t id;
+    float logit;   /* then probability */
+} zn_sampler_cand;
+
+typedef struct zn_sampler {
+    zn_sampler_params p;
+    int n_vocab;
+    uint64_t rng[4];
+    zn_sampler_cand *cand;   /* [n_vocab] */
+    int32_t *counts;         /* [n_vocab], zero between calls */
+    int32_t *hist;           /* ring [penalty_last_n] */
+    int hist_n, hist_pos;
+} zn_sampler;
+
+zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, zn_err *err);
+void sampler_free(zn_sampler *s);
+/* Clears the history and reseeds with p.seed. */
+void sampler_reset(zn_sampler *s);
+/* Records a token the sequence now contains (prompt or generated) for the
+ * penalties. */
+void sampler_accept(zn_sampler *s, int32_t token);
+/* Picks the next token from logits [n_vocab] (not modified). */
+int32_t sampler_sample(zn_sampler *s, const float *logits);
+
+/* Index of the largest value (the lowest index among equals). */
+int32_t sampler_argmax(const float *logits, int n);
+/* Uniform double in [0, 1) from the sampler's PRNG. */
+double sampler_uniform(zn_sampler *s);
+
+#endif

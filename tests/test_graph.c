@@ -1,0 +1,112 @@
+/* Graph building and activation planning: every node reads activations
+ * defined before it, shapes chain correctly, and no two activations that are
+ * live at the same time share arena memory (live ranges recomputed here from
+ * the node list, independently of the planner). */
+#include "graph.h"
+#include "harness.h"
+
+static const char *tiny(const char *name) {
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s.gguf", shared_path("models/tiny"), name);
+    return buf;
+}
+
+static void check_graph(const zn_graph *g) {
+    int n_acts = g->n_acts;
+    int *first = calloc((size_t)n_acts, sizeof *first), *last = calloc((size_t)n_acts, sizeof *last);
+    for (int a = 0; a < n_acts; a++) first[a] = last[a] = -1;
+    int bad_order = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        for (int s = 0; s < ZN_NODE_SRC; s++) {
+            int a = n->src[s];
+            if (a < 0) continue;
+            if (first[a] < 0 || a >= n_acts) bad_order++;
+            else last[a] = i;
+        }
+        if (first[n->dst] < 0) first[n->dst] = i;
+        last[n->dst] = i;
+    }
+    CHECK_EQ_INT(bad_order, 0);
+    last[g->logits] = g->n_nodes;
+    int overlaps = 0, out_of_arena = 0;
+    for (int a = 0; a < n_acts; a++) {
+        size_t a0 = g->acts[a].off, a1 = a0 + (size_t)g->acts[a].rows * g->acts[a].cols;
+        if (a1 > g->arena_floats) out_of_arena++;
+        for (int b = a + 1; b < n_acts; b++) {
+            size_t b0 = g->acts[b].off, b1 = b0 + (size_t)g->acts[b].rows * g->acts[b].cols;
+            bool live_together = first[a] <= last[b] && first[b] <= last[a];
+            if (live_together && a0 < b1 && b0 < a1) overlaps++;
+        }
+    }
+    CHECK_EQ_INT(overlaps, 0);
+    CHECK_EQ_INT(out_of_arena, 0);
+    free(first);
+    free(last);
+}
+
+static void check_model(const char *name) {
+    zn_model m;
+    zn_err err = {0};
+    zn_status st = model_load(&m, tiny(name), &err);
+    CHECK_MSG(st == ZN_OK, "%s", err.msg);
+    if (st) return;
+    zn_graph g;
+    st = graph_init(&g, &m, 32, &err);
+    CHECK_MSG(st == ZN_OK, "%s", err.msg);
+    if (st == ZN_OK) {
+        int32_t toks[32];
+        for (int i = 0; i < 32; i++) toks[i] = (i * 7) % m.hp.n_vocab;
+        const int cases[4][3] = {{32, 0, 1}, {17, 5, 0}, {1, 40, 0}, {3, 0, 1}};
+        for (int c = 0; c < 4; c++) {
+            st = graph_build(&g, toks, cases[c][0], cases[c][1], cases[c][2], &err);
+            CHECK_MSG(st == ZN_OK, "%s", err.msg);
+            if (st) continue;
+            const zn_act *lg = &g.acts[g.logits];
+            CHECK_EQ_INT(lg->cols, m.hp.n_vocab);
+            CHECK_EQ_INT(lg->rows, cases[c][2] ? cases[c][0] : 1);
+            check_graph(&g);
+        }
+        toks[3] = m.hp.n_vocab; /* out of range */
+        CHECK(graph_build(&g, toks, 4, 0, true, &err) == ZN_ERR_ARG);
+        CHECK(graph_build(&g, toks, 33, 0, true, &err) == ZN_ERR_ARG);
+        graph_free(&g);
+    }
+    model_free(&m);
+}
+
+static void test_llama(void) { check_model("llama-dense-f32"); }
+static void test_llama_moe(void) { check_model("llama-moe-q8_0"); }
+static void test_qwen3(void) { check_model("qwen3-dense-q8_0"); }
+static void test_qwen3moe(void) { check_model("qwen3moe-moe-q8_0"); }
+
+/* The arena is reused: far smaller than the sum of all activations. */
+static void test_reuse(void) {
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, tiny("llama-dense-f32"), &err) != ZN_OK) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    zn_graph g;
+    CHECK(graph_init(&g, &m, 64, &err) == ZN_OK);
+    int32_t toks[64] = {0};
+    CHECK(graph_build(&g, toks, 64, 0, true, &err) == ZN_OK);
+    size_t total = 0;
+    for (int a = 0; a < g.n_acts; a++) total += (size_t)g.acts[a].rows * g.acts[a].cols;
+    CHECK_MSG(g.arena_floats * 4 < total, "arena %zu floats, activations %zu", g.arena_floats, total);
+    char name[64];
+    graph_node_name(&g.nodes[1], name, sizeof name);
+    CHECK_EQ_STR(name, "blk.0.attn_norm");
+    graph_free(&g);
+    model_free(&m);
+}
+
+int main(void) {
+    RUN(test_llama);
+    RUN(test_llama_moe);
+    RUN(test_qwen3);
+    RUN(test_qwen3moe);
+    RUN(test_reuse);
+    return harness_report("graph");
+}
