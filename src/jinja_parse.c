@@ -714,47 +714,40 @@ static int binop_of(const jtok *t, int level) {
     }
 }
 
-static jnode *parse_pow(jp *P) {
-    jnode *left = parse_unary(P, true);
-    while (binop_of(cur(P), 3)) {
-        jtok *t = next_tok(P);
-        left = bin(P, JN_BIN, JO_POW, t, left, parse_unary(P, true));
-    }
-    return left;
+static jnode *parse_concat(jp *P);
+
+/* Left-associative arithmetic: level 1 (+ -) over `~` concatenation over
+ * level 2 (* / // %) over level 3 (**) over unary. */
+static jnode *parse_math(jp *P, int level);
+
+static jnode *math_operand(jp *P, int level) {
+    return level == 1 ? parse_concat(P) : level == 2 ? parse_math(P, 3) : parse_unary(P, true);
 }
 
-static jnode *parse_math2(jp *P) {
-    jnode *left = parse_pow(P);
+static jnode *parse_math(jp *P, int level) {
+    jnode *left = math_operand(P, level);
     int op;
-    while ((op = binop_of(cur(P), 2))) {
+    while ((op = binop_of(cur(P), level))) {
         jtok *t = next_tok(P);
-        left = bin(P, JN_BIN, op, t, left, parse_pow(P));
+        left = bin(P, JN_BIN, op, t, left, math_operand(P, level));
     }
     return left;
 }
 
 static jnode *parse_concat(jp *P) {
     jtok *t = cur(P);
-    jnode *first = parse_math2(P);
+    jnode *first = parse_math(P, 2);
     if (!is_op(P, '~')) return first;
     nvec a = {0};
     nvec_push(P, &a, first, NULL);
-    while (skip_op(P, '~')) nvec_push(P, &a, parse_math2(P), NULL);
+    while (skip_op(P, '~')) nvec_push(P, &a, parse_math(P, 2), NULL);
     jnode *n = mk(P, JN_CONCAT, t);
     n->kids = a.v;
     n->nkids = a.n;
     return n;
 }
 
-static jnode *parse_math1(jp *P) {
-    jnode *left = parse_concat(P);
-    int op;
-    while ((op = binop_of(cur(P), 1))) {
-        jtok *t = next_tok(P);
-        left = bin(P, JN_BIN, op, t, left, parse_concat(P));
-    }
-    return left;
-}
+static jnode *parse_math1(jp *P) { return parse_math(P, 1); }
 
 static jnode *parse_compare(jp *P) {
     jtok *t = cur(P);

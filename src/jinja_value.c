@@ -385,33 +385,43 @@ static bool ju_printable(uint32_t c) {
     return true;
 }
 
-static void repr_str(jstate *st, jbuf *b, const char *s, size_t n) {
-    char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
-    jbuf_putc(st, b, q);
+/* Writes s with some code points replaced: esc() returns the replacement
+ * (in tmp or static) or NULL to keep the code point. */
+typedef const char *(*escape_fn)(uint32_t c, char tmp[16], const void *arg);
+
+static void escape_into(jstate *st, jbuf *b, const char *s, size_t n, escape_fn esc, const void *arg) {
     size_t run = 0;
     for (size_t i = 0; i < n;) {
         size_t l;
-        uint32_t c = ju8_decode(s, n, i, &l);
-        const char *esc = NULL;
         char tmp[16];
-        if (c == (uint32_t)q || c == '\\') { tmp[0] = '\\'; tmp[1] = (char)c; tmp[2] = 0; esc = tmp; }
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (!ju_printable(c)) {
-            snprintf(tmp, sizeof tmp, c < 0x100 ? "\\x%02x" : c < 0x10000 ? "\\u%04x" : "\\U%08x", (unsigned)c);
-            esc = tmp;
-        }
-        if (esc) {
+        const char *e = esc(ju8_decode(s, n, i, &l), tmp, arg);
+        if (e) {
             jbuf_put(st, b, s + i - run, run);
             run = 0;
-            jbuf_put(st, b, esc, strlen(esc));
+            jbuf_put(st, b, e, strlen(e));
         } else {
             run += l;
         }
         i += l;
     }
     jbuf_put(st, b, s + n - run, run);
+}
+
+static const char *repr_escape(uint32_t c, char tmp[16], const void *arg) {
+    char q = *(const char *)arg;
+    if (c == (uint32_t)q || c == '\\') { tmp[0] = '\\'; tmp[1] = (char)c; tmp[2] = 0; return tmp; }
+    if (c == '\n') return "\\n";
+    if (c == '\r') return "\\r";
+    if (c == '\t') return "\\t";
+    if (ju_printable(c)) return NULL;
+    snprintf(tmp, 16, c < 0x100 ? "\\x%02x" : c < 0x10000 ? "\\u%04x" : "\\U%08x", (unsigned)c);
+    return tmp;
+}
+
+static void repr_str(jstate *st, jbuf *b, const char *s, size_t n) {
+    char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+    jbuf_putc(st, b, q);
+    escape_into(st, b, s, n, repr_escape, &q);
     jbuf_putc(st, b, q);
 }
 
@@ -482,43 +492,30 @@ jv jv_to_str(jstate *st, jv v) {
 
 /* ---- JSON out (json.dumps) ---- */
 
+static const char *json_escape(uint32_t c, char tmp[16], const void *arg) {
+    bool ascii = *(const bool *)arg;
+    switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    }
+    if (!(c < 0x20 || (ascii && c >= 0x7f))) return NULL;
+    if (c >= 0x10000) {
+        uint32_t u = c - 0x10000;
+        snprintf(tmp, 16, "\\u%04x\\u%04x", 0xd800 + (u >> 10), 0xdc00 + (u & 0x3ff));
+    } else {
+        snprintf(tmp, 16, "\\u%04x", (unsigned)c);
+    }
+    return tmp;
+}
+
 static void json_str(jstate *st, jbuf *b, const char *s, size_t n, bool ascii) {
     jbuf_putc(st, b, '"');
-    size_t run = 0;
-    for (size_t i = 0; i < n;) {
-        size_t l;
-        uint32_t c = ju8_decode(s, n, i, &l);
-        char tmp[16];
-        const char *esc = NULL;
-        switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        default:
-            if (c < 0x20 || (ascii && c >= 0x7f)) {
-                if (c >= 0x10000) {
-                    uint32_t u = c - 0x10000;
-                    snprintf(tmp, sizeof tmp, "\\u%04x\\u%04x", 0xd800 + (u >> 10), 0xdc00 + (u & 0x3ff));
-                } else {
-                    snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned)c);
-                }
-                esc = tmp;
-            }
-        }
-        if (esc) {
-            jbuf_put(st, b, s + i - run, run);
-            run = 0;
-            jbuf_put(st, b, esc, strlen(esc));
-        } else {
-            run += l;
-        }
-        i += l;
-    }
-    jbuf_put(st, b, s + n - run, run);
+    escape_into(st, b, s, n, json_escape, &ascii);
     jbuf_putc(st, b, '"');
 }
 
