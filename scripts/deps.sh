@@ -41,5 +41,5 @@ EOS
   chmod +x "$prefix/glslc"
   rm -rf "$tmp"
 fi
-"$prefix/glslc" --version | head -1
+"$prefix/glslc" --version > /tmp/zinc-glslc-version.txt && head -1 /tmp/zinc-glslc-version.txt
 echo "zinc deps: ok"

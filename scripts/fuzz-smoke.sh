@@ -2,7 +2,7 @@
 # Fuzz smoke run of the GGUF reader (libFuzzer + ASan + UBSan).
 # Builds build/fuzz_gguf, makes a seed corpus in a temporary directory (never
 # committed): hand-made files from the writer, and for every shared fixture a
-# shrunk valid copy, cuts of its first 64 KiB and bit-flipped variants. Then
+# shrunk valid copy, cuts of its first 16 KiB and bit-flipped variants. Then
 # fuzzes for FUZZ_TIME seconds (default 240) and prints the execution count.
 # A crash is kept under build/fuzz-crashes/. Last line: "fuzz: N passed, N failed".
 set -uo pipefail

@@ -5,6 +5,7 @@
 
 static const zn_backend_ops *const backends[] = {
     &zn_backend_cpu,
+    &zn_backend_vulkan,
 };
 
 const zn_backend_ops *backend_find(const char *name) {
@@ -13,4 +14,4 @@ const zn_backend_ops *backend_find(const char *name) {
     return NULL;
 }
 
-const char *backend_names(void) { return "cpu"; }
+const char *backend_names(void) { return "cpu, vulkan"; }

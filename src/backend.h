@@ -41,5 +41,6 @@ const zn_backend_ops *backend_find(const char *name);
 const char *backend_names(void);
 
 extern const zn_backend_ops zn_backend_cpu;  /* backend_cpu.c */
+extern const zn_backend_ops zn_backend_vulkan; /* backend_vulkan.c */
 
 #endif

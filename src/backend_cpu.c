@@ -23,6 +23,9 @@ static const cpu_kernel kernels[ZN_OP_COUNT] = {
     [ZN_OP_MOE_MATMUL] = cpu_op_moe_matmul,
     [ZN_OP_MOE_SUM] = cpu_op_moe_sum,
     [ZN_OP_GET_ROWS] = cpu_op_get_rows,
+    [ZN_OP_COPY_COLS] = cpu_op_copy_cols,
+    [ZN_OP_SSM_CONV] = cpu_op_ssm_conv,
+    [ZN_OP_GDN] = cpu_op_gdn,
 };
 
 static void cpu_free(void *ctx);

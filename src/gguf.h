@@ -91,7 +91,9 @@ const gguf_tensor *gguf_find_tensor(const gguf_ctx *g, const char *name);
 
 /* Typed getters. They return ZN_ERR_NOT_FOUND when the key is absent and
  * ZN_ERR_FORMAT (with a message naming the key) when its type does not fit;
- * any integer type converts when the value fits. */
+ * any integer type converts when the value fits; gguf_get_float also takes
+ * integers. FLOAT32 values are held as double (exactly); BOOL is any
+ * non-zero byte. */
 zn_status gguf_get_int(const gguf_ctx *g, const char *key, int64_t *out, zn_err *err);
 zn_status gguf_get_float(const gguf_ctx *g, const char *key, double *out, zn_err *err);
 zn_status gguf_get_bool(const gguf_ctx *g, const char *key, bool *out, zn_err *err);
@@ -101,7 +103,8 @@ zn_status gguf_get_arr(const gguf_ctx *g, const char *key, const gguf_arr **out,
 int64_t gguf_get_int_or(const gguf_ctx *g, const char *key, int64_t def);
 double gguf_get_float_or(const gguf_ctx *g, const char *key, double def);
 bool gguf_get_bool_or(const gguf_ctx *g, const char *key, bool def);
-/* Copies a string value into buf (NUL-terminated, truncated); "" when absent. */
+/* Copies a string value into buf (NUL-terminated, truncated); def (or "" if
+ * def is NULL) when absent or not a string. Returns buf. */
 const char *gguf_get_str_or(const gguf_ctx *g, const char *key, char *buf, size_t cap, const char *def);
 /* Element i of a numeric array as int64/double (any numeric element type). */
 int64_t gguf_arr_int(const gguf_arr *a, uint64_t i);

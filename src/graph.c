@@ -25,6 +25,8 @@ static const graph_builder builders[ZN_ARCH_COUNT] = {
     [ZN_ARCH_QWEN2] = graph_build_llama,
     [ZN_ARCH_QWEN3] = graph_build_llama,
     [ZN_ARCH_QWEN3MOE] = graph_build_llama,
+    [ZN_ARCH_QWEN35] = graph_build_qwen35,
+    [ZN_ARCH_QWEN35MOE] = graph_build_qwen35,
 };
 
 static const char *const op_names[ZN_OP_COUNT] = {
@@ -33,6 +35,7 @@ static const char *const op_names[ZN_OP_COUNT] = {
     [ZN_OP_ADD] = "add", [ZN_OP_SWIGLU] = "swiglu", [ZN_OP_SIGMOID_MUL] = "sigmoid_mul",
     [ZN_OP_MOE_ROUTE] = "moe_route", [ZN_OP_MOE_MATMUL] = "moe_matmul", [ZN_OP_MOE_SUM] = "moe_sum",
     [ZN_OP_GET_ROWS] = "get_rows",
+    [ZN_OP_COPY_COLS] = "copy_cols", [ZN_OP_SSM_CONV] = "ssm_conv", [ZN_OP_GDN] = "gdn",
 };
 
 const char *graph_op_name(zn_op op) {

@@ -111,6 +111,42 @@ typedef enum zn_op {
     /* dst = rows ip[0] .. ip[0]+dst.rows-1 of src[0] (e.g. the last row). */
     ZN_OP_GET_ROWS,
 
+    /* ---- Qwen3.5 (qwen35, qwen35moe) ---- */
+
+    /* Column gather: dst [rows][n * ip[0]] with, for block b < n and
+     * i < ip[0], dst[r][b*ip[0] + i] = src[0][r][b*ip[1] + ip[2] + i]
+     * (ip[0] = block width, ip[1] = source stride between blocks, ip[2] =
+     * offset). E.g. the query (offset 0) and gate (offset head_dim) halves of
+     * qwen35's per-head [query | gate] projection (stride 2*head_dim). */
+    ZN_OP_COPY_COLS,
+
+    /* Causal depthwise conv1d + SiLU of recurrent layer node->layer, with its
+     * conv state C [ch][K-1] (the last K-1 inputs of each channel, oldest
+     * first; zero for a new sequence). src[0] = x [n_tokens][ch]; w[0] =
+     * kernel f32 [ch][K] (ssm_conv1d.weight, ne0 = K); dst [n_tokens][ch],
+     * dst != src[0]. With xin = C[c][0..K-2] followed by x[0..n_tokens-1][c]:
+     *   dst[t][c] = silu(sum_{j<K} w[c][j] * xin[t + j])
+     * then C[c] = the last K-1 entries of xin (ssm_conv1d_silu). */
+    ZN_OP_SSM_CONV,
+
+    /* Gated DeltaNet of recurrent layer node->layer, with its delta state:
+     * per value head h, S_h [d_v][d_k] (S[j][i]; zero for a new sequence).
+     * ip = {H_k, H_v, d_k, d_v}; fp[0] = eps.
+     * src[0] = SSM_CONV output [n_tokens][2*H_k*d_k + H_v*d_v], each row
+     *          q (H_k heads of d_k) | k (H_k heads of d_k) | v (H_v of d_v);
+     * src[1] = alpha [n_tokens][H_v], src[2] = beta logits [n_tokens][H_v];
+     * w[0] = ssm_dt.bias f32 [H_v], w[1] = ssm_a f32 [H_v].
+     * dst [n_tokens][H_v*d_v]. Tokens t in order; for each value head h,
+     * key head hk = h % H_k (tiled, NOT h / (H_v/H_k)):
+     *   q, k = head hk of row t's q and k parts, each scaled by
+     *          1/sqrt(sum(x^2) + eps)
+     *   g = softplus(alpha[t][h] + dt[h]) * a[h]  (softplus(x) = x if x > 20,
+     *       else log(1 + exp(x))),   b = sigmoid(beta[t][h])
+     *   S *= exp(g);  d[j] = (v[j] - sum_i S[j][i]*k[i]) * b;
+     *   S[j][i] += k[i]*d[j];  dst[t][h*d_v + j] = sum_i S[j][i]*q[i] / sqrt(d_k)
+     * (ssm_gdn_recurrent; heads are independent, tokens are sequential). */
+    ZN_OP_GDN,
+
     ZN_OP_COUNT
 } zn_op;
 
@@ -185,6 +221,7 @@ void graph_dump(const zn_graph *g, void *file /* FILE* */);
 /* One architecture's forward pass; registered in graph.c's table. */
 typedef zn_status (*graph_builder)(zn_graph *g, zn_err *err);
 zn_status graph_build_llama(zn_graph *g, zn_err *err); /* llama, qwen2, qwen3, qwen3moe */
+zn_status graph_build_qwen35(zn_graph *g, zn_err *err); /* qwen35, qwen35moe (graph_qwen35.c) */
 
 int graph_act(zn_graph *g, int rows, int cols);
 /* Adds a node; all fields zero except op/dst/tag/layer, src[] = -1. */

@@ -27,6 +27,7 @@
 #define ZN_MAX_THREADS        256
 #define ZN_MAX_GRAPH_NODES    16384
 #define ZN_MAX_VOCAB          (1 << 22)
+#define ZN_SSM_MAX_HEAD_DIM   512        /* Gated DeltaNet key head dim (stack scratch) */
 
 /* Text */
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */

@@ -2,6 +2,9 @@
 #include "ssm.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "limits.h"
 
 static inline float silu(float x) { return x / (1.0f + expf(-x)); }
 
@@ -72,6 +75,7 @@ static inline float dot(const float *a, const float *b, int64_t n) {
 void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
     const int64_t dk = a->d_k, dv = a->d_v;
     const float scale = 1.0f / sqrtf((float)dk);
+    float qn[ZN_SSM_MAX_HEAD_DIM], kn[ZN_SSM_MAX_HEAD_DIM];
     for (int64_t h = h0; h < h1; h++) {
         const int64_t hk = h % a->h_k;
         float *S = a->state + h * dv * dk;
@@ -80,8 +84,18 @@ void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
             const float *k = a->k + t * a->ld_qk + hk * dk;
             const float *v = a->v + t * a->ld_v + h * dv;
             float *o = a->out + t * a->ld_o + h * dv;
-            const float decay = expf(a->g[t * a->ld_g + h]);
-            const float b = a->beta[t * a->ld_g + h];
+            if (a->l2_qk) {
+                /* recomputed per value head: O(Dk) beside the O(Dk*Dv) update */
+                memcpy(qn, q, (size_t)dk * sizeof(float));
+                memcpy(kn, k, (size_t)dk * sizeof(float));
+                ssm_l2_norm(qn, dk, a->l2_eps);
+                ssm_l2_norm(kn, dk, a->l2_eps);
+                q = qn;
+                k = kn;
+            }
+            float g = a->g[t * a->ld_g + h], b = a->beta[t * a->ld_g + h];
+            if (a->dt_bias) ssm_gdn_gates(&g, &b, &g, &b, a->dt_bias + h, a->a + h, 1);
+            const float decay = expf(g);
             /* Each value row of S evolves on its own: decay, read with k,
              * write back the beta-weighted error, read with q. */
             for (int64_t j = 0; j < dv; j++) {

@@ -16,6 +16,7 @@
 #ifndef ZINC_SSM_H
 #define ZINC_SSM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* ---- causal depthwise conv1d + SiLU ------------------------------------
@@ -60,20 +61,27 @@ void ssm_gdn_gates(float *g, float *beta, const float *alpha, const float *beta_
  *   d[j]    = (v[t][h][j] - u[j]) * beta[t][h]
  *   S[j][i] += k[t][hk][i] * d[j]
  *   o[t][h][j] = sum_i S[j][i] * q[t][hk][i] / sqrt(Dk)
- * q and k must already be L2-normalised. Strides are in floats between
- * consecutive tokens' rows (heads are contiguous inside a row): q[t][hk][i]
- * is q[t*ld_qk + hk*Dk + i], likewise k; v[t*ld_v + h*Dv + j];
- * o[t*ld_o + h*Dv + j]; g[t*ld_g + h], beta[t*ld_g + h]. out must not overlap
- * the inputs. Heads are independent, so [h0, h1) splits work across threads. */
+ * With l2_qk, q and k are first L2-normalised per head (ssm_l2_norm with
+ * l2_eps); otherwise they must be normalised already. With dt_bias and a
+ * non-NULL, g and beta hold the raw projections (alpha, beta logits) and are
+ * turned into gates as ssm_gdn_gates does; otherwise they are the gates.
+ * Strides are in floats between consecutive tokens' rows (heads are
+ * contiguous inside a row): q[t][hk][i] is q[t*ld_qk + hk*Dk + i], likewise
+ * k; v[t*ld_v + h*Dv + j]; o[t*ld_o + h*Dv + j]; g[t*ld_g + h], beta
+ * likewise. out must not overlap the inputs. Heads are independent, so
+ * [h0, h1) splits work across threads; inputs are never written. */
 typedef struct ssm_gdn_args {
     const float *q, *k, *v;   /* see above */
-    const float *g, *beta;    /* gates from ssm_gdn_gates */
+    const float *g, *beta;    /* gates, or raw projections (dt_bias != NULL) */
+    const float *dt_bias, *a; /* [H_v] each, or NULL */
     float *state;             /* [H_v][Dv][Dk], updated */
     float *out;               /* [T][..][Dv] */
     int64_t n_tokens;
     int64_t h_k, h_v;         /* h_v % h_k == 0 */
-    int64_t d_k, d_v;
+    int64_t d_k, d_v;         /* d_k <= ZN_SSM_MAX_HEAD_DIM */
     int64_t ld_qk, ld_v, ld_o, ld_g;
+    bool l2_qk;
+    float l2_eps;
 } ssm_gdn_args;
 
 /* Token-by-token recurrence (the definition; used for decode). */

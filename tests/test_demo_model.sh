@@ -18,6 +18,8 @@ check "shipped model exists and is at most 10 MB ($size bytes)" test "$size" -gt
 # over it matches the PyTorch logits recorded at training time.
 check "shipped model == trained PyTorch model (NumPy reference; NMSE <= 1e-4, 8 greedy tokens)" \
   "$py" $dir/ref_numpy.py "$model" $dir/reference --max-nmse 1e-4 --greedy 8
+check "zinc tokenize == bpe.py, the tokenizer the model was trained with" \
+  "$py" $dir/test_tokenizer.py "$build/zinc" "$model" ../shared/corpora
 check "export: value-head reorder for H_v > H_k" "$py" $dir/test_export.py
 check "demo-pack: manifest -> GGUF round trip (F32, Q8_0)" "$py" $dir/test_pack.py "$build/demo-pack"
 

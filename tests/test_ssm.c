@@ -133,6 +133,41 @@ static void test_gdn_tiled_heads(void) {
     CHECK(fabsf(o[1 * D] - o[2 * D]) > 1e-3f || fabsf(o[1 * D + 1] - o[2 * D + 1]) > 1e-3f);
 }
 
+/* The fused form (raw q/k normalised inside, raw alpha/beta turned into gates
+ * inside) equals the separate steps bit for bit, and leaves its inputs alone. */
+static void test_gdn_fused_prologue(void) {
+    enum { T = 2, HK = 1, HV = 2, D = 4 };
+    float q[T * HK * D], k[T * HK * D], v[T * HV * D], al[T * HV], br[T * HV];
+    const float dt[HV] = {0.3f, -0.2f}, A[HV] = {-0.7f, -1.3f};
+    for (int i = 0; i < T * D; i++) { q[i] = 0.5f * i - 1.0f; k[i] = cosf((float)i); }
+    for (int i = 0; i < T * HV * D; i++) v[i] = sinf(0.7f * i);
+    for (int i = 0; i < T * HV; i++) { al[i] = 0.4f * i - 0.5f; br[i] = 1.0f - 0.6f * i; }
+    float S1[HV * D * D] = {0}, S2[HV * D * D] = {0}, o1[T * HV * D], o2[T * HV * D];
+    float qc[T * D], kc[T * D], al0[T * HV], br0[T * HV];
+    memcpy(qc, q, sizeof q); memcpy(kc, k, sizeof k);
+    memcpy(al0, al, sizeof al); memcpy(br0, br, sizeof br);
+
+    ssm_gdn_args f = {.q = q, .k = k, .v = v, .g = al, .beta = br, .dt_bias = dt, .a = A,
+                      .state = S1, .out = o1, .n_tokens = T, .h_k = HK, .h_v = HV, .d_k = D,
+                      .d_v = D, .ld_qk = D, .ld_v = HV * D, .ld_o = HV * D, .ld_g = HV,
+                      .l2_qk = true, .l2_eps = 1e-6f};
+    ssm_gdn_recurrent(&f, 0, HV);
+    CHECK(memcmp(q, qc, sizeof q) == 0 && memcmp(k, kc, sizeof k) == 0);
+    CHECK(memcmp(al, al0, sizeof al) == 0 && memcmp(br, br0, sizeof br) == 0);
+
+    for (int t = 0; t < T; t++) {
+        ssm_l2_norm(qc + t * D, D, 1e-6f);
+        ssm_l2_norm(kc + t * D, D, 1e-6f);
+        ssm_gdn_gates(al0 + t * HV, br0 + t * HV, al0 + t * HV, br0 + t * HV, dt, A, HV);
+    }
+    ssm_gdn_args s = f;
+    s.q = qc; s.k = kc; s.g = al0; s.beta = br0; s.dt_bias = s.a = NULL; s.l2_qk = false;
+    s.state = S2; s.out = o2;
+    ssm_gdn_recurrent(&s, 0, HV);
+    CHECK(memcmp(o1, o2, sizeof o1) == 0);
+    CHECK(memcmp(S1, S2, sizeof S1) == 0);
+}
+
 /* ---- conv1d ---- */
 static const float CONV_W[12] = {0.5f, -0.25f, 0.125f, 1.0f, 0.0f, 0.3f, -0.7f, 0.2f, 1, 1, 1, 1};
 static const float CONV_S0[9] = {0.1f, 0.2f, 0.3f, -1.0f, 0.5f, 0.0f, 0.25f, -0.25f, 0.5f};
@@ -264,6 +299,7 @@ int main(void) {
     RUN(test_gdn_oracle);
     RUN(test_gdn_decode_equals_prefill);
     RUN(test_gdn_tiled_heads);
+    RUN(test_gdn_fused_prologue);
     RUN(test_conv_oracle);
     RUN(test_conv_state_continuity);
     RUN(test_norms_and_gates);

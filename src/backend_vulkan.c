@@ -1,0 +1,455 @@
+/* The Vulkan backend: every graph op as a compute dispatch, a whole step
+ * (decode token or prefill batch) recorded into one command buffer and
+ * submitted once.
+ *
+ * Weights are uploaded once at init (the ones the model's graph uses),
+ * through a staging buffer, into device-local blocks; a 2-D weight larger
+ * than one allocation is split by rows into chunks and its matmul becomes
+ * one dispatch per chunk. Activations live in one device arena laid out by
+ * the graph planner (g->acts[i].off). Each sequence owns its f16 KV cache
+ * and recurrent state. Barriers are placed only where a node touches memory
+ * an earlier node of the same barrier interval wrote (or writes memory it
+ * read). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "vk_ops.h"
+
+#define VK_MAX_CHUNKS 16
+#define VK_HAZARDS 64
+
+typedef struct vk_weight {
+    uint32_t n_chunks;            /* 0 = not on the device */
+    uint32_t chunk_rows;          /* rows per chunk (the last may hold fewer) */
+    uint32_t row_bytes;
+    VkDeviceAddress addr[VK_MAX_CHUNKS];
+} vk_weight;
+
+typedef struct range { uint64_t lo, hi; } range;
+
+typedef struct vk_ctx {
+    const zn_model *m;
+    vkdev d;
+    vkops o;
+    vkcmd c;
+    vkxfer x;
+    vkarena wmem;                 /* weights */
+    vkarena smem;                 /* activations, scratch */
+    vkbuf io;                     /* host-visible: token ids in */
+    vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
+    vkref act;                    /* the activation arena */
+    vkref part;                   /* split-K attention partials */
+    uint64_t part_floats;
+    int max_tokens;
+    /* hazard tracking since the last barrier */
+    range rd[VK_HAZARDS], wr[VK_HAZARDS];
+    int n_rd, n_wr;
+} vk_ctx;
+
+typedef struct vk_seq {
+    vkarena mem;
+    int n_ctx;
+    VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
+} vk_seq;
+
+static void vk_free(void *ctx);
+
+/* ---- weights ---- */
+
+static uint64_t weight_rows(const gguf_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+
+static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, uint64_t *done, uint64_t total, bool progress,
+                               zn_err *err) {
+    vk_weight *w = &c->w[model_weight_id(c->m, t)];
+    if (w->n_chunks) return ZN_OK;
+    const uint64_t rb = zn_row_size(t->type, (int64_t)t->ne[0]), rows = weight_rows(t);
+    uint64_t per = c->wmem.max_block / (rb ? rb : 1);
+    if (t->nbytes <= c->wmem.max_block) per = rows;
+    else if (t->ne[2] > 1) /* expert stacks are addressed from one base */
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: %llu bytes of experts exceed one allocation (%llu)",
+                       t->name, (unsigned long long)t->nbytes, (unsigned long long)c->wmem.max_block);
+    if (!per || (rows + per - 1) / per > VK_MAX_CHUNKS)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: %llu bytes need more than %d allocations", t->name,
+                       (unsigned long long)t->nbytes, VK_MAX_CHUNKS);
+    w->chunk_rows = (uint32_t)per;
+    w->row_bytes = (uint32_t)rb;
+    for (uint64_t r0 = 0; r0 < rows; r0 += per) {
+        uint64_t n = (rows - r0 < per ? rows - r0 : per) * rb;
+        vkref ref;
+        zn_status st = vkarena_alloc(&c->wmem, n, 256, &ref, err);
+        if (!st) st = vkxfer_upload(&c->x, ref, t->data + r0 * rb, n, err);
+        if (st) return zn_err_prefix(err, "uploading %s", t->name);
+        w->addr[w->n_chunks++] = ref.addr;
+        *done += n;
+        if (progress)
+            fprintf(stderr, "\rvulkan: uploading weights %3d%% (%.2f / %.2f GiB)", (int)(100.0 * (double)*done / (double)total),
+                    (double)*done / (1 << 30), (double)total / (1 << 30));
+    }
+    return ZN_OK;
+}
+
+/* The weights a model's graph reads: those of a one-token step (a prefill
+ * step uses the same ones). */
+static zn_status upload_weights(vk_ctx *c, zn_err *err) {
+    zn_graph g;
+    zn_status st = graph_init(&g, c->m, 1, err);
+    int32_t tok = 0;
+    if (!st) st = graph_build(&g, &tok, 1, 0, false, err);
+    if (st) {
+        graph_free(&g);
+        return st;
+    }
+    uint64_t total = 0, done = 0;
+    for (int i = 0; i < g.n_nodes; i++)
+        for (int j = 0; j < ZN_NODE_W; j++)
+            if (g.nodes[i].w[j]) total += g.nodes[i].w[j]->nbytes; /* counts shared weights twice: fine for a bar */
+    bool progress = total >= (256ull << 20) && isatty(2);
+    for (int i = 0; i < g.n_nodes && !st; i++)
+        for (int j = 0; j < ZN_NODE_W && !st; j++) {
+            const gguf_tensor *t = g.nodes[i].w[j];
+            if (!t) continue;
+            if (!vkops_type_ok(t->type))
+                st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: type %s", t->name, zn_type_name(t->type));
+            else st = upload_weight(c, t, &done, total, progress, err);
+        }
+    if (!st) st = vkxfer_flush(&c->x, err);
+    if (progress) fprintf(stderr, "\n");
+    graph_free(&g);
+    return st;
+}
+
+/* ---- init / free ---- */
+
+static uint64_t env_u64(const char *name, uint64_t def) {
+    const char *s = getenv(name);
+    return s && *s ? strtoull(s, NULL, 0) : def;
+}
+
+static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *opt, zn_err *err) {
+    *out = NULL;
+    vk_ctx *c = calloc(1, sizeof *c);
+    if (!c) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    c->m = m;
+    c->max_tokens = opt->max_tokens;
+    /* ZN_VK_DEVICE picks a device; ZN_VK_MAX_ALLOC caps one allocation (to
+     * exercise split weights on small devices); ZN_VK_PROFILE=1 times ops. */
+    const char *dev = getenv("ZN_VK_DEVICE");
+    zn_status st = vkdev_open(&c->d, dev && *dev ? atoi(dev) : -1, err);
+    if (st) {
+        free(c);
+        return st;
+    }
+    char cache[ZN_PATH_MAX];
+    vkpipes_default_cache_path(&c->d, cache, sizeof cache);
+    st = vkops_init(&c->o, &c->d, cache, err);
+    if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, env_u64("ZN_VK_PROFILE", 0) != 0, err);
+    if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);
+    if (st) {
+        vk_free(c);
+        return st;
+    }
+    vkarena_init(&c->wmem, &c->d, VKMEM_DEVICE, 0, env_u64("ZN_VK_MAX_ALLOC", 0));
+    vkarena_init(&c->smem, &c->d, VKMEM_DEVICE, 0, 0);
+    c->w = calloc(m->gguf.n_tensors, sizeof *c->w);
+    if (!c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    if (!st) st = upload_weights(c, err);
+    if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
+    if (!st) st = vkbuf_create(&c->d, &c->io, sizeof(int32_t) * (size_t)opt->max_tokens, VKMEM_HOST, err);
+    if (st) {
+        vk_free(c);
+        return st;
+    }
+    *out = c;
+    return ZN_OK;
+}
+
+static void vk_free(void *ctx) {
+    vk_ctx *c = ctx;
+    if (!c) return;
+    if (c->d.dev) {
+        c->d.fn.vkDeviceWaitIdle(c->d.dev);
+        vkbuf_destroy(&c->d, &c->io);
+        vkarena_free(&c->smem);
+        vkarena_free(&c->wmem);
+        vkxfer_free(&c->x);
+        vkcmd_free(&c->c);
+        vkops_free(&c->o);
+    }
+    vkdev_close(&c->d);
+    free(c->w);
+    free(c);
+}
+
+/* ---- sequences ---- */
+
+static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
+    vk_ctx *c = ctx;
+    const zn_hparams *hp = &c->m->hp;
+    *out = NULL;
+    vk_seq *s = calloc(1, sizeof *s);
+    if (!s) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    s->n_ctx = n_ctx;
+    s->k = calloc((size_t)hp->n_layer, sizeof *s->k);
+    s->v = calloc((size_t)hp->n_layer, sizeof *s->v);
+    vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, 0, 0);
+    zn_status st = !s->k || !s->v ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    const uint64_t kdim = (uint64_t)hp->n_head_kv * hp->head_dim_k, vdim = (uint64_t)hp->n_head_kv * hp->head_dim_v;
+    if (!st && (uint64_t)n_ctx * (kdim > vdim ? kdim : vdim) >= (1ull << 32))
+        st = zn_errf(err, ZN_ERR_ARG, "vulkan: context %d too long for the KV cache indexing", n_ctx);
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        if (c->m->layers[il].recurrent) continue;
+        vkref k, v;
+        st = vkarena_alloc(&s->mem, 2 * kdim * (uint64_t)n_ctx, 256, &k, err);
+        if (!st) st = vkarena_alloc(&s->mem, 2 * vdim * (uint64_t)n_ctx, 256, &v, err);
+        if (!st) s->k[il] = k.addr, s->v[il] = v.addr;
+    }
+    /* the split-K scratch must cover the longest context any sequence has */
+    uint64_t pf = vkop_attn_part_floats(1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
+    if (!st && pf > c->part_floats) {
+        st = vkarena_alloc(&c->smem, pf * sizeof(float), 256, &c->part, err);
+        if (!st) c->part_floats = pf;
+    }
+    if (st) {
+        vkarena_free(&s->mem);
+        free(s->k);
+        free(s->v);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return ZN_OK;
+}
+
+static void vk_seq_free(void *ctx, void *state) {
+    vk_ctx *c = ctx;
+    vk_seq *s = state;
+    if (!s) return;
+    c->d.fn.vkDeviceWaitIdle(c->d.dev);
+    vkarena_free(&s->mem);
+    free(s->k);
+    free(s->v);
+    free(s);
+}
+
+static void vk_seq_reset(void *ctx, void *state) {
+    (void)ctx;
+    (void)state; /* attention-only state: positions past n_past are never read */
+}
+
+/* ---- hazards ---- */
+
+static bool overlaps(const range *set, int n, range r) {
+    for (int i = 0; i < n; i++)
+        if (r.lo < set[i].hi && set[i].lo < r.hi) return true;
+    return false;
+}
+
+/* Declares what the next dispatch reads and writes; inserts a barrier when
+ * it conflicts with what was touched since the last one. */
+static void hazard(vk_ctx *c, const range *rd, int n_rd, const range *wr, int n_wr) {
+    bool need = c->n_rd + n_rd > VK_HAZARDS || c->n_wr + n_wr > VK_HAZARDS;
+    for (int i = 0; i < n_rd && !need; i++) need = overlaps(c->wr, c->n_wr, rd[i]);
+    for (int i = 0; i < n_wr && !need; i++) need = overlaps(c->wr, c->n_wr, wr[i]) || overlaps(c->rd, c->n_rd, wr[i]);
+    if (need) {
+        vkcmd_barrier(&c->c);
+        c->n_rd = c->n_wr = 0;
+    }
+    for (int i = 0; i < n_rd; i++) c->rd[c->n_rd++] = rd[i];
+    for (int i = 0; i < n_wr; i++) c->wr[c->n_wr++] = wr[i];
+}
+
+/* ---- running a graph ---- */
+
+static VkDeviceAddress act_addr(const vk_ctx *c, const zn_graph *g, int a) {
+    return c->act.addr + sizeof(float) * g->acts[a].off;
+}
+
+static range act_range(const vk_ctx *c, const zn_graph *g, int a) {
+    uint64_t lo = act_addr(c, g, a);
+    return (range){lo, lo + sizeof(float) * (uint64_t)g->acts[a].rows * (uint64_t)g->acts[a].cols};
+}
+
+static VkDeviceAddress waddr(const vk_ctx *c, const gguf_tensor *t) {
+    return t ? c->w[model_weight_id(c->m, t)].addr[0] : 0;
+}
+
+static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const gguf_tensor *t = n->w[0];
+    const vk_weight *w = &c->w[model_weight_id(c->m, t)];
+    const zn_act *x = &g->acts[n->src[0]], *y = &g->acts[n->dst];
+    const uint32_t rows = (uint32_t)t->ne[1];
+    for (uint32_t ch = 0; ch < w->n_chunks; ch++) {
+        const uint32_t r0 = ch * w->chunk_rows, nr = rows - r0 < w->chunk_rows ? rows - r0 : w->chunk_rows;
+        vkop_mm a = {.type = t->type, .w = w->addr[ch], .x = act_addr(c, g, n->src[0]),
+                     .y = act_addr(c, g, n->dst) + sizeof(float) * r0,
+                     .bias = n->w[1] ? waddr(c, n->w[1]) + sizeof(float) * r0 : 0, .scale = waddr(c, n->w[2]),
+                     .ncols = (uint32_t)t->ne[0], .nrows = nr, .row_bytes = w->row_bytes, .n_tok = (uint32_t)x->rows,
+                     .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
+                     .bias_first = n->ip[0] == 1};
+        zn_status st = vkop_matmul(&c->o, &c->c, &a, n->tag, err);
+        if (st) return st;
+    }
+    return ZN_OK;
+}
+
+static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const gguf_tensor *t = n->w[0];
+    const vk_weight *w = &c->w[model_weight_id(c->m, t)];
+    const zn_act *x = &g->acts[n->src[0]], *route = &g->acts[n->src[1]];
+    const uint32_t k = (uint32_t)route->cols / 2, T = (uint32_t)route->rows, cols = (uint32_t)x->cols;
+    const uint32_t rows = (uint32_t)t->ne[1];
+    const bool shared = (uint32_t)x->rows == T;
+    vkop_mm a = {.type = t->type, .w = w->addr[0], .x = act_addr(c, g, n->src[0]), .y = act_addr(c, g, n->dst),
+                 .scale = waddr(c, n->w[2]), .ids = act_addr(c, g, n->src[1]),
+                 .expert_bytes = (uint64_t)w->row_bytes * rows, .ncols = (uint32_t)t->ne[0], .nrows = rows,
+                 .row_bytes = w->row_bytes, .n_tok = T, .n_slots = k, .x_stride = shared ? cols : k * cols,
+                 .x_slot_stride = shared ? 0 : cols, .y_stride = k * rows, .y_slot_stride = rows, .ids_stride = 2 * k};
+    return vkop_matmul(&c->o, &c->c, &a, n->tag, err);
+}
+
+static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const zn_act *y = &g->acts[n->dst];
+    const zn_act *x = n->src[0] >= 0 ? &g->acts[n->src[0]] : NULL;
+    const uint32_t ny = (uint32_t)(y->rows * y->cols);
+    VkDeviceAddress dst = act_addr(c, g, n->dst), a0 = n->src[0] >= 0 ? act_addr(c, g, n->src[0]) : 0;
+    VkDeviceAddress a1 = n->src[1] >= 0 ? act_addr(c, g, n->src[1]) : 0;
+    const int L = n->layer;
+    switch (n->op) {
+    case ZN_OP_EMBED: {
+        const gguf_tensor *t = n->w[0];
+        const vk_weight *w = &c->w[model_weight_id(c->m, t)];
+        if (w->n_chunks != 1) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: split embedding table %s", t->name);
+        return vkop_embed(&c->o, &c->c, t->type, w->addr[0], w->row_bytes, (uint32_t)t->ne[0], c->io.addr,
+                          (uint32_t)g->n_tokens, dst, err);
+    }
+    case ZN_OP_RMSNORM:
+        return vkop_norm(&c->o, &c->c, VKNORM_RMS, a0, dst, waddr(c, n->w[0]), 0, (uint32_t)n->ip[0],
+                         ny / (uint32_t)n->ip[0], n->fp[0], n->tag, err);
+    case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
+    case ZN_OP_ROPE: {
+        vkop_rope a = {.x = dst, .ff = waddr(c, n->w[0]), .n_tok = (uint32_t)y->rows,
+                       .n_heads = (uint32_t)(y->cols / n->ip[0]), .head_dim = (uint32_t)n->ip[0],
+                       .n_rot = (uint32_t)n->ip[1], .row_stride = (uint32_t)y->cols, .mode = (uint32_t)n->ip[2],
+                       .n_past = (uint32_t)g->n_past, .sections = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]},
+                       .freq_base = n->fp[0], .freq_scale = n->fp[1]};
+        return vkop_rope_run(&c->o, &c->c, &a, n->tag, err);
+    }
+    case ZN_OP_KV_STORE:
+        return vkop_kv_store(&c->o, &c->c, a0, a1, s->k[L], s->v[L], (uint32_t)x->rows, (uint32_t)x->cols,
+                             (uint32_t)g->acts[n->src[1]].cols, (uint32_t)g->n_past, n->tag, err);
+    case ZN_OP_ATTN: {
+        vkop_attn a = {.q = a0, .ck = s->k[L], .cv = s->v[L], .dst = dst, .part = c->part.addr,
+                       .n_tok = (uint32_t)x->rows, .n_past = (uint32_t)g->n_past, .n_head = (uint32_t)n->ip[0],
+                       .n_head_kv = (uint32_t)n->ip[1], .hd_k = (uint32_t)n->ip[2], .hd_v = (uint32_t)n->ip[3],
+                       .scale = n->fp[0]};
+        return vkop_attn_run(&c->o, &c->c, &a, n->tag, err);
+    }
+    case ZN_OP_ADD:
+        return vkop_eltwise(&c->o, &c->c, VKELT_ADD, a0, a1, dst, ny, (uint32_t)y->cols, 0, 0, 0, n->tag, err);
+    case ZN_OP_SWIGLU:
+        return vkop_eltwise(&c->o, &c->c, n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, a0, a1, dst, ny,
+                            (uint32_t)y->cols, 0, 0, 0, n->tag, err);
+    case ZN_OP_SIGMOID_MUL:
+        return vkop_eltwise(&c->o, &c->c, VKELT_SIGMOID_MUL, a0, a1, dst, ny, (uint32_t)y->cols,
+                            (uint32_t)g->acts[n->src[1]].cols, 0, 0, n->tag, err);
+    case ZN_OP_MOE_ROUTE:
+        return vkop_moe_route(&c->o, &c->c, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->ip[0],
+                              n->ip[1] != 0, n->fp[0], n->tag, err);
+    case ZN_OP_MOE_MATMUL: return run_moe_matmul(c, g, n, err);
+    case ZN_OP_MOE_SUM:
+        return vkop_eltwise(&c->o, &c->c, VKELT_MOE_SUM, a0, 0, dst, ny, (uint32_t)y->cols, 0, a1,
+                            (uint32_t)g->acts[n->src[1]].cols / 2, n->tag, err);
+    case ZN_OP_GET_ROWS: {
+        vkref src = c->act, d2 = c->act;
+        src.off += sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols);
+        d2.off += sizeof(float) * y->off;
+        vkcmd_copy(&c->c, src, d2, sizeof(float) * ny);
+        return ZN_OK;
+    }
+    default:
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: op %s not implemented", graph_op_name(n->op));
+    }
+}
+
+/* What node n reads and writes, for the barrier placement. */
+static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n) {
+    range rd[ZN_NODE_SRC + 2], wr[2];
+    int nr = 0, nw = 0;
+    for (int i = 0; i < ZN_NODE_SRC; i++)
+        if (n->src[i] >= 0) rd[nr++] = act_range(c, g, n->src[i]);
+    wr[nw++] = act_range(c, g, n->dst);
+    const zn_hparams *hp = &c->m->hp;
+    if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
+        /* the layer's whole cache, conservatively */
+        range kr = {s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
+        range vr = {s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
+        if (n->op == ZN_OP_KV_STORE) {
+            nw = 0; /* dst is K itself, only read */
+            wr[nw++] = kr;
+            wr[nw++] = vr;
+        } else {
+            rd[nr++] = kr;
+            rd[nr++] = vr;
+        }
+    }
+    hazard(c, rd, nr, wr, nw);
+}
+
+/* --profile: GPU time per op tag of this run, from timestamp queries. */
+static void print_profile(vk_ctx *c, const zn_graph *g) {
+    vkprof_entry e[128];
+    double total;
+    int n = vkcmd_profile(&c->c, e, 128, &total);
+    fprintf(stderr, "vulkan profile: %s of %d token(s) at position %d: %.3f ms GPU, %u dispatches, %u barriers\n",
+            g->n_tokens == 1 ? "decode" : "prefill", g->n_tokens, g->n_past, total, c->c.n_dispatch, c->c.n_barrier);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  %-22s %5d x %9.3f ms %5.1f%%\n", e[i].name, e[i].count, e[i].ms,
+                total > 0 ? 100.0 * e[i].ms / total : 0.0);
+}
+
+static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) {
+    vk_ctx *c = ctx;
+    vk_seq *s = state;
+    if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
+    if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
+    memcpy(c->io.map, g->tokens, sizeof(int32_t) * (size_t)g->n_tokens);
+    zn_status st = vkcmd_begin(&c->c, err);
+    if (st) return st;
+    c->n_rd = c->n_wr = 0;
+    for (int i = 0; i < g->n_nodes && !st; i++) {
+        node_hazards(c, s, g, &g->nodes[i]);
+        st = run_node(c, s, g, &g->nodes[i], err);
+        if (st) {
+            char name[64];
+            graph_node_name(&g->nodes[i], name, sizeof name);
+            zn_err_prefix(err, "%s", name);
+        }
+    }
+    zn_status st2 = vkcmd_run(&c->c, err); /* also ends a failed recording */
+    if (!st && !st2 && c->c.profile) print_profile(c, g);
+    return st ? st : st2;
+}
+
+static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
+    vk_ctx *c = ctx;
+    vkref r = c->act;
+    r.off += sizeof(float) * g->acts[act].off;
+    r.addr += sizeof(float) * g->acts[act].off;
+    uint64_t n = sizeof(float) * (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
+    r.size = n;
+    return vkxfer_download(&c->x, r, out, n, err);
+}
+
+const zn_backend_ops zn_backend_vulkan = {
+    .name = "vulkan",
+    .init = vk_init,
+    .free = vk_free,
+    .seq_init = vk_seq_init,
+    .seq_free = vk_seq_free,
+    .seq_reset = vk_seq_reset,
+    .run = vk_run,
+    .read = vk_read,
+};

@@ -1,0 +1,65 @@
+/* CPU kernels of the Qwen3.5 ops (graph.h: COPY_COLS, SSM_CONV, GDN); the
+ * arithmetic is ssm.c's, here only the split across threads and the
+ * lookup of the sequence's recurrent state. */
+#include <string.h>
+
+#include "cpu.h"
+#include "ssm.h"
+
+void cpu_op_copy_cols(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *sa = cpu_shape(r, n->src[0]), *da = cpu_shape(r, n->dst);
+    const int64_t width = n->ip[0], stride = n->ip[1], off = n->ip[2], blocks = da->cols / width;
+    const float *x = cpu_act(r, n->src[0]);
+    float *y = cpu_act(r, n->dst);
+    int64_t r0, r1;
+    cpu_split(da->rows, ith, nth, &r0, &r1);
+    for (int64_t row = r0; row < r1; row++)
+        for (int64_t b = 0; b < blocks; b++)
+            memcpy(y + row * da->cols + b * width, x + row * sa->cols + b * stride + off,
+                   sizeof(float) * (size_t)width);
+}
+
+void cpu_op_ssm_conv(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *a = cpu_shape(r, n->src[0]);
+    const int kernel = (int)n->w[0]->ne[0];
+    float *state = r->s->conv[r->c->recr_index[n->layer]];
+    const float *x = cpu_act(r, n->src[0]), *w = (const float *)n->w[0]->data;
+    float *y = cpu_act(r, n->dst);
+    /* channels are independent: each thread takes a slice of every row */
+    int64_t c0, c1;
+    cpu_split(a->cols, ith, nth, &c0, &c1);
+    if (c1 > c0)
+        ssm_conv1d_silu(y + c0, x + c0, a->rows, c1 - c0, a->cols, w + c0 * kernel, kernel,
+                        state + c0 * (kernel - 1));
+}
+
+void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const int64_t h_k = n->ip[0], h_v = n->ip[1], d_k = n->ip[2], d_v = n->ip[3];
+    const zn_act *xa = cpu_shape(r, n->src[0]);
+    const float *x = cpu_act(r, n->src[0]);
+    const ssm_gdn_args args = {
+        .q = x,
+        .k = x + h_k * d_k,
+        .v = x + 2 * h_k * d_k,
+        .g = cpu_act(r, n->src[1]),
+        .beta = cpu_act(r, n->src[2]),
+        .dt_bias = (const float *)n->w[0]->data,
+        .a = (const float *)n->w[1]->data,
+        .state = r->s->delta[r->c->recr_index[n->layer]],
+        .out = cpu_act(r, n->dst),
+        .n_tokens = xa->rows,
+        .h_k = h_k,
+        .h_v = h_v,
+        .d_k = d_k,
+        .d_v = d_v,
+        .ld_qk = xa->cols,
+        .ld_v = xa->cols,
+        .ld_o = h_v * d_v,
+        .ld_g = h_v,
+        .l2_qk = true,
+        .l2_eps = n->fp[0],
+    };
+    int64_t h0, h1;
+    cpu_split(h_v, ith, nth, &h0, &h1);
+    ssm_gdn_recurrent(&args, h0, h1);
+}

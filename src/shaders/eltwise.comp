@@ -1,0 +1,38 @@
+#version 450
+// Element-wise ops over dst's n elements (rows of `cols`), chosen by mode:
+//   0 ADD          dst = a + b
+//   1 SWIGLU       dst = silu(a) * b
+//   2 SWIGLU_CAT   a is [rows][2 cols] = [gate | up]: dst = silu(gate) * up
+//   3 SIGMOID_MUL  dst = a * sigmoid(b), b [rows][b_cols], b_cols = cols or 1
+//   4 MOE_SUM      dst[t][c] = sum_j route[t][k + j] * a[t k + j][c]
+//   5 MUL          dst = a * b
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 256;
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform PC {
+    uint64_t a, b, dst, route;
+    uint n, cols, b_cols, k, mode;
+} p;
+
+void main() {
+    const uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG + gl_LocalInvocationID.x;
+    if (i >= p.n) return;
+    const uint r = i / p.cols, c = i % p.cols;
+    float v;
+    switch (p.mode) {
+    case 0u: v = F32(p.a).v[i] + F32(p.b).v[i]; break;
+    case 1u: v = silu(F32(p.a).v[i]) * F32(p.b).v[i]; break;
+    case 2u: v = silu(F32(p.a).v[2u * p.cols * r + c]) * F32(p.a).v[2u * p.cols * r + p.cols + c]; break;
+    case 3u: v = F32(p.a).v[i] * sigmoid(F32(p.b).v[r * p.b_cols + (p.b_cols == 1u ? 0u : c)]); break;
+    case 4u: {
+        v = 0.0;
+        for (uint j = 0; j < p.k; j++)
+            v += F32(p.route).v[r * 2u * p.k + p.k + j] * F32(p.a).v[(r * p.k + j) * p.cols + c];
+        break;
+    }
+    default: v = F32(p.a).v[i] * F32(p.b).v[i]; break;
+    }
+    F32(p.dst).v[i] = v;
+}

@@ -1,0 +1,62 @@
+#version 450
+// Gated delta rule (ssm.h ssm_gdn_recurrent), decode and prefill alike: row
+// j of value head h's state (Dk coefficients) lives in the registers of one
+// subgroup, lane l holding elements l + SG m, for all T tokens in order:
+//   S *= exp(g); u = S.k; d = (v - u) beta; S += k d; o = S.q / sqrt(Dk)
+// Rows are independent, so a workgroup of WG / SG subgroups handles as many.
+// Gates: with gate_raw set, g and beta are computed here from the raw
+// projections (ssm_gdn_gates: g = softplus(alpha + dt_bias) a, beta =
+// sigmoid(beta_raw)); else read ready-made.
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 128;
+layout(constant_id = 1) const uint SG = 32;   // the subgroup size the pipeline requires
+layout(constant_id = 2) const uint DK = 128;
+layout(local_size_x_id = 0) in;
+
+#define PL (DK / SG)
+
+layout(push_constant) uniform PC {
+    uint64_t q, k, v, g, beta, state, dst;
+    uint64_t dt_bias, a;          // used when gate_raw != 0 (then g = alpha, beta = beta_raw)
+    uint n_tok, h_k, h_v, d_v;
+    uint ld_qk, ld_v, ld_o, ld_g;
+    uint gate_raw;
+} p;
+
+float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
+
+void main() {
+    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID;
+    if (row >= p.h_v * p.d_v) return;
+    const uint h = row / p.d_v, j = row % p.d_v, hk = h % p.h_k, lane = gl_SubgroupInvocationID;
+    const uint sb = row * DK;
+    float S[PL];
+    for (uint m = 0; m < PL; m++) S[m] = F32(p.state).v[sb + lane + SG * m];
+    const float qscale = 1.0 / sqrt(float(DK));
+    for (uint t = 0; t < p.n_tok; t++) {
+        float g = F32(p.g).v[t * p.ld_g + h], b = F32(p.beta).v[t * p.ld_g + h];
+        if (p.gate_raw != 0u) {
+            g = softplus(g + F32(p.dt_bias).v[h]) * F32(p.a).v[h];
+            b = sigmoid(b);
+        }
+        const float eg = exp(g);
+        const uint kb = t * p.ld_qk + hk * DK;
+        float kl[PL], u = 0.0;
+        for (uint m = 0; m < PL; m++) {
+            kl[m] = F32(p.k).v[kb + lane + SG * m];
+            S[m] *= eg;
+            u = fma(S[m], kl[m], u);
+        }
+        u = subgroupAdd(u);
+        const float d = (F32(p.v).v[t * p.ld_v + h * p.d_v + j] - u) * b;
+        float o = 0.0;
+        for (uint m = 0; m < PL; m++) {
+            S[m] = fma(kl[m], d, S[m]);
+            o = fma(S[m], F32(p.q).v[kb + lane + SG * m], o);
+        }
+        o = subgroupAdd(o);
+        if (lane == 0u) F32(p.dst).v[t * p.ld_o + h * p.d_v + j] = o * qscale;
+    }
+    for (uint m = 0; m < PL; m++) F32(p.state).v[sb + lane + SG * m] = S[m];
+}

@@ -1,0 +1,54 @@
+/* Command recording: one command buffer per graph run (a whole decode step
+ * or prefill), submitted once. Dispatches take their push constants
+ * directly (no descriptors); the caller places barriers where an op reads
+ * what an earlier one wrote. With profiling on, a timestamp follows every
+ * dispatch and vkcmd_profile() sums GPU time per dispatch name. */
+#ifndef ZINC_VK_CMD_H
+#define ZINC_VK_CMD_H
+
+#include <stdbool.h>
+
+#include "vk_mem.h"
+#include "vk_pipeline.h"
+
+#define ZN_VK_MAX_TIMESTAMPS 8192
+
+typedef struct vkprof_entry {
+    const char *name;
+    double ms;        /* summed GPU time */
+    int count;        /* dispatches */
+} vkprof_entry;
+
+typedef struct vkcmd {
+    vkdev *d;
+    VkPipelineLayout layout;
+    VkCommandPool pool;
+    VkCommandBuffer cb;
+    VkFence fence;
+    bool recording, submitted;
+    VkPipeline bound;
+    /* profiling */
+    bool profile;
+    VkQueryPool qp;
+    uint32_t n_ts;
+    const char **ts_name;         /* [ZN_VK_MAX_TIMESTAMPS]: name of the dispatch ending at timestamp i */
+    uint32_t n_dispatch, n_barrier;
+} vkcmd;
+
+zn_status vkcmd_init(vkcmd *c, vkdev *d, VkPipelineLayout layout, bool profile, zn_err *err);
+void vkcmd_free(vkcmd *c);
+zn_status vkcmd_begin(vkcmd *c, zn_err *err);
+/* name is kept by pointer (a string literal or model-owned name). */
+void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
+                    uint32_t gz, const char *name);
+/* Full compute->compute (and transfer) memory barrier. */
+void vkcmd_barrier(vkcmd *c);
+void vkcmd_copy(vkcmd *c, vkref src, vkref dst, uint64_t n);
+void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern);
+/* Ends recording, submits, and waits for completion. */
+zn_status vkcmd_run(vkcmd *c, zn_err *err);
+/* Per-name GPU time of the last run (profile mode); returns entries used,
+ * sorted by time, descending. */
+int vkcmd_profile(const vkcmd *c, vkprof_entry *out, int cap, double *total_ms);
+
+#endif

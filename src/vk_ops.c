@@ -1,0 +1,325 @@
+/* Op recording (see vk_ops.h): pipeline variants per op and weight type,
+ * created on first use, and the push-constant blocks of each shader. */
+#include <math.h>
+#include <string.h>
+
+#include "vk_ops.h"
+
+static int type_slot(zn_type t) {
+    switch (t) {
+    case ZN_TYPE_F32: return 0;
+    case ZN_TYPE_F16: return 1;
+    case ZN_TYPE_BF16: return 2;
+    case ZN_TYPE_Q4_0: return 3;
+    case ZN_TYPE_Q8_0: return 4;
+    case ZN_TYPE_Q4_K: return 5;
+    case ZN_TYPE_Q5_K: return 6;
+    case ZN_TYPE_Q6_K: return 7;
+    default: return -1;
+    }
+}
+
+bool vkops_type_ok(zn_type t) { return type_slot(t) >= 0; }
+
+zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
+    memset(o, 0, sizeof *o);
+    o->d = d;
+    if (!d->info.subgroup_arith)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: '%s' lacks subgroup arithmetic in compute shaders", d->info.name);
+    /* CPU implementations (lavapipe) run a workgroup's subgroups one after
+     * another and pay for every barrier: one subgroup per workgroup there. */
+    bool cpu = !strcmp(d->info.kind, "cpu");
+    o->mv_wg = cpu ? d->info.subgroup_size : 64;
+    o->mv_rows = cpu ? 4 : 2;
+    o->small_wg = cpu ? d->info.subgroup_size : 64;
+    o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
+    return vkpipes_init(&o->ps, d, cache_path, err);
+}
+
+void vkops_free(vkops *o) {
+    if (!o->d) return;
+    for (int k = 0; k < VKO_COUNT; k++)
+        for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&o->ps, &o->pipes[k][t]);
+    vkpipes_free(&o->ps);
+    memset(o, 0, sizeof *o);
+}
+
+#define ATTN_WG 128
+#define ATTN_CHUNK 512 /* keys per split when decoding (flash-decoding) */
+#define ELT_WG 256
+
+/* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
+static int dim_slot(uint32_t d) {
+    for (int i = 0; i < ZN_VK_NTYPES; i++)
+        if (d == 8u << i) return i;
+    return -1;
+}
+
+/* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
+ * dim for GDN). */
+static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
+    int ts = k == VKO_GDN ? dim_slot(dim) : type_slot(t);
+    if (ts < 0 && k == VKO_GDN) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u", dim);
+    if (ts < 0) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no kernel for weight type %s", zn_type_name(t));
+    vkpipe *p = &o->pipes[k][ts];
+    *out = p;
+    if (p->pipe) return ZN_OK;
+    uint32_t spec[ZN_VK_MAX_SPEC];
+    uint32_t n = 0;
+    const char *shader = NULL;
+    switch (k) {
+    case VKO_MATVEC:
+        shader = "matvec";
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = o->mv_rows;
+        break;
+    case VKO_MATMUL:
+        shader = "matmul";
+        spec[n++] = 256; spec[n++] = (uint32_t)t;
+        break;
+    case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
+    case VKO_NORM: shader = "norm"; spec[n++] = o->small_wg; break;
+    case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
+    case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
+    case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
+    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
+    case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
+    case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
+    case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
+    case VKO_CONV1D: shader = "conv1d"; spec[n++] = o->small_wg; break;
+    case VKO_GDN: {
+        uint32_t sg = o->d->info.subgroup_size;
+        if (dim % sg) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs subgroup %u", dim, sg);
+        shader = "gdn";
+        spec[n++] = 4 * sg; spec[n++] = sg; spec[n++] = dim;
+        return vkpipe_create(&o->ps, p, shader, spec, n, sg, err);
+    }
+    default:
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: op %d", (int)k);
+    }
+    return vkpipe_create(&o->ps, p, shader, spec, n, 0, err);
+}
+
+static zn_status get_pipe(vkops *o, vkop_kind k, zn_type t, const vkpipe **out, zn_err *err) {
+    return get_pipe_v(o, k, t, 0, out, err);
+}
+
+/* Workgroup grid for n groups: x up to the device limit, the rest in y
+ * (shaders linearise gl_WorkGroupID.y * gl_NumWorkGroups.x + x). */
+static void grid2(const vkops *o, uint32_t n, uint32_t *gx, uint32_t *gy) {
+    uint32_t lim = o->d->info.max_wg_count[0] ? o->d->info.max_wg_count[0] : 65535;
+    if (lim > 65535) lim = 65535;
+    *gx = n < lim ? n : lim;
+    *gy = (n + *gx - 1) / *gx;
+}
+
+/* Mirrors mm_push.glsl. */
+typedef struct mm_push {
+    uint64_t w, x, y, bias, scale, res, ids, expert_bytes;
+    uint32_t ncols, nrows, row_bytes, n_slots;
+    uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
+    uint32_t n_tok, ids_stride, bias_first;
+} mm_push;
+_Static_assert(sizeof(mm_push) <= ZN_VK_PUSH_MAX, "push constants");
+
+static zn_status mm_check(const vkop_mm *a, zn_err *err) {
+    const zn_type_info *ti = zn_type_get((uint32_t)a->type);
+    if (!ti || !vkops_type_ok(a->type)) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matmul of type %s", zn_type_name(a->type));
+    if (a->ncols % ti->blck) return zn_errf(err, ZN_ERR_ARG, "vulkan: row of %u is not a multiple of %s blocks", a->ncols, ti->name);
+    if (ti->blck == 1 && a->ncols % 32 && a->type != ZN_TYPE_F32 && a->type != ZN_TYPE_F16 && a->type != ZN_TYPE_BF16)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: bad row length %u", a->ncols);
+    if (!a->n_tok || !a->nrows || !a->ncols) return zn_errf(err, ZN_ERR_ARG, "vulkan: empty matmul");
+    return ZN_OK;
+}
+
+static mm_push mm_fill(const vkop_mm *a) {
+    return (mm_push){.w = a->w, .x = a->x, .y = a->y, .bias = a->bias, .scale = a->scale, .res = a->res, .ids = a->ids,
+                     .expert_bytes = a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows, .row_bytes = a->row_bytes,
+                     .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride, .y_stride = a->y_stride,
+                     .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride, .n_tok = a->n_tok,
+                     .ids_stride = a->ids_stride, .bias_first = a->bias_first};
+}
+
+zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = mm_check(a, err);
+    if (!st) st = get_pipe(o, VKO_MATVEC, a->type, &p, err);
+    if (st) return st;
+    mm_push pc = mm_fill(a);
+    uint32_t gx, gy;
+    grid2(o, (a->nrows + o->mv_rows - 1) / o->mv_rows, &gx, &gy);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
+    return ZN_OK;
+}
+
+zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = mm_check(a, err);
+    if (!st && a->ids) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
+    if (!st) st = get_pipe(o, VKO_MATMUL, a->type, &p, err);
+    if (st) return st;
+    mm_push pc = mm_fill(a);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (a->nrows + 63) / 64, (a->n_tok + 63) / 64, 1, name);
+    return ZN_OK;
+}
+
+zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    if (a->ids || a->n_tok < o->mm_min_tok) return vkop_matvec(o, c, a, name, err);
+    return vkop_matmat(o, c, a, name, err);
+}
+
+/* Dispatches one workgroup per item over a 2-D grid. */
+static void dispatch_items(vkops *o, vkcmd *c, const vkpipe *p, const void *pc, uint32_t size, uint32_t n_items,
+                           const char *name) {
+    uint32_t gx, gy;
+    grid2(o, n_items, &gx, &gy);
+    vkcmd_dispatch(c, p, pc, size, gx, gy, 1, name);
+}
+
+zn_status vkop_embed(vkops *o, vkcmd *c, zn_type t, VkDeviceAddress w, uint32_t row_bytes, uint32_t ncols,
+                     VkDeviceAddress tokens, uint32_t n_tok, VkDeviceAddress dst, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_EMBED, t, &p, err);
+    if (st) return st;
+    struct { uint64_t w, tokens, dst; uint32_t ncols, row_bytes, n_tok; } pc = {w, tokens, dst, ncols, row_bytes, n_tok};
+    dispatch_items(o, c, p, &pc, sizeof pc, n_tok, "embed");
+    return ZN_OK;
+}
+
+zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
+                    VkDeviceAddress z, uint32_t group, uint32_t n_groups, float eps, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_NORM, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    struct { uint64_t x, y, w, z; uint32_t group, n_groups, mode; float eps; } pc = {x, y, w, z, group, n_groups, mode, eps};
+    dispatch_items(o, c, p, &pc, sizeof pc, n_groups, name);
+    return ZN_OK;
+}
+
+zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_ROPE, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    if (a->n_rot > a->head_dim || a->n_rot % 2) return zn_errf(err, ZN_ERR_ARG, "vulkan: rope n_rot %u", a->n_rot);
+    struct {
+        uint64_t x, ff;
+        uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, sec[4];
+        float theta_scale, freq_scale;
+    } pc = {a->x, a->ff, a->n_tok, a->n_heads, a->head_dim, a->n_rot, a->row_stride, a->mode, a->n_past,
+            {(uint32_t)a->sections[0], (uint32_t)a->sections[1], (uint32_t)a->sections[2], (uint32_t)a->sections[3]},
+            /* computed here with the C library's powf, as ggml does */
+            powf(a->freq_base, -2.0f / (float)a->n_rot), a->freq_scale};
+    if (a->mode == 2 && !(pc.sec[0] + pc.sec[1] + pc.sec[2] + pc.sec[3]))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: IMRoPE without sections");
+    dispatch_items(o, c, p, &pc, sizeof pc, a->n_tok * a->n_heads, name);
+    return ZN_OK;
+}
+
+zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
+                        VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
+                        const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_KV_STORE, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    struct { uint64_t k, v, ck, cv; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, n_tok, kdim, vdim, n_past};
+    dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
+    return ZN_OK;
+}
+
+/* Split-K only for single-token decode over a long context: prefill rows
+ * already fill the GPU. */
+static uint32_t attn_splits(uint32_t n_tok, uint32_t n_kv) {
+    return n_tok == 1 && n_kv > ATTN_CHUNK ? (n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK : 1;
+}
+
+uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
+    (void)n_tok;
+    uint32_t s = attn_splits(1, n_ctx);
+    return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
+}
+
+zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
+    if (a->hd_k > ZN_VK_ATTN_MAX_HEAD_DIM || a->hd_v > ZN_VK_ATTN_MAX_HEAD_DIM)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dim %u/%u > %d", a->hd_k, a->hd_v,
+                       ZN_VK_ATTN_MAX_HEAD_DIM);
+    if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
+    const vkpipe *p = NULL, *pm = NULL;
+    zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
+    if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
+    if (st) return st;
+    uint32_t n_split = attn_splits(a->n_tok, a->n_past + a->n_tok);
+    if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
+    struct {
+        uint64_t q, ck, cv, dst, part;
+        uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
+        float scale;
+    } pc = {a->q, a->ck, a->cv, a->dst, a->part, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v,
+            n_split > 1 ? ATTN_CHUNK : a->n_past + a->n_tok, n_split, a->scale};
+    vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
+    if (n_split > 1) {
+        vkcmd_barrier(c);
+        struct { uint64_t part, dst; uint32_t n_head, hd_v, n_split; } pm_pc = {a->part, a->dst, a->n_head, a->hd_v, n_split};
+        vkcmd_dispatch(c, pm, &pm_pc, sizeof pm_pc, a->n_head, a->n_tok, 1, name);
+    }
+    return ZN_OK;
+}
+
+zn_status vkop_eltwise(vkops *o, vkcmd *c, vkelt_mode mode, VkDeviceAddress a, VkDeviceAddress b,
+                       VkDeviceAddress dst, uint32_t n, uint32_t cols, uint32_t b_cols, VkDeviceAddress route,
+                       uint32_t k, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_ELTWISE, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    if (!cols || n % cols) return zn_errf(err, ZN_ERR_ARG, "vulkan: eltwise %u elements in rows of %u", n, cols);
+    struct { uint64_t a, b, dst, route; uint32_t n, cols, b_cols, k, mode; } pc = {a, b, dst, route, n, cols, b_cols, k, mode};
+    dispatch_items(o, c, p, &pc, sizeof pc, (n + ELT_WG - 1) / ELT_WG, name);
+    return ZN_OK;
+}
+
+zn_status vkop_moe_route(vkops *o, vkcmd *c, VkDeviceAddress logits, VkDeviceAddress dst, uint32_t n_tok,
+                         uint32_t n_expert, uint32_t k, bool norm, float wscale, const char *name, zn_err *err) {
+    if (n_expert > ZN_MAX_EXPERTS || k > ZN_MAX_EXPERTS_USED || k > n_expert || !k)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: moe route %u of %u experts", k, n_expert);
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_MOE_ROUTE, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    struct { uint64_t logits, dst; uint32_t n_tok, n_expert, k, norm; float wscale; } pc = {logits, dst, n_tok, n_expert, k, norm, wscale};
+    dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
+    return ZN_OK;
+}
+
+zn_status vkop_argmax(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress dst, uint32_t n_rows, uint32_t n,
+                      zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_ARGMAX, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    struct { uint64_t x, dst; uint32_t n_rows, n; } pc = {x, dst, n_rows, n};
+    vkcmd_dispatch(c, p, &pc, sizeof pc, n_rows, 1, 1, "argmax");
+    return ZN_OK;
+}
+
+zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
+                      VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
+                      const char *name, zn_err *err) {
+    if (kernel < 1 || kernel > 8) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..8)", kernel);
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
+    dispatch_items(o, c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, name);
+    return ZN_OK;
+}
+
+zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err) {
+    if (!a->h_k || a->h_v % a->h_k) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u value heads / %u key heads", a->h_v, a->h_k);
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe_v(o, VKO_GDN, ZN_TYPE_F32, a->d_k, &p, err);
+    if (st) return st;
+    struct {
+        uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
+        uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw;
+    } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->n_tok, a->h_k, a->h_v, a->d_v,
+            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw};
+    _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
+    dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + 3) / 4, name);
+    return ZN_OK;
+}

@@ -1,0 +1,129 @@
+/* GPU ops: one function per shader family, recording dispatches into a
+ * vkcmd. All tensors are passed as device addresses (f32 activations,
+ * row-major, strides in elements). Pipelines are created on first use and
+ * kept, so recording a step allocates nothing. Ops do not insert barriers
+ * between each other: the caller orders dependent ops with vkcmd_barrier. */
+#ifndef ZINC_VK_OPS_H
+#define ZINC_VK_OPS_H
+
+#include "quant.h"
+#include "vk_cmd.h"
+
+typedef enum vkop_kind {
+    VKO_MATVEC, VKO_MATMUL, VKO_EMBED,                       /* per weight type */
+    VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
+    VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
+    VKO_GDN,                                                 /* variant by head dim */
+    VKO_COUNT
+} vkop_kind;
+
+#define ZN_VK_NTYPES 8 /* F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K */
+
+typedef struct vkops {
+    vkdev *d;
+    vkpipes ps;
+    vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
+    uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per workgroup */
+    uint32_t small_wg;        /* workgroup of the per-row ops (norm, rope, ...) */
+    uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
+} vkops;
+
+zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
+void vkops_free(vkops *o);
+/* Types the mat-vec / mat-mat / get_rows shaders read. */
+bool vkops_type_ok(zn_type t);
+
+/* y[t][slot][r] = (sum_k W_e[r][k] x[t][slot][k]) * scale[e] + bias[e][r] + res[t][slot][r]
+ * (bias_first: (... + bias) * scale) where e = ids[t * ids_stride + slot]
+ * (expert indices stored as f32, as ZN_OP_MOE_ROUTE writes them) with ids,
+ * else 0 and n_slots = 1. Optional addresses are 0 when absent.
+ * x_slot_stride 0 = every slot reads the same x. */
+typedef struct vkop_mm {
+    zn_type type;
+    VkDeviceAddress w, x, y, bias, scale, res, ids;
+    uint64_t expert_bytes;        /* bytes between experts' matrices */
+    uint32_t ncols, nrows, row_bytes;
+    uint32_t n_tok, n_slots;
+    uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
+    uint32_t ids_stride;
+    bool bias_first;
+} vkop_mm;
+
+/* Mat-vec kernel for few tokens (or experts), tiled mat-mat for many. */
+zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
+/* Forces one kernel (tests compare both). */
+zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
+zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
+
+/* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols]). */
+zn_status vkop_embed(vkops *o, vkcmd *c, zn_type t, VkDeviceAddress w, uint32_t row_bytes, uint32_t ncols,
+                     VkDeviceAddress tokens, uint32_t n_tok, VkDeviceAddress dst, zn_err *err);
+
+typedef enum vknorm_mode { VKNORM_RMS = 0, VKNORM_L2 = 1 } vknorm_mode;
+/* Over n_groups contiguous groups of `group` floats: RMS: x / sqrt(mean x^2
+ * + eps) * w * silu(z); L2: x / sqrt(sum x^2 + eps). w, z optional (0).
+ * y may equal x. */
+zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
+                    VkDeviceAddress z, uint32_t group, uint32_t n_groups, float eps, const char *name, zn_err *err);
+
+/* ZN_OP_ROPE in place on [n_tok][row_stride] rows holding n_heads heads of
+ * head_dim; mode: zn_rope_mode values; ff: frequency factors or 0. */
+typedef struct vkop_rope {
+    VkDeviceAddress x, ff;
+    uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past;
+    int sections[4];
+    float freq_base, freq_scale;
+} vkop_rope;
+zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name, zn_err *err);
+
+/* K/V rows (f32) into f16 caches [pos][kdim] / [pos][vdim] at n_past + r. */
+zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
+                        VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
+                        const char *name, zn_err *err);
+
+/* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
+ * vkop_attn_part_floats() floats (0 when that is 0). */
+#define ZN_VK_ATTN_MAX_HEAD_DIM 256
+typedef struct vkop_attn {
+    VkDeviceAddress q, ck, cv, dst, part;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
+    float scale;
+} vkop_attn;
+uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
+zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);
+
+typedef enum vkelt_mode {
+    VKELT_ADD = 0, VKELT_SWIGLU = 1, VKELT_SWIGLU_CAT = 2, VKELT_SIGMOID_MUL = 3, VKELT_MOE_SUM = 4, VKELT_MUL = 5,
+} vkelt_mode;
+/* See eltwise.comp: n = elements of dst, rows of cols; b_cols for
+ * SIGMOID_MUL; route and k for MOE_SUM. */
+zn_status vkop_eltwise(vkops *o, vkcmd *c, vkelt_mode mode, VkDeviceAddress a, VkDeviceAddress b,
+                       VkDeviceAddress dst, uint32_t n, uint32_t cols, uint32_t b_cols, VkDeviceAddress route,
+                       uint32_t k, const char *name, zn_err *err);
+
+/* ZN_OP_MOE_ROUTE: dst [n_tok][2k]. */
+zn_status vkop_moe_route(vkops *o, vkcmd *c, VkDeviceAddress logits, VkDeviceAddress dst, uint32_t n_tok,
+                         uint32_t n_expert, uint32_t k, bool norm, float wscale, const char *name, zn_err *err);
+
+/* dst[r] (int32) = argmax of row r of x [n_rows][n]. */
+zn_status vkop_argmax(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress dst, uint32_t n_rows, uint32_t n,
+                      zn_err *err);
+
+/* Causal depthwise conv1d + SiLU with state (ssm.h ssm_conv1d_silu); x and y
+ * rows have stride ld, w is [n_ch][kernel], state [n_ch][kernel-1]. */
+zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
+                      VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
+                      const char *name, zn_err *err);
+
+/* Gated delta rule over T tokens (ssm.h ssm_gdn_args semantics, all heads).
+ * With gate_raw, g/beta hold the raw alpha/beta projections and dt_bias/a
+ * the per-head gate parameters (ssm_gdn_gates is applied in the kernel). */
+typedef struct vkop_gdn {
+    VkDeviceAddress q, k, v, g, beta, state, dst, dt_bias, a;
+    uint32_t n_tok, h_k, h_v, d_k, d_v;
+    uint32_t ld_qk, ld_v, ld_o, ld_g;
+    bool gate_raw;
+} vkop_gdn;
+zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err);
+
+#endif

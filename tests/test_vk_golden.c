@@ -1,0 +1,204 @@
+/* Every tiny fixture through the Vulkan backend against llama.cpp's golden
+ * logits (../shared/models/tiny/X.golden.json): normalised MSE per prompt
+ * position within the issue's bounds (1e-5 F32, 1e-4 F16/BF16, 1e-3
+ * quantized) and, for F32 files, the 16 greedy tokens. Drives the backend
+ * directly through graph.h, one prompt batch then one decode step per
+ * token. No Vulkan device: failure, unless ZN_SKIP_VULKAN=1. */
+#include <ctype.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "harness.h"
+#include "model.h"
+
+#define NPOS 16
+
+typedef struct golden {
+    int n_vocab;
+    int prompt[NPOS], greedy[NPOS];
+    float *logits; /* [NPOS][n_vocab] */
+} golden;
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
+    if (s) s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Reads up to cap numbers following "key": (nested arrays flattened). */
+static int numbers(const char *json, const char *key, float *out, int cap) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(json, pat);
+    if (!p) return -1;
+    p += strlen(pat);
+    int n = 0, depth = 0;
+    do {
+        if (*p == '[') depth++, p++;
+        else if (*p == ']') depth--, p++;
+        else if (*p == ',' || isspace((unsigned char)*p)) p++;
+        else {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p) return -1;
+            if (n < cap) out[n] = (float)v;
+            n++;
+            p = end;
+        }
+    } while (depth > 0 && *p);
+    return n;
+}
+
+static bool golden_load(golden *gd, const char *path) {
+    char *s = slurp(path);
+    if (!s) return false;
+    float tmp[NPOS], nv;
+    bool ok = numbers(s, "n_vocab", &nv, 1) == 1;
+    gd->n_vocab = (int)nv;
+    ok = ok && numbers(s, "prompt", tmp, NPOS) == NPOS;
+    for (int i = 0; ok && i < NPOS; i++) gd->prompt[i] = (int)tmp[i];
+    ok = ok && numbers(s, "greedy", tmp, NPOS) == NPOS;
+    for (int i = 0; ok && i < NPOS; i++) gd->greedy[i] = (int)tmp[i];
+    gd->logits = ok ? malloc(sizeof(float) * NPOS * (size_t)gd->n_vocab) : NULL;
+    ok = ok && gd->logits && numbers(s, "prompt_logits", gd->logits, NPOS * gd->n_vocab) == NPOS * gd->n_vocab;
+    free(s);
+    return ok;
+}
+
+static double nmse(const float *y, const float *ref, int n) {
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        if (y[i] != y[i]) return INFINITY;
+        double e = (double)y[i] - ref[i];
+        num += e * e;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static bool no_device; /* set when the first backend init reports no Vulkan device */
+
+static void check_fixture(const char *name, double tol, bool check_greedy) {
+    char mpath[512], gpath[512];
+    snprintf(mpath, sizeof mpath, "%s", shared_path("models/tiny/"));
+    strncat(mpath, name, sizeof mpath - strlen(mpath) - 8);
+    snprintf(gpath, sizeof gpath, "%s", mpath);
+    strcat(mpath, ".gguf");
+    strcat(gpath, ".golden.json");
+    golden gd = {0};
+    zn_model m;
+    zn_err err = {0};
+    if (!golden_load(&gd, gpath)) {
+        CHECK_MSG(false, "%s: cannot read golden file", gpath);
+        return;
+    }
+    if (model_load(&m, mpath, &err)) {
+        CHECK_MSG(false, "%s", err.msg);
+        free(gd.logits);
+        return;
+    }
+    const zn_backend_ops *be = &zn_backend_vulkan;
+    zn_graph g;
+    void *ctx = NULL, *seq = NULL;
+    zn_status st = graph_init(&g, &m, NPOS, &err);
+    zn_backend_opts o = {.n_threads = 1, .max_tokens = NPOS, .arena_floats = g.arena_floats};
+    if (!st) {
+        st = be->init(&ctx, &m, &o, &err);
+        if (st == ZN_ERR_DEVICE) no_device = true;
+    }
+    if (!st) st = be->seq_init(ctx, &seq, 2 * NPOS + 1, &err);
+    float *logits = malloc(sizeof(float) * NPOS * (size_t)gd.n_vocab);
+    if (!st) st = graph_build(&g, gd.prompt, NPOS, 0, true, &err);
+    if (!st) st = be->run(ctx, seq, &g, &err);
+    if (!st) st = be->read(ctx, &g, g.logits, logits, &err);
+    CHECK_MSG(!st, "%s: %s", name, err.msg);
+    double worst = 0;
+    for (int p = 0; !st && p < NPOS; p++) {
+        double e = nmse(logits + (size_t)p * gd.n_vocab, gd.logits + (size_t)p * gd.n_vocab, gd.n_vocab);
+        if (e > worst) worst = e;
+    }
+    if (!st) CHECK_MSG(worst <= tol, "%s: worst prompt nmse %.3g > %.0e", name, worst, tol);
+    if (!st && getenv("ZN_TEST_VERBOSE")) fprintf(stderr, "  %-24s worst nmse %.3g\n", name, worst);
+    /* greedy: one decode step per token after the prompt */
+    int tok = st ? 0 : argmax(logits + (size_t)(NPOS - 1) * gd.n_vocab, gd.n_vocab), match = 0;
+    for (int i = 0; !st && i < NPOS; i++) {
+        if (tok == gd.greedy[i]) match++;
+        else if (check_greedy) break;
+        int32_t t = tok;
+        st = graph_build(&g, &t, 1, NPOS + i, false, &err);
+        if (!st) st = be->run(ctx, seq, &g, &err);
+        if (!st) st = be->read(ctx, &g, g.logits, logits, &err);
+        if (!st) tok = argmax(logits, gd.n_vocab);
+    }
+    CHECK_MSG(!st, "%s: decode: %s", name, err.msg);
+    if (check_greedy && !st) CHECK_MSG(match == NPOS, "%s: greedy tokens: %d of %d match", name, match, NPOS);
+    free(logits);
+    if (seq) be->seq_free(ctx, seq);
+    if (ctx) be->free(ctx);
+    graph_free(&g);
+    model_free(&m);
+    free(gd.logits);
+}
+
+#define F32 1e-5
+#define F16 1e-4
+#define QNT 1e-3
+
+static void test_llama(void) {
+    check_fixture("llama-dense-f32", F32, true);
+    check_fixture("llama-dense-q8_0", QNT, false);
+    check_fixture("llama-dense-q4_k_m", QNT, false);
+}
+static void test_llama_moe(void) {
+    check_fixture("llama-moe-f32", F32, true);
+    check_fixture("llama-moe-q8_0", QNT, false);
+    check_fixture("llama-moe-q4_k_m", QNT, false);
+}
+static void test_qwen2(void) {
+    check_fixture("qwen2-dense-f32", F32, true);
+    check_fixture("qwen2-dense-q8_0", QNT, false);
+    check_fixture("qwen2-dense-q4_k_m", QNT, false);
+}
+static void test_qwen3(void) {
+    check_fixture("qwen3-dense-f32", F32, true);
+    check_fixture("qwen3-dense-q8_0", QNT, false);
+    check_fixture("qwen3-dense-q6_k", QNT, false);
+    check_fixture("qwen3-dense-q4_k_m", QNT, false);
+}
+static void test_qwen3moe(void) {
+    check_fixture("qwen3moe-moe-q8_0", QNT, false);
+    check_fixture("qwen3moe-moe-q4_k_m", QNT, false);
+}
+
+int main(void) {
+    RUN(test_llama);
+    if (no_device) {
+        const char *skip = getenv("ZN_SKIP_VULKAN");
+        if (skip && !strcmp(skip, "1")) {
+            printf("vk_golden: skipped (ZN_SKIP_VULKAN=1): 0 passed, 0 failed\n");
+            return 0;
+        }
+        fprintf(stderr, "vk_golden: no Vulkan device\n");
+        return harness_report("vk_golden");
+    }
+    RUN(test_llama_moe);
+    RUN(test_qwen2);
+    RUN(test_qwen3);
+    RUN(test_qwen3moe);
+    return harness_report("vk_golden");
+}
