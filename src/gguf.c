@@ -716,6 +716,8 @@ typedef struct wtensor {
     uint64_t ne[ZN_GGUF_MAX_DIMS];
     uint64_t nbytes;
     const void *data;
+    gguf_fill_fn fill; /* instead of data: produces the bytes at write time */
+    void *fill_user;
 } wtensor;
 
 struct gguf_writer {
@@ -953,6 +955,15 @@ zn_status gguf_writer_add_tensor(gguf_writer *w, const char *name, zn_type type,
     return ZN_OK;
 }
 
+zn_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, zn_type type, uint32_t n_dims,
+                                      const uint64_t *ne, gguf_fill_fn fill, void *user, zn_err *err) {
+    zn_status s = gguf_writer_add_tensor(w, name, type, n_dims, ne, NULL, err);
+    if (s != ZN_OK) return s;
+    w->t[w->n_t - 1].fill = fill;
+    w->t[w->n_t - 1].fill_user = user;
+    return ZN_OK;
+}
+
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static bool write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
@@ -967,6 +978,29 @@ static bool write_pad(FILE *f, uint64_t *pos, uint64_t align) {
         n -= k;
     }
     return true;
+}
+
+/* Streams a fill tensor through a bounded buffer of whole blocks. False
+ * when writing failed (errno set) or the fill callback failed (*fst and
+ * err set). */
+static bool write_filled(FILE *f, const wtensor *t, zn_status *fst, zn_err *err) {
+    size_t bsize = zn_type_get((uint32_t)t->type)->size;
+    size_t cap = GGUF_FILL_CHUNK / bsize * bsize;
+    if (cap == 0) cap = bsize;
+    if ((uint64_t)cap > t->nbytes) cap = (size_t)t->nbytes;
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf) {
+        *fst = zn_errf(err, ZN_ERR_NOMEM, "tensor '%s': out of memory", t->name);
+        return false;
+    }
+    bool ok = true;
+    for (uint64_t off = 0; ok && off < t->nbytes; off += cap) {
+        size_t n = t->nbytes - off < cap ? (size_t)(t->nbytes - off) : cap;
+        *fst = t->fill(t->fill_user, buf, off, n, err);
+        ok = *fst == ZN_OK && write_all(f, buf, n);
+    }
+    free(buf);
+    return ok;
 }
 
 zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err) {
@@ -998,8 +1032,13 @@ zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err) {
     uint64_t pos = meta.len;
     bool ok = write_all(f, meta.p, meta.len) && write_pad(f, &pos, w->alignment);
     free(meta.p);
+    zn_status fst = ZN_OK;
     for (size_t i = 0; ok && i < w->n_t; i++) {
-        ok = write_all(f, w->t[i].data, (size_t)w->t[i].nbytes);
+        if (w->t[i].fill) {
+            ok = write_filled(f, &w->t[i], &fst, err);
+        } else {
+            ok = write_all(f, w->t[i].data, (size_t)w->t[i].nbytes);
+        }
         pos += w->t[i].nbytes;
         /* the last tensor is padded too, as llama.cpp does */
         ok = ok && write_pad(f, &pos, w->alignment);
@@ -1011,6 +1050,7 @@ zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err) {
     }
     if (!ok) {
         remove(path);
+        if (fst != ZN_OK) return zn_err_prefix(err, "%s", path);
         return zn_errf(err, ZN_ERR_IO, "%s: write failed: %s", path, strerror(e));
     }
     return ZN_OK;

@@ -130,6 +130,15 @@ zn_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv);
 /* Adds a tensor. data is NOT copied; it must stay valid until write. */
 zn_status gguf_writer_add_tensor(gguf_writer *w, const char *name, zn_type type,
                                  uint32_t n_dims, const uint64_t *ne, const void *data, zn_err *err);
+/* Streaming variant for tensors too large to hold in memory: at write
+ * time, fill(user, buf, offset, n, err) must put bytes [offset, offset+n)
+ * of the tensor in buf. It is called in order with n a whole number of
+ * blocks, at most GGUF_FILL_CHUNK bytes; a status other than ZN_OK (with
+ * err filled) aborts the write. */
+#define GGUF_FILL_CHUNK (4u << 20)
+typedef zn_status (*gguf_fill_fn)(void *user, uint8_t *buf, uint64_t offset, size_t n, zn_err *err);
+zn_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, zn_type type, uint32_t n_dims,
+                                      const uint64_t *ne, gguf_fill_fn fill, void *user, zn_err *err);
 zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err);
 
 #endif

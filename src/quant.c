@@ -83,7 +83,7 @@ static void k4_get(const uint8_t *s, int j, int *sc, int *m) {
     }
 }
 
-static void k4_put(uint8_t *s, const uint8_t *ls, const uint8_t *lm) {
+void quant_k4_pack(uint8_t *s, const uint8_t *ls, const uint8_t *lm) {
     for (int j = 0; j < 4; j++) {
         s[j] = (uint8_t)((ls[j] & 63) | ((ls[j + 4] >> 4) << 6));
         s[j + 4] = (uint8_t)((lm[j] & 63) | ((lm[j + 4] >> 4) << 6));
@@ -364,7 +364,7 @@ static void q_k4_common(const float *x, int nmax, float rmin, int nstep, zn_half
         if (ls[j] > 63) ls[j] = 63;
         if (lm[j] > 63) lm[j] = 63;
     }
-    k4_put(scales12, ls, lm);
+    quant_k4_pack(scales12, ls, lm);
     *d_out = zn_f32_to_fp16(max_scale / 63.f);
     *dmin_out = zn_f32_to_fp16(max_min / 63.f);
     for (int j = 0; j < QK_K / QK_SUB; j++) {

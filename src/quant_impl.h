@@ -19,6 +19,9 @@ float quant_dot_act_ref(zn_type t, const void *row, const void *xq, int64_t n);
 bool quant_avx2_dot_act(zn_type t, const void *row, const void *xq, int64_t n, float *out);
 bool quant_avx2_quantize_act(zn_type vec_dot_type, const float *x, void *dst, int64_t n);
 
+/* Packs eight 6-bit scales and mins into Q4_K/Q5_K's 12 scale bytes. */
+void quant_k4_pack(uint8_t *s12, const uint8_t *scales, const uint8_t *mins);
+
 /* Round to nearest, ties to even, for |f| < 2^22 (as ggml's nearest_int). */
 static inline int quant_nearest_int(float f) {
     float v = f + 12582912.f; /* 1.5 * 2^23: the sum's low mantissa bits are the rounded integer */
