@@ -17,6 +17,7 @@
 
 #include "backend.h"
 #include "vk_ops.h"
+#include "vk_quant.h"
 
 #define VK_MAX_CHUNKS 16
 #define VK_HAZARDS 64
@@ -61,34 +62,58 @@ static void vk_free(void *ctx);
 
 static uint64_t weight_rows(const gguf_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 
-static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, uint64_t *done, uint64_t total, bool progress,
-                               zn_err *err) {
+#define REPACK_BYTES (32ull << 20) /* host buffer for rewriting rows before upload */
+
+/* Uploads one weight: matrices (matmul / embedding operands) in the GPU
+ * row layout of vk_quant.h, split by rows into chunks when larger than one
+ * allocation; everything else (norms, biases, conv kernels) as stored. */
+static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, uint8_t *tmp, uint64_t *done,
+                               uint64_t total, bool progress, zn_err *err) {
     vk_weight *w = &c->w[model_weight_id(c->m, t)];
     if (w->n_chunks) return ZN_OK;
-    const uint64_t rb = zn_row_size(t->type, (int64_t)t->ne[0]), rows = weight_rows(t);
-    uint64_t per = c->wmem.max_block / (rb ? rb : 1);
-    if (t->nbytes <= c->wmem.max_block) per = rows;
+    const uint64_t gg = zn_row_size(t->type, (int64_t)t->ne[0]);
+    const uint64_t rows = matrix ? weight_rows(t) : 1, in_row = matrix ? gg : t->nbytes;
+    const uint64_t rb = matrix ? vkq_row_bytes(t->type, (int64_t)t->ne[0]) : t->nbytes;
+    if (!rb || rb > REPACK_BYTES) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: rows of %llu bytes", t->name, (unsigned long long)rb);
+    uint64_t per = c->wmem.max_block / rb;
+    if (rows * rb <= c->wmem.max_block) per = rows;
     else if (t->ne[2] > 1) /* expert stacks are addressed from one base */
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: %llu bytes of experts exceed one allocation (%llu)",
-                       t->name, (unsigned long long)t->nbytes, (unsigned long long)c->wmem.max_block);
+                       t->name, (unsigned long long)(rows * rb), (unsigned long long)c->wmem.max_block);
     if (!per || (rows + per - 1) / per > VK_MAX_CHUNKS)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: %llu bytes need more than %d allocations", t->name,
-                       (unsigned long long)t->nbytes, VK_MAX_CHUNKS);
+                       (unsigned long long)(rows * rb), VK_MAX_CHUNKS);
     w->chunk_rows = (uint32_t)per;
     w->row_bytes = (uint32_t)rb;
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
-        uint64_t n = (rows - r0 < per ? rows - r0 : per) * rb;
+        const uint64_t nr = rows - r0 < per ? rows - r0 : per;
         vkref ref;
-        zn_status st = vkarena_alloc(&c->wmem, n, 256, &ref, err);
-        if (!st) st = vkxfer_upload(&c->x, ref, t->data + r0 * rb, n, err);
+        zn_status st = vkarena_alloc(&c->wmem, nr * rb, 256, &ref, err);
+        for (uint64_t r = 0; r < nr && !st;) { /* rewrite and send a few MiB of rows at a time */
+            const uint64_t k = nr - r < REPACK_BYTES / rb ? nr - r : REPACK_BYTES / rb;
+            const uint8_t *src = t->data + (r0 + r) * in_row;
+            if (matrix) vkq_repack(t->type, src, tmp, (int64_t)t->ne[0], (int64_t)k);
+            else memcpy(tmp, src, k * rb);
+            vkref part = ref;
+            part.off += r * rb;
+            /* the staging copy is asynchronous: wait before tmp is reused */
+            st = vkxfer_upload(&c->x, part, tmp, k * rb, err);
+            if (!st) st = vkxfer_flush(&c->x, err);
+            r += k;
+            *done += k * in_row;
+        }
         if (st) return zn_err_prefix(err, "uploading %s", t->name);
         w->addr[w->n_chunks++] = ref.addr;
-        *done += n;
         if (progress)
             fprintf(stderr, "\rvulkan: uploading weights %3d%% (%.2f / %.2f GiB)", (int)(100.0 * (double)*done / (double)total),
                     (double)*done / (1 << 30), (double)total / (1 << 30));
     }
     return ZN_OK;
+}
+
+/* Is weight slot j of node n a matrix operand (GPU row layout)? */
+static bool is_matrix(const zn_node *n, int j) {
+    return j == 0 && (n->op == ZN_OP_MATMUL || n->op == ZN_OP_MOE_MATMUL || n->op == ZN_OP_EMBED);
 }
 
 /* The weights a model's graph reads: those of a one-token step (a prefill
@@ -98,12 +123,10 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
     zn_status st = graph_init(&g, c->m, 1, err);
     int32_t tok = 0;
     if (!st) st = graph_build(&g, &tok, 1, 0, false, err);
-    if (st) {
-        graph_free(&g);
-        return st;
-    }
+    uint8_t *tmp = st ? NULL : malloc(REPACK_BYTES);
+    if (!st && !tmp) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     uint64_t total = 0, done = 0;
-    for (int i = 0; i < g.n_nodes; i++)
+    for (int i = 0; i < g.n_nodes && !st; i++)
         for (int j = 0; j < ZN_NODE_W; j++)
             if (g.nodes[i].w[j]) total += g.nodes[i].w[j]->nbytes; /* counts shared weights twice: fine for a bar */
     bool progress = total >= (256ull << 20) && isatty(2);
@@ -113,10 +136,11 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
             if (!t) continue;
             if (!vkops_type_ok(t->type))
                 st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: type %s", t->name, zn_type_name(t->type));
-            else st = upload_weight(c, t, &done, total, progress, err);
+            else st = upload_weight(c, t, is_matrix(&g.nodes[i], j), tmp, &done, total, progress, err);
         }
     if (!st) st = vkxfer_flush(&c->x, err);
     if (progress) fprintf(stderr, "\n");
+    free(tmp);
     graph_free(&g);
     return st;
 }
@@ -347,21 +371,29 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                        .scale = n->fp[0]};
         return vkop_attn_run(&c->o, &c->c, &a, n->tag, err);
     }
-    case ZN_OP_ADD:
-        return vkop_eltwise(&c->o, &c->c, VKELT_ADD, a0, a1, dst, ny, (uint32_t)y->cols, 0, 0, 0, n->tag, err);
-    case ZN_OP_SWIGLU:
-        return vkop_eltwise(&c->o, &c->c, n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, a0, a1, dst, ny,
-                            (uint32_t)y->cols, 0, 0, 0, n->tag, err);
-    case ZN_OP_SIGMOID_MUL:
-        return vkop_eltwise(&c->o, &c->c, VKELT_SIGMOID_MUL, a0, a1, dst, ny, (uint32_t)y->cols,
-                            (uint32_t)g->acts[n->src[1]].cols, 0, 0, n->tag, err);
+    case ZN_OP_ADD: {
+        vkop_elt e = {.mode = VKELT_ADD, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
+    case ZN_OP_SWIGLU: {
+        vkop_elt e = {.mode = n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, .a = a0, .b = a1, .dst = dst, .n = ny,
+                      .cols = (uint32_t)y->cols};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
+    case ZN_OP_SIGMOID_MUL: {
+        vkop_elt e = {.mode = VKELT_SIGMOID_MUL, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
+                      .b_cols = (uint32_t)g->acts[n->src[1]].cols};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
     case ZN_OP_MOE_ROUTE:
         return vkop_moe_route(&c->o, &c->c, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->ip[0],
                               n->ip[1] != 0, n->fp[0], n->tag, err);
     case ZN_OP_MOE_MATMUL: return run_moe_matmul(c, g, n, err);
-    case ZN_OP_MOE_SUM:
-        return vkop_eltwise(&c->o, &c->c, VKELT_MOE_SUM, a0, 0, dst, ny, (uint32_t)y->cols, 0, a1,
-                            (uint32_t)g->acts[n->src[1]].cols / 2, n->tag, err);
+    case ZN_OP_MOE_SUM: {
+        vkop_elt e = {.mode = VKELT_MOE_SUM, .a = a0, .dst = dst, .route = a1, .n = ny, .cols = (uint32_t)y->cols,
+                      .k = (uint32_t)g->acts[n->src[1]].cols / 2};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
     case ZN_OP_GET_ROWS: {
         vkref src = c->act, d2 = c->act;
         src.off += sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols);

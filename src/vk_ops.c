@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vk_ops.h"
+#include "vk_quant.h"
 
 static int type_slot(zn_type t) {
     switch (t) {
@@ -117,7 +118,7 @@ typedef struct mm_push {
     uint64_t w, x, y, bias, scale, res, ids, expert_bytes;
     uint32_t ncols, nrows, row_bytes, n_slots;
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
-    uint32_t n_tok, ids_stride, bias_first;
+    uint32_t n_tok, ids_stride, bias_first, x_aligned;
 } mm_push;
 _Static_assert(sizeof(mm_push) <= ZN_VK_PUSH_MAX, "push constants");
 
@@ -125,8 +126,9 @@ static zn_status mm_check(const vkop_mm *a, zn_err *err) {
     const zn_type_info *ti = zn_type_get((uint32_t)a->type);
     if (!ti || !vkops_type_ok(a->type)) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matmul of type %s", zn_type_name(a->type));
     if (a->ncols % ti->blck) return zn_errf(err, ZN_ERR_ARG, "vulkan: row of %u is not a multiple of %s blocks", a->ncols, ti->name);
-    if (ti->blck == 1 && a->ncols % 32 && a->type != ZN_TYPE_F32 && a->type != ZN_TYPE_F16 && a->type != ZN_TYPE_BF16)
-        return zn_errf(err, ZN_ERR_ARG, "vulkan: bad row length %u", a->ncols);
+    if (a->row_bytes != vkq_row_bytes(a->type, a->ncols))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: %s row of %u in %u bytes (vk_quant.h layout: %zu)", ti->name, a->ncols,
+                       a->row_bytes, vkq_row_bytes(a->type, a->ncols));
     if (!a->n_tok || !a->nrows || !a->ncols) return zn_errf(err, ZN_ERR_ARG, "vulkan: empty matmul");
     return ZN_OK;
 }
@@ -136,7 +138,8 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .expert_bytes = a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows, .row_bytes = a->row_bytes,
                      .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride, .y_stride = a->y_stride,
                      .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride, .n_tok = a->n_tok,
-                     .ids_stride = a->ids_stride, .bias_first = a->bias_first};
+                     .ids_stride = a->ids_stride, .bias_first = a->bias_first,
+                     .x_aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0};
 }
 
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
@@ -263,15 +266,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     return ZN_OK;
 }
 
-zn_status vkop_eltwise(vkops *o, vkcmd *c, vkelt_mode mode, VkDeviceAddress a, VkDeviceAddress b,
-                       VkDeviceAddress dst, uint32_t n, uint32_t cols, uint32_t b_cols, VkDeviceAddress route,
-                       uint32_t k, const char *name, zn_err *err) {
+zn_status vkop_eltwise(vkops *o, vkcmd *c, const vkop_elt *e, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_ELTWISE, ZN_TYPE_F32, &p, err);
     if (st) return st;
-    if (!cols || n % cols) return zn_errf(err, ZN_ERR_ARG, "vulkan: eltwise %u elements in rows of %u", n, cols);
-    struct { uint64_t a, b, dst, route; uint32_t n, cols, b_cols, k, mode; } pc = {a, b, dst, route, n, cols, b_cols, k, mode};
-    dispatch_items(o, c, p, &pc, sizeof pc, (n + ELT_WG - 1) / ELT_WG, name);
+    if (!e->cols || e->n % e->cols) return zn_errf(err, ZN_ERR_ARG, "vulkan: eltwise %u elements in rows of %u", e->n, e->cols);
+    if (e->mode == VKELT_COPY_COLS && (!e->k || e->cols % e->k))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: copy_cols of width %u into rows of %u", e->k, e->cols);
+    struct { uint64_t a, b, dst, route; uint32_t n, cols, b_cols, k, mode, aux, aux2; } pc = {
+        e->a, e->b, e->dst, e->route, e->n, e->cols, e->b_cols, e->k, e->mode, e->aux, e->aux2};
+    dispatch_items(o, c, p, &pc, sizeof pc, (e->n + ELT_WG - 1) / ELT_WG, name);
     return ZN_OK;
 }
 
@@ -316,9 +320,10 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
     if (st) return st;
     struct {
         uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
-        uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw;
+        uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw, l2;
+        float eps;
     } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->n_tok, a->h_k, a->h_v, a->d_v,
-            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw};
+            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
     dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + 3) / 4, name);
     return ZN_OK;

@@ -42,7 +42,7 @@ typedef struct vkop_mm {
     zn_type type;
     VkDeviceAddress w, x, y, bias, scale, res, ids;
     uint64_t expert_bytes;        /* bytes between experts' matrices */
-    uint32_t ncols, nrows, row_bytes;
+    uint32_t ncols, nrows, row_bytes;  /* row_bytes: vkq_row_bytes (GPU layout) */
     uint32_t n_tok, n_slots;
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint32_t ids_stride;
@@ -55,7 +55,8 @@ zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 
-/* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols]). */
+/* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols], GPU
+ * rows of vk_quant.h). */
 zn_status vkop_embed(vkops *o, vkcmd *c, zn_type t, VkDeviceAddress w, uint32_t row_bytes, uint32_t ncols,
                      VkDeviceAddress tokens, uint32_t n_tok, VkDeviceAddress dst, zn_err *err);
 
@@ -94,12 +95,17 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
 
 typedef enum vkelt_mode {
     VKELT_ADD = 0, VKELT_SWIGLU = 1, VKELT_SWIGLU_CAT = 2, VKELT_SIGMOID_MUL = 3, VKELT_MOE_SUM = 4, VKELT_MUL = 5,
+    VKELT_COPY_COLS = 6,
 } vkelt_mode;
 /* See eltwise.comp: n = elements of dst, rows of cols; b_cols for
- * SIGMOID_MUL; route and k for MOE_SUM. */
-zn_status vkop_eltwise(vkops *o, vkcmd *c, vkelt_mode mode, VkDeviceAddress a, VkDeviceAddress b,
-                       VkDeviceAddress dst, uint32_t n, uint32_t cols, uint32_t b_cols, VkDeviceAddress route,
-                       uint32_t k, const char *name, zn_err *err);
+ * SIGMOID_MUL (and a's row length for COPY_COLS); route and k for MOE_SUM;
+ * k, aux, aux2 = width, stride, offset for COPY_COLS. */
+typedef struct vkop_elt {
+    vkelt_mode mode;
+    VkDeviceAddress a, b, dst, route;
+    uint32_t n, cols, b_cols, k, aux, aux2;
+} vkop_elt;
+zn_status vkop_eltwise(vkops *o, vkcmd *c, const vkop_elt *e, const char *name, zn_err *err);
 
 /* ZN_OP_MOE_ROUTE: dst [n_tok][2k]. */
 zn_status vkop_moe_route(vkops *o, vkcmd *c, VkDeviceAddress logits, VkDeviceAddress dst, uint32_t n_tok,
@@ -123,6 +129,8 @@ typedef struct vkop_gdn {
     uint32_t n_tok, h_k, h_v, d_k, d_v;
     uint32_t ld_qk, ld_v, ld_o, ld_g;
     bool gate_raw;
+    bool l2;                  /* L2-normalise q and k (eps) first */
+    float eps;
 } vkop_gdn;
 zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err);
 

@@ -13,6 +13,7 @@ layout(buffer_reference, std430, buffer_reference_align = 1) readonly buffer U8 
 layout(buffer_reference, std430, buffer_reference_align = 1) readonly buffer I8 { int8_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer U16 { uint16_t v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) readonly buffer U32 { uint v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer U32x2 { uvec2 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer U32x4 { uvec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32 { float v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer F32x4 { vec4 v[]; };

@@ -1,96 +1,150 @@
-// Dequantisation of 32 consecutive weights (one "step") of a row, for every
-// weight type zinc computes on. The row starts at byte address `row`; step s
-// covers elements [32 s, 32 s + 32). Block layouts are GGUF's (src/quant.h).
-// TYPE is a specialisation constant of the including shader.
+// Dequantisation of one 32-value "step" of a weight row, for every weight
+// type zinc computes on, in the GPU row layouts of vk_quant.c (GGUF blocks
+// split into 16-byte aligned planes, rows padded to 16 bytes; see there).
+// TYPE is a specialisation constant of the including shader; `row` is the
+// row's byte address, n its length in elements.
+//
+// Step s covers 32 values in RUNS() runs of 32 / RUNS() contiguous
+// positions each (run r starts at run_start(s, r)); v[] holds them run by
+// run. The runs are chosen so each thread's loads are aligned, 8 or 16 bytes
+// wide, and no two steps read the same bytes.
 
 uint byte_at(uint64_t a) { return uint(U8(a).v[0]); }
 
+uint RUNS() { return TYPE == T_Q6_K ? 4u : TYPE == T_Q4_K || TYPE == T_Q5_K ? 2u : 1u; }
+
+uint run_start(uint s, uint r) {
+    if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        uint ib = s >> 3, q = s & 7u;
+        return 256u * ib + 64u * (q >> 1) + 16u * (q & 1u) + 32u * r;
+    }
+    if (TYPE == T_Q6_K) {
+        uint ib = s >> 3, q = s & 7u;
+        return 256u * ib + 128u * (q >> 2) + 32u * r + 8u * (q & 3u);
+    }
+    return 32u * s;
+}
+
 // 6-bit scale and min j of a Q4_K/Q5_K super-block (ggml get_scale_min_k4).
 void scale_min_k4(uint64_t sc, uint j, out float d, out float m) {
-    if (j < 4) {
+    if (j < 4u) {
         d = float(byte_at(sc + j) & 63u);
-        m = float(byte_at(sc + j + 4) & 63u);
+        m = float(byte_at(sc + j + 4u) & 63u);
     } else {
-        uint a = byte_at(sc + j + 4), lo = byte_at(sc + j - 4), hi = byte_at(sc + j);
+        uint a = byte_at(sc + j + 4u), lo = byte_at(sc + j - 4u), hi = byte_at(sc + j);
         d = float((a & 15u) | ((lo >> 6) << 4));
         m = float((a >> 4) | ((hi >> 6) << 4));
     }
 }
 
-// Bytes per block and elements per block of TYPE.
-uint type_block_bytes() {
-    switch (TYPE) {
-    case T_F32: return 4u; case T_F16: return 2u; case T_BF16: return 2u;
-    case T_Q4_0: return 18u; case T_Q8_0: return 34u;
-    case T_Q4_K: return 144u; case T_Q5_K: return 176u; default: return 210u; // Q6_K
+vec4 u8x4(uint w) { return vec4(float(w & 255u), float((w >> 8) & 255u), float((w >> 16) & 255u), float(w >> 24)); }
+vec4 i8x4(uint w) { return vec4(float(int(w << 24) >> 24), float(int(w << 16) >> 24), float(int(w << 8) >> 24), float(int(w) >> 24)); }
+
+void dq32(uint64_t row, uint s, uint n, out float v[32]) {
+    if (TYPE == T_F32) {
+        uint64_t a = row + 128ul * s;
+        for (uint j = 0; j < 8u; j++) {
+            vec4 f = F32x4(a + 16u * j).v[0];
+            for (uint k = 0; k < 4u; k++) v[4u * j + k] = f[k];
+        }
+    } else if (TYPE == T_F16 || TYPE == T_BF16) {
+        uint64_t a = row + 64ul * s;
+        for (uint j = 0; j < 4u; j++) {
+            uvec4 w = U32x4(a + 16u * j).v[0];
+            for (uint k = 0; k < 4u; k++) {
+                vec2 f = TYPE == T_F16 ? unpackHalf2x16(w[k])
+                                       : vec2(uintBitsToFloat(w[k] << 16), uintBitsToFloat(w[k] & 0xffff0000u));
+                v[8u * j + 2u * k] = f.x;
+                v[8u * j + 2u * k + 1u] = f.y;
+            }
+        }
+    } else if (TYPE == T_Q4_0) { // planes: qs [nb][16], d [nb]
+        uint nb = n / 32u;
+        uvec4 w = U32x4(row + 16ul * s).v[0];
+        float d = float(F16(row + 16ul * nb + 2ul * s).v[0]);
+        for (uint k = 0; k < 4u; k++) {
+            vec4 lo = u8x4(w[k] & 0x0f0f0f0fu) - 8.0, hi = u8x4((w[k] >> 4) & 0x0f0f0f0fu) - 8.0;
+            for (uint i = 0; i < 4u; i++) {
+                v[4u * k + i] = d * lo[i];
+                v[16u + 4u * k + i] = d * hi[i];
+            }
+        }
+    } else if (TYPE == T_Q8_0) { // planes: qs [nb][32], d [nb]
+        uint nb = n / 32u;
+        float d = float(F16(row + 32ul * nb + 2ul * s).v[0]);
+        for (uint j = 0; j < 2u; j++) {
+            uvec4 w = U32x4(row + 32ul * s + 16u * j).v[0];
+            for (uint k = 0; k < 4u; k++) {
+                vec4 q = i8x4(w[k]);
+                for (uint i = 0; i < 4u; i++) v[16u * j + 4u * k + i] = d * q[i];
+            }
+        }
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) { // GGUF blocks (144 / 176 bytes: already aligned)
+        uint ib = s >> 3, q = s & 7u, pair = q >> 1, half_ = q & 1u;
+        uint64_t b = row + uint64_t(ib) * (TYPE == T_Q4_K ? 144u : 176u);
+        uint dm = U32(b).v[0];
+        vec2 dmf = unpackHalf2x16(dm);
+        float sc0, m0, sc1, m1;
+        scale_min_k4(b + 4u, 2u * pair, sc0, m0);
+        scale_min_k4(b + 4u, 2u * pair + 1u, sc1, m1);
+        float d0 = dmf.x * sc0, d1 = dmf.x * sc1, n0 = dmf.y * m0, n1 = dmf.y * m1;
+        uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * half_).v[0];
+        uvec4 h = uvec4(0);
+        if (TYPE == T_Q5_K) h = U32x4(b + 16u + 16u * half_).v[0] >> (2u * pair);
+        for (uint k = 0; k < 4u; k++) {
+            vec4 lo = u8x4(w[k] & 0x0f0f0f0fu), hi = u8x4((w[k] >> 4) & 0x0f0f0f0fu);
+            if (TYPE == T_Q5_K) {
+                lo += 16.0 * u8x4(h[k] & 0x01010101u);
+                hi += 16.0 * u8x4((h[k] >> 1) & 0x01010101u);
+            }
+            for (uint i = 0; i < 4u; i++) {
+                v[4u * k + i] = d0 * lo[i] - n0;
+                v[16u + 4u * k + i] = d1 * hi[i] - n1;
+            }
+        }
+    } else { // Q6_K planes: ql [nb][128], qh [nb][64], scales [nb][16], d [nb]
+        uint nb = n / 256u, ib = s >> 3, q = s & 7u, hf = q >> 2, lg = q & 3u;
+        uint64_t ql = row + 128ul * ib + 64u * hf + 8u * lg, qh = row + 128ul * nb + 64ul * ib + 32u * hf + 8u * lg;
+        uint64_t sc = row + 192ul * nb + 16ul * ib + 8u * hf + (lg >> 1);
+        float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
+        uvec2 l0 = U32x2(ql).v[0], l1 = U32x2(ql + 32u).v[0], hh = U32x2(qh).v[0];
+        for (uint k = 0; k < 2u; k++) {
+            uint q0 = (l0[k] & 0x0f0f0f0fu) | ((hh[k] & 0x03030303u) << 4);
+            uint q1 = (l1[k] & 0x0f0f0f0fu) | ((hh[k] & 0x0c0c0c0cu) << 2);
+            uint q2 = ((l0[k] >> 4) & 0x0f0f0f0fu) | (hh[k] & 0x30303030u);
+            uint q3 = ((l1[k] >> 4) & 0x0f0f0f0fu) | ((hh[k] & 0xc0c0c0c0u) >> 2);
+            vec4 f0 = u8x4(q0) - 32.0, f1 = u8x4(q1) - 32.0, f2 = u8x4(q2) - 32.0, f3 = u8x4(q3) - 32.0;
+            for (uint i = 0; i < 4u; i++) {
+                v[4u * k + i] = f0[i];
+                v[8u + 4u * k + i] = f1[i];
+                v[16u + 4u * k + i] = f2[i];
+                v[24u + 4u * k + i] = f3[i];
+            }
+        }
+        for (uint r = 0; r < 4u; r++) {
+            float ds = d * float(I8(sc + 2u * r).v[0]);
+            for (uint i = 0; i < 8u; i++) v[8u * r + i] *= ds;
+        }
     }
 }
 
-// Dequantises step s of the row at `row` (n = row length, used to clip the
-// last step of float rows whose length is not a multiple of 32).
-void dq32(uint64_t row, uint s, uint n, out float v[32]) {
-    if (TYPE == T_F32 || TYPE == T_F16 || TYPE == T_BF16) {
-        uint i0 = 32u * s;
-        for (uint j = 0; j < 32u; j++) {
-            uint i = i0 + j;
-            float x = 0.0;
-            if (i < n) {
-                if (TYPE == T_F32) x = F32(row).v[i];
-                else if (TYPE == T_F16) x = float(F16(row).v[i]);
-                else x = bf16_to_f32(uint(U16(row).v[i]));
+// The 32 activations of step s (positions as dq32's), zero past n; vec4
+// loads when the caller vouches that x is 16-byte aligned.
+void x32(uint64_t x, uint s, uint n, bool aligned, out float v[32]) {
+    const uint R = RUNS(), L = 32u / R;
+    if (aligned && 32u * (s + 1u) <= n) {
+        for (uint r = 0; r < R; r++) {
+            uint64_t a = x + 4ul * run_start(s, r);
+            for (uint j = 0; j < L / 4u; j++) {
+                vec4 f = F32x4(a + 16u * j).v[0];
+                for (uint k = 0; k < 4u; k++) v[L * r + 4u * j + k] = f[k];
             }
-            v[j] = x;
         }
-    } else if (TYPE == T_Q4_0) {
-        uint64_t b = row + uint64_t(s) * 18u;
-        float d = f16_at(b);
-        for (uint j = 0; j < 8u; j++) {
-            uint w = uint(U16(b + 2u + 2u * j).v[0]);
-            v[2u * j] = d * (float(w & 15u) - 8.0);
-            v[2u * j + 1u] = d * (float((w >> 8) & 15u) - 8.0);
-            v[2u * j + 16u] = d * (float((w >> 4) & 15u) - 8.0);
-            v[2u * j + 17u] = d * (float(w >> 12) - 8.0);
-        }
-    } else if (TYPE == T_Q8_0) {
-        uint64_t b = row + uint64_t(s) * 34u;
-        float d = f16_at(b);
-        for (uint j = 0; j < 16u; j++) {
-            uint w = uint(U16(b + 2u + 2u * j).v[0]);
-            v[2u * j] = d * float(int(w << 24) >> 24);
-            v[2u * j + 1u] = d * float(int(w << 16) >> 24);
-        }
-    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
-        uint ib = s >> 3, sub = s & 7u;
-        uint64_t b = row + uint64_t(ib) * (TYPE == T_Q4_K ? 144u : 176u);
-        float sc, mn;
-        scale_min_k4(b + 4u, sub, sc, mn);
-        float d = f16_at(b) * sc, m = f16_at(b + 2u) * mn;
-        uint64_t qs = b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * (sub >> 1);
-        uint shift = 4u * (sub & 1u);
-        for (uint j = 0; j < 8u; j++) {
-            uint w = (U32(qs + 4u * j).v[0] >> shift) & 0x0f0f0f0fu;
-            uvec4 q = uvec4(w & 255u, (w >> 8) & 255u, (w >> 16) & 255u, w >> 24);
-            if (TYPE == T_Q5_K) {
-                uint h = (U32(b + 16u + 4u * j).v[0] >> sub) & 0x01010101u;
-                q += uvec4(h & 1u, (h >> 8) & 1u, (h >> 16) & 1u, h >> 24) * 16u;
+    } else {
+        for (uint r = 0; r < R; r++)
+            for (uint j = 0; j < L; j++) {
+                uint i = run_start(s, r) + j;
+                v[L * r + j] = i < n ? F32(x).v[i] : 0.0;
             }
-            for (uint k = 0; k < 4u; k++) v[4u * j + k] = d * float(q[k]) - m;
-        }
-    } else { // Q6_K: ql[128] qh[64] scales[16] d
-        uint ib = s >> 3, sub = s & 7u, half_ = sub >> 2, quarter = sub & 3u;
-        uint64_t b = row + uint64_t(ib) * 210u;
-        float d = f16_at(b + 208u);
-        uint64_t ql = b + 64u * half_ + 32u * (quarter & 1u), qh = b + 128u + 32u * half_;
-        uint lshift = 4u * (quarter >> 1), hshift = 2u * quarter;
-        float d0 = d * float(I8(b + 192u).v[8u * half_ + 2u * quarter]);
-        float d1 = d * float(I8(b + 192u).v[8u * half_ + 2u * quarter + 1u]);
-        for (uint j = 0; j < 16u; j++) {
-            uint l = uint(U16(ql + 2u * j).v[0]) >> lshift, h = uint(U16(qh + 2u * j).v[0]) >> hshift;
-            int q0 = int((l & 15u) | ((h & 3u) << 4)) - 32;
-            int q1 = int(((l >> 8) & 15u) | (((h >> 8) & 3u) << 4)) - 32;
-            float dd = j < 8u ? d0 : d1;
-            v[2u * j] = dd * float(q0);
-            v[2u * j + 1u] = dd * float(q1);
-        }
     }
 }

@@ -6,6 +6,8 @@
 //   3 SIGMOID_MUL  dst = a * sigmoid(b), b [rows][b_cols], b_cols = cols or 1
 //   4 MOE_SUM      dst[t][c] = sum_j route[t][k + j] * a[t k + j][c]
 //   5 MUL          dst = a * b
+//   6 COPY_COLS    dst[r][b w + i] = a[r][b stride + off + i] with a's rows of
+//                  b_cols, w = k, stride = aux, off = aux2 (ZN_OP_COPY_COLS)
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
@@ -13,7 +15,7 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
     uint64_t a, b, dst, route;
-    uint n, cols, b_cols, k, mode;
+    uint n, cols, b_cols, k, mode, aux, aux2;
 } p;
 
 void main() {
@@ -32,7 +34,8 @@ void main() {
             v += F32(p.route).v[r * 2u * p.k + p.k + j] * F32(p.a).v[(r * p.k + j) * p.cols + c];
         break;
     }
-    default: v = F32(p.a).v[i] * F32(p.b).v[i]; break;
+    case 5u: v = F32(p.a).v[i] * F32(p.b).v[i]; break;
+    default: v = F32(p.a).v[r * p.b_cols + (c / p.k) * p.aux + p.aux2 + c % p.k]; break;
     }
     F32(p.dst).v[i] = v;
 }

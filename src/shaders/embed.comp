@@ -22,8 +22,9 @@ void main() {
     for (uint s = gl_LocalInvocationID.x; s < nsteps; s += WG) {
         float v[32];
         dq32(row, s, p.ncols, v);
+        const uint L = 32u / RUNS();
         for (uint j = 0; j < 32u; j++) {
-            uint i = 32u * s + j;
+            uint i = run_start(s, j / L) + j % L;
             if (i < p.ncols) F32(p.dst).v[r * p.ncols + i] = v[j];
         }
     }

@@ -4,6 +4,8 @@
 // subgroup, lane l holding elements l + SG m, for all T tokens in order:
 //   S *= exp(g); u = S.k; d = (v - u) beta; S += k d; o = S.q / sqrt(Dk)
 // Rows are independent, so a workgroup of WG / SG subgroups handles as many.
+// With l2 set, q and k are first scaled by 1/sqrt(sum(x^2) + eps) (graph.h
+// ZN_OP_GDN) -- the lanes hold the whole head, so that is one subgroup add.
 // Gates: with gate_raw set, g and beta are computed here from the raw
 // projections (ssm_gdn_gates: g = softplus(alpha + dt_bias) a, beta =
 // sigmoid(beta_raw)); else read ready-made.
@@ -21,7 +23,8 @@ layout(push_constant) uniform PC {
     uint64_t dt_bias, a;          // used when gate_raw != 0 (then g = alpha, beta = beta_raw)
     uint n_tok, h_k, h_v, d_v;
     uint ld_qk, ld_v, ld_o, ld_g;
-    uint gate_raw;
+    uint gate_raw, l2;
+    float eps;
 } p;
 
 float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
@@ -42,9 +45,21 @@ void main() {
         }
         const float eg = exp(g);
         const uint kb = t * p.ld_qk + hk * DK;
-        float kl[PL], u = 0.0;
+        float kl[PL], ql[PL], u = 0.0;
+        float kk = 0.0, qq = 0.0;
         for (uint m = 0; m < PL; m++) {
             kl[m] = F32(p.k).v[kb + lane + SG * m];
+            ql[m] = F32(p.q).v[kb + lane + SG * m];
+            kk = fma(kl[m], kl[m], kk);
+            qq = fma(ql[m], ql[m], qq);
+        }
+        float kn = 1.0, qn = qscale;
+        if (p.l2 != 0u) {
+            kn = 1.0 / sqrt(subgroupAdd(kk) + p.eps);
+            qn = qscale / sqrt(subgroupAdd(qq) + p.eps);
+        }
+        for (uint m = 0; m < PL; m++) {
+            kl[m] *= kn;
             S[m] *= eg;
             u = fma(S[m], kl[m], u);
         }
@@ -53,10 +68,10 @@ void main() {
         float o = 0.0;
         for (uint m = 0; m < PL; m++) {
             S[m] = fma(kl[m], d, S[m]);
-            o = fma(S[m], F32(p.q).v[kb + lane + SG * m], o);
+            o = fma(S[m], ql[m], o);
         }
         o = subgroupAdd(o);
-        if (lane == 0u) F32(p.dst).v[t * p.ld_o + h * p.d_v + j] = o * qscale;
+        if (lane == 0u) F32(p.dst).v[t * p.ld_o + h * p.d_v + j] = o * qn;
     }
     for (uint m = 0; m < PL; m++) F32(p.state).v[sb + lane + SG * m] = S[m];
 }

@@ -35,8 +35,9 @@ void main() {
             else for (uint j = 0; j < 32u; j++) wv[j] = 0.0;
             for (uint j = 0; j < 32u; j++) ws[j][tid] = wv[j];
         } else {
+            const uint L = 32u / RUNS();
             for (uint i = tid - BM; i < BK * BN; i += WG - BM) {
-                uint tk = i / BK, k = i % BK, col = 32u * s + k;
+                uint tk = i / BK, k = i % BK, col = run_start(s, k / L) + k % L;
                 float v = 0.0;
                 if (tok0 + tk < p.n_tok && col < p.ncols) v = F32(p.x).v[(tok0 + tk) * p.x_stride + col];
                 xs[k][tk] = v;

@@ -30,10 +30,7 @@ void main() {
     const uint nsteps = (p.ncols + 31u) / 32u;
     for (uint s = gl_LocalInvocationID.x; s < nsteps; s += WG) {
         float xv[32];
-        for (uint j = 0; j < 32u; j++) {
-            uint i = 32u * s + j;
-            xv[j] = i < p.ncols ? F32(x).v[i] : 0.0;
-        }
+        x32(x, s, p.ncols, p.x_aligned != 0u, xv);
         for (uint r = 0; r < NR; r++) {
             if (r0 + r >= p.nrows) break;
             float wv[32];

@@ -10,6 +10,7 @@ layout(push_constant) uniform PC {
     uint x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint n_tok, ids_stride;
     uint bias_first;   // 1: y = (acc + bias) * scale, else acc * scale + bias
+    uint x_aligned;    // x rows (and slots) start 16-byte aligned
 } p;
 
 // The epilogue (graph.h ZN_OP_MATMUL): bias and scale in either order, then
