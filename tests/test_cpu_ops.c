@@ -83,7 +83,7 @@ static void run_both(const zn_model *m, const zn_graph *g, float *out, int n) {
 /* ---- matmul for every type ---- */
 
 static void matmul_case(zn_type type, int bias_first) {
-    enum { K = 512, N = 40, T = 3 };
+    enum { K = 512, N = 40, T = 6 }; /* 6 tokens: a full tile of 4 and a partial one */
     static float wf[N * K], x[T * K], deq[K], bias[N], y[T * N];
     static double ref[T * N];
     static uint8_t wq[N * K * 4];
@@ -122,6 +122,18 @@ static void matmul_case(zn_type type, int bias_first) {
     const bool exact = quant_vec_dot_type(type) == ZN_TYPE_F32;
     const double e = nmse(y, ref, T * N);
     CHECK_MSG(e < (exact ? 1e-12 : 1e-4), "%s: NMSE %.3g", zn_type_name(type), e);
+    /* and it is quant's row dot, up to float summation order */
+    const zn_type vt = quant_vec_dot_type(type);
+    static uint8_t xq[T * K * 4];
+    const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * K : zn_row_size(vt, K);
+    for (int t = 0; t < T; t++) quant_quantize_act(vt, x + t * K, xq + t * xrow, K);
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < N; o++) {
+            const float ax = bias_first ? y[t * N + o] / scale - bias[o] : (y[t * N + o] - bias[o]) / scale;
+            ref[t * N + o] = quant_dot_act(type, wq + o * row, vt == ZN_TYPE_F32 ? (const void *)(x + t * K) : xq + t * xrow, K);
+            y[t * N + o] = ax;
+        }
+    CHECK_MSG(nmse(y, ref, T * N) < 1e-10, "%s: vs quant_dot_act NMSE %.3g", zn_type_name(type), nmse(y, ref, T * N));
     graph_free(&g);
 }
 
