@@ -54,6 +54,7 @@ typedef struct vk_seq {
     vkarena mem;
     int n_ctx;
     VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
+    vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
 } vk_seq;
 
 static void vk_free(void *ctx);
@@ -209,6 +210,20 @@ static void vk_free(void *ctx) {
 
 /* ---- sequences ---- */
 
+static void vk_seq_free(void *ctx, void *state);
+
+/* Zeroes the recurrent state (attention needs nothing: positions past n_past
+ * are never read). */
+static zn_status seq_zero(vk_ctx *c, vk_seq *s, zn_err *err) {
+    zn_status st = ZN_OK;
+    for (int il = 0; il < c->m->hp.n_layer && !st; il++) {
+        if (!s->conv[il].buf) continue;
+        st = vkxfer_fill(&c->x, s->conv[il], 0, err);
+        if (!st) st = vkxfer_fill(&c->x, s->delta[il], 0, err);
+    }
+    return st;
+}
+
 static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     vk_ctx *c = ctx;
     const zn_hparams *hp = &c->m->hp;
@@ -218,13 +233,22 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->n_ctx = n_ctx;
     s->k = calloc((size_t)hp->n_layer, sizeof *s->k);
     s->v = calloc((size_t)hp->n_layer, sizeof *s->v);
+    s->conv = calloc((size_t)hp->n_layer, sizeof *s->conv);
+    s->delta = calloc((size_t)hp->n_layer, sizeof *s->delta);
     vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, 0, 0);
-    zn_status st = !s->k || !s->v ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    zn_status st = !s->k || !s->v || !s->conv || !s->delta ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
+    const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
+    const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
     const uint64_t kdim = (uint64_t)hp->n_head_kv * hp->head_dim_k, vdim = (uint64_t)hp->n_head_kv * hp->head_dim_v;
     if (!st && (uint64_t)n_ctx * (kdim > vdim ? kdim : vdim) >= (1ull << 32))
         st = zn_errf(err, ZN_ERR_ARG, "vulkan: context %d too long for the KV cache indexing", n_ctx);
     for (int il = 0; il < hp->n_layer && !st; il++) {
-        if (c->m->layers[il].recurrent) continue;
+        if (c->m->layers[il].recurrent) {
+            st = vkarena_alloc(&s->mem, conv_b, 256, &s->conv[il], err);
+            if (!st) st = vkarena_alloc(&s->mem, delta_b, 256, &s->delta[il], err);
+            continue;
+        }
         vkref k, v;
         st = vkarena_alloc(&s->mem, 2 * kdim * (uint64_t)n_ctx, 256, &k, err);
         if (!st) st = vkarena_alloc(&s->mem, 2 * vdim * (uint64_t)n_ctx, 256, &v, err);
@@ -236,15 +260,13 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         st = vkarena_alloc(&c->smem, pf * sizeof(float), 256, &c->part, err);
         if (!st) c->part_floats = pf;
     }
-    if (st) {
-        vkarena_free(&s->mem);
-        free(s->k);
-        free(s->v);
-        free(s);
-        return st;
-    }
     *out = s;
-    return ZN_OK;
+    if (!st) st = seq_zero(c, s, err);
+    if (st) {
+        vk_seq_free(c, s);
+        *out = NULL;
+    }
+    return st;
 }
 
 static void vk_seq_free(void *ctx, void *state) {
@@ -255,12 +277,16 @@ static void vk_seq_free(void *ctx, void *state) {
     vkarena_free(&s->mem);
     free(s->k);
     free(s->v);
+    free(s->conv);
+    free(s->delta);
     free(s);
 }
 
 static void vk_seq_reset(void *ctx, void *state) {
-    (void)ctx;
-    (void)state; /* attention-only state: positions past n_past are never read */
+    zn_err err;
+    /* the interface has no status here; a failed fill leaves the device lost,
+     * which the next run reports */
+    seq_zero(ctx, state, &err);
 }
 
 /* ---- hazards ---- */
@@ -394,6 +420,24 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .k = (uint32_t)g->acts[n->src[1]].cols / 2};
         return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
     }
+    case ZN_OP_COPY_COLS: {
+        vkop_elt e = {.mode = VKELT_COPY_COLS, .a = a0, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
+                      .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->ip[0], .aux = (uint32_t)n->ip[1],
+                      .aux2 = (uint32_t)n->ip[2]};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
+    case ZN_OP_SSM_CONV:
+        return vkop_conv1d(&c->o, &c->c, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
+                           (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
+    case ZN_OP_GDN: {
+        const uint32_t hk = (uint32_t)n->ip[0], hv = (uint32_t)n->ip[1], dk = (uint32_t)n->ip[2], dv = (uint32_t)n->ip[3];
+        vkop_gdn a = {.q = a0, .k = a0 + 4ull * hk * dk, .v = a0 + 8ull * hk * dk, .g = a1,
+                      .beta = act_addr(c, g, n->src[2]), .state = s->delta[L].addr, .dst = dst,
+                      .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = (uint32_t)x->rows, .h_k = hk,
+                      .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
+                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->fp[0]};
+        return vkop_gdn_run(&c->o, &c->c, &a, n->tag, err);
+    }
     case ZN_OP_GET_ROWS: {
         vkref src = c->act, d2 = c->act;
         src.off += sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols);
@@ -408,7 +452,7 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
 
 /* What node n reads and writes, for the barrier placement. */
 static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n) {
-    range rd[ZN_NODE_SRC + 2], wr[2];
+    range rd[ZN_NODE_SRC + 2], wr[3];
     int nr = 0, nw = 0;
     for (int i = 0; i < ZN_NODE_SRC; i++)
         if (n->src[i] >= 0) rd[nr++] = act_range(c, g, n->src[i]);
@@ -426,6 +470,12 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
             rd[nr++] = kr;
             rd[nr++] = vr;
         }
+    }
+    const vkref *st = n->op == ZN_OP_SSM_CONV ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
+    if (st) { /* read and written in place */
+        range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
+        rd[nr++] = r;
+        wr[nw++] = r;
     }
     hazard(c, rd, nr, wr, nw);
 }
