@@ -168,12 +168,27 @@ static void test_matvec_types(void) {
     }
 }
 
-static void test_matmat_types(void) {
+static void matmat_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
         zn_type t = ALL_TYPES[i];
+        /* cooperative matrices multiply f16-rounded operands: relative error
+         * ~2^-11 per product, nmse ~1e-7 */
+        const double tol = E.o.coopmat && t != ZN_TYPE_F32 ? 1e-5 : MM_TOL;
         double e1 = mm_case(t, 70, cols_for(t, 45), 67, false, K_MAT);
         double e2 = mm_case(t, 33, cols_for(t, 33), 5, true, K_MAT);
-        CHECK_MSG(e1 <= MM_TOL && e2 <= MM_TOL, "%s: nmse %.3g (70x67) %.3g (33x5, extras)", zn_type_name(t), e1, e2);
+        double e3 = mm_case(t, 130, cols_for(t, 64), 131, true, K_MAT); /* more than one tile each way */
+        CHECK_MSG(e1 <= tol && e2 <= tol && e3 <= tol, "%s%s: nmse %.3g (70x67) %.3g (33x5, extras) %.3g (130x131)",
+                  zn_type_name(t), E.o.coopmat ? " (coopmat)" : "", e1, e2, e3);
+    }
+}
+
+/* The tiled kernel, and on devices with cooperative matrices the f32 one too. */
+static void test_matmat_types(void) {
+    matmat_types();
+    if (E.o.coopmat) {
+        E.o.coopmat = false;
+        matmat_types();
+        E.o.coopmat = true;
     }
 }
 
