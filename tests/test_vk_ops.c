@@ -424,9 +424,9 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     /* the cache holds the first n_past rows already (f16), this step stores T more */
     vkref ck = dev_up(kh, 2 * (size_t)n_ctx * kdim), cv = dev_up(vh, 2 * (size_t)n_ctx * vdim);
     zn_err err = {0};
-    vkref kt = ck, vt = cv; /* the rows this step writes: zeroed first */
-    kt.off += 2 * (uint64_t)n_past * kdim, kt.size = 2 * (uint64_t)T * kdim;
-    vt.off += 2 * (uint64_t)n_past * vdim, vt.size = 2 * (uint64_t)T * vdim;
+    /* the rows this step writes: zeroed first */
+    vkref kt = vkref_sub(ck, 2 * (uint64_t)n_past * kdim, 2 * (uint64_t)T * kdim);
+    vkref vt = vkref_sub(cv, 2 * (uint64_t)n_past * vdim, 2 * (uint64_t)T * vdim);
     vkxfer_fill(&E.x, kt, 0, &err);
     vkxfer_fill(&E.x, vt, 0, &err);
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
