@@ -64,6 +64,15 @@ static int input_rows(zn_graph *g, fake *f, const float *table, int rows, int co
 static int32_t iota[64] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                            16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
+/* A one-layer fake model and an empty graph of the given capacity whose
+ * tokens are 0, 1, 2, ... */
+static void begin(fake *f, zn_graph *g, int max_tokens, int cap) {
+    zn_err err;
+    fake_init(f, 1, 1, 8);
+    CHECK(graph_init_empty(g, &f->m, max_tokens, cap, cap, &err) == ZN_OK);
+    g->tokens = iota;
+}
+
 static double nmse(const float *a, const double *ref, int n) {
     double num = 0, den = 0;
     for (int i = 0; i < n; i++) {
@@ -102,11 +111,9 @@ static void matmul_case(zn_type type, int bias_first) {
         }
     }
     fake f;
-    fake_init(&f, 1, 1, 8);
     zn_graph g;
     zn_err err;
-    CHECK(graph_init_empty(&g, &f.m, T, 4, 4, &err) == ZN_OK);
-    g.tokens = iota;
+    begin(&f, &g, T, 4);
     int xa = input_rows(&g, &f, x, T, K);
     int ya = graph_act(&g, T, N);
     zn_node *n = graph_node(&g, ZN_OP_MATMUL, ya, "mm", -1);
@@ -165,11 +172,9 @@ static void test_rmsnorm(void) {
             for (int i = 0; i < group; i++) ref[gi * group + i] = x[gi * group + i] * sc * w[i];
         }
         fake f;
-        fake_init(&f, 1, 1, 8);
         zn_graph g;
         zn_err err;
-        CHECK(graph_init_empty(&g, &f.m, T, 4, 4, &err) == ZN_OK);
-        g.tokens = iota;
+        begin(&f, &g, T, 4);
         int xa = input_rows(&g, &f, x, T, C);
         zn_node *n = graph_node(&g, ZN_OP_RMSNORM, graph_act(&g, T, C), "norm", -1);
         n->src[0] = xa;
@@ -193,11 +198,9 @@ static void test_elementwise(void) {
     for (int i = 0; i < T; i++) gate1[i] = frand() * 4;
     for (int op = 0; op < 6; op++) {
         fake f;
-        fake_init(&f, 1, 1, 8);
         zn_graph g;
         zn_err err;
-        CHECK(graph_init_empty(&g, &f.m, T, 8, 8, &err) == ZN_OK);
-        g.tokens = iota;
+        begin(&f, &g, T, 8);
         const bool halves = op == 2;
         int aa = input_rows(&g, &f, a, T, halves ? 2 * C : C);
         int bb = graph_act(&g, T, op == 4 ? 1 : C);
@@ -353,11 +356,9 @@ static void test_attention(void) {
 static void test_moe_route(void) {
     const float logits[3 * 4] = {1, 3, 2, 0, /* */ 0.5f, 0.5f, 0.5f, 0.5f, /* */ -1, 4, 4, 9};
     fake f;
-    fake_init(&f, 1, 1, 8);
     zn_graph g;
     zn_err err;
-    CHECK(graph_init_empty(&g, &f.m, 3, 4, 4, &err) == ZN_OK);
-    g.tokens = iota;
+    begin(&f, &g, 3, 4);
     int la = input_rows(&g, &f, logits, 3, 4);
     zn_node *n = graph_node(&g, ZN_OP_MOE_ROUTE, graph_act(&g, 3, 4), "route", -1);
     n->src[0] = la;
