@@ -54,6 +54,7 @@ typedef struct vk_seq {
     vkarena mem;
     int n_ctx;
     VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
+    vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
 } vk_seq;
 
 static void vk_free(void *ctx);
@@ -63,6 +64,14 @@ static void vk_free(void *ctx);
 static uint64_t weight_rows(const gguf_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 
 #define REPACK_BYTES (32ull << 20) /* host buffer for rewriting rows before upload */
+
+/* Rows rewritten and sent per round: at most a quarter of an allocation, so
+ * a test that shrinks allocations (ZN_VK_MAX_ALLOC) also takes several
+ * rounds per chunk. */
+static uint64_t repack_rows(const vk_ctx *c, uint64_t rb) {
+    uint64_t b = c->wmem.max_block / 4 < REPACK_BYTES ? c->wmem.max_block / 4 : REPACK_BYTES;
+    return b / rb ? b / rb : 1;
+}
 
 /* Uploads one weight: matrices (matmul / embedding operands) in the GPU
  * row layout of vk_quant.h, split by rows into chunks when larger than one
@@ -90,14 +99,12 @@ static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, uin
         vkref ref;
         zn_status st = vkarena_alloc(&c->wmem, nr * rb, 256, &ref, err);
         for (uint64_t r = 0; r < nr && !st;) { /* rewrite and send a few MiB of rows at a time */
-            const uint64_t k = nr - r < REPACK_BYTES / rb ? nr - r : REPACK_BYTES / rb;
+            const uint64_t k = nr - r < repack_rows(c, rb) ? nr - r : repack_rows(c, rb);
             const uint8_t *src = t->data + (r0 + r) * in_row;
             if (matrix) vkq_repack(t->type, src, tmp, (int64_t)t->ne[0], (int64_t)k);
             else memcpy(tmp, src, k * rb);
-            vkref part = ref;
-            part.off += r * rb;
             /* the staging copy is asynchronous: wait before tmp is reused */
-            st = vkxfer_upload(&c->x, part, tmp, k * rb, err);
+            st = vkxfer_upload(&c->x, vkref_sub(ref, r * rb, k * rb), tmp, k * rb, err);
             if (!st) st = vkxfer_flush(&c->x, err);
             r += k;
             *done += k * in_row;
@@ -209,6 +216,20 @@ static void vk_free(void *ctx) {
 
 /* ---- sequences ---- */
 
+static void vk_seq_free(void *ctx, void *state);
+
+/* Zeroes the recurrent state (attention needs nothing: positions past n_past
+ * are never read). */
+static zn_status seq_zero(vk_ctx *c, vk_seq *s, zn_err *err) {
+    zn_status st = ZN_OK;
+    for (int il = 0; il < c->m->hp.n_layer && !st; il++) {
+        if (!s->conv[il].buf) continue;
+        st = vkxfer_fill(&c->x, s->conv[il], 0, err);
+        if (!st) st = vkxfer_fill(&c->x, s->delta[il], 0, err);
+    }
+    return st;
+}
+
 static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     vk_ctx *c = ctx;
     const zn_hparams *hp = &c->m->hp;
@@ -218,13 +239,22 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->n_ctx = n_ctx;
     s->k = calloc((size_t)hp->n_layer, sizeof *s->k);
     s->v = calloc((size_t)hp->n_layer, sizeof *s->v);
+    s->conv = calloc((size_t)hp->n_layer, sizeof *s->conv);
+    s->delta = calloc((size_t)hp->n_layer, sizeof *s->delta);
     vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, 0, 0);
-    zn_status st = !s->k || !s->v ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    zn_status st = !s->k || !s->v || !s->conv || !s->delta ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
+    const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
+    const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
     const uint64_t kdim = (uint64_t)hp->n_head_kv * hp->head_dim_k, vdim = (uint64_t)hp->n_head_kv * hp->head_dim_v;
     if (!st && (uint64_t)n_ctx * (kdim > vdim ? kdim : vdim) >= (1ull << 32))
         st = zn_errf(err, ZN_ERR_ARG, "vulkan: context %d too long for the KV cache indexing", n_ctx);
     for (int il = 0; il < hp->n_layer && !st; il++) {
-        if (c->m->layers[il].recurrent) continue;
+        if (c->m->layers[il].recurrent) {
+            st = vkarena_alloc(&s->mem, conv_b, 256, &s->conv[il], err);
+            if (!st) st = vkarena_alloc(&s->mem, delta_b, 256, &s->delta[il], err);
+            continue;
+        }
         vkref k, v;
         st = vkarena_alloc(&s->mem, 2 * kdim * (uint64_t)n_ctx, 256, &k, err);
         if (!st) st = vkarena_alloc(&s->mem, 2 * vdim * (uint64_t)n_ctx, 256, &v, err);
@@ -236,15 +266,13 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         st = vkarena_alloc(&c->smem, pf * sizeof(float), 256, &c->part, err);
         if (!st) c->part_floats = pf;
     }
-    if (st) {
-        vkarena_free(&s->mem);
-        free(s->k);
-        free(s->v);
-        free(s);
-        return st;
-    }
     *out = s;
-    return ZN_OK;
+    if (!st) st = seq_zero(c, s, err);
+    if (st) {
+        vk_seq_free(c, s);
+        *out = NULL;
+    }
+    return st;
 }
 
 static void vk_seq_free(void *ctx, void *state) {
@@ -255,12 +283,16 @@ static void vk_seq_free(void *ctx, void *state) {
     vkarena_free(&s->mem);
     free(s->k);
     free(s->v);
+    free(s->conv);
+    free(s->delta);
     free(s);
 }
 
 static void vk_seq_reset(void *ctx, void *state) {
-    (void)ctx;
-    (void)state; /* attention-only state: positions past n_past are never read */
+    zn_err err;
+    /* the interface has no status here; a failed fill leaves the device lost,
+     * which the next run reports */
+    seq_zero(ctx, state, &err);
 }
 
 /* ---- hazards ---- */
@@ -394,11 +426,28 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .k = (uint32_t)g->acts[n->src[1]].cols / 2};
         return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
     }
+    case ZN_OP_COPY_COLS: {
+        vkop_elt e = {.mode = VKELT_COPY_COLS, .a = a0, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
+                      .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->ip[0], .aux = (uint32_t)n->ip[1],
+                      .aux2 = (uint32_t)n->ip[2]};
+        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+    }
+    case ZN_OP_SSM_CONV:
+        return vkop_conv1d(&c->o, &c->c, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
+                           (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
+    case ZN_OP_GDN: {
+        const uint32_t hk = (uint32_t)n->ip[0], hv = (uint32_t)n->ip[1], dk = (uint32_t)n->ip[2], dv = (uint32_t)n->ip[3];
+        vkop_gdn a = {.q = a0, .k = a0 + 4ull * hk * dk, .v = a0 + 8ull * hk * dk, .g = a1,
+                      .beta = act_addr(c, g, n->src[2]), .state = s->delta[L].addr, .dst = dst,
+                      .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = (uint32_t)x->rows, .h_k = hk,
+                      .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
+                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->fp[0]};
+        return vkop_gdn_run(&c->o, &c->c, &a, n->tag, err);
+    }
     case ZN_OP_GET_ROWS: {
-        vkref src = c->act, d2 = c->act;
-        src.off += sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols);
-        d2.off += sizeof(float) * y->off;
-        vkcmd_copy(&c->c, src, d2, sizeof(float) * ny);
+        vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols),
+                              sizeof(float) * ny);
+        vkcmd_copy(&c->c, src, vkref_sub(c->act, sizeof(float) * y->off, sizeof(float) * ny), sizeof(float) * ny);
         return ZN_OK;
     }
     default:
@@ -408,7 +457,7 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
 
 /* What node n reads and writes, for the barrier placement. */
 static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n) {
-    range rd[ZN_NODE_SRC + 2], wr[2];
+    range rd[ZN_NODE_SRC + 2], wr[3];
     int nr = 0, nw = 0;
     for (int i = 0; i < ZN_NODE_SRC; i++)
         if (n->src[i] >= 0) rd[nr++] = act_range(c, g, n->src[i]);
@@ -426,6 +475,12 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
             rd[nr++] = kr;
             rd[nr++] = vr;
         }
+    }
+    const vkref *st = n->op == ZN_OP_SSM_CONV ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
+    if (st) { /* read and written in place */
+        range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
+        rd[nr++] = r;
+        wr[nw++] = r;
     }
     hazard(c, rd, nr, wr, nw);
 }
@@ -467,12 +522,8 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
 
 static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
     vk_ctx *c = ctx;
-    vkref r = c->act;
-    r.off += sizeof(float) * g->acts[act].off;
-    r.addr += sizeof(float) * g->acts[act].off;
     uint64_t n = sizeof(float) * (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
-    r.size = n;
-    return vkxfer_download(&c->x, r, out, n, err);
+    return vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * g->acts[act].off, n), out, n, err);
 }
 
 const zn_backend_ops zn_backend_vulkan = {

@@ -12,4 +12,7 @@ int cli_detokenize(int argc, char **argv);  /* cli_tokenize.c */
 int cli_generate(int argc, char **argv);    /* cli_generate.c: zinc -m MODEL -p PROMPT */
 int cli_list_devices(int argc, char **argv);/* cli_devices.c */
 
+/* A whole-string decimal integer in [lo, hi] -> *out; 0 on anything else. */
+int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
+
 #endif

@@ -7,7 +7,6 @@
  * after D untimed context tokens); prints tok/s mean +- sd. Decode is also
  * given as GB/s of weights read per token, against the memory bandwidth a
  * STREAM-like read probe measures in the same run. */
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -122,15 +121,6 @@ static void usage(FILE *f) {
                "       zinc bench --bandwidth [--threads N] [--json]\n", backend_names());
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, bench_args *a) {
     *a = (bench_args){.backend = "cpu", .p = 512, .n = 128, .reps = 3, .threads = 0};
     for (int i = 1; i < argc; i++) {
@@ -149,7 +139,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         else if (!strcmp(k, "--threads") || !strcmp(k, "-t")) num = &a->threads, lo = 1, hi = ZN_MAX_THREADS;
         else return fprintf(stderr, "zinc bench: unknown option '%s'\n", k), usage(stderr), -1;
         if (num) {
-            if (!parse_long(v, lo, hi, num)) return fprintf(stderr, "zinc bench: bad %s '%s'\n", k, v), -1;
+            if (!cli_parse_long(v, lo, hi, num)) return fprintf(stderr, "zinc bench: bad %s '%s'\n", k, v), -1;
             i++;
         }
     }

@@ -16,15 +16,6 @@ static void usage(FILE *f) {
             backend_names());
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return 0;
-    *out = v;
-    return 1;
-}
-
 /* "1,5,9" -> ids; returns the count or -1. */
 static int parse_tokens(const char *s, int32_t *ids, int cap) {
     int n = 0;
@@ -67,12 +58,12 @@ int cli_eval(int argc, char **argv) {
         else if (!strcmp(a, "--tokens")) tokens_arg = v;
         else if (!strcmp(a, "--backend")) backend = v;
         else if (!strcmp(a, "-n")) {
-            if (!parse_int(v, 0, ZN_MAX_CTX, &n_gen)) {
+            if (!cli_parse_long(v, 0, ZN_MAX_CTX, &n_gen)) {
                 fprintf(stderr, "zinc eval: bad -n '%s'\n", v);
                 return 2;
             }
         } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            if (!parse_int(v, 1, ZN_MAX_THREADS, &threads)) {
+            if (!cli_parse_long(v, 1, ZN_MAX_THREADS, &threads)) {
                 fprintf(stderr, "zinc eval: bad --threads '%s'\n", v);
                 return 2;
             }

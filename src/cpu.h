@@ -23,7 +23,14 @@ void cpu_pool_run(cpu_pool *p, cpu_pool_fn fn, void *arg);
 void cpu_pool_barrier(cpu_pool *p);
 
 /* ---- vector kernels (AVX2 or scalar, chosen at init) ---- */
+
+/* Matmul tile: y[j] = row . x[j] for j < nt (1..CPU_TILE tokens), the x[j]
+ * in the weight's vec-dot format (cpu_tile_avx2.c). */
+#define CPU_TILE 4
+typedef void (*cpu_tile_fn)(const void *row, const void *const *x, int nt, int64_t n, float *y);
+
 typedef struct cpu_vec {
+    cpu_tile_fn (*tile)(zn_type t);  /* NULL result: no tile kernel for t */
     float (*dot_f16)(const zn_half *a, const float *b, int n);
     void (*axpy_f16)(float *y, const zn_half *x, float a, int n);  /* y += a*x */
     void (*to_f16)(zn_half *dst, const float *src, int n);
@@ -34,6 +41,7 @@ void cpu_vec_select(cpu_vec *v); /* cpu_vec.c */
 float cpu_dot_f16_avx2(const zn_half *a, const float *b, int n);
 void cpu_axpy_f16_avx2(float *y, const zn_half *x, float a, int n);
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
+cpu_tile_fn cpu_tile_avx2(zn_type t);
 #endif
 
 /* ---- backend state ---- */

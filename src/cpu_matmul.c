@@ -29,13 +29,29 @@ static const uint8_t *prepare_x(const cpu_run *r, int act, zn_type vt, int ith, 
     return c->xq;
 }
 
-/* y[t*ld + o] = W[o] . x[t] for rows o in [o0, o1) and the listed tokens. */
-static void dot_band(const gguf_tensor *w, const uint8_t *wdata, int64_t o0, int64_t o1, const uint8_t *xq,
-                     size_t xrow, const int32_t *xi, int n_x, float *y, const int32_t *yi, int64_t ld) {
+/* y[t*ld + o] = W[o] . x[t] for rows o in [o0, o1) and the listed tokens
+ * (xi: activation rows, yi: output rows; NULL: 0..n_x-1). */
+static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdata, int64_t o0, int64_t o1,
+                     const uint8_t *xq, size_t xrow, const int32_t *xi, int n_x, float *y, const int32_t *yi,
+                     int64_t ld) {
     const int64_t K = (int64_t)w->ne[0];
     const size_t wrow = zn_row_size(w->type, K);
+    const cpu_tile_fn tile = r->c->vec.tile(w->type);
     for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
         const int64_t oe = ob + ROW_BLOCK < o1 ? ob + ROW_BLOCK : o1;
+        if (tile) {
+            for (int i = 0; i < n_x; i += CPU_TILE) {
+                const int nt = n_x - i < CPU_TILE ? n_x - i : CPU_TILE;
+                const void *xs[CPU_TILE];
+                for (int j = 0; j < nt; j++) xs[j] = xq + (size_t)(xi ? xi[i + j] : i + j) * xrow;
+                for (int64_t o = ob; o < oe; o++) {
+                    float out[CPU_TILE];
+                    tile(wdata + (size_t)o * wrow, xs, nt, K, out);
+                    for (int j = 0; j < nt; j++) y[(int64_t)(yi ? yi[i + j] : i + j) * ld + o] = out[j];
+                }
+            }
+            continue;
+        }
         for (int i = 0; i < n_x; i++) {
             const uint8_t *x = xq + (size_t)(xi ? xi[i] : i) * xrow;
             float *yr = y + (int64_t)(yi ? yi[i] : i) * ld;
@@ -54,7 +70,7 @@ void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
     float *y = cpu_act(r, n->dst);
     int64_t o0, o1;
     cpu_split(N, ith, nth, &o0, &o1);
-    dot_band(w, w->data, o0, o1, xq, xrow, NULL, xa->rows, y, NULL, N);
+    dot_band(r, w, w->data, o0, o1, xq, xrow, NULL, xa->rows, y, NULL, N);
 
     const float *b = n->w[1] ? (const float *)n->w[1]->data : NULL;
     const float s = n->w[2] ? *(const float *)n->w[2]->data : 1.0f;
@@ -109,7 +125,7 @@ void cpu_op_moe_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
         if (!cnt) continue;
         const int32_t *slots = c->moe_slots + (size_t)e * cap;
         for (int i = 0; i < cnt; i++) xi[i] = per_slot ? slots[i] : slots[i] / k;
-        dot_band(w, w->data + (size_t)e * expert_bytes, o0, o1, xq, xrow, xi, cnt, y, slots, N);
+        dot_band(r, w, w->data + (size_t)e * expert_bytes, o0, o1, xq, xrow, xi, cnt, y, slots, N);
         if (scale)
             for (int i = 0; i < cnt; i++)
                 for (int64_t o = o0; o < o1; o++) y[(int64_t)slots[i] * N + o] *= scale[e];

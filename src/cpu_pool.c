@@ -1,12 +1,18 @@
 /* Thread pool for the CPU backend: workers are created once; a job runs the
  * same function on every thread, which step through the graph together,
- * separated by a spinning barrier (a token's ops are too short for a
- * sleeping one). Between jobs workers spin briefly, then sleep. */
+ * separated by a barrier that spins first (a token's ops take microseconds)
+ * and then sleeps on a futex, so a thread whose peer was descheduled on a
+ * busy machine stops burning the core that peer needs. Between jobs workers
+ * spin briefly, then sleep. */
+#include <linux/futex.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cpu.h"
 
@@ -18,12 +24,14 @@ static inline void cpu_relax(void) {}
 #endif
 
 #define SPIN_BEFORE_YIELD 4096
-#define SPIN_BEFORE_SLEEP 200000
+#define SPIN_BEFORE_SLEEP 4000 /* between jobs: a decode step follows within microseconds */
+#define BARRIER_SPINS 2000 /* ~100 us of pause before a barrier sleeps */
 
 /* Separate cache lines for the counters every thread hammers. */
 typedef struct cpu_pool {
     _Alignas(64) atomic_int arrived;
     _Alignas(64) atomic_int phase;
+    atomic_int sleepers;              /* threads asleep on phase */
     _Alignas(64) atomic_int job;      /* generation of the current job */
     _Alignas(64) atomic_int done;     /* workers finished with the job */
     int n;
@@ -36,17 +44,33 @@ typedef struct cpu_pool {
     struct worker { cpu_pool *p; int ith; } *workers;
 } cpu_pool;
 
+static void futex_wait(atomic_int *addr, int expected) {
+    syscall(SYS_futex, (int *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake_all(atomic_int *addr) {
+    syscall(SYS_futex, (int *)addr, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
 void cpu_pool_barrier(cpu_pool *p) {
     if (p->n == 1) return;
     int ph = atomic_load_explicit(&p->phase, memory_order_acquire);
     if (atomic_fetch_add_explicit(&p->arrived, 1, memory_order_acq_rel) == p->n - 1) {
         atomic_store_explicit(&p->arrived, 0, memory_order_relaxed);
-        atomic_fetch_add_explicit(&p->phase, 1, memory_order_release);
+        atomic_fetch_add_explicit(&p->phase, 1, memory_order_acq_rel);
+        if (atomic_load_explicit(&p->sleepers, memory_order_acquire) > 0) futex_wake_all(&p->phase);
         return;
     }
     for (int spins = 0; atomic_load_explicit(&p->phase, memory_order_acquire) == ph; spins++) {
-        if (spins < SPIN_BEFORE_YIELD) cpu_relax();
-        else sched_yield(); /* more threads than free cores: let the others finish */
+        if (spins < BARRIER_SPINS) {
+            cpu_relax();
+            continue;
+        }
+        /* registered before re-checking, so the last thread either sees us
+         * and wakes us or bumped the phase before we check it */
+        atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_acq_rel);
+        if (atomic_load_explicit(&p->phase, memory_order_acquire) == ph) futex_wait(&p->phase, ph);
+        atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_acq_rel);
     }
 }
 
@@ -85,6 +109,7 @@ zn_status cpu_pool_init(cpu_pool **out, int n_threads, zn_err *err) {
     *p = (cpu_pool){.n = n_threads};
     atomic_init(&p->arrived, 0);
     atomic_init(&p->phase, 0);
+    atomic_init(&p->sleepers, 0);
     atomic_init(&p->job, 0);
     atomic_init(&p->done, 0);
     pthread_mutex_init(&p->mu, NULL);

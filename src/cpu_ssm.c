@@ -58,6 +58,7 @@ void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth) {
         .ld_g = h_v,
         .l2_qk = true,
         .l2_eps = n->fp[0],
+        .kernel = ssm_gdn_kernel_best(),
     };
     int64_t h0, h1;
     cpu_split(h_v, ith, nth, &h0, &h1);

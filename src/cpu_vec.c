@@ -17,11 +17,16 @@ static void to_f16(zn_half *dst, const float *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = zn_f32_to_fp16(src[i]);
 }
 
+static cpu_tile_fn no_tile(zn_type t) {
+    (void)t;
+    return NULL;
+}
+
 void cpu_vec_select(cpu_vec *v) {
-    *v = (cpu_vec){dot_f16, axpy_f16, to_f16};
+    *v = (cpu_vec){no_tile, dot_f16, axpy_f16, to_f16};
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        *v = (cpu_vec){cpu_dot_f16_avx2, cpu_axpy_f16_avx2, cpu_to_f16_avx2};
+        *v = (cpu_vec){cpu_tile_avx2, cpu_dot_f16_avx2, cpu_axpy_f16_avx2, cpu_to_f16_avx2};
 #endif
 }

@@ -25,8 +25,8 @@ static const graph_builder builders[ZN_ARCH_COUNT] = {
     [ZN_ARCH_QWEN2] = graph_build_llama,
     [ZN_ARCH_QWEN3] = graph_build_llama,
     [ZN_ARCH_QWEN3MOE] = graph_build_llama,
-    [ZN_ARCH_QWEN35] = graph_build_qwen35,
-    [ZN_ARCH_QWEN35MOE] = graph_build_qwen35,
+    [ZN_ARCH_QWEN35] = graph_build_llama,
+    [ZN_ARCH_QWEN35MOE] = graph_build_llama,
 };
 
 static const char *const op_names[ZN_OP_COUNT] = {

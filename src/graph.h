@@ -220,8 +220,10 @@ void graph_dump(const zn_graph *g, void *file /* FILE* */);
 
 /* One architecture's forward pass; registered in graph.c's table. */
 typedef zn_status (*graph_builder)(zn_graph *g, zn_err *err);
-zn_status graph_build_llama(zn_graph *g, zn_err *err); /* llama, qwen2, qwen3, qwen3moe */
-zn_status graph_build_qwen35(zn_graph *g, zn_err *err); /* qwen35, qwen35moe (graph_qwen35.c) */
+zn_status graph_build_llama(zn_graph *g, zn_err *err); /* llama, qwen2, qwen3(moe), qwen35(moe) */
+/* qwen35 token mixer of one block (graph_qwen35.c): Gated DeltaNet on
+ * recurrent layers, gated attention on the others; x is the normed input. */
+int graph_qwen35_mixer(zn_graph *g, int x, const zn_layer *L, int layer);
 
 int graph_act(zn_graph *g, int rows, int cols);
 /* Adds a node; all fields zero except op/dst/tag/layer, src[] = -1. */

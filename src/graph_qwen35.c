@@ -1,9 +1,8 @@
-/* Forward pass of Qwen3.5 (qwen35: dense FFN; qwen35moe: routed experts +
- * sigmoid-gated shared expert), after llama.cpp's src/models/qwen35*.cpp.
- * Each block is pre-norm: a token mixer (Gated DeltaNet on recurrent layers,
- * gated full attention on the others), a residual add, a second RMS norm
- * ("post_attention_norm", which is really the pre-FFN norm), the FFN and a
- * residual add. */
+/* The token mixers of Qwen3.5 (qwen35, qwen35moe), after llama.cpp's
+ * src/models/qwen35*.cpp: Gated DeltaNet on recurrent layers, gated full
+ * attention on the others. The rest of the block (pre-norm, residuals, the
+ * dense or MoE FFN with its sigmoid-gated shared expert) is the llama
+ * family's, in graph_llama.c. */
 #include "graph.h"
 
 /* dst[r] = blocks of `width` columns of x taken every `stride`, from `off`. */
@@ -72,28 +71,6 @@ static int delta_net(zn_graph *g, int x, const zn_layer *L, int il) {
     return graph_linear(g, o, &L->ssm_out, false, il, "ssm_out");
 }
 
-zn_status graph_build_qwen35(zn_graph *g, zn_err *err) {
-    (void)err;
-    const zn_model *m = g->model;
-    const zn_hparams *hp = &m->hp;
-    const int T = g->n_tokens, last = hp->n_layer - 1;
-    const bool trim = !g->all_logits && T > 1;
-
-    int x = graph_embed(g); /* residual stream [T][n_embd] */
-    for (int il = 0; il < hp->n_layer; il++) {
-        const zn_layer *L = &m->layers[il];
-        int h = graph_rmsnorm(g, x, L->attn_norm, hp->n_embd, il, "attn_norm");
-        int o = L->recurrent ? delta_net(g, h, L, il) : gated_attention(g, h, L, il);
-        if (il == last && trim) { /* only the last row feeds the logits */
-            o = graph_get_rows(g, o, T - 1, 1, il, "out_rows");
-            x = graph_get_rows(g, x, T - 1, 1, il, "inp_rows");
-        }
-        x = graph_add(g, x, o, il, "attn_residual");
-        h = graph_rmsnorm(g, x, L->attn_post_norm, hp->n_embd, il, "attn_post_norm");
-        int f = L->ffn_gate_inp.w ? graph_moe(g, h, L, il) : graph_ffn(g, h, L, true, il);
-        x = graph_add(g, x, f, il, "l_out");
-    }
-    x = graph_rmsnorm(g, x, m->output_norm, hp->n_embd, -1, "output_norm");
-    g->logits = graph_linear(g, x, &m->output, false, -1, "output");
-    return ZN_OK;
+int graph_qwen35_mixer(zn_graph *g, int x, const zn_layer *L, int layer) {
+    return L->recurrent ? delta_net(g, x, L, layer) : gated_attention(g, x, L, layer);
 }

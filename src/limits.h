@@ -33,6 +33,17 @@
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */
 #define ZN_MAX_PROMPT_BYTES   (16 << 20)
 
+/* Chat templates (Jinja) come from untrusted model files: every resource a
+ * parse or render may use is bounded. */
+#define ZN_JINJA_MAX_SRC      (1 << 20)  /* bytes of template source */
+#define ZN_JINJA_MAX_DEPTH    200        /* nesting of blocks/expressions/values */
+#define ZN_JINJA_MAX_EVAL     2000       /* nested evaluations incl. macro calls (C stack) */
+#define ZN_JINJA_MAX_STEPS    5000000    /* evaluated nodes in one render (real templates: ~1e5) */
+#define ZN_JINJA_MAX_MEM      (256 << 20) /* bytes one render may allocate */
+#define ZN_JINJA_MAX_OUTPUT   ZN_MAX_PROMPT_BYTES /* bytes of rendered text */
+#define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
+#define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
+
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
 

@@ -72,9 +72,36 @@ static inline float dot(const float *a, const float *b, int64_t n) {
     return s;
 }
 
+/* Each value row of S evolves on its own: decay, read with k, write back
+ * the beta-weighted error, read with q. */
+static void gdn_step_scalar(float *S, const float *k, const float *q, const float *v, float decay, float b,
+                            float scale, float *o, int64_t dk, int64_t dv) {
+    for (int64_t j = 0; j < dv; j++) {
+        float *Sj = S + j * dk;
+        for (int64_t i = 0; i < dk; i++) Sj[i] *= decay;
+        const float d = (v[j] - dot(Sj, k, dk)) * b;
+        for (int64_t i = 0; i < dk; i++) Sj[i] += k[i] * d;
+        o[j] = dot(Sj, q, dk) * scale;
+    }
+}
+
+static const ssm_gdn_kernel gdn_scalar = {gdn_step_scalar};
+#ifdef __x86_64__
+static const ssm_gdn_kernel gdn_avx2 = {ssm_gdn_step_avx2};
+#endif
+
+const ssm_gdn_kernel *ssm_gdn_kernel_best(void) {
+#ifdef __x86_64__
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &gdn_avx2;
+#endif
+    return &gdn_scalar;
+}
+
 void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
     const int64_t dk = a->d_k, dv = a->d_v;
     const float scale = 1.0f / sqrtf((float)dk);
+    const ssm_gdn_kernel *kern = a->kernel ? a->kernel : &gdn_scalar;
     float qn[ZN_SSM_MAX_HEAD_DIM], kn[ZN_SSM_MAX_HEAD_DIM];
     for (int64_t h = h0; h < h1; h++) {
         const int64_t hk = h % a->h_k;
@@ -82,8 +109,6 @@ void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
         for (int64_t t = 0; t < a->n_tokens; t++) {
             const float *q = a->q + t * a->ld_qk + hk * dk;
             const float *k = a->k + t * a->ld_qk + hk * dk;
-            const float *v = a->v + t * a->ld_v + h * dv;
-            float *o = a->out + t * a->ld_o + h * dv;
             if (a->l2_qk) {
                 /* recomputed per value head: O(Dk) beside the O(Dk*Dv) update */
                 memcpy(qn, q, (size_t)dk * sizeof(float));
@@ -95,16 +120,8 @@ void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
             }
             float g = a->g[t * a->ld_g + h], b = a->beta[t * a->ld_g + h];
             if (a->dt_bias) ssm_gdn_gates(&g, &b, &g, &b, a->dt_bias + h, a->a + h, 1);
-            const float decay = expf(g);
-            /* Each value row of S evolves on its own: decay, read with k,
-             * write back the beta-weighted error, read with q. */
-            for (int64_t j = 0; j < dv; j++) {
-                float *Sj = S + j * dk;
-                for (int64_t i = 0; i < dk; i++) Sj[i] *= decay;
-                const float d = (v[j] - dot(Sj, k, dk)) * b;
-                for (int64_t i = 0; i < dk; i++) Sj[i] += k[i] * d;
-                o[j] = dot(Sj, q, dk) * scale;
-            }
+            kern->step(S, k, q, a->v + t * a->ld_v + h * dv, expf(g), b, scale, a->out + t * a->ld_o + h * dv,
+                       dk, dv);
         }
     }
 }

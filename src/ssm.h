@@ -82,7 +82,24 @@ typedef struct ssm_gdn_args {
     int64_t ld_qk, ld_v, ld_o, ld_g;
     bool l2_qk;
     float l2_eps;
+    const struct ssm_gdn_kernel *kernel; /* NULL: the scalar reference */
 } ssm_gdn_args;
+
+/* One token of one value head, on S [dv][dk]: the update above with the
+ * decay exp(g) and the gate b given, o[j] scaled by `scale`. */
+typedef struct ssm_gdn_kernel {
+    void (*step)(float *S, const float *k, const float *q, const float *v, float decay, float b,
+                 float scale, float *o, int64_t dk, int64_t dv);
+} ssm_gdn_kernel;
+
+/* The fastest kernel the running CPU supports (AVX2+FMA, else scalar). Its
+ * sums run in another order than the reference: results differ in the last
+ * bits, not bit for bit. */
+const ssm_gdn_kernel *ssm_gdn_kernel_best(void);
+#ifdef __x86_64__
+void ssm_gdn_step_avx2(float *S, const float *k, const float *q, const float *v, float decay, float b,
+                       float scale, float *o, int64_t dk, int64_t dv); /* ssm_avx2.c */
+#endif
 
 /* Token-by-token recurrence (the definition; used for decode). */
 void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1);

@@ -64,6 +64,15 @@ static int input_rows(zn_graph *g, fake *f, const float *table, int rows, int co
 static int32_t iota[64] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
                            16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 
+/* A one-layer fake model and an empty graph of the given capacity whose
+ * tokens are 0, 1, 2, ... */
+static void begin(fake *f, zn_graph *g, int max_tokens, int cap) {
+    zn_err err;
+    fake_init(f, 1, 1, 8);
+    CHECK(graph_init_empty(g, &f->m, max_tokens, cap, cap, &err) == ZN_OK);
+    g->tokens = iota;
+}
+
 static double nmse(const float *a, const double *ref, int n) {
     double num = 0, den = 0;
     for (int i = 0; i < n; i++) {
@@ -83,7 +92,7 @@ static void run_both(const zn_model *m, const zn_graph *g, float *out, int n) {
 /* ---- matmul for every type ---- */
 
 static void matmul_case(zn_type type, int bias_first) {
-    enum { K = 512, N = 40, T = 3 };
+    enum { K = 512, N = 40, T = 6 }; /* 6 tokens: a full tile of 4 and a partial one */
     static float wf[N * K], x[T * K], deq[K], bias[N], y[T * N];
     static double ref[T * N];
     static uint8_t wq[N * K * 4];
@@ -102,11 +111,9 @@ static void matmul_case(zn_type type, int bias_first) {
         }
     }
     fake f;
-    fake_init(&f, 1, 1, 8);
     zn_graph g;
     zn_err err;
-    CHECK(graph_init_empty(&g, &f.m, T, 4, 4, &err) == ZN_OK);
-    g.tokens = iota;
+    begin(&f, &g, T, 4);
     int xa = input_rows(&g, &f, x, T, K);
     int ya = graph_act(&g, T, N);
     zn_node *n = graph_node(&g, ZN_OP_MATMUL, ya, "mm", -1);
@@ -122,6 +129,18 @@ static void matmul_case(zn_type type, int bias_first) {
     const bool exact = quant_vec_dot_type(type) == ZN_TYPE_F32;
     const double e = nmse(y, ref, T * N);
     CHECK_MSG(e < (exact ? 1e-12 : 1e-4), "%s: NMSE %.3g", zn_type_name(type), e);
+    /* and it is quant's row dot, up to float summation order */
+    const zn_type vt = quant_vec_dot_type(type);
+    static uint8_t xq[T * K * 4];
+    const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * K : zn_row_size(vt, K);
+    for (int t = 0; t < T; t++) quant_quantize_act(vt, x + t * K, xq + t * xrow, K);
+    for (int t = 0; t < T; t++)
+        for (int o = 0; o < N; o++) {
+            const float ax = bias_first ? y[t * N + o] / scale - bias[o] : (y[t * N + o] - bias[o]) / scale;
+            ref[t * N + o] = quant_dot_act(type, wq + o * row, vt == ZN_TYPE_F32 ? (const void *)(x + t * K) : xq + t * xrow, K);
+            y[t * N + o] = ax;
+        }
+    CHECK_MSG(nmse(y, ref, T * N) < 1e-10, "%s: vs quant_dot_act NMSE %.3g", zn_type_name(type), nmse(y, ref, T * N));
     graph_free(&g);
 }
 
@@ -153,11 +172,9 @@ static void test_rmsnorm(void) {
             for (int i = 0; i < group; i++) ref[gi * group + i] = x[gi * group + i] * sc * w[i];
         }
         fake f;
-        fake_init(&f, 1, 1, 8);
         zn_graph g;
         zn_err err;
-        CHECK(graph_init_empty(&g, &f.m, T, 4, 4, &err) == ZN_OK);
-        g.tokens = iota;
+        begin(&f, &g, T, 4);
         int xa = input_rows(&g, &f, x, T, C);
         zn_node *n = graph_node(&g, ZN_OP_RMSNORM, graph_act(&g, T, C), "norm", -1);
         n->src[0] = xa;
@@ -181,11 +198,9 @@ static void test_elementwise(void) {
     for (int i = 0; i < T; i++) gate1[i] = frand() * 4;
     for (int op = 0; op < 6; op++) {
         fake f;
-        fake_init(&f, 1, 1, 8);
         zn_graph g;
         zn_err err;
-        CHECK(graph_init_empty(&g, &f.m, T, 8, 8, &err) == ZN_OK);
-        g.tokens = iota;
+        begin(&f, &g, T, 8);
         const bool halves = op == 2;
         int aa = input_rows(&g, &f, a, T, halves ? 2 * C : C);
         int bb = graph_act(&g, T, op == 4 ? 1 : C);
@@ -341,11 +356,9 @@ static void test_attention(void) {
 static void test_moe_route(void) {
     const float logits[3 * 4] = {1, 3, 2, 0, /* */ 0.5f, 0.5f, 0.5f, 0.5f, /* */ -1, 4, 4, 9};
     fake f;
-    fake_init(&f, 1, 1, 8);
     zn_graph g;
     zn_err err;
-    CHECK(graph_init_empty(&g, &f.m, 3, 4, 4, &err) == ZN_OK);
-    g.tokens = iota;
+    begin(&f, &g, 3, 4);
     int la = input_rows(&g, &f, logits, 3, 4);
     zn_node *n = graph_node(&g, ZN_OP_MOE_ROUTE, graph_act(&g, 3, 4), "route", -1);
     n->src[0] = la;
