@@ -65,6 +65,14 @@ static uint64_t weight_rows(const gguf_tensor *t) { return t->ne[1] * t->ne[2] *
 
 #define REPACK_BYTES (32ull << 20) /* host buffer for rewriting rows before upload */
 
+/* Rows rewritten and sent per round: at most a quarter of an allocation, so
+ * a test that shrinks allocations (ZN_VK_MAX_ALLOC) also takes several
+ * rounds per chunk. */
+static uint64_t repack_rows(const vk_ctx *c, uint64_t rb) {
+    uint64_t b = c->wmem.max_block / 4 < REPACK_BYTES ? c->wmem.max_block / 4 : REPACK_BYTES;
+    return b / rb ? b / rb : 1;
+}
+
 /* Uploads one weight: matrices (matmul / embedding operands) in the GPU
  * row layout of vk_quant.h, split by rows into chunks when larger than one
  * allocation; everything else (norms, biases, conv kernels) as stored. */
@@ -91,14 +99,12 @@ static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, uin
         vkref ref;
         zn_status st = vkarena_alloc(&c->wmem, nr * rb, 256, &ref, err);
         for (uint64_t r = 0; r < nr && !st;) { /* rewrite and send a few MiB of rows at a time */
-            const uint64_t k = nr - r < REPACK_BYTES / rb ? nr - r : REPACK_BYTES / rb;
+            const uint64_t k = nr - r < repack_rows(c, rb) ? nr - r : repack_rows(c, rb);
             const uint8_t *src = t->data + (r0 + r) * in_row;
             if (matrix) vkq_repack(t->type, src, tmp, (int64_t)t->ne[0], (int64_t)k);
             else memcpy(tmp, src, k * rb);
-            vkref part = ref;
-            part.off += r * rb;
             /* the staging copy is asynchronous: wait before tmp is reused */
-            st = vkxfer_upload(&c->x, part, tmp, k * rb, err);
+            st = vkxfer_upload(&c->x, vkref_sub(ref, r * rb, k * rb), tmp, k * rb, err);
             if (!st) st = vkxfer_flush(&c->x, err);
             r += k;
             *done += k * in_row;
@@ -439,10 +445,9 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
         return vkop_gdn_run(&c->o, &c->c, &a, n->tag, err);
     }
     case ZN_OP_GET_ROWS: {
-        vkref src = c->act, d2 = c->act;
-        src.off += sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols);
-        d2.off += sizeof(float) * y->off;
-        vkcmd_copy(&c->c, src, d2, sizeof(float) * ny);
+        vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols),
+                              sizeof(float) * ny);
+        vkcmd_copy(&c->c, src, vkref_sub(c->act, sizeof(float) * y->off, sizeof(float) * ny), sizeof(float) * ny);
         return ZN_OK;
     }
     default:
@@ -517,12 +522,8 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
 
 static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
     vk_ctx *c = ctx;
-    vkref r = c->act;
-    r.off += sizeof(float) * g->acts[act].off;
-    r.addr += sizeof(float) * g->acts[act].off;
     uint64_t n = sizeof(float) * (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
-    r.size = n;
-    return vkxfer_download(&c->x, r, out, n, err);
+    return vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * g->acts[act].off, n), out, n, err);
 }
 
 const zn_backend_ops zn_backend_vulkan = {

@@ -79,6 +79,10 @@ vkref vkbuf_ref(const vkbuf *b, uint64_t off, uint64_t size) {
     return (vkref){.buf = b->buf, .off = off, .size = size, .addr = b->addr + off, .map = b->map ? b->map + off : NULL};
 }
 
+vkref vkref_sub(vkref r, uint64_t off, uint64_t size) {
+    return (vkref){.buf = r.buf, .off = r.off + off, .size = size, .addr = r.addr + off, .map = r.map ? r.map + off : NULL};
+}
+
 /* ---- arena ---- */
 
 void vkarena_init(vkarena *a, vkdev *d, vkmem_kind kind, uint64_t block_bytes, uint64_t max_block) {
@@ -223,9 +227,7 @@ zn_status vkxfer_upload(vkxfer *x, vkref dst, const void *src, uint64_t n, zn_er
         if (st) return st;
         uint64_t k = n - done < half ? n - done : half;
         memcpy(x->stage.map + (uint64_t)s * half, p + done, k);
-        vkref d2 = dst;
-        d2.off += done;
-        st = slot_submit(x, s, x->stage.buf, (uint64_t)s * half, d2, k, false, 0, err);
+        st = slot_submit(x, s, x->stage.buf, (uint64_t)s * half, vkref_sub(dst, done, k), k, false, 0, err);
         if (st) return st;
         done += k;
         x->cur ^= 1;

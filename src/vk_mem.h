@@ -35,6 +35,8 @@ typedef struct vkref {
 zn_status vkbuf_create(vkdev *d, vkbuf *b, uint64_t size, vkmem_kind kind, zn_err *err);
 void vkbuf_destroy(vkdev *d, vkbuf *b);
 vkref vkbuf_ref(const vkbuf *b, uint64_t off, uint64_t size);
+/* The sub-range [off, off + size) of r (offset, address and mapping moved together). */
+vkref vkref_sub(vkref r, uint64_t off, uint64_t size);
 
 #define ZN_VK_MAX_BLOCKS 256
 #define ZN_VK_BLOCK_BYTES (256ull << 20)  /* default arena block */

@@ -34,6 +34,9 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mv_rows = cpu ? 4 : 2;
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
+    /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
+    o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
+                                     (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -77,6 +80,9 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
         break;
+    case VKO_MATMUL_CM:
+        spec[n++] = 256; spec[n++] = (uint32_t)t;
+        return vkpipe_create(&o->ps, p, "matmul_cm", spec, n, 32, err);
     case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
     case VKO_NORM: shader = "norm"; spec[n++] = o->small_wg; break;
     case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
@@ -158,10 +164,14 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
     if (!st && a->ids) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
-    if (!st) st = get_pipe(o, VKO_MATMUL, a->type, &p, err);
+    /* f32 weights stay on the exact f32 kernel: f16 operands would cost
+     * their precision */
+    const bool cm = o->coopmat && a->type != ZN_TYPE_F32;
+    if (!st) st = get_pipe(o, cm ? VKO_MATMUL_CM : VKO_MATMUL, a->type, &p, err);
     if (st) return st;
     mm_push pc = mm_fill(a);
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (a->nrows + 63) / 64, (a->n_tok + 63) / 64, 1, name);
+    const uint32_t tile = cm ? 128 : 64;
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (a->nrows + tile - 1) / tile, (a->n_tok + tile - 1) / tile, 1, name);
     return ZN_OK;
 }
 

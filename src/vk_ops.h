@@ -10,7 +10,7 @@
 #include "vk_cmd.h"
 
 typedef enum vkop_kind {
-    VKO_MATVEC, VKO_MATMUL, VKO_EMBED,                       /* per weight type */
+    VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
     VKO_GDN,                                                 /* variant by head dim */
@@ -26,6 +26,8 @@ typedef struct vkops {
     uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per workgroup */
     uint32_t small_wg;        /* workgroup of the per-row ops (norm, rope, ...) */
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
+    bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
+                                 non-F32 weights; tests clear it to check the fallback */
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);

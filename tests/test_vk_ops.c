@@ -168,12 +168,27 @@ static void test_matvec_types(void) {
     }
 }
 
-static void test_matmat_types(void) {
+static void matmat_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
         zn_type t = ALL_TYPES[i];
+        /* cooperative matrices multiply f16-rounded operands: relative error
+         * ~2^-11 per product, nmse ~1e-7 */
+        const double tol = E.o.coopmat && t != ZN_TYPE_F32 ? 1e-5 : MM_TOL;
         double e1 = mm_case(t, 70, cols_for(t, 45), 67, false, K_MAT);
         double e2 = mm_case(t, 33, cols_for(t, 33), 5, true, K_MAT);
-        CHECK_MSG(e1 <= MM_TOL && e2 <= MM_TOL, "%s: nmse %.3g (70x67) %.3g (33x5, extras)", zn_type_name(t), e1, e2);
+        double e3 = mm_case(t, 130, cols_for(t, 64), 131, true, K_MAT); /* more than one tile each way */
+        CHECK_MSG(e1 <= tol && e2 <= tol && e3 <= tol, "%s%s: nmse %.3g (70x67) %.3g (33x5, extras) %.3g (130x131)",
+                  zn_type_name(t), E.o.coopmat ? " (coopmat)" : "", e1, e2, e3);
+    }
+}
+
+/* The tiled kernel, and on devices with cooperative matrices the f32 one too. */
+static void test_matmat_types(void) {
+    matmat_types();
+    if (E.o.coopmat) {
+        E.o.coopmat = false;
+        matmat_types();
+        E.o.coopmat = true;
     }
 }
 
@@ -409,9 +424,9 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     /* the cache holds the first n_past rows already (f16), this step stores T more */
     vkref ck = dev_up(kh, 2 * (size_t)n_ctx * kdim), cv = dev_up(vh, 2 * (size_t)n_ctx * vdim);
     zn_err err = {0};
-    vkref kt = ck, vt = cv; /* the rows this step writes: zeroed first */
-    kt.off += 2 * (uint64_t)n_past * kdim, kt.size = 2 * (uint64_t)T * kdim;
-    vt.off += 2 * (uint64_t)n_past * vdim, vt.size = 2 * (uint64_t)T * vdim;
+    /* the rows this step writes: zeroed first */
+    vkref kt = vkref_sub(ck, 2 * (uint64_t)n_past * kdim, 2 * (uint64_t)T * kdim);
+    vkref vt = vkref_sub(cv, 2 * (uint64_t)n_past * vdim, 2 * (uint64_t)T * vdim);
     vkxfer_fill(&E.x, kt, 0, &err);
     vkxfer_fill(&E.x, vt, 0, &err);
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
