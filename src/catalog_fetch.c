@@ -191,7 +191,10 @@ static zn_status run(dl *d, const char *dest, const char *expect, char got_hex[Z
         rc = transfer(d, msg);
         code = 0;
         curl_easy_getinfo(d->c, CURLINFO_RESPONSE_CODE, &code);
-        if (rc == CURLE_HTTP_RETURNED_ERROR && code == 416 && d->have && attempt == 0) {
+        /* 416: the .part is already whole (or longer); RANGE_ERROR: the
+         * server ignores Range. Either way: start again, once. */
+        bool restart = (rc == CURLE_HTTP_RETURNED_ERROR && code == 416) || rc == CURLE_RANGE_ERROR;
+        if (restart && d->have && attempt == 0) {
             if (d->progress) fprintf(d->progress, "zinc: the server cannot resume %s; starting again\n", d->part);
             if (fflush(d->f) || ftruncate(fileno(d->f), 0) || !EVP_DigestInit_ex(d->md, EVP_sha256(), NULL))
                 return zn_errf(d->err, ZN_ERR_IO, "%s: cannot truncate: %s", d->part, strerror(errno));
@@ -208,9 +211,11 @@ static zn_status run(dl *d, const char *dest, const char *expect, char got_hex[Z
         return zn_errf(d->err, ZN_ERR_NOT_FOUND, "%s: HTTP %ld (nothing saved to %s)", d->url, code, dest);
     if (rc != CURLE_OK || (d->total && size != d->total)) {
         if (size == 0) return zn_errf(d->err, ZN_ERR_IO, "%s: %s (nothing saved to %s)", d->url, *msg ? msg : curl_easy_strerror(rc), dest);
+        char of[48] = "";
+        if (d->total) snprintf(of, sizeof of, " of %.1f", d->total / 1e6);
         return zn_errf(d->err, ZN_ERR_IO,
-                       "%s: download interrupted after %.1f of %.1f MB (%s); %s kept: run the same command again to resume",
-                       d->url, size / 1e6, d->total / 1e6, rc ? (*msg ? msg : curl_easy_strerror(rc)) : "short body", d->part);
+                       "%s: download interrupted after %.1f%s MB (%s); %s kept: run the same command again to resume",
+                       d->url, size / 1e6, of, rc ? (*msg ? msg : curl_easy_strerror(rc)) : "short body", d->part);
     }
     hex_of(d->md, got_hex);
     if (expect && strcasecmp(expect, got_hex)) {
