@@ -65,7 +65,8 @@ typedef enum zn_op {
 
     /* Appends K = src[0] [n_tokens][n_head_kv*head_dim_k] and V = src[1]
      * [n_tokens][n_head_kv*head_dim_v] to the KV cache of attention layer
-     * node->layer at positions n_past .. n_past+n_tokens-1 (f16 cache). */
+     * node->layer at positions n_past .. n_past+n_tokens-1 (f16 cache).
+     * It writes no activation: dst is src[0], so the planner keeps K alive. */
     ZN_OP_KV_STORE,
 
     /* Causal multi-head attention over the KV cache of node->layer (after

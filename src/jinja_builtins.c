@@ -1,7 +1,8 @@
 /* Jinja builtins: filters, tests, str/dict/list methods and globals, with the
  * semantics of Jinja2 3.1 + Python 3 (and transformers' tojson and
  * strftime_now). Only what chat templates use; anything else is an error,
- * never a silent guess. String case mapping is ASCII-only. */
+ * never a silent guess. Case mapping is simple (one code point to one, so
+ * ß stays ß), through the UCD lowercase table. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include "jinja_impl.h"
+#include "ucd.h"
+#include "utf8.h"
 
 /* ---- argument helpers ---- */
 
@@ -58,15 +61,61 @@ static jv mk_tuple2(jstate *st, jv a, jv b) {
     return r;
 }
 
-static jv str_lower(jstate *st, jv s, bool upper) {
-    char *p = jalloc(st, s.n + 1);
-    for (uint32_t i = 0; i < s.n; i++) {
-        char c = s.s[i];
-        if (upper && c >= 'a' && c <= 'z') c = (char)(c - 32);
-        else if (!upper && c >= 'A' && c <= 'Z') c = (char)(c + 32);
-        p[i] = c;
+/* ---- case mapping (simple, one code point to one) ---- */
+
+static uint32_t cp_lower(uint32_t c) {
+    if (c < 0x80) return c >= 'A' && c <= 'Z' ? c + 32 : c;
+    return ucd_tolower(c);
+}
+
+/* No uppercase table: an uppercase partner sits at one of these distances
+ * (Latin-1, Latin Extended-A/B, Greek, Cyrillic, Armenian...), and the
+ * lowercase table confirms it. */
+static uint32_t cp_upper(uint32_t c) {
+    if (c < 0x80) return c >= 'a' && c <= 'z' ? c - 32 : c;
+    static const uint32_t delta[] = {32, 1, 80, 48, 8, 37, 63, 64, 2, 38, 16, 26};
+    for (size_t k = 0; k < sizeof delta / sizeof delta[0]; k++)
+        if (c >= delta[k] && cp_lower(c - delta[k]) == c) return c - delta[k];
+    return c;
+}
+
+/* Lu/Ll/Lt, roughly: letters with a case partner, plus the Latin letters
+ * without one (ß, ĸ). */
+static bool cp_cased(uint32_t c) {
+    return cp_lower(c) != c || cp_upper(c) != c || (c >= 0xdf && c <= 0x24f && c != 0xf7);
+}
+
+enum { CASE_LOWER, CASE_UPPER, CASE_CAPITALIZE, CASE_TITLE /* str.title */, CASE_JTITLE /* the title filter */ };
+
+static jv str_case(jstate *st, jv s, int mode) {
+    jbuf b = {0};
+    bool in_word = false;
+    for (size_t i = 0; i < s.n;) {
+        size_t adv;
+        uint32_t c = utf8_decode_lenient(s.s + i, s.n - i, &adv), o = c;
+        switch (mode) {
+        case CASE_LOWER: o = cp_lower(c); break;
+        case CASE_UPPER: o = cp_upper(c); break;
+        case CASE_CAPITALIZE: o = i == 0 ? cp_upper(c) : cp_lower(c); break;
+        case CASE_TITLE:  /* a cased letter after an uncased one starts a word */
+            o = in_word ? cp_lower(c) : cp_upper(c);
+            in_word = cp_cased(c);
+            break;
+        default: {  /* Jinja: words are split on runs of [-\s({[<] */
+            bool delim = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || ucd_is_space(c);
+            if (!delim) o = in_word ? cp_lower(c) : cp_upper(c);
+            in_word = !delim;
+        }
+        }
+        if (o == c) {
+            jbuf_put(st, &b, s.s + i, adv);
+        } else {
+            char enc[4];
+            jbuf_put(st, &b, enc, utf8_encode(o, enc));
+        }
+        i += adv;
     }
-    return jv_strn(p, s.n);
+    return jbuf_str(st, &b);
 }
 
 static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
@@ -296,7 +345,10 @@ static jv printf_format(jstate *st, const jnode *at, jv fmt, const jargs *a) {
         }
         jfail(st, at, "format: unsupported format character '%c'", conv);
     }
-    if (mapping.t != JT_DICT && next < a->npos) jfail(st, at, "format: not all arguments converted during string formatting");
+    /* Python takes a lone non-tuple argument with __getitem__ (dict, list) as a mapping: no leftover check */
+    bool mapping_like = a->npos == 1 && !a->nkw && (a->pos[0].t == JT_DICT || (a->pos[0].t == JT_LIST && !(a->pos[0].flags & JF_TUPLE)));
+    if (!mapping_like && mapping.t != JT_DICT && next < a->npos)
+        jfail(st, at, "format: not all arguments converted during string formatting");
     return jbuf_str(st, &b);
 }
 
@@ -345,7 +397,7 @@ static jv str_format(jstate *st, const jnode *at, jv fmt, const jargs *a) {
 /* ---- sorting (stable, like Python's sorted) ---- */
 
 static jv lower_key(jstate *st, jv v, bool case_sensitive) {
-    return !case_sensitive && v.t == JT_STR ? str_lower(st, v, false) : v;
+    return !case_sensitive && v.t == JT_STR ? str_case(st, v, CASE_LOWER) : v;
 }
 
 static void stable_sort(jstate *st, const jnode *at, uint32_t *idx, const jv *keys, uint32_t n, bool reverse) {
@@ -412,7 +464,8 @@ static jv f_indent(jstate *st, const jnode *at, jv s, const jargs *a) {
     jbuf ind = {0};
     if (width.t == JT_STR) jbuf_put(st, &ind, width.s, width.n);
     else for (int64_t i = want_int(st, at, width, "indent"); i > 0; i--) jbuf_putc(st, &ind, ' ');
-    jv text = jv_to_str(st, s);
+    if (s.t != JT_STR) jfail(st, at, "indent: expected a string, got %s", jv_type_name(s));
+    jv text = s;
     /* s + "\n", then splitlines() (only \n here: other line breaks are rare in prompts) */
     jbuf b = {0};
     if (first) jbuf_put(st, &b, ind.p, ind.n);
@@ -526,22 +579,6 @@ static jv f_round(jstate *st, const jnode *at, jv v, const jargs *a) {
         return jv_float(strtod(buf, NULL));
     }
     return jv_float(nearbyint(x * scale) / scale);
-}
-
-static jv f_title(jstate *st, jv s) {
-    /* Jinja's title: split on runs of [-\s({[<], capitalise each piece */
-    char *p = jalloc(st, s.n + 1);
-    bool start = true;
-    for (uint32_t i = 0; i < s.n; i++) {
-        char c = s.s[i];
-        bool delim = c == '-' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' ||
-                     c == '(' || c == '{' || c == '[' || c == '<';
-        if (delim) { p[i] = c; start = true; continue; }
-        if (start) p[i] = (c >= 'a' && c <= 'z') ? (char)(c - 32) : c;
-        else p[i] = (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
-        start = false;
-    }
-    return jv_strn(p, s.n);
 }
 
 static jv f_center(jstate *st, const jnode *at, jv s, const jargs *a) {
@@ -665,13 +702,9 @@ jv jbuiltin_filter(jstate *st, const jnode *at, const char *name, jv v, const ja
         for (uint32_t i = 0; i < items->n; i++) jlist_push(st, l, items->v[i]);
         return jv_list(l);
     }
-    if (IS("upper") || IS("lower")) return str_lower(st, jv_to_str(st, v), IS("upper"));
-    if (IS("capitalize")) {
-        jv s = str_lower(st, jv_to_str(st, v), false);
-        if (s.n && s.s[0] >= 'a' && s.s[0] <= 'z') ((char *)s.s)[0] = (char)(s.s[0] - 32);
-        return s;
-    }
-    if (IS("title")) return f_title(st, jv_to_str(st, v));
+    if (IS("upper") || IS("lower")) return str_case(st, jv_to_str(st, v), IS("upper") ? CASE_UPPER : CASE_LOWER);
+    if (IS("capitalize")) return str_case(st, jv_to_str(st, v), CASE_CAPITALIZE);
+    if (IS("title")) return str_case(st, jv_to_str(st, v), CASE_JTITLE);
     if (IS("replace")) {
         jv old = jv_to_str(st, arg(a, 0, "old", jv_undef())), nw = jv_to_str(st, arg(a, 1, "new", jv_undef()));
         jv cnt = arg(a, 2, "count", jv_none());
@@ -759,6 +792,21 @@ jv jbuiltin_filter(jstate *st, const jnode *at, const char *name, jv v, const ja
         return acc;
     }
     if (IS("map")) return f_map(st, at, v, a);
+    if (IS("batch")) {
+        int64_t size = want_int(st, at, arg(a, 0, "linecount", jv_undef()), "batch");
+        jv fill = arg(a, 1, "fill_with", jv_none());
+        if (size <= 0) jfail(st, at, "batch: size must be positive");
+        jlist *items = jiterate(st, at, v), *out = jlist_new(st, 0), *cur = NULL;
+        for (uint32_t i = 0; i < items->n; i++) {
+            if (!cur || cur->n == (uint64_t)size) {
+                cur = jlist_new(st, 0);
+                jlist_push(st, out, jv_list(cur));
+            }
+            jlist_push(st, cur, items->v[i]);
+        }
+        while (cur && fill.t != JT_NONE && cur->n < (uint64_t)size) jlist_push(st, cur, fill);
+        return as_gen(jv_list(out));
+    }
     if (IS("select")) return f_select(st, at, v, a, true, false);
     if (IS("reject")) return f_select(st, at, v, a, false, false);
     if (IS("selectattr")) return f_select(st, at, v, a, true, true);
@@ -798,13 +846,17 @@ bool jbuiltin_has_test(const char *name) {
     return false;
 }
 
+/* str.isupper() / islower(): some cased character, none of the other case. */
 static bool str_cased(jstate *st, jv v, bool upper) {
     jv s = jv_to_str(st, v);
     bool any = false;
-    for (uint32_t i = 0; i < s.n; i++) {
-        char c = s.s[i];
-        if (c >= 'a' && c <= 'z') { if (upper) return false; any = true; }
-        if (c >= 'A' && c <= 'Z') { if (!upper) return false; any = true; }
+    for (size_t i = 0; i < s.n;) {
+        size_t adv;
+        uint32_t c = utf8_decode_lenient(s.s + i, s.n - i, &adv);
+        bool is_upper = cp_lower(c) != c, is_lower = cp_upper(c) != c;
+        if ((upper && is_lower) || (!upper && is_upper)) return false;
+        any |= is_upper || is_lower;
+        i += adv;
     }
     return any;
 }
@@ -826,7 +878,7 @@ bool jbuiltin_test(jstate *st, const jnode *at, const char *name, jv v, const ja
     if (IS("mapping")) return v.t == JT_DICT;
     if (IS("iterable")) return v.t == JT_UNDEF || v.t == JT_STR || v.t == JT_LIST || v.t == JT_DICT || v.t == JT_LOOP;
     if (IS("sequence")) return v.t == JT_UNDEF || v.t == JT_STR || (v.t == JT_LIST && !(v.flags & JF_LAZY)) || v.t == JT_DICT;
-    if (IS("callable")) return v.t == JT_MACRO || v.t == JT_FUNC || v.t == JT_METHOD;
+    if (IS("callable")) return v.t == JT_MACRO || v.t == JT_FUNC || v.t == JT_METHOD || v.t == JT_UNDEF;
     if (IS("escaped")) return v.t == JT_STR && (v.flags & JF_SAFE);
     if (IS("filter") || IS("test")) {
         if (v.t != JT_STR) return false;
@@ -835,7 +887,7 @@ bool jbuiltin_test(jstate *st, const jnode *at, const char *name, jv v, const ja
             "join", "first", "last", "list", "upper", "lower", "capitalize", "title", "replace", "safe", "escape",
             "e", "forceescape", "indent", "int", "float", "round", "abs", "center", "format", "dictsort", "sort",
             "unique", "min", "max", "reverse", "sum", "map", "select", "reject", "selectattr", "rejectattr", "attr",
-            "wordcount", NULL};
+            "wordcount", "batch", NULL};
         for (const char *const *p = filters; *p; p++)
             if (!strcmp(*p, v.s)) return true;
         return false;
@@ -853,14 +905,20 @@ bool jbuiltin_test(jstate *st, const jnode *at, const char *name, jv v, const ja
             if (jv_equal(items->v[i], v)) return true;
         return false;
     }
-    if (IS("odd") || IS("even")) {
-        int64_t x = want_int(st, at, v, name);
-        return ((x % 2 + 2) % 2 == 1) == IS("odd");
-    }
-    if (IS("divisibleby")) {
-        int64_t x = want_int(st, at, v, name), d = want_int(st, at, other, name);
-        if (d == 0) jfail(st, at, "divisibleby: division by zero");
-        return d == -1 || x % d == 0;
+    if (IS("odd") || IS("even") || IS("divisibleby")) {  /* value % n == (odd ? 1 : 0), Python's modulo */
+        jv d = IS("divisibleby") ? other : jv_int(2);
+        if (!is_num(v) || !is_num(d)) jfail(st, at, "%s: expected numbers, got %s", name, jv_type_name(is_num(v) ? d : v));
+        if (is_int(v) && is_int(d)) {
+            if (d.i == 0) jfail(st, at, "%s: division by zero", name);
+            int64_t m = d.i == -1 ? 0 : v.i % d.i;
+            if (m != 0 && ((m < 0) != (d.i < 0))) m += d.i;
+            return m == (IS("odd") ? 1 : 0);
+        }
+        double x = v.t == JT_FLOAT ? v.f : (double)v.i, y = d.t == JT_FLOAT ? d.f : (double)d.i;
+        if (y == 0) jfail(st, at, "%s: division by zero", name);
+        double m = fmod(x, y);
+        if (m != 0 && ((m < 0) != (y < 0))) m += y;
+        return m == (IS("odd") ? 1.0 : 0.0);
     }
     if (IS("lower")) return str_cased(st, v, false);
     if (IS("upper")) return str_cased(st, v, true);
@@ -935,19 +993,9 @@ static jv str_method(jstate *st, const jnode *at, jv s, const char *name, const 
         jv old = want_str(st, at, arg(a, 0, NULL, jv_undef()), name), nw = want_str(st, at, arg(a, 1, NULL, jv_undef()), name);
         return do_replace(st, s, old, nw, want_int(st, at, arg(a, 2, "count", jv_int(-1)), name));
     }
-    if (IS("upper") || IS("lower")) return str_lower(st, s, IS("upper"));
-    if (IS("capitalize")) return jbuiltin_filter(st, at, "capitalize", s, a);
-    if (IS("title")) {  /* str.title: a letter after a non-letter starts a word */
-        char *p = jalloc(st, s.n + 1);
-        bool prev = false;
-        for (uint32_t i = 0; i < s.n; i++) {
-            char c = s.s[i];
-            if (is_alpha(c)) c = prev ? (char)(c | 0x20) : (char)(c & ~0x20);
-            prev = is_alpha(c);
-            p[i] = c;
-        }
-        return jv_strn(p, s.n);
-    }
+    if (IS("upper") || IS("lower")) return str_case(st, s, IS("upper") ? CASE_UPPER : CASE_LOWER);
+    if (IS("capitalize")) return str_case(st, s, CASE_CAPITALIZE);
+    if (IS("title")) return str_case(st, s, CASE_TITLE);
     if (IS("format")) return str_format(st, at, s, a);
     if (IS("find") || IS("rfind") || IS("count")) {
         jv sub = want_str(st, at, arg(a, 0, NULL, jv_undef()), name);

@@ -394,6 +394,8 @@ static bool contains(jstate *st, const jnode *at, jv needle, jv hay) {
         return false;
     case JT_DICT: {
         jv v;
+        if ((needle.t == JT_LIST && !(needle.flags & JF_TUPLE)) || needle.t == JT_DICT)
+            jfail(st, at, "unhashable type: '%s'", jv_type_name(needle));
         return jdict_get(hay.d, needle, &v);
     }
     default: jfail(st, at, "argument of type '%s' is not iterable", jv_type_name(hay));

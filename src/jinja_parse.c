@@ -574,9 +574,8 @@ static jnode *parse_postfix(jp *P, jnode *node) {
                 nvec_push(P, &a, parse_subscribed(P), NULL);
             }
             expect_op(P, ']');
-            if (a.n == 0) pfail(P, t->off, "expected subscript expression");
-            jnode *key = a.v[0];
-            if (a.n > 1) {
+            jnode *key = a.n ? a.v[0] : NULL;
+            if (a.n != 1) {  /* x[a, b] and even x[] index with a tuple */
                 key = mk(P, JN_TUPLE, t);
                 key->kids = a.v;
                 key->nkids = a.n;

@@ -475,7 +475,11 @@ static void str_into(jstate *st, jbuf *b, jv v, int depth) {
 }
 
 static void repr_into(jstate *st, jbuf *b, jv v, int depth) {
-    if (v.t == JT_STR) repr_str(st, b, v.s, v.n);
+    if (v.t == JT_STR && (v.flags & JF_SAFE)) {
+        jbuf_put(st, b, "Markup(", 7);
+        repr_str(st, b, v.s, v.n);
+        jbuf_putc(st, b, ')');
+    } else if (v.t == JT_STR) repr_str(st, b, v.s, v.n);
     else if (v.t == JT_UNDEF) jbuf_put(st, b, "Undefined", 9);
     else str_into(st, b, v, depth);
 }

@@ -160,6 +160,12 @@ static const jcase CASES[] = {
      "{{ 2 is in [1, 2] }}{{ 1 is eq 1 }}{{ 1 is ne 1 }}{{ 2 is gt 1 }}{{ 1 is le 0 }}{{ false is sameas false }}"
      "{{ 1 is not string }}{{ range is callable }}{{ 'upper' is filter }}{{ 'odd' is test }}", NULL,
      "TrueFalseTrueFalseTrueTrueTrueTrueFalseTrueFalseTrueTrueTrueTrueTrue"},
+    /* Unicode case mapping; Python-style odd/even on floats; Markup in containers */
+    {"{{ 'héllo wörld'|upper }} {{ 'ÉCOLE'|lower }} {{ 'élan vital'|title }} {{ 'ñandú'.capitalize() }} "
+     "{{ 'straße 1st'.title() }} {{ 'ÀB' is upper }} {{ 'да'|upper }} {{ 'Ωμέγα'.lower() }}", NULL,
+     "HÉLLO WÖRLD école Élan Vital Ñandú Straße 1St True ДА ωμέγα"},
+    {"{{ 2.5 is odd }} {{ 4.0 is even }} {{ ['a'|safe] }} {{ [1, 2, 3]|batch(2)|list }} {{ [1, 2, 3]|batch(2, 0)|list }} {{ u is callable }}",
+     NULL, "False True [Markup('a')] [[1, 2], [3]] [[1, 2], [3, 0]] True"},
     /* str / dict / list methods */
     {"{{ 'a,b,,c'.split(',') }} {{ ' x  y '.split() }} {{ 'a b c'.split(none, 1) }} {{ 'a,b,c'.rsplit(',', 1) }} "
      "{{ ' x  y '.rsplit(maxsplit=1) }} {{ 'k=v=w'.split('=')[-1] }}", NULL,
