@@ -118,6 +118,7 @@ typedef struct bench_args {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench -m MODEL [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
+               "                  [--device N] [--profile]   (vulkan: device of zinc --list-devices; per-op GPU times)\n"
                "       zinc bench --bandwidth [--threads N] [--json]\n", backend_names());
 }
 
@@ -128,6 +129,8 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
         if (!strcmp(k, "--json")) a->json = 1;
         else if (!strcmp(k, "--bandwidth")) a->bandwidth_only = 1;
+        else if (!strcmp(k, "--profile")) setenv("ZN_VK_PROFILE", "1", 1); /* read by backend_vulkan.c */
+        else if (!strcmp(k, "--device") && v) setenv("ZN_VK_DEVICE", v, 1), i++;
         else if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
         else if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
         else if (!strcmp(k, "-m") || !strcmp(k, "--model")) a->model = v, i++;
