@@ -88,6 +88,9 @@ closed=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 pull "http://127.0.0.1:$closed/f/demo.gguf"; rc=$?
 check "a closed port: refused (rc $rc) naming the URL, no file left" \
   bash -c '[ $0 -ne 0 ] && grep -q "127.0.0.1:$1/f/demo.gguf" "$2" && [ -z "$(ls -A "$3")" ]' $rc "$closed" "$tmp/err" "$m"
+pull "$base/huge/demo.gguf"; rc=$?
+check "a file larger than the free disk space: refused before writing (rc $rc), no file left" \
+  bash -c '[ $0 -ne 0 ] && grep -q "not enough disk space" "$1" && [ -z "$(ls -A "$2")" ]' $rc "$tmp/err" "$m"
 pull not-a-model; rc=$?
 check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id nor a URL" "$tmp/err"
 
