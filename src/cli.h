@@ -20,5 +20,7 @@ const char *cli_resolve_model(const char *m, char buf[4096]); /* cli_model.c */
 
 /* A whole-string decimal integer in [lo, hi] -> *out; 0 on anything else. */
 int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
+/* opt, or for NULL/"auto" the default backend (logged on stderr). */
+const char *cli_backend_or_default(const char *opt);     /* cli_args.c */
 
 #endif

@@ -123,7 +123,7 @@ static void usage(FILE *f) {
 }
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){.backend = "cpu", .p = 512, .n = 128, .reps = 3, .threads = 0};
+    *a = (bench_args){.backend = NULL, .p = 512, .n = 128, .reps = 3, .threads = 0};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
@@ -189,6 +189,7 @@ int cli_bench(int argc, char **argv) {
     double pp[MAX_REPS], tg[MAX_REPS];
     if (!toks) goto done;
     fill_tokens(toks, n_toks, m.hp.n_vocab);
+    a.backend = cli_backend_or_default(a.backend);
     if (engine_init(&e, &m, a.backend, threads, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK)
         goto fail;
     /* warm-up: page the weights in, start the threads */

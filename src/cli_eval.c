@@ -39,7 +39,7 @@ static void print_row(const float *x, int n) {
 }
 
 int cli_eval(int argc, char **argv) {
-    const char *model_path = NULL, *tokens_arg = NULL, *backend = "cpu";
+    const char *model_path = NULL, *tokens_arg = NULL, *backend = NULL;
     long n_gen = 16, threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -107,6 +107,7 @@ int cli_eval(int argc, char **argv) {
         fprintf(stderr, "zinc eval: out of memory\n");
         goto done;
     }
+    backend = cli_backend_or_default(backend);
     if (engine_init(&e, &m, backend, (int)threads, &err) != ZN_OK ||
         seq_init(&s, &e, n_prompt + (int)n_gen, &err) != ZN_OK ||
         engine_decode(&e, &s, prompt, n_prompt, logits, true, &err) != ZN_OK)
