@@ -12,7 +12,7 @@
 #include "sampler.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zinc eval -m MODEL --tokens ID,ID,... [-n N] [--backend %s] [--threads N]\n",
+    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N]\n",
             backend_names());
 }
 
@@ -73,10 +73,12 @@ int cli_eval(int argc, char **argv) {
             return 2;
         }
     }
-    if (!model_path || !tokens_arg) {
+    if (!tokens_arg) {
         usage(stderr);
         return 2;
     }
+    char resolved[ZN_PATH_MAX];
+    if (!(model_path = cli_resolve_model(model_path, resolved))) return 1;
     int32_t *prompt = malloc(sizeof *prompt * ZN_MAX_BATCH * 8);
     int n_prompt = prompt ? parse_tokens(tokens_arg, prompt, ZN_MAX_BATCH * 8) : -1;
     if (n_prompt < 1) {

@@ -88,6 +88,9 @@ closed=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 pull "http://127.0.0.1:$closed/f/demo.gguf"; rc=$?
 check "a closed port: refused (rc $rc) naming the URL, no file left" \
   bash -c '[ $0 -ne 0 ] && grep -q "127.0.0.1:$1/f/demo.gguf" "$2" && [ -z "$(ls -A "$3")" ]' $rc "$closed" "$tmp/err" "$m"
+pull "$base/huge/demo.gguf"; rc=$?
+check "a file larger than the free disk space: refused before writing (rc $rc), no file left" \
+  bash -c '[ $0 -ne 0 ] && grep -q "not enough disk space" "$1" && [ -z "$(ls -A "$2")" ]' $rc "$tmp/err" "$m"
 pull not-a-model; rc=$?
 check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id nor a URL" "$tmp/err"
 
@@ -97,6 +100,9 @@ timeout 30 "$zinc" -p hi -n 4 --seed 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "zinc -p hi -n 4 with no -m and an empty ZINC_HOME uses the demo model and says so (rc $rc)" \
   bash -c '[ $0 -eq 0 ] && grep -q "no -m given and no active model; using the built-in demo model .*zinc-demo-qwen35.gguf" "$1" && [ -s "$2" ]' \
   $rc "$tmp/err" "$tmp/out"
+timeout 30 "$zinc" eval --tokens 1,2,3 -n 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "zinc eval without -m runs the demo model too (rc $rc, n_vocab 4096)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "using the built-in demo model" "$1" && grep -q "\"n_vocab\": 4096" "$2"' $rc "$tmp/err" "$tmp/out"
 mkdir -p "$tmp/bin" && cp "$zinc" "$tmp/bin/zinc"
 timeout 30 "$tmp/bin/zinc" -p hi -n 4 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "no -m, no active model, no demo model: a clear error with the commands to run (rc $rc)" \

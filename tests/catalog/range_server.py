@@ -7,6 +7,7 @@ Range support (python's http.server has none) and misbehaves on request:
                  --cut bytes and closes (an interrupted download); later ones
                  behave like /f/
   /norange/NAME  like /cut/, but always ignores Range (200, whole file)
+  /huge/NAME     announces a petabyte, sends a few bytes and closes
 
 Every request line and its Range header are appended to --log. The port is
 written to --port-file. Exits after --lifetime seconds whatever happens."""
@@ -31,7 +32,7 @@ class H(http.server.BaseHTTPRequestHandler):
         with open(args.log, "a") as f:
             f.write("%s %s\n" % (self.path, rng or "-"))
         parts = self.path.split("/")
-        if len(parts) != 3 or parts[1] not in ("f", "cut", "norange") or parts[2] in ("", ".", ".."):
+        if len(parts) != 3 or parts[1] not in ("f", "cut", "norange", "huge") or parts[2] in ("", ".", ".."):
             return self.fail(404)
         path = os.path.join(args.root, parts[2])
         if not os.path.isfile(path):
@@ -41,6 +42,13 @@ class H(http.server.BaseHTTPRequestHandler):
             first = self.path not in served_once
             served_once.add(self.path)
         mode = parts[1]
+        if mode == "huge":
+            self.send_response(200)
+            self.send_header("Content-Length", str(10**15))
+            self.end_headers()
+            self.wfile.write(data[:1000])
+            self.close_connection = True
+            return
         start = 0
         if rng and mode != "norange":
             if not rng.startswith("bytes=") or not rng[6:].endswith("-"):
