@@ -94,15 +94,17 @@ static void check_vulkan(doctor *d) {
         const vkdev_info *v = &infos[i];
         bool cpu = !strcmp(v->kind, "cpu");
         char what[512];
-        snprintf(what, sizeof what, "vulkan device %d%s: %s (%s, %.1f GiB, Vulkan %u.%u, cooperative matrix %s)", i,
-                 i == def ? " (default)" : "", v->name, v->kind, (double)v->vram_bytes / (1 << 30),
+        snprintf(what, sizeof what, "vulkan device %d%s: %s (%s, driver %s, %.1f GiB, Vulkan %u.%u, cooperative matrix %s)",
+                 i, i == def ? " (default)" : "", v->name, v->kind, *v->driver ? v->driver : "?", (double)v->vram_bytes / (1 << 30),
                  v->api_version >> 22, (v->api_version >> 12) & 0x3ff, v->coopmat ? "yes" : "no");
         if (!v->bda) {
             d->warns++;
             say("[WARN]", "%s: no bufferDeviceAddress, zinc cannot use it; update the driver", what);
         } else if (cpu) {
             d->warns++;
-            say("[WARN]", "%s: CPU emulation (e.g. lavapipe), not a GPU: works, but --backend cpu is faster", what);
+            bool lavapipe = strstr(v->name, "llvmpipe") || strstr(v->driver, "llvmpipe");
+            say("[WARN]", "%s: %s, not a GPU: works, but --backend cpu is faster", what,
+                lavapipe ? "lavapipe, Vulkan emulated on the CPU" : "Vulkan emulated on the CPU");
         } else {
             say("[OK]", "%s", what);
         }
@@ -160,9 +162,10 @@ static bool smoke(const zn_model *m, zn_err *err, char *text, size_t cap, double
         goto done;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int k = 0;
-    for (const int32_t *in = ids; k < SMOKE_TOKENS; in = &out[k - 1]) {
-        if (engine_decode(&e, &s, in, k ? 1 : (int)n, logits, false, err)) goto done;
+    const int32_t *in = ids;
+    int n_in = (int)n;
+    for (int k = 0; k < SMOKE_TOKENS; k++) {
+        if (engine_decode(&e, &s, in, n_in, logits, false, err)) goto done;
         int best = 0;
         for (int v = 0; v < m->hp.n_vocab; v++) {
             if (!isfinite(logits[v])) {
@@ -171,7 +174,9 @@ static bool smoke(const zn_model *m, zn_err *err, char *text, size_t cap, double
             }
             if (logits[v] > logits[best]) best = v;
         }
-        out[k++] = best;
+        out[k] = best;
+        in = &out[k];
+        n_in = 1;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
