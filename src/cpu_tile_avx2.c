@@ -32,6 +32,13 @@ static ALWAYS_INLINE __m256i lane16(__m256i v, int j) {
     return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 + 0x0202 * j)));
 }
 
+/* Decode streams the weights from memory: ask for the cache lines a few
+ * KiB ahead of the block being read (past a row's end is the next row). */
+#define PREFETCH_AHEAD 4096
+static ALWAYS_INLINE void prefetch_ahead(const void *block, size_t size) {
+    for (size_t o = 0; o < size; o += 64) _mm_prefetch((const char *)block + PREFETCH_AHEAD + o, _MM_HINT_T0);
+}
+
 /* ---- Q4_K x Q8_K ---- */
 
 /* The 6-bit scales (int16 lanes 0-7) and mins (8-15) of a Q4_K block. */
@@ -54,6 +61,7 @@ static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const 
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), accm[t] = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
+        prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sm = q4k_scales_mins(w[i].scales);
         const __m256i sc = _mm256_permute2x128_si256(sm, sm, 0x00);
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
@@ -95,6 +103,7 @@ static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const 
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
+        prefetch_ahead(&w[i], sizeof w[i]);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
         const float d = _cvtsh_ss(w[i].d);
         __m256i sumi[4];
@@ -137,43 +146,32 @@ static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const 
     for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]);
 }
 
-/* ---- Q8_0 x Q8_0 ---- */
+/* ---- Q8_0 x Q8_0: |w| times x with w's sign ---- */
 
-static ALWAYS_INLINE void q80_tile(const block_q8_0 *w, const block_q8_0 *const *x, int64_t nb, float *y, int nt) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[4];
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        const __m256i q = load32(w[i].qs), aq = _mm256_sign_epi8(q, q); /* |w|; the sign moves to x */
-        const float d = _cvtsh_ss(w[i].d);
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(load32(x[t][i].qs), q));
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * _cvtsh_ss(x[t][i].d)),
-                                     _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones)), acc[t]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]);
-}
+#define Q80_ROW(w) _mm256_sign_epi8((w), (w))
+#define Q80_TOK(x) (x)
+#define Q80_DOT(wp, w, x, xp) \
+    _mm256_madd_epi16(_mm256_maddubs_epi16((wp), _mm256_sign_epi8((xp), (w))), _mm256_set1_epi16(1))
+#include "cpu_q80_tile.h"
 
 /* One instance per tile width, so the token loops unroll. */
 #define TILE_FN(name, kernel, wtype, xtype, blk)                                                    \
-    static void name(const void *row, const void *const *x, int nt, int64_t n, float *y) {          \
-        const wtype *w = row;                                                                         \
+    static void name(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,   \
+                     float (*y)[CPU_TILE]) {                                                          \
         const xtype *const *xs = (const xtype *const *)x;                                             \
-        switch (nt) {                                                                                 \
-        case 1: kernel(w, xs, n / blk, y, 1); break;                                                  \
-        case 2: kernel(w, xs, n / blk, y, 2); break;                                                  \
-        case 3: kernel(w, xs, n / blk, y, 3); break;                                                  \
-        default: kernel(w, xs, n / blk, y, 4); break;                                                 \
+        for (int r = 0; r < nr; r++) {                                                                \
+            const wtype *row = (const wtype *)((const uint8_t *)w + (size_t)r * wrow);               \
+            switch (nt) {                                                                             \
+            case 1: kernel(row, xs, n / blk, y[r], 1); break;                                         \
+            case 2: kernel(row, xs, n / blk, y[r], 2); break;                                         \
+            case 3: kernel(row, xs, n / blk, y[r], 3); break;                                         \
+            default: kernel(row, xs, n / blk, y[r], 4); break;                                        \
+            }                                                                                         \
         }                                                                                             \
     }
 
 TILE_FN(tile_q4_K, q4k_tile, block_q4_K, block_q8_K, QK_K)
 TILE_FN(tile_q6_K, q6k_tile, block_q6_K, block_q8_K, QK_K)
-TILE_FN(tile_q8_0, q80_tile, block_q8_0, block_q8_0, QK8_0)
 
 cpu_tile_fn cpu_tile_avx2(zn_type t) {
     switch (t) {
