@@ -45,6 +45,17 @@ typedef struct vk_ctx {
     vkref part;                   /* split-K attention partials */
     uint64_t part_floats;
     int max_tokens;
+    /* per-run fusion plan (see plan_fusions), sized for the model's graphs */
+    int cap_nodes, cap_acts;
+    bool no_fusion;               /* ZN_VK_NO_FUSION=1: every node on its own (tests) */
+    int *last_use;                /* [cap_acts]: last node reading each activation */
+    bool *skip;                   /* [cap_nodes]: node folded into its consumers */
+    struct fused_x {              /* [cap_acts]: how to read an activation whose producer was skipped */
+        int mode;                 /* VKX_PLAIN: not fused */
+        int src, aux;             /* the producer's inputs (aux: SwiGLU "up" activation) */
+        const gguf_tensor *w;     /* RMS norm weight */
+        float eps;
+    } *fx;
     /* hazard tracking since the last barrier */
     range rd[VK_HAZARDS], wr[VK_HAZARDS];
     int n_rd, n_wr;
@@ -131,7 +142,13 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
     int32_t tok = 0;
     if (!st) st = graph_build(&g, &tok, 1, 0, false, err);
     uint8_t *tmp = st ? NULL : malloc(REPACK_BYTES);
-    if (!st && !tmp) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    /* every graph of this model has the same table capacities */
+    c->cap_nodes = g.cap_nodes + 1;
+    c->cap_acts = g.cap_acts + 1;
+    c->last_use = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->last_use);
+    c->fx = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->fx);
+    c->skip = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->skip);
+    if (!st && (!tmp || !c->last_use || !c->fx || !c->skip)) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     uint64_t total = 0, done = 0;
     for (int i = 0; i < g.n_nodes && !st; i++)
         for (int j = 0; j < ZN_NODE_W; j++)
@@ -165,6 +182,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!c) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     c->m = m;
     c->max_tokens = opt->max_tokens;
+    c->no_fusion = env_u64("ZN_VK_NO_FUSION", 0) != 0;
     /* ZN_VK_DEVICE picks a device; ZN_VK_MAX_ALLOC caps one allocation (to
      * exercise split weights on small devices); ZN_VK_PROFILE=1 times ops. */
     const char *dev = getenv("ZN_VK_DEVICE");
@@ -211,6 +229,9 @@ static void vk_free(void *ctx) {
     }
     vkdev_close(&c->d);
     free(c->w);
+    free(c->last_use);
+    free(c->fx);
+    free(c->skip);
     free(c);
 }
 
@@ -297,6 +318,8 @@ static void vk_seq_reset(void *ctx, void *state) {
 
 /* ---- hazards ---- */
 
+static bool ranges_overlap(range a, range b) { return a.lo < b.hi && b.lo < a.hi; }
+
 static bool overlaps(const range *set, int n, range r) {
     for (int i = 0; i < n; i++)
         if (r.lo < set[i].hi && set[i].lo < r.hi) return true;
@@ -332,6 +355,16 @@ static VkDeviceAddress waddr(const vk_ctx *c, const gguf_tensor *t) {
     return t ? c->w[model_weight_id(c->m, t)].addr[0] : 0;
 }
 
+/* The x operand of a matmul node: its src[0], or the inputs of the skipped
+ * RMS norm / SwiGLU that produced it (plan_fusions). */
+static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a) {
+    const struct fused_x *f = &c->fx[n->src[0]];
+    a->x = act_addr(c, g, f->mode ? f->src : n->src[0]);
+    a->xmode = f->mode;
+    a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w) : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) : 0;
+    a->eps = f->eps;
+}
+
 static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
     const gguf_tensor *t = n->w[0];
     const vk_weight *w = &c->w[model_weight_id(c->m, t)];
@@ -339,12 +372,12 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     const uint32_t rows = (uint32_t)t->ne[1];
     for (uint32_t ch = 0; ch < w->n_chunks; ch++) {
         const uint32_t r0 = ch * w->chunk_rows, nr = rows - r0 < w->chunk_rows ? rows - r0 : w->chunk_rows;
-        vkop_mm a = {.type = t->type, .w = w->addr[ch], .x = act_addr(c, g, n->src[0]),
-                     .y = act_addr(c, g, n->dst) + sizeof(float) * r0,
+        vkop_mm a = {.type = t->type, .w = w->addr[ch], .y = act_addr(c, g, n->dst) + sizeof(float) * r0,
                      .bias = n->w[1] ? waddr(c, n->w[1]) + sizeof(float) * r0 : 0, .scale = waddr(c, n->w[2]),
                      .ncols = (uint32_t)t->ne[0], .nrows = nr, .row_bytes = w->row_bytes, .n_tok = (uint32_t)x->rows,
                      .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
                      .bias_first = n->ip[0] == 1};
+        matmul_x(c, g, n, &a);
         zn_status st = vkop_matmul(&c->o, &c->c, &a, n->tag, err);
         if (st) return st;
     }
@@ -358,11 +391,12 @@ static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, 
     const uint32_t k = (uint32_t)route->cols / 2, T = (uint32_t)route->rows, cols = (uint32_t)x->cols;
     const uint32_t rows = (uint32_t)t->ne[1];
     const bool shared = (uint32_t)x->rows == T;
-    vkop_mm a = {.type = t->type, .w = w->addr[0], .x = act_addr(c, g, n->src[0]), .y = act_addr(c, g, n->dst),
+    vkop_mm a = {.type = t->type, .w = w->addr[0], .y = act_addr(c, g, n->dst),
                  .scale = waddr(c, n->w[2]), .ids = act_addr(c, g, n->src[1]),
                  .expert_bytes = (uint64_t)w->row_bytes * rows, .ncols = (uint32_t)t->ne[0], .nrows = rows,
                  .row_bytes = w->row_bytes, .n_tok = T, .n_slots = k, .x_stride = shared ? cols : k * cols,
                  .x_slot_stride = shared ? 0 : cols, .y_stride = k * rows, .y_slot_stride = rows, .ids_stride = 2 * k};
+    matmul_x(c, g, n, &a);
     return vkop_matmul(&c->o, &c->c, &a, n->tag, err);
 }
 
@@ -457,10 +491,14 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
 
 /* What node n reads and writes, for the barrier placement. */
 static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n) {
-    range rd[ZN_NODE_SRC + 2], wr[3];
+    range rd[2 * ZN_NODE_SRC + 2], wr[3];
     int nr = 0, nw = 0;
-    for (int i = 0; i < ZN_NODE_SRC; i++)
-        if (n->src[i] >= 0) rd[nr++] = act_range(c, g, n->src[i]);
+    for (int i = 0; i < ZN_NODE_SRC; i++) {
+        if (n->src[i] < 0) continue;
+        const struct fused_x *f = &c->fx[n->src[i]];
+        rd[nr++] = act_range(c, g, f->mode ? f->src : n->src[i]);
+        if (f->mode == VKX_SWIGLU) rd[nr++] = act_range(c, g, f->aux);
+    }
     wr[nw++] = act_range(c, g, n->dst);
     const zn_hparams *hp = &c->m->hp;
     if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
@@ -497,16 +535,73 @@ static void print_profile(vk_ctx *c, const zn_graph *g) {
                 total > 0 ? 100.0 * e[i].ms / total : 0.0);
 }
 
+/* Can node i's result be computed inside each of its consumers instead? An
+ * RMS norm over whole rows (with a weight) or a two-input SwiGLU can, when
+ * every reader is a matmul that will run on the mat-vec kernel, and the
+ * producer's inputs are still intact when those matmuls run: the norm's
+ * input must outlive them (the planner then keeps it), the SwiGLU's single
+ * reader must come right after it and not write over its inputs. */
+static bool fusable(const vk_ctx *c, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    const zn_act *y = &g->acts[n->dst];
+    if (n->op == ZN_OP_RMSNORM) {
+        if (!n->w[0] || n->ip[0] != y->cols || c->last_use[n->src[0]] <= c->last_use[n->dst]) return false;
+    } else if (n->op == ZN_OP_SWIGLU) {
+        if (n->src[1] < 0 || c->last_use[n->dst] != i + 1) return false;
+        range out = act_range(c, g, g->nodes[i + 1].dst);
+        if (ranges_overlap(out, act_range(c, g, n->src[0])) || ranges_overlap(out, act_range(c, g, n->src[1])))
+            return false;
+    } else {
+        return false;
+    }
+    if (c->last_use[n->dst] <= i) return false;
+    for (int j = i + 1; j <= c->last_use[n->dst]; j++) {
+        const zn_node *m = &g->nodes[j];
+        bool reads = false;
+        for (int k = 0; k < ZN_NODE_SRC; k++) reads |= m->src[k] == n->dst;
+        if (!reads) continue;
+        if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
+        if (m->op == ZN_OP_MOE_MATMUL) continue; /* always the mat-vec kernel */
+        if (m->op != ZN_OP_MATMUL || !vkops_matvec_for(&c->o, (uint32_t)g->acts[m->src[0]].rows, false)) return false;
+    }
+    return true;
+}
+
+/* Liveness and the fusion plan of this graph (no allocation). */
+static void plan_fusions(vk_ctx *c, const zn_graph *g) {
+    for (int a = 0; a < g->n_acts; a++) {
+        c->last_use[a] = -1;
+        c->fx[a].mode = VKX_PLAIN;
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < ZN_NODE_SRC; j++)
+            if (g->nodes[i].src[j] >= 0) c->last_use[g->nodes[i].src[j]] = i;
+    c->last_use[g->logits] = g->n_nodes; /* read after the run */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        c->skip[i] = !c->no_fusion && fusable(c, g, i);
+        if (!c->skip[i]) continue;
+        struct fused_x *f = &c->fx[n->dst];
+        f->src = n->src[0];
+        if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->fp[0];
+        else f->mode = VKX_SWIGLU, f->aux = n->src[1];
+    }
+}
+
 static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *s = state;
     if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
     if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
+    if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
     memcpy(c->io.map, g->tokens, sizeof(int32_t) * (size_t)g->n_tokens);
+    plan_fusions(c, g);
     zn_status st = vkcmd_begin(&c->c, err);
     if (st) return st;
     c->n_rd = c->n_wr = 0;
     for (int i = 0; i < g->n_nodes && !st; i++) {
+        if (c->skip[i]) continue;
         node_hazards(c, s, g, &g->nodes[i]);
         st = run_node(c, s, g, &g->nodes[i], err);
         if (st) {

@@ -30,9 +30,10 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* CPU implementations (lavapipe) run a workgroup's subgroups one after
      * another and pay for every barrier: one subgroup per workgroup there. */
     bool cpu = !strcmp(d->info.kind, "cpu");
-    o->mv_wg = cpu ? d->info.subgroup_size : 64;
+    o->mv_wg = cpu ? d->info.subgroup_size : 4 * d->info.subgroup_size;
     o->mv_rows = cpu ? 4 : 2;
     o->small_wg = cpu ? d->info.subgroup_size : 64;
+    o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
@@ -49,7 +50,7 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
-#define ATTN_CHUNK 512 /* keys per split when decoding (flash-decoding) */
+#define ATTN_CHUNK 256 /* keys per split when decoding (flash-decoding) */
 #define ELT_WG 256
 
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
@@ -74,7 +75,8 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     switch (k) {
     case VKO_MATVEC:
         shader = "matvec";
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = o->mv_rows;
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = o->mv_rows; spec[n++] = o->d->info.subgroup_size;
+        return vkpipe_create(&o->ps, p, shader, spec, n, o->d->info.subgroup_size, err);
         break;
     case VKO_MATMUL:
         shader = "matmul";
@@ -84,7 +86,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = 256; spec[n++] = (uint32_t)t;
         return vkpipe_create(&o->ps, p, "matmul_cm", spec, n, 32, err);
     case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
-    case VKO_NORM: shader = "norm"; spec[n++] = o->small_wg; break;
+    case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;
     case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
@@ -121,10 +123,11 @@ static void grid2(const vkops *o, uint32_t n, uint32_t *gx, uint32_t *gy) {
 
 /* Mirrors mm_push.glsl. */
 typedef struct mm_push {
-    uint64_t w, x, y, bias, scale, res, ids, expert_bytes;
-    uint32_t ncols, nrows, row_bytes, n_slots;
+    uint64_t w, x, y, bias, scale, res, ids, aux;
+    uint32_t expert_bytes, ncols, nrows, row_bytes, n_slots;
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
-    uint32_t n_tok, ids_stride, bias_first, x_aligned;
+    uint32_t n_tok, ids_stride, flags;
+    float eps;
 } mm_push;
 _Static_assert(sizeof(mm_push) <= ZN_VK_PUSH_MAX, "push constants");
 
@@ -136,16 +139,18 @@ static zn_status mm_check(const vkop_mm *a, zn_err *err) {
         return zn_errf(err, ZN_ERR_ARG, "vulkan: %s row of %u in %u bytes (vk_quant.h layout: %zu)", ti->name, a->ncols,
                        a->row_bytes, vkq_row_bytes(a->type, a->ncols));
     if (!a->n_tok || !a->nrows || !a->ncols) return zn_errf(err, ZN_ERR_ARG, "vulkan: empty matmul");
+    if (a->expert_bytes >> 32) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: expert matrices of 4 GiB or more");
     return ZN_OK;
 }
 
 static mm_push mm_fill(const vkop_mm *a) {
+    const bool aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0 && a->aux % 16 == 0;
     return (mm_push){.w = a->w, .x = a->x, .y = a->y, .bias = a->bias, .scale = a->scale, .res = a->res, .ids = a->ids,
-                     .expert_bytes = a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows, .row_bytes = a->row_bytes,
-                     .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride, .y_stride = a->y_stride,
-                     .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride, .n_tok = a->n_tok,
-                     .ids_stride = a->ids_stride, .bias_first = a->bias_first,
-                     .x_aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0};
+                     .aux = a->aux, .expert_bytes = (uint32_t)a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows,
+                     .row_bytes = a->row_bytes, .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride,
+                     .y_stride = a->y_stride, .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride,
+                     .n_tok = a->n_tok, .ids_stride = a->ids_stride,
+                     .flags = (a->bias_first ? 1u : 0u) | (aligned ? 2u : 0u) | (uint32_t)a->xmode << 2, .eps = a->eps};
 }
 
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
@@ -155,7 +160,8 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     uint32_t gx, gy;
-    grid2(o, (a->nrows + o->mv_rows - 1) / o->mv_rows, &gx, &gy);
+    const uint32_t per_wg = o->mv_rows * (o->mv_wg / o->d->info.subgroup_size);
+    grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
 }
@@ -164,6 +170,7 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
     if (!st && a->ids) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
+    if (!st && a->xmode != VKX_PLAIN) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x");
     /* f32 weights stay on the exact f32 kernel: f16 operands would cost
      * their precision */
     const bool cm = o->coopmat && a->type != ZN_TYPE_F32;
@@ -175,8 +182,10 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     return ZN_OK;
 }
 
+bool vkops_matvec_for(const vkops *o, uint32_t n_tok, bool experts) { return experts || n_tok < o->mm_min_tok; }
+
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (a->ids || a->n_tok < o->mm_min_tok) return vkop_matvec(o, c, a, name, err);
+    if (vkops_matvec_for(o, a->n_tok, a->ids != 0)) return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
 
@@ -254,6 +263,8 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (a->hd_k > ZN_VK_ATTN_MAX_HEAD_DIM || a->hd_v > ZN_VK_ATTN_MAX_HEAD_DIM)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dim %u/%u > %d", a->hd_k, a->hd_v,
                        ZN_VK_ATTN_MAX_HEAD_DIM);
+    if (a->hd_k % 32 || a->hd_v % 4)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dims %u/%u (need multiples of 32/4)", a->hd_k, a->hd_v);
     if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
     const vkpipe *p = NULL, *pm = NULL;
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);

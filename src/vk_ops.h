@@ -23,8 +23,9 @@ typedef struct vkops {
     vkdev *d;
     vkpipes ps;
     vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
-    uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per workgroup */
-    uint32_t small_wg;        /* workgroup of the per-row ops (norm, rope, ...) */
+    uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per subgroup */
+    uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
+    uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
@@ -49,9 +50,16 @@ typedef struct vkop_mm {
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint32_t ids_stride;
     bool bias_first;
+    /* Mat-vec kernel only (vkops_matvec_for): fuse the op producing x.
+     * VKX_RMSNORM: x -> x / sqrt(mean(x^2) + eps) * aux (norm weight [ncols]);
+     * VKX_SWIGLU: x -> silu(x) * aux (aux laid out like x). */
+    enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU } xmode;
+    VkDeviceAddress aux;
+    float eps;
 } vkop_mm;
 
 /* Mat-vec kernel for few tokens (or experts), tiled mat-mat for many. */
+bool vkops_matvec_for(const vkops *o, uint32_t n_tok, bool experts);
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 /* Forces one kernel (tests compare both). */
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);

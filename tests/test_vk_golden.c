@@ -168,6 +168,11 @@ static void test_llama(void) {
     setenv("ZN_VK_MAX_ALLOC", "200000", 1);
     check_fixture("llama-dense-f32", F32, true);
     unsetenv("ZN_VK_MAX_ALLOC");
+    /* every node on its own: the fusions (norm / SwiGLU into the mat-vec
+     * that reads them) change nothing beyond rounding */
+    setenv("ZN_VK_NO_FUSION", "1", 1);
+    check_fixture("llama-dense-f32", F32, true);
+    unsetenv("ZN_VK_NO_FUSION");
     check_fixture("llama-dense-q8_0", QNT, false);
     check_fixture("llama-dense-q4_k_m", QNT, false);
 }

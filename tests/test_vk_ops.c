@@ -193,6 +193,55 @@ static void test_matmat_types(void) {
 }
 
 
+/* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
+ * SwiGLU, against the two ops done separately in double precision. */
+static void test_matvec_fused_x(void) {
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32};
+    for (size_t ti = 0; ti < 3; ti++)
+        for (int mode = VKX_RMSNORM; mode <= VKX_SWIGLU; mode++) {
+            zn_type t = types[ti];
+            const int rows = 29, cols = cols_for(t, 72), T = 2;
+            float *wf = malloc(sizeof(float) * rows * cols), x[2 * 512], aux[2 * 512], y[2 * 29], bias[29];
+            double ref[2 * 29], h[512];
+            void *wq = make_weights(t, rows, cols, wf);
+            fill(x, sizeof x / sizeof *x, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.0f); fill(bias, 29, 1.0f);
+            const float eps = 1e-5f;
+            for (int tk = 0; tk < T; tk++) {
+                double ss = 0;
+                for (int k = 0; k < cols; k++) ss += (double)x[tk * cols + k] * x[tk * cols + k];
+                for (int k = 0; k < cols; k++) {
+                    double xv = x[tk * cols + k];
+                    h[k] = mode == VKX_RMSNORM ? xv / sqrt(ss / cols + eps) * aux[k] : xv / (1 + exp(-xv)) * aux[tk * cols + k];
+                }
+                for (int r = 0; r < rows; r++) {
+                    double s = 0;
+                    for (int k = 0; k < cols; k++) s += (double)wf[r * cols + k] * h[k];
+                    ref[tk * rows + r] = s + bias[r];
+                }
+            }
+            size_t rb = vkq_row_bytes(t, cols);
+            vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof x), da = dev_up(aux, sizeof aux);
+            vkref db = dev_up(bias, sizeof bias), dy = dev_out(sizeof y);
+            vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .bias = db.addr, .ncols = (uint32_t)cols,
+                         .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T,
+                         .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows, .xmode = mode, .aux = da.addr, .eps = eps};
+            zn_err err = {0};
+            double e = INFINITY;
+            if (begin()) {
+                zn_status st = vkop_matvec(&E.o, &E.c, &a, "mv", &err);
+                if (st) fprintf(stderr, "  %s\n", err.msg);
+                if (run() && !st) {
+                    dev_down(dy, y, sizeof(float) * T * rows);
+                    e = nmse(y, ref, (size_t)T * rows);
+                }
+            }
+            CHECK_MSG(e <= MM_TOL, "%s %s: nmse %.3g", zn_type_name(t), mode == VKX_RMSNORM ? "rmsnorm" : "swiglu", e);
+            free(wf);
+            free(wq);
+            reset();
+        }
+}
+
 /* MoE expert mat-vec: only the chosen experts' matrices, shared or per-slot x. */
 static void test_matvec_experts(void) {
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q8_0, ZN_TYPE_F16};
@@ -722,6 +771,7 @@ int main(void) {
     fprintf(stderr, "vk_ops on %s\n", E.d.info.name);
     RUN(test_matvec_types);
     RUN(test_matmat_types);
+    RUN(test_matvec_fused_x);
     RUN(test_matvec_experts);
     RUN(test_embed);
     RUN(test_norms);

@@ -1,8 +1,11 @@
 #version 450
 // ZN_OP_ATTN over the f16 KV cache, causal, grouped-query. One workgroup per
-// (head, query row, key split): WG keys per tile, one thread per key for the
-// scores, online softmax across tiles, threads over value dims for the
-// output. With n_split > 1 (flash-decoding) each split writes its partial
+// (head, query row, key split), WG keys per tile with an online softmax
+// across tiles. Scores: 8 lanes per key, each dotting hd_k/8 dims with
+// 16-byte loads, then a shuffle reduction (coalesced: a key's row is read
+// by consecutive lanes). Output: thread (key group kg, dim group dg) sums
+// 4 value dims over the keys kg, kg + KG, ...; the key groups are added at
+// the end. With n_split > 1 (flash-decoding) each split writes its partial
 // (max, sum, unnormalised output) and attn_merge.comp combines them.
 #include "common.glsl"
 
@@ -10,7 +13,6 @@ layout(constant_id = 0) const uint WG = 128;
 layout(local_size_x_id = 0) in;
 
 #define MAXD 256
-#define OPT (MAXD / 64)   // output dims per thread (WG >= 64)
 
 layout(push_constant) uniform PC {
     uint64_t q, ck, cv, dst, part;
@@ -22,6 +24,7 @@ layout(push_constant) uniform PC {
 shared float qs[MAXD];
 shared float ps[WG];
 shared float red[32];
+shared vec4 osum[WG];
 
 float wg_max(float v) {
     v = subgroupMax(v);
@@ -45,6 +48,11 @@ float wg_add(float v) {
     return s;
 }
 
+vec4 h4(uint64_t a) { // 4 halves at an 8-byte aligned address
+    uvec2 w = U32x2(a).v[0];
+    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+}
+
 void main() {
     const uint h = gl_WorkGroupID.x, r = gl_WorkGroupID.y, sp = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
     const uint kvh = h / (p.n_head / p.n_head_kv);
@@ -52,52 +60,59 @@ void main() {
     const uint end = p.n_past + r + 1u;
     const uint j0 = sp * p.chunk, j1 = min(j0 + p.chunk, end);
 
-    for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[r * p.n_head * p.hd_k + h * p.hd_k + d];
+    for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[r * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
     barrier();
 
+    const uint DG = p.hd_v / 4u, KG = WG / DG, kg = tid / DG, dg = tid % DG; // output split (hd_v % 4 == 0)
+    const uint sub = tid % 8u, per = p.hd_k / 8u;                              // score split (hd_k % 32 == 0)
     float m = -1.0 / 0.0, l = 0.0;
-    float o[OPT];
-    for (uint i = 0; i < OPT; i++) o[i] = 0.0;
+    vec4 o = vec4(0.0);
     for (uint jt = j0; jt < j1; jt += WG) {
-        const uint j = jt + tid;
-        float s = -1.0 / 0.0;
-        if (j < j1) {
-            const uint kb = j * kdim + kvh * p.hd_k;
+        const uint nk = min(WG, j1 - jt);
+        for (uint kb = 0; kb < WG; kb += WG / 8u) {
+            const uint key = kb + tid / 8u;
             float a = 0.0;
-            for (uint d = 0; d < p.hd_k; d++) a = fma(qs[d], float(F16(p.ck).v[kb + d]), a);
-            s = a * p.scale;
+            if (key < nk) {
+                const uint64_t kr = p.ck + 2ul * ((jt + key) * kdim + kvh * p.hd_k + sub * per);
+                for (uint d = 0; d < per; d += 4u) {
+                    vec4 kv = h4(kr + 2u * d);
+                    const uint qd = sub * per + d;
+                    a += dot(kv, vec4(qs[qd], qs[qd + 1u], qs[qd + 2u], qs[qd + 3u]));
+                }
+            }
+            a += subgroupShuffleXor(a, 1u);
+            a += subgroupShuffleXor(a, 2u);
+            a += subgroupShuffleXor(a, 4u);
+            if (sub == 0u) ps[key] = key < nk ? a : -1.0 / 0.0;
         }
+        barrier();
+        const float s = ps[tid];
         const float mn = max(m, wg_max(s));
-        const float e = j < j1 ? exp(s - mn) : 0.0;
-        ps[tid] = e;
+        const float e = tid < nk ? exp(s - mn) : 0.0;
         const float alpha = exp(m - mn);
         l = l * alpha + wg_add(e);
-        for (uint i = 0; i < OPT; i++) o[i] *= alpha;
+        o *= alpha;
         m = mn;
+        ps[tid] = e;
         barrier();
-        const uint nk = min(WG, j1 - jt);
-        for (uint jj = 0; jj < nk; jj++) {
-            const float w = ps[jj];
-            const uint vb = (jt + jj) * vdim + kvh * p.hd_v;
-            for (uint i = 0; i < OPT; i++) {
-                uint d = tid + i * WG;
-                if (d < p.hd_v) o[i] = fma(w, float(F16(p.cv).v[vb + d]), o[i]);
-            }
+        if (kg < KG) {
+            for (uint jj = kg; jj < nk; jj += KG)
+                o += ps[jj] * h4(p.cv + 2ul * ((jt + jj) * vdim + kvh * p.hd_v + 4u * dg));
         }
         barrier();
     }
+    osum[tid] = o;
+    barrier();
+    if (tid >= DG) return;
+    for (uint g = 1; g < KG; g++) o += osum[g * DG + tid];
+    const uint d = 4u * tid;
     if (p.n_split == 1u) {
-        for (uint i = 0; i < OPT; i++) {
-            uint d = tid + i * WG;
-            if (d < p.hd_v) F32(p.dst).v[r * p.n_head * p.hd_v + h * p.hd_v + d] = o[i] / l;
-        }
+        const uint ob = r * p.n_head * p.hd_v + h * p.hd_v + d;
+        for (uint i = 0; i < 4u; i++) F32(p.dst).v[ob + i] = o[i] / l;
     } else {
         // partial record: [m, l, o[hd_v]] at ((r * n_head + h) * n_split + sp)
         const uint pb = ((r * p.n_head + h) * p.n_split + sp) * (p.hd_v + 2u);
         if (tid == 0) { F32(p.part).v[pb] = m; F32(p.part).v[pb + 1u] = l; }
-        for (uint i = 0; i < OPT; i++) {
-            uint d = tid + i * WG;
-            if (d < p.hd_v) F32(p.part).v[pb + 2u + d] = o[i];
-        }
+        for (uint i = 0; i < 4u; i++) F32(p.part).v[pb + 2u + d + i] = o[i];
     }
 }

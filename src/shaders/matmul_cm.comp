@@ -48,7 +48,7 @@ void main() {
             for (uint j = 0; j < 32u; j++) ws[tid * LD + j] = float16_t(v[j]);
         } else {
             const uint tk = tid - BM, t = tok0 + tk;
-            if (t < p.n_tok) x32(p.x + 4ul * t * p.x_stride, s, p.ncols, p.x_aligned != 0u, v);
+            if (t < p.n_tok) x32(p.x + 4ul * t * p.x_stride, s, p.ncols, mm_x_aligned(), v);
             else for (uint j = 0; j < 32u; j++) v[j] = 0.0;
             for (uint j = 0; j < 32u; j++) xs[tk * LD + j] = float16_t(v[j]);
         }

@@ -1,36 +1,48 @@
 #version 450
-// y = W x (+ bias) (* scale) (+ res) for a few tokens: each workgroup
-// computes NR rows for one (token, expert slot); threads stride over 32-value
-// steps of the row. With ids set, W is [n_expert] stacked matrices and slot
-// j of token t uses expert ids[t][j] (MoE: only the chosen experts are read).
+// y = W x (+ bias) (* scale) (+ res) for a few tokens. Every subgroup owns
+// NR rows of one (token, expert slot); its lanes stride over the 32-value
+// steps of those rows and a subgroup add finishes each dot product, so no
+// shared memory or barrier is involved. With ids set, W is [n_expert]
+// stacked matrices and slot j of token t uses expert ids[t * ids_stride + j]
+// (MoE: only the chosen experts are read). The x mode fuses the producer of
+// x: an RMS norm (the mean square is summed alongside the dot products) or
+// a SwiGLU.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint TYPE = 0;
 layout(constant_id = 2) const uint NR = 2;
+layout(constant_id = 3) const uint SG = 32;
 layout(local_size_x_id = 0) in;
 
 #include "dq.glsl"
-#define NV NR
-#include "reduce.glsl"
-
 #include "mm_push.glsl"
 
 void main() {
-    const uint r0 = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * NR;
+    const uint r0 = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID) * NR;
     if (r0 >= p.nrows) return;
-    const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots;
+    const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots, lane = gl_SubgroupInvocationID;
     uint e = 0;
     if (p.ids != 0) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
-    const uint64_t x = p.x + 4ul * (uint64_t(t) * p.x_stride + uint64_t(slot) * p.x_slot_stride);
+    const uint64_t xo = 4ul * (uint64_t(t) * p.x_stride + uint64_t(slot) * p.x_slot_stride);
+    const uint xm = mm_xmode();
 
     float acc[NR];
     for (uint r = 0; r < NR; r++) acc[r] = 0.0;
+    float ss = 0.0;
     const uint nsteps = (p.ncols + 31u) / 32u;
-    for (uint s = gl_LocalInvocationID.x; s < nsteps; s += WG) {
+    for (uint s = lane; s < nsteps; s += SG) {
         float xv[32];
-        x32(x, s, p.ncols, p.x_aligned != 0u, xv);
+        x32(p.x + xo, s, p.ncols, mm_x_aligned(), xv);
+        if (xm != XM_PLAIN) {
+            float av[32];
+            x32(p.aux + (xm == XM_SWIGLU ? xo : 0ul), s, p.ncols, mm_x_aligned(), av);
+            for (uint j = 0; j < 32u; j++) {
+                ss = fma(xv[j], xv[j], ss);
+                xv[j] = xm == XM_SWIGLU ? silu(xv[j]) * av[j] : xv[j] * av[j];
+            }
+        }
         for (uint r = 0; r < NR; r++) {
             if (r0 + r >= p.nrows) break;
             float wv[32];
@@ -40,8 +52,10 @@ void main() {
             acc[r] += a;
         }
     }
-    wg_sum(acc);
-    if (gl_LocalInvocationID.x != 0) return;
+    float norm = 1.0;
+    if (xm == XM_RMSNORM) norm = 1.0 / sqrt(subgroupAdd(ss) / float(p.ncols) + p.eps);
+    for (uint r = 0; r < NR; r++) acc[r] = subgroupAdd(acc[r]);
+    if (lane != 0u) return;
     const uint yo = t * p.y_stride + slot * p.y_slot_stride;
-    for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mm_store(yo + r0 + r, r0 + r, e, acc[r]);
+    for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mm_store(yo + r0 + r, r0 + r, e, acc[r] * norm);
 }
