@@ -46,7 +46,7 @@ float cpu_dot_f16_avx2(const zn_half *a, const float *b, int n);
 void cpu_axpy_f16_avx2(float *y, const zn_half *x, float a, int n);
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
 cpu_tile_fn cpu_tile_avx2(zn_type t);
-cpu_tile_fn cpu_tile_vnni(zn_type t); /* AVX-VNNI where it helps, else cpu_tile_avx2 */
+cpu_tile_fn cpu_tile_vnni(zn_type t); /* the same on AVX-VNNI */
 #endif
 
 /* ---- backend state ---- */
