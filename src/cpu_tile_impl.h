@@ -192,31 +192,25 @@ static ALWAYS_INLINE void q80_tile(const block_q8_0 *const *w, const block_q8_0 
         for (int t = 0; t < nt; t++) y[r][t] = hsum8(acc[r][t]);
 }
 
-/* Rows in groups whose accumulators fit the 16 registers with the tokens'. */
-#define Q80_CASE(R, T)                                                                      \
-    case (R) * 8 + (T): q80_tile(wr, xs, nb, R, T, y); break;
-static ALWAYS_INLINE void q80_rows(const block_q8_0 *const *wr, const block_q8_0 *const *xs, int64_t nb, int nr,
-                                   int nt, float (*y)[CPU_TILE]) {
+/* One instance per shape, so the loops unroll and the accumulators stay
+ * in registers (4 x 4 spills a few to the stack and is still the fastest:
+ * 0.96 vs 1.11 ns per 32 weights x token for 2 x 4 tiles, VNNI). */
+#define Q80_CASE(R, T)                                                                              \
+    case (R) * 8 + (T): q80_tile(wr, xs, n / QK8_0, R, T, y); break;
+static void tile_q8_0(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
+                      float (*y)[CPU_TILE]) {
+    const block_q8_0 *wr[CPU_TILE_ROWS] = {NULL};
+    for (int j = 0; j < nr; j++) wr[j] = (const block_q8_0 *)((const uint8_t *)w + (size_t)j * wrow);
+    const block_q8_0 *const *xs = (const block_q8_0 *const *)x;
     switch (nr * 8 + nt) {
         Q80_CASE(1, 1) Q80_CASE(1, 2) Q80_CASE(1, 3) Q80_CASE(1, 4)
         Q80_CASE(2, 1) Q80_CASE(2, 2) Q80_CASE(2, 3) Q80_CASE(2, 4)
-        Q80_CASE(3, 1) Q80_CASE(3, 2)
-        Q80_CASE(4, 1) Q80_CASE(4, 2)
+        Q80_CASE(3, 1) Q80_CASE(3, 2) Q80_CASE(3, 3) Q80_CASE(3, 4)
+        Q80_CASE(4, 1) Q80_CASE(4, 2) Q80_CASE(4, 3) Q80_CASE(4, 4)
     default: break;
     }
 }
 #undef Q80_CASE
-
-static void tile_q8_0(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
-                      float (*y)[CPU_TILE]) {
-    const int step = nt <= 2 ? 4 : 2;
-    for (int r = 0; r < nr; r += step) {
-        const int k = nr - r < step ? nr - r : step;
-        const block_q8_0 *wr[CPU_TILE_ROWS];
-        for (int j = 0; j < k; j++) wr[j] = (const block_q8_0 *)((const uint8_t *)w + (size_t)(r + j) * wrow);
-        q80_rows(wr, (const block_q8_0 *const *)x, n / QK8_0, k, nt, y + r);
-    }
-}
 
 /* One instance per tile width, so the token loops unroll. */
 #define TILE_FN(name, kernel, wtype, xtype, blk)                                                    \
