@@ -85,5 +85,6 @@ clean:
 check: deps
 	@bash scripts/check.sh
 
+# The shipped demo model (models/zinc-demo-qwen35.gguf) writes a paragraph.
 run: deps zinc
-	./zinc
+	./zinc -p "The old prince looked at his son and said" -n 200 --seed 42

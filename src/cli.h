@@ -11,8 +11,16 @@ int cli_tokenize(int argc, char **argv);    /* cli_tokenize.c */
 int cli_detokenize(int argc, char **argv);  /* cli_tokenize.c */
 int cli_generate(int argc, char **argv);    /* cli_generate.c: zinc -m MODEL -p PROMPT */
 int cli_list_devices(int argc, char **argv);/* cli_devices.c */
+int cli_model(int argc, char **argv);       /* cli_model.c: zinc model list|pull|use|active|rm */
+int cli_check(int argc, char **argv);       /* cli_check.c: zinc --check, the doctor */
+
+/* The model a command runs: m when non-NULL, else the active model, else the
+ * shipped demo model (said on stderr). NULL after printing what to do. */
+const char *cli_resolve_model(const char *m, char buf[4096]); /* cli_model.c */
 
 /* A whole-string decimal integer in [lo, hi] -> *out; 0 on anything else. */
 int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
+/* opt, or for NULL/"auto" the default backend (logged on stderr). */
+const char *cli_backend_or_default(const char *opt);     /* cli_args.c */
 
 #endif

@@ -117,13 +117,13 @@ typedef struct bench_args {
 } bench_args;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zinc bench -m MODEL [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
+    fprintf(f, "usage: zinc bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
                "                  [--device N] [--profile]   (vulkan: device of zinc --list-devices; per-op GPU times)\n"
                "       zinc bench --bandwidth [--threads N] [--json]\n", backend_names());
 }
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){.backend = "cpu", .p = 512, .n = 128, .reps = 3, .threads = 0};
+    *a = (bench_args){.backend = NULL, .p = 512, .n = 128, .reps = 3, .threads = 0};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
@@ -146,7 +146,6 @@ static int parse_args(int argc, char **argv, bench_args *a) {
             i++;
         }
     }
-    if (!a->model && !a->bandwidth_only) return usage(stderr), -1;
     if (a->p + a->n + a->depth + 8 > ZN_MAX_CTX) return fprintf(stderr, "zinc bench: context too long\n"), -1;
     return 1;
 }
@@ -174,6 +173,8 @@ int cli_bench(int argc, char **argv) {
         return bw > 0 ? 0 : 1;
     }
 
+    char resolved[ZN_PATH_MAX];
+    if (!(a.model = cli_resolve_model(a.model, resolved))) return 1;
     zn_err err = {0};
     zn_model m;
     zn_engine e = {0};
@@ -188,6 +189,7 @@ int cli_bench(int argc, char **argv) {
     double pp[MAX_REPS], tg[MAX_REPS];
     if (!toks) goto done;
     fill_tokens(toks, n_toks, m.hp.n_vocab);
+    a.backend = cli_backend_or_default(a.backend);
     if (engine_init(&e, &m, a.backend, threads, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK)
         goto fail;
     /* warm-up: page the weights in, start the threads */

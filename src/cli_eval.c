@@ -12,7 +12,7 @@
 #include "sampler.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zinc eval -m MODEL --tokens ID,ID,... [-n N] [--backend %s] [--threads N]\n",
+    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N]\n",
             backend_names());
 }
 
@@ -39,7 +39,7 @@ static void print_row(const float *x, int n) {
 }
 
 int cli_eval(int argc, char **argv) {
-    const char *model_path = NULL, *tokens_arg = NULL, *backend = "cpu";
+    const char *model_path = NULL, *tokens_arg = NULL, *backend = NULL;
     long n_gen = 16, threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -73,10 +73,12 @@ int cli_eval(int argc, char **argv) {
             return 2;
         }
     }
-    if (!model_path || !tokens_arg) {
+    if (!tokens_arg) {
         usage(stderr);
         return 2;
     }
+    char resolved[ZN_PATH_MAX];
+    if (!(model_path = cli_resolve_model(model_path, resolved))) return 1;
     int32_t *prompt = malloc(sizeof *prompt * ZN_MAX_BATCH * 8);
     int n_prompt = prompt ? parse_tokens(tokens_arg, prompt, ZN_MAX_BATCH * 8) : -1;
     if (n_prompt < 1) {
@@ -105,6 +107,7 @@ int cli_eval(int argc, char **argv) {
         fprintf(stderr, "zinc eval: out of memory\n");
         goto done;
     }
+    backend = cli_backend_or_default(backend);
     if (engine_init(&e, &m, backend, (int)threads, &err) != ZN_OK ||
         seq_init(&s, &e, n_prompt + (int)n_gen, &err) != ZN_OK ||
         engine_decode(&e, &s, prompt, n_prompt, logits, true, &err) != ZN_OK)

@@ -34,7 +34,7 @@ static void usage(FILE *f) {
             "usage: zinc -m MODEL -p PROMPT [options]   generate text, streamed to stdout\n"
             "       zinc -m MODEL -i [options]          chat: one user message per line of stdin\n"
             "\n"
-            "  -m, --model PATH        GGUF model file (required)\n"
+            "  -m, --model PATH        GGUF model file (default: the active model, else the shipped demo model)\n"
             "  -p, --prompt TEXT       the prompt; with --chat or -i, the (first) user message\n"
             "  -n, --n-predict N       generate at most N tokens; -1: until end of text or a full context (default %d)\n"
             "  --chat                  apply the model's chat template (ChatML if the model has none)\n"
@@ -52,7 +52,7 @@ static void usage(FILE *f) {
             "  --seed S                sampler seed (default: random, printed on stderr)\n"
             "  --threads N             CPU threads (default: all %d cores)\n"
             "  --ctx N                 context size in tokens (default %d)\n"
-            "  --backend NAME          %s (default cpu)\n"
+            "  --backend NAME          %s (default: vulkan if a GPU is present, else cpu)\n"
             "  --special               also print control tokens\n"
             "  -h, --help, --help-generate   this help\n"
             "\n"
@@ -89,7 +89,7 @@ static bool parse_float(const char *s, float lo, float hi, float *out) {
 /* Returns 0 to go on, 1 after --help, 2 on a usage error. */
 static int parse_args(int argc, char **argv, gen_opts *o) {
     memset(o, 0, sizeof *o);
-    o->backend = "cpu";
+    o->backend = NULL;
     o->n_predict = DEFAULT_N_PREDICT;
     o->n_ctx = ZN_DEFAULT_CTX;
     o->sp = sampler_default_params();
@@ -144,8 +144,8 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
             return 2;
         }
     }
-    if (!o->model || (!o->prompt && !o->interactive)) {
-        fprintf(stderr, "zinc: %s (zinc --help)\n", !o->model ? "-m MODEL is required" : "-p PROMPT is required");
+    if (!o->prompt && !o->interactive) {
+        fprintf(stderr, "zinc: -p PROMPT is required (zinc --help)\n");
         return 2;
     }
     return 0;
@@ -402,6 +402,9 @@ int cli_generate(int argc, char **argv) {
     }
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
+    char model_path[ZN_PATH_MAX];
+    if (!(o.model = cli_resolve_model(o.model, model_path))) return 1;
+    o.backend = cli_backend_or_default(o.backend);
     if (!o.seed_given) {
         o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         fprintf(stderr, "zinc: seed %llu\n", (unsigned long long)o.sp.seed);

@@ -24,10 +24,14 @@ void cpu_pool_barrier(cpu_pool *p);
 
 /* ---- vector kernels (AVX2 or scalar, chosen at init) ---- */
 
-/* Matmul tile: y[j] = row . x[j] for j < nt (1..CPU_TILE tokens), the x[j]
- * in the weight's vec-dot format (cpu_tile_avx2.c). */
+/* Matmul tile: y[r][j] = W[r] . x[j] for the nr (1..CPU_TILE_ROWS) weight
+ * rows at w + r * wrow and the nt (1..CPU_TILE) tokens x[j], the x[j] in the
+ * weight's vec-dot format (cpu_tile_avx2.c, cpu_tile_vnni_avx2.c). Each
+ * (row, token) result is computed the same way whatever nr and nt are. */
 #define CPU_TILE 4
-typedef void (*cpu_tile_fn)(const void *row, const void *const *x, int nt, int64_t n, float *y);
+#define CPU_TILE_ROWS 4
+typedef void (*cpu_tile_fn)(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
+                            float (*y)[CPU_TILE]);
 
 typedef struct cpu_vec {
     cpu_tile_fn (*tile)(zn_type t);  /* NULL result: no tile kernel for t */
@@ -42,6 +46,7 @@ float cpu_dot_f16_avx2(const zn_half *a, const float *b, int n);
 void cpu_axpy_f16_avx2(float *y, const zn_half *x, float a, int n);
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
 cpu_tile_fn cpu_tile_avx2(zn_type t);
+cpu_tile_fn cpu_tile_vnni(zn_type t); /* the same on AVX-VNNI */
 #endif
 
 /* ---- backend state ---- */

@@ -44,10 +44,12 @@ static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdat
                 const int nt = n_x - i < CPU_TILE ? n_x - i : CPU_TILE;
                 const void *xs[CPU_TILE];
                 for (int j = 0; j < nt; j++) xs[j] = xq + (size_t)(xi ? xi[i + j] : i + j) * xrow;
-                for (int64_t o = ob; o < oe; o++) {
-                    float out[CPU_TILE];
-                    tile(wdata + (size_t)o * wrow, xs, nt, K, out);
-                    for (int j = 0; j < nt; j++) y[(int64_t)(yi ? yi[i + j] : i + j) * ld + o] = out[j];
+                for (int64_t o = ob; o < oe; o += CPU_TILE_ROWS) {
+                    const int nr = oe - o < CPU_TILE_ROWS ? (int)(oe - o) : CPU_TILE_ROWS;
+                    float out[CPU_TILE_ROWS][CPU_TILE];
+                    tile(wdata + (size_t)o * wrow, wrow, nr, xs, nt, K, out);
+                    for (int j = 0; j < nt; j++)
+                        for (int k = 0; k < nr; k++) y[(int64_t)(yi ? yi[i + j] : i + j) * ld + o + k] = out[k][j];
                 }
             }
             continue;

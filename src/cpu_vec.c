@@ -28,5 +28,6 @@ void cpu_vec_select(cpu_vec *v) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
         *v = (cpu_vec){cpu_tile_avx2, cpu_dot_f16_avx2, cpu_axpy_f16_avx2, cpu_to_f16_avx2};
+    if (v->tile == cpu_tile_avx2 && __builtin_cpu_supports("avxvnni")) v->tile = cpu_tile_vnni;
 #endif
 }

@@ -17,12 +17,15 @@ static const command commands[] = {
     {"synth", cli_synth, "write a random-weight GGUF of a real model's shape"},
     {"tokenize", cli_tokenize, "print the token ids of a text"},
     {"detokenize", cli_detokenize, "print the text of token ids"},
+    {"model", cli_model, "the model catalog: list, pull, use, active, rm"},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc [-m MODEL] -p PROMPT [options]   generate text (zinc --help-generate)\n"
                "       zinc COMMAND [args]                    (zinc COMMAND --help)\n"
-               "       zinc --list-devices                    list Vulkan devices\n\ncommands:\n");
+               "       zinc --list-devices                    list Vulkan devices\n"
+               "       zinc --check                           check the setup; ends in READY [OK] or NOT READY [FAIL]\n"
+               "without -m, zinc runs the active model (zinc model use), else the demo model shipped with it\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
@@ -32,6 +35,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
             if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
         if (!strcmp(argv[1], "--list-devices")) return cli_list_devices(argc - 1, argv + 1);
+        if (!strcmp(argv[1], "--check")) return cli_check(argc - 1, argv + 1);
         if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
             usage(stdout);
             return 0;

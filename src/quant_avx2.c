@@ -321,8 +321,51 @@ static void act_q8_0(const float *x, block_q8_0 *y, int64_t nb) {
     }
 }
 
+/* Bit-identical to q_q8_K in quant.c: the first max-magnitude element
+ * (with its sign) maps to -127, iscale = -127/max, round-half-to-even
+ * (cvtps uses the default rounding mode, as the magic-number add does). */
+static void act_q8_K(const float *x, block_q8_K *y, int64_t nb) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t i = 0; i < nb; i++, x += QK_K) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int k = 0; k < QK_K; k += 8) mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        const __m256 va = _mm256_set1_ps(amax);
+        float max = 0;
+        for (int k = 0; k < QK_K; k += 8) {
+            int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask), va, _CMP_EQ_OQ));
+            if (hit) {
+                max = x[k + __builtin_ctz((unsigned)hit)];
+                break;
+            }
+        }
+        const float iscale = -127.f / max;
+        const __m256 vs = _mm256_set1_ps(iscale);
+        for (int k = 0; k < QK_K; k += 32) {
+            __m256i q[4];
+            for (int j = 0; j < 4; j++) q[j] = _mm256_cvtps_epi32(_mm256_mul_ps(vs, _mm256_loadu_ps(x + k + 8 * j)));
+            __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + k), p);
+            int32_t s4[8]; /* sums of 4 consecutive codes */
+            _mm256_storeu_si256((__m256i *)s4, dot_u8(_mm256_set1_epi8(1), p));
+            y[i].bsums[k / 16] = (int16_t)(s4[0] + s4[1] + s4[2] + s4[3]);
+            y[i].bsums[k / 16 + 1] = (int16_t)(s4[4] + s4[5] + s4[6] + s4[7]);
+        }
+        y[i].d = 1 / iscale;
+    }
+}
+
 bool quant_avx2_quantize_act(zn_type vdt, const float *x, void *dst, int64_t n) {
-    if (vdt != ZN_TYPE_Q8_0) return false;
-    act_q8_0(x, dst, n / QK8_0);
+    if (vdt == ZN_TYPE_Q8_0) act_q8_0(x, dst, n / QK8_0);
+    else if (vdt == ZN_TYPE_Q8_K) act_q8_K(x, dst, n / QK_K);
+    else return false;
     return true;
 }

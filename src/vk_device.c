@@ -101,7 +101,10 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     VkPhysicalDeviceVulkan13Properties p13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
     VkPhysicalDeviceMaintenance3Properties pm3 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES,
                                                   .pNext = &p11};
-    if (caps->is13) p11.pNext = &p13;
+    VkPhysicalDeviceDriverProperties pdrv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    void **ptail = &p11.pNext;
+    if (base.apiVersion >= VK_API_VERSION_1_2) { *ptail = &pdrv; ptail = &pdrv.pNext; }
+    if (caps->is13) *ptail = &p13;
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &pm3};
     fn->vkGetPhysicalDeviceProperties2(pd, &p2);
     const VkPhysicalDeviceLimits *lim = &p2.properties.limits;
@@ -119,6 +122,7 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     fn->vkGetPhysicalDeviceFeatures2(pd, &caps->f);
 
     snprintf(info->name, sizeof info->name, "%s", p2.properties.deviceName);
+    snprintf(info->driver, sizeof info->driver, "%s%s%s", pdrv.driverName, *pdrv.driverInfo ? " " : "", pdrv.driverInfo);
     switch (base.deviceType) {
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info->kind = "discrete"; break;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info->kind = "integrated"; break;

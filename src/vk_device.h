@@ -20,6 +20,7 @@
 
 typedef struct vkdev_info {
     char name[ZN_VK_NAME_MAX];
+    char driver[ZN_VK_NAME_MAX];  /* driver name and version text ("" before Vulkan 1.2) */
     const char *kind;            /* "discrete", "integrated", "virtual", "cpu", "other" */
     uint32_t vendor_id, device_id, api_version;
     uint64_t vram_bytes;         /* largest device-local heap */

@@ -24,20 +24,29 @@ check "shipped model == trained PyTorch model (NumPy reference; NMSE <= 1e-4, 8 
 # its 9th greedy token, which that rounding may flip: compare 8 tokens.
 check "zinc CPU == PyTorch on the shipped model (NMSE <= 1e-3, 8 greedy tokens)" \
   "$py" $dir/parity.py "$build/zinc" "$model" --max-nmse 1e-3 --greedy 8 --backend cpu
-# Generation through the CLI. The same seed gives the same text (on the CPU,
-# run twice); greedy decoding prints PyTorch's greedy continuation.
+# Generation through the CLI. The same seed gives the same text (each backend
+# run twice); greedy decoding prints PyTorch's greedy continuation, and the
+# same text on Vulkan (lavapipe in CI).
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 gen() { "$build/zinc" -m "$model" -p "The old prince" "$@" 2>>"$tmp/stderr"; }
 gen -n 64 --temp 0.8 --seed 7 --backend cpu > "$tmp/s1"
 gen -n 64 --temp 0.8 --seed 7 --backend cpu > "$tmp/s2"
 check "seeded sampling on the CPU is deterministic ($(wc -c < "$tmp/s1") bytes, twice the same)" \
   bash -c '[ -s "$1" ] && cmp "$1" "$2"' _ "$tmp/s1" "$tmp/s2"
+gen -n 32 --temp 0.8 --seed 7 --backend vulkan > "$tmp/v1"
+gen -n 32 --temp 0.8 --seed 7 --backend vulkan > "$tmp/v2"
+check "seeded sampling on Vulkan is deterministic ($(wc -c < "$tmp/v1") bytes, twice the same)" \
+  bash -c '[ -s "$1" ] && cmp "$1" "$2"' _ "$tmp/v1" "$tmp/v2"
 check "the CLI reports tok/s" grep -q "tok/s" "$tmp/stderr"
 gen -n 32 --temp 0 --backend cpu > "$tmp/g_cpu"
 check "greedy CLI text (CPU) == PyTorch's greedy continuation" \
   "$py" -c 'import json, sys; want = json.load(open(sys.argv[1]))["prompts"][0]["greedy_text"]
 got = open(sys.argv[2], encoding="utf-8").read()
 sys.exit(0 if want in got else "want %r in %r" % (want, got))' $dir/reference/ref.json "$tmp/g_cpu"
+gen -n 32 --temp 0 --backend vulkan > "$tmp/g_vk"
+check "greedy CLI text: CPU == Vulkan" bash -c '[ -s "$1" ] && cmp "$1" "$2"' _ "$tmp/g_cpu" "$tmp/g_vk"
+check "zinc Vulkan == PyTorch on the shipped model (NMSE <= 1e-3, 8 greedy tokens)" \
+  "$py" $dir/parity.py "$build/zinc" "$model" --max-nmse 1e-3 --greedy 8 --backend vulkan
 check "zinc tokenize == bpe.py, the tokenizer the model was trained with" \
   "$py" $dir/test_tokenizer.py "$build/zinc" "$model" ../shared/corpora
 check "export: value-head reorder for H_v > H_k" "$py" $dir/test_export.py

@@ -486,6 +486,18 @@ static void test_simd_matches_ref(void) {
                 float a = quant_dot_act(t, row, xq, n), b = quant_dot_act_ref(t, row, xq, n);
                 CHECK_MSG(fabs(a - b) <= 2e-6 * mag, "%s n=%ld: simd %.9g ref %.9g", zn_type_name(t), (long)n, a, b);
             }
+    /* Q8_K edge cases: an all-zero block, and +amax before -amax (the
+     * first one found sets the sign) in either order */
+    for (int c = 0; c < 3; c++) {
+        for (int i = 0; i < 2 * QK_K; i++) x[i] = c == 0 ? 0.0f : 0.25f * rng_normal();
+        if (c) {
+            x[QK_K + 37] = c == 1 ? 5.0f : -5.0f;
+            x[QK_K + 200] = c == 1 ? -5.0f : 5.0f;
+        }
+        quant_quantize_act(ZN_TYPE_Q8_K, x, xq, 2 * QK_K);
+        quant_quantize_act_ref(ZN_TYPE_Q8_K, x, xq2, 2 * QK_K);
+        CHECK_MSG(!memcmp(xq, xq2, zn_row_size(ZN_TYPE_Q8_K, 2 * QK_K)), "Q8_K activations differ (case %d)", c);
+    }
     free(x);
     free(wd);
     free(xd);

@@ -1,0 +1,317 @@
+/* The model catalog, the models directory and default-model resolution
+ * (catalog.h). Downloads are in catalog_fetch.c. */
+#include "catalog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Sizes of downloads are what the hosting pages show, rounded: they only
+ * size the disk-space check before the server says the exact length. No
+ * hash is claimed for a file we have not seen: sha256 NULL = "unverified". */
+static const zn_catalog_entry entries[] = {
+    {ZN_DEMO_MODEL_ID, "zinc demo (Qwen3.5 hybrid, 8.6M)", "qwen35", "Q8_0", 9295808, NULL, ZN_DEMO_MODEL_FILE,
+     NULL, "CC0-1.0",
+     "shipped with zinc, works offline; trained on War and Peace and Shakespeare: English-looking prose, nothing more"},
+    {"qwen3.5-2b", "Qwen3.5 2B", "qwen35", "Q4_K_M", 1300000000ull,
+     "https://huggingface.co/unsloth/Qwen3.5-2B-GGUF/resolve/main/Qwen3.5-2B-Q4_K_M.gguf", "Qwen3.5-2B-Q4_K_M.gguf",
+     NULL, "Apache-2.0", "small hybrid (Gated DeltaNet) chat model"},
+    {"qwen3.5-9b", "Qwen3.5 9B", "qwen35", "Q4_K_M", 5700000000ull,
+     "https://huggingface.co/unsloth/Qwen3.5-9B-GGUF/resolve/main/Qwen3.5-9B-Q4_K_M.gguf", "Qwen3.5-9B-Q4_K_M.gguf",
+     NULL, "Apache-2.0", "hybrid (Gated DeltaNet) chat model; needs ~8 GB of RAM or VRAM"},
+    {"qwen3-0.6b", "Qwen3 0.6B", "qwen3", "Q8_0", 639000000ull,
+     "https://huggingface.co/Qwen/Qwen3-0.6B-GGUF/resolve/main/Qwen3-0.6B-Q8_0.gguf", "Qwen3-0.6B-Q8_0.gguf", NULL,
+     "Apache-2.0", "tiny dense chat model, fast on any CPU"},
+    {"qwen3-8b", "Qwen3 8B", "qwen3", "Q4_K_M", 5030000000ull,
+     "https://huggingface.co/Qwen/Qwen3-8B-GGUF/resolve/main/Qwen3-8B-Q4_K_M.gguf", "Qwen3-8B-Q4_K_M.gguf", NULL,
+     "Apache-2.0", "dense chat model with thinking mode; needs ~7 GB of RAM or VRAM"},
+    {"qwen3-30b-a3b", "Qwen3 30B-A3B (MoE)", "qwen3moe", "Q4_K_M", 18600000000ull,
+     "https://huggingface.co/Qwen/Qwen3-30B-A3B-GGUF/resolve/main/Qwen3-30B-A3B-Q4_K_M.gguf",
+     "Qwen3-30B-A3B-Q4_K_M.gguf", NULL, "Apache-2.0", "mixture of experts, 3B active; needs ~20 GB of RAM or VRAM"},
+    {"llama3.2-1b", "Llama 3.2 1B Instruct", "llama", "Q4_K_M", 808000000ull,
+     "https://huggingface.co/bartowski/Llama-3.2-1B-Instruct-GGUF/resolve/main/Llama-3.2-1B-Instruct-Q4_K_M.gguf",
+     "Llama-3.2-1B-Instruct-Q4_K_M.gguf", NULL, "Llama 3.2 Community License", "small dense chat model"},
+    {"llama3.2-3b", "Llama 3.2 3B Instruct", "llama", "Q4_K_M", 2020000000ull,
+     "https://huggingface.co/bartowski/Llama-3.2-3B-Instruct-GGUF/resolve/main/Llama-3.2-3B-Instruct-Q4_K_M.gguf",
+     "Llama-3.2-3B-Instruct-Q4_K_M.gguf", NULL, "Llama 3.2 Community License", "dense chat model"},
+};
+
+const zn_catalog_entry *catalog_entries(size_t *n) {
+    *n = sizeof entries / sizeof entries[0];
+    return entries;
+}
+
+const zn_catalog_entry *catalog_find(const char *id) {
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+        if (!strcmp(entries[i].id, id)) return &entries[i];
+    return NULL;
+}
+
+static zn_status join(char *out, size_t cap, zn_err *err, const char *a, const char *b) {
+    if ((size_t)snprintf(out, cap, "%s/%s", a, b) >= cap) return zn_errf(err, ZN_ERR_ARG, "path too long: %s/%s", a, b);
+    return ZN_OK;
+}
+
+zn_status catalog_home(char *out, size_t cap, zn_err *err) {
+    const char *v = getenv("ZINC_HOME");
+    if (v && *v) {
+        if ((size_t)snprintf(out, cap, "%s", v) >= cap) return zn_errf(err, ZN_ERR_ARG, "ZINC_HOME too long: %s", v);
+        return ZN_OK;
+    }
+    v = getenv("XDG_DATA_HOME");
+    if (v && *v) return join(out, cap, err, v, "zinc");
+    v = getenv("HOME");
+    if (v && *v) return join(out, cap, err, v, ".local/share/zinc");
+    return zn_errf(err, ZN_ERR_NOT_FOUND, "no models directory: set ZINC_HOME (or XDG_DATA_HOME or HOME)");
+}
+
+static zn_status mkdir_one(const char *dir, zn_err *err) {
+    if (mkdir(dir, 0755) && errno != EEXIST) return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", dir, strerror(errno));
+    return ZN_OK;
+}
+
+/* mkdir -p for a home given by the user (its parents may not exist). */
+static zn_status mkdir_p(const char *dir, zn_err *err) {
+    char buf[ZN_PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return zn_errf(err, ZN_ERR_ARG, "path too long: %s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        zn_status s = mkdir_one(buf, err);
+        *p = '/';
+        if (s) return s;
+    }
+    return mkdir_one(buf, err);
+}
+
+zn_status catalog_models_dir(const char *home, bool mkdirs, char *out, size_t cap, zn_err *err) {
+    zn_status s = join(out, cap, err, home, "models");
+    if (!s && mkdirs) s = mkdir_p(out, err);
+    return s;
+}
+
+static bool is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+zn_status catalog_demo_path(const char *exe, char *out, size_t cap, zn_err *err) {
+    char dir[ZN_PATH_MAX];
+    if (exe) {
+        snprintf(dir, sizeof dir, "%s", exe);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+        if (n <= 0) return zn_errf(err, ZN_ERR_NOT_FOUND, "demo model: cannot read /proc/self/exe: %s", strerror(errno));
+        dir[n] = 0;
+    }
+    /* The binary sits in the source tree (./zinc, build/zinc, build/tests/x)
+     * or in PREFIX/bin: look in models/ and share/zinc/models/ of its folder
+     * and of up to three folders above it. */
+    static const char *const subdirs[] = {"models", "share/zinc/models"};
+    for (int up = 0; up < 4; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash) break;
+        *slash = 0;
+        for (size_t k = 0; k < sizeof subdirs / sizeof subdirs[0]; k++) {
+            if ((size_t)snprintf(out, cap, "%s/%s/%s", *dir ? dir : "", subdirs[k], ZN_DEMO_MODEL_FILE) >= cap) continue;
+            if (is_file(out)) return ZN_OK;
+        }
+    }
+    return zn_errf(err, ZN_ERR_NOT_FOUND,
+                   "the demo model %s is not in models/ or share/zinc/models/ next to %s or up to 3 folders above it",
+                   ZN_DEMO_MODEL_FILE, exe ? exe : "the zinc binary");
+}
+
+static zn_status active_file(const char *home, char *out, size_t cap, zn_err *err) {
+    return join(out, cap, err, home, "active");
+}
+
+zn_status catalog_active_get(const char *home, char *out, size_t cap, zn_err *err) {
+    char p[ZN_PATH_MAX];
+    zn_status s = active_file(home, p, sizeof p, err);
+    if (s) return s;
+    FILE *f = fopen(p, "r");
+    if (!f) {
+        if (errno == ENOENT) return zn_errf(err, ZN_ERR_NOT_FOUND, "no active model (zinc model use ID|PATH)");
+        return zn_errf(err, ZN_ERR_IO, "%s: %s", p, strerror(errno));
+    }
+    bool got = fgets(out, (int)cap, f) != NULL;
+    fclose(f);
+    if (!got) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s is empty: no active model", p);
+    out[strcspn(out, "\r\n")] = 0;
+    if (!*out) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s is empty: no active model", p);
+    return ZN_OK;
+}
+
+/* Writes via a temporary file and rename, so a reader never sees half a line. */
+static zn_status write_atomic(const char *path, const char *text, zn_err *err) {
+    char tmp[ZN_PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) return zn_errf(err, ZN_ERR_ARG, "path too long: %s", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return zn_errf(err, ZN_ERR_IO, "%s: %s", tmp, strerror(errno));
+    bool ok = fputs(text, f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path)) {
+        zn_errf(err, ZN_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        unlink(tmp);
+        return ZN_ERR_IO;
+    }
+    return ZN_OK;
+}
+
+zn_status catalog_active_set(const char *home, const char *path, zn_err *err) {
+    char abs[ZN_PATH_MAX], p[ZN_PATH_MAX], line[ZN_PATH_MAX + 2];
+    if (!realpath(path, abs)) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", path, strerror(errno));
+    zn_status s = mkdir_p(home, err);
+    if (!s) s = active_file(home, p, sizeof p, err);
+    if (s) return s;
+    snprintf(line, sizeof line, "%s\n", abs);
+    return write_atomic(p, line, err);
+}
+
+zn_status catalog_active_clear(const char *home, zn_err *err) {
+    char p[ZN_PATH_MAX];
+    zn_status s = active_file(home, p, sizeof p, err);
+    if (s) return s;
+    if (unlink(p) && errno != ENOENT) return zn_errf(err, ZN_ERR_IO, "%s: cannot remove: %s", p, strerror(errno));
+    return ZN_OK;
+}
+
+zn_status catalog_locate(const char *home, const char *exe, const char *what, char *out, size_t cap, zn_err *err) {
+    if (!strcmp(what, ZN_DEMO_MODEL_ID)) return catalog_demo_path(exe, out, cap, err);
+    const zn_catalog_entry *e = catalog_find(what);
+    bool bare = !strchr(what, '/') && strcmp(what, ".") && strcmp(what, "..");
+    if (e || bare) {
+        char dir[ZN_PATH_MAX];
+        zn_status s = catalog_models_dir(home, false, dir, sizeof dir, err);
+        if (s) return s;
+        if (e) return join(out, cap, err, dir, e->file);
+        if (join(out, cap, err, dir, what) == ZN_OK && is_file(out)) return ZN_OK;
+    }
+    if ((size_t)snprintf(out, cap, "%s", what) >= cap) return zn_errf(err, ZN_ERR_ARG, "path too long: %s", what);
+    return ZN_OK;
+}
+
+zn_status catalog_resolve(const char *home, const char *exe, const char *explicit_path, char *out, size_t cap,
+                          zn_model_source *src, char *note, zn_err *err) {
+    if (note) *note = 0;
+    if (explicit_path) {
+        *src = ZN_SRC_EXPLICIT;
+        if ((size_t)snprintf(out, cap, "%s", explicit_path) >= cap)
+            return zn_errf(err, ZN_ERR_ARG, "path too long: %s", explicit_path);
+        return ZN_OK;
+    }
+    char h[ZN_PATH_MAX];
+    zn_err e2 = {0};
+    if (!home && catalog_home(h, sizeof h, &e2) == ZN_OK) home = h;
+    if (home && catalog_active_get(home, out, cap, &e2) == ZN_OK) {
+        if (is_file(out)) {
+            *src = ZN_SRC_ACTIVE;
+            return ZN_OK;
+        }
+        if (note)
+            snprintf(note, ZN_ERR_MSG_MAX, "the active model %s is missing (zinc model use ID|PATH to change it)", out);
+    }
+    if (catalog_demo_path(exe, out, cap, &e2) == ZN_OK) {
+        *src = ZN_SRC_DEMO;
+        return ZN_OK;
+    }
+    return zn_errf(err, ZN_ERR_NOT_FOUND,
+                   "no model: no -m given, no active model, and %s. Run `zinc model list`, then "
+                   "`zinc model pull ID` and `zinc model use ID`, or pass -m MODEL.gguf",
+                   e2.msg);
+}
+
+/* ---- SHA-256 ---- */
+
+void catalog_hex(const unsigned char d[32], char hex[ZN_SHA256_HEX]) {
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 32; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
+    }
+    hex[64] = 0;
+}
+
+zn_status catalog_sha256_buf(const void *p, size_t n, char hex[ZN_SHA256_HEX], zn_err *err) {
+    unsigned char d[32];
+    unsigned int dl = 0;
+    if (!EVP_Digest(p, n, d, &dl, EVP_sha256(), NULL) || dl != 32) return zn_errf(err, ZN_ERR_IO, "sha256: OpenSSL failed");
+    catalog_hex(d, hex);
+    return ZN_OK;
+}
+
+zn_status catalog_sha256_file(const char *path, char hex[ZN_SHA256_HEX], zn_err *err) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zn_errf(err, ZN_ERR_IO, "%s: %s", path, strerror(errno));
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    zn_status s = ZN_OK;
+    if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL)) s = zn_errf(err, ZN_ERR_IO, "sha256: OpenSSL failed");
+    static const size_t chunk = 1 << 16;
+    unsigned char *buf = s ? NULL : malloc(chunk);
+    if (!s && !buf) s = zn_errf(err, ZN_ERR_NOMEM, "out of memory");
+    while (!s) {
+        ssize_t k = read(fd, buf, chunk);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) s = zn_errf(err, ZN_ERR_IO, "%s: read: %s", path, strerror(errno));
+        if (k <= 0) break;
+        if (!EVP_DigestUpdate(c, buf, (size_t)k)) s = zn_errf(err, ZN_ERR_IO, "sha256: OpenSSL failed");
+    }
+    unsigned char d[32];
+    unsigned int dl = 0;
+    if (!s && (!EVP_DigestFinal_ex(c, d, &dl) || dl != 32)) s = zn_errf(err, ZN_ERR_IO, "sha256: OpenSSL failed");
+    if (!s) catalog_hex(d, hex);
+    free(buf);
+    EVP_MD_CTX_free(c);
+    close(fd);
+    return s;
+}
+
+bool catalog_is_sha256(const char *s) {
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!strchr("0123456789abcdefABCDEF", s[n])) return false;
+    return n == 64;
+}
+
+zn_status catalog_hash_record_read(const char *model_path, char hex[ZN_SHA256_HEX], bool *verified, zn_err *err) {
+    char p[ZN_PATH_MAX], word[32] = "";
+    if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
+        return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
+    FILE *f = fopen(p, "r");
+    if (!f) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", p, strerror(errno));
+    int k = fscanf(f, "%64s %31s", hex, word);
+    fclose(f);
+    if (k != 2 || !catalog_is_sha256(hex) || (strcmp(word, "verified") && strcmp(word, "unverified")))
+        return zn_errf(err, ZN_ERR_FORMAT, "%s: not \"HEX verified|unverified\"", p);
+    *verified = !strcmp(word, "verified");
+    return ZN_OK;
+}
+
+zn_status catalog_hash_record_write(const char *model_path, const char *hex, bool verified, zn_err *err) {
+    char p[ZN_PATH_MAX], line[128];
+    if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
+        return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
+    snprintf(line, sizeof line, "%s %s\n", hex, verified ? "verified" : "unverified");
+    return write_atomic(p, line, err);
+}
+
+void catalog_url_filename(const char *url, char *out, size_t cap) {
+    size_t end = strcspn(url, "?#");
+    size_t start = end;
+    while (start > 0 && url[start - 1] != '/') start--;
+    size_t n = end - start;
+    *out = 0;
+    if (n == 0 || n >= cap || url[start] == '.') return;
+    for (size_t i = 0; i < n; i++) {
+        char c = url[start + i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._-+", c);
+        if (!ok) return;
+    }
+    memcpy(out, url + start, n);
+    out[n] = 0;
+}

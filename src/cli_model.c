@@ -1,0 +1,296 @@
+/* zinc model list|pull|use|active|rm: the model catalog from the command
+ * line (catalog.h), and the default-model resolution every model-running
+ * command shares (cli_resolve_model). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "cli.h"
+#include "model.h"
+
+static const char *const usage_text[] = {
+    "usage: zinc model list                      the catalog, what is installed, * = active",
+    "       zinc model pull ID|URL [--sha256 HEX] download a model into the models directory",
+    "       zinc model use ID|PATH                make a model the default (checked with the loader)",
+    "       zinc model active                     print the active model",
+    "       zinc model rm ID|FILE                 delete a downloaded model",
+    "",
+    "Models directory: $ZINC_HOME, else $XDG_DATA_HOME/zinc, else ~/.local/share/zinc (models/, active).",
+    "Without -m, zinc runs the active model, else the demo model shipped with zinc.",
+    NULL,
+};
+
+/* All of it, or (only = "pull", ...) that command's line and the notes. */
+static int usage(FILE *f, const char *only) {
+    char key[32];
+    snprintf(key, sizeof key, "model %s ", only ? only : "");
+    for (int i = 0; usage_text[i]; i++)
+        if (!only || strstr(usage_text[i], key) || !strstr(usage_text[i], "zinc model")) fprintf(f, "%s\n", usage_text[i]);
+    return f == stdout ? 0 : 2;
+}
+
+static bool wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return true;
+    return false;
+}
+
+static int fail(const zn_err *err) {
+    fprintf(stderr, "zinc: %s\n", err->msg);
+    return 1;
+}
+
+static bool exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void fmt_size(uint64_t b, char *out, size_t cap) {
+    if (b >= 1000000000ull) snprintf(out, cap, "%.1f GB", b / 1e9);
+    else snprintf(out, cap, "%.1f MB", b / 1e6);
+}
+
+/* "installed, verified" / "installed, unverified" / "not installed" */
+static const char *state_of(const char *path) {
+    if (!exists(path)) return "not installed";
+    char hex[ZN_SHA256_HEX];
+    bool verified = false;
+    zn_err e = {0};
+    if (catalog_hash_record_read(path, hex, &verified, &e)) return "installed";
+    return verified ? "installed, sha256 verified" : "installed, sha256 unverified";
+}
+
+static void list_row(const char *active, const char *id, const char *path, uint64_t size, const char *quant,
+                     const char *state, const char *name) {
+    char sz[32];
+    struct stat st;
+    fmt_size(stat(path, &st) == 0 ? (uint64_t)st.st_size : size, sz, sizeof sz);
+    printf("%s %-15s %9s  %-7s %-29s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state, name);
+}
+
+static int cmd_list(const char *home) {
+    char dir[ZN_PATH_MAX], active[ZN_PATH_MAX] = "", path[ZN_PATH_MAX];
+    zn_err err = {0};
+    if (catalog_models_dir(home, false, dir, sizeof dir, &err)) return fail(&err);
+    catalog_active_get(home, active, sizeof active, &err);
+    printf("  %-15s %9s  %-7s %-29s %s\n", "ID", "SIZE", "QUANT", "STATE", "NAME");
+    size_t n;
+    const zn_catalog_entry *e = catalog_entries(&n);
+    for (size_t i = 0; i < n; i++) {
+        const char *state;
+        if (catalog_locate(home, NULL, e[i].id, path, sizeof path, &err) == ZN_OK) {
+            state = !e[i].url && exists(path) ? "shipped with zinc" : state_of(path);
+        } else {
+            snprintf(path, sizeof path, "%s", e[i].file);
+            state = "missing (not shipped here)";
+        }
+        list_row(active, e[i].id, path, e[i].size, e[i].quant, state, e[i].name);
+    }
+    /* files pulled by URL (not in the table) */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".gguf")) continue;
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++) known = !strcmp(e[i].file, de->d_name);
+        if (known || (size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path) continue;
+        list_row(active, de->d_name, path, 0, "", state_of(path), "(downloaded by URL)");
+    }
+    if (d) closedir(d);
+    if (*active) {
+        bool shown = strncmp(active, dir, strlen(dir)) == 0;
+        for (size_t i = 0; i < n && !shown; i++)
+            shown = !e[i].url && catalog_locate(home, NULL, e[i].id, path, sizeof path, &err) == ZN_OK &&
+                    same_file(active, path);
+        if (!shown) printf("* %s%s\n", active, exists(active) ? "" : "  (missing!)");
+    } else {
+        printf("no active model: zinc runs %s (zinc model use ID to change it)\n", ZN_DEMO_MODEL_ID);
+    }
+    printf("models directory: %s\n", dir);
+    return 0;
+}
+
+static int cmd_pull(const char *home, int argc, char **argv) {
+    const char *what = NULL, *sha = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--sha256") && i + 1 < argc) sha = argv[++i];
+        else if (!what && argv[i][0] != '-') what = argv[i];
+        else return usage(stderr, "pull");
+    }
+    if (!what) return usage(stderr, "pull");
+    zn_err err = {0};
+    if (sha && !catalog_is_sha256(sha)) {
+        fprintf(stderr, "zinc: --sha256 '%s' is not 64 hex digits\n", sha);
+        return 2;
+    }
+    const zn_catalog_entry *e = catalog_find(what);
+    char file[256], dir[ZN_PATH_MAX], dest[ZN_PATH_MAX], hex[ZN_SHA256_HEX];
+    const char *url;
+    uint64_t hint = 0;
+    if (e && !e->url) {
+        if (catalog_demo_path(NULL, dest, sizeof dest, &err)) return fail(&err);
+        printf("%s ships with zinc: %s (nothing to download)\n", e->id, dest);
+        return 0;
+    }
+    if (e) {
+        url = e->url;
+        snprintf(file, sizeof file, "%s", e->file);
+        hint = e->size;
+        if (!sha) sha = e->sha256;
+    } else if (strstr(what, "://")) {
+        url = what;
+        catalog_url_filename(url, file, sizeof file);
+        if (!*file) {
+            fprintf(stderr, "zinc: %s: the URL does not end in a usable file name\n", url);
+            return 2;
+        }
+    } else {
+        fprintf(stderr, "zinc: '%s' is neither a catalog id nor a URL (zinc model list)\n", what);
+        return 2;
+    }
+    if (catalog_models_dir(home, true, dir, sizeof dir, &err)) return fail(&err);
+    if ((size_t)snprintf(dest, sizeof dest, "%s/%s", dir, file) >= sizeof dest) {
+        fprintf(stderr, "zinc: path too long: %s/%s\n", dir, file);
+        return 1;
+    }
+    if (exists(dest)) {
+        printf("already installed: %s (zinc model rm %s to download it again)\n", dest, e ? e->id : file);
+        return 0;
+    }
+    fprintf(stderr, "zinc: downloading %s\nzinc:   to %s\n", url, dest);
+    if (catalog_download(url, dest, sha, hint, stderr, hex, &err)) return fail(&err);
+    zn_err rec = {0};
+    if (catalog_hash_record_write(dest, hex, sha != NULL, &rec)) fprintf(stderr, "zinc: warning: %s\n", rec.msg);
+    printf("installed %s\nsha256 %s %s\n", dest, hex,
+           sha ? "(verified)"
+               : "(UNVERIFIED: no published hash is known to zinc; compare it with the publisher's, "
+                 "or pull again with --sha256 HEX)");
+    printf("next: zinc model use %s\n", e ? e->id : file);
+    return 0;
+}
+
+static int cmd_use(const char *home, const char *what) {
+    char path[ZN_PATH_MAX];
+    zn_err err = {0};
+    if (catalog_locate(home, NULL, what, path, sizeof path, &err)) return fail(&err);
+    if (!exists(path)) {
+        if (catalog_find(what)) fprintf(stderr, "zinc: %s is not installed (%s): zinc model pull %s\n", what, path, what);
+        else fprintf(stderr, "zinc: %s: no such model file or catalog id (zinc model list)\n", path);
+        return 1;
+    }
+    zn_model m;
+    if (model_load(&m, path, &err)) {
+        fprintf(stderr, "zinc: %s does not load, not made active: %s\n", path, err.msg);
+        return 1;
+    }
+    printf("active model: %s (%s, %.1fM parameters)\n", path, model_arch_name(m.arch), (double)m.n_params / 1e6);
+    model_free(&m);
+    return catalog_active_set(home, path, &err) ? fail(&err) : 0;
+}
+
+static int cmd_active(const char *home) {
+    char path[ZN_PATH_MAX];
+    zn_err err = {0};
+    if (catalog_active_get(home, path, sizeof path, &err)) {
+        char demo[ZN_PATH_MAX];
+        zn_err e2 = {0};
+        if (catalog_demo_path(NULL, demo, sizeof demo, &e2) == ZN_OK)
+            fprintf(stderr, "zinc: no active model; zinc runs the demo model %s\n", demo);
+        else
+            fprintf(stderr, "zinc: no active model and no demo model (zinc model list)\n");
+        return 1;
+    }
+    printf("%s\n", path);
+    if (!exists(path)) {
+        fprintf(stderr, "zinc: the active model %s is missing (zinc model use ID|PATH)\n", path);
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_rm(const char *home, const char *what) {
+    char dir[ZN_PATH_MAX], path[ZN_PATH_MAX], side[ZN_PATH_MAX + 8], active[ZN_PATH_MAX];
+    zn_err err = {0};
+    if (!strcmp(what, ZN_DEMO_MODEL_ID)) {
+        fprintf(stderr, "zinc: %s ships with zinc and is not removed\n", what);
+        return 1;
+    }
+    if (strchr(what, '/') || !strcmp(what, ".") || !strcmp(what, "..")) {
+        fprintf(stderr, "zinc: rm takes a catalog id or a file name in the models directory, not a path\n");
+        return 2;
+    }
+    if (catalog_models_dir(home, false, dir, sizeof dir, &err)) return fail(&err);
+    const zn_catalog_entry *e = catalog_find(what);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e ? e->file : what) >= sizeof path) {
+        fprintf(stderr, "zinc: path too long: %s/%s\n", dir, what);
+        return 1;
+    }
+    bool had = exists(path), was_active = false;
+    if (catalog_active_get(home, active, sizeof active, &err) == ZN_OK)
+        was_active = had ? same_file(active, path) : !strcmp(active, path);
+    int removed = 0;
+    static const char *const suffixes[] = {"", ".sha256", ".part"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
+        if (unlink(side) == 0) removed++;
+        else if (errno != ENOENT) fprintf(stderr, "zinc: %s: cannot remove: %s\n", side, strerror(errno));
+    }
+    if (was_active) {
+        if (catalog_active_clear(home, &err)) return fail(&err);
+        printf("the active model was %s; none is active now\n", path);
+    }
+    if (!removed) {
+        fprintf(stderr, "zinc: %s is not installed (%s)\n", what, path);
+        return 1;
+    }
+    printf("removed %s\n", path);
+    return exists(path) ? 1 : 0;
+}
+
+int cli_model(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(argc < 2 ? stderr : stdout, NULL);
+    const char *sub = argv[1];
+    static const char *const subs[] = {"list", "pull", "use", "active", "rm"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) known |= !strcmp(sub, subs[i]);
+    if (!known) {
+        fprintf(stderr, "zinc: unknown model command '%s'\n", sub);
+        return usage(stderr, NULL);
+    }
+    if (wants_help(argc - 1, argv + 1)) return usage(stdout, sub);
+    char home[ZN_PATH_MAX];
+    zn_err err = {0};
+    if (catalog_home(home, sizeof home, &err)) return fail(&err);
+    bool one_arg = !strcmp(sub, "use") || !strcmp(sub, "rm");
+    if ((one_arg && argc != 3) || ((!strcmp(sub, "list") || !strcmp(sub, "active")) && argc != 2)) return usage(stderr, sub);
+    if (!strcmp(sub, "list")) return cmd_list(home);
+    if (!strcmp(sub, "pull")) return cmd_pull(home, argc - 1, argv + 1);
+    if (!strcmp(sub, "use")) return cmd_use(home, argv[2]);
+    if (!strcmp(sub, "active")) return cmd_active(home);
+    return cmd_rm(home, argv[2]);
+}
+
+const char *cli_resolve_model(const char *m, char buf[ZN_PATH_MAX]) {
+    zn_model_source src;
+    char note[ZN_ERR_MSG_MAX];
+    zn_err err = {0};
+    if (catalog_resolve(NULL, NULL, m, buf, ZN_PATH_MAX, &src, note, &err)) {
+        fprintf(stderr, "zinc: %s\n", err.msg);
+        return NULL;
+    }
+    if (*note) fprintf(stderr, "zinc: warning: %s\n", note);
+    if (src == ZN_SRC_ACTIVE) fprintf(stderr, "zinc: no -m given; using the active model %s\n", buf);
+    if (src == ZN_SRC_DEMO) fprintf(stderr, "zinc: no -m given and no active model; using the built-in demo model %s\n", buf);
+    return buf;
+}

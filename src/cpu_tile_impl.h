@@ -1,0 +1,241 @@
+/* The matmul tile kernels, included by cpu_tile_avx2.c and (compiled for
+ * AVX-VNNI) cpu_tile_vnni_avx2.c, which define:
+ *   ACC_MADD(acc, p, s)   acc + pairwise int16 products of p and s (int32)
+ *   Q80_ROW(w)            per Q8_0 weight block, shared by the tile's tokens
+ *   Q80_TOK(x)            per Q8_0 token block, shared by the tile's rows
+ *   Q80_DOT(wp, w, x, xp) lane j = sum of w[4j..4j+3] * x[4j..4j+3] (int32)
+ *   TILE_SELECT           the name of the type -> tile function selector
+ * Both give the same exact integers, so results do not depend on the path.
+ *
+ * Q4_K/Q6_K: one weight row against up to four tokens at once, so the row's
+ * codes and scales are unpacked once per block instead of once per token
+ * (prefill is bound by that unpacking, not by memory).
+ * Q8_0: several rows per tile share each token's loads and give independent
+ * accumulator chains, which a single row x single token dot (decode) lacks:
+ * it waits on its FMA's latency every block.
+ * Each (row, token) result is computed the same way for every tile shape,
+ * so it does not depend on how the batch was grouped. */
+#if !defined(ACC_MADD) || !defined(Q80_DOT) || !defined(TILE_SELECT)
+#error "define ACC_MADD, Q80_ROW, Q80_TOK, Q80_DOT and TILE_SELECT before including cpu_tile_impl.h"
+#endif
+#include <immintrin.h>
+#include <string.h>
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static ALWAYS_INLINE float hsum4(__m128 s) {
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static ALWAYS_INLINE __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* int16 lane j of v (replicated in both 128-bit halves) in every lane */
+static ALWAYS_INLINE __m256i lane16(__m256i v, int j) {
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 + 0x0202 * j)));
+}
+
+/* Decode streams the weights from memory: ask for the cache lines a few
+ * KiB ahead of the block being read (past a row's end is the next row). */
+#define PREFETCH_AHEAD 4096
+static ALWAYS_INLINE void prefetch_ahead(const void *block, size_t size) {
+    for (size_t o = 0; o < size; o += 64) _mm_prefetch((const char *)block + PREFETCH_AHEAD + o, _MM_HINT_T0);
+}
+
+/* ---- Q4_K x Q8_K ---- */
+
+/* The 6-bit scales (int16 lanes 0-7) and mins (8-15) of a Q4_K block. */
+static ALWAYS_INLINE __m256i q4k_scales_mins(const uint8_t *s12) {
+    uint32_t a, b, c, u[4];
+    memcpy(&a, s12, 4);
+    memcpy(&b, s12 + 4, 4);
+    memcpy(&c, s12 + 8, 4);
+    u[0] = a & 0x3f3f3f3fu;
+    u[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    u[2] = b & 0x3f3f3f3fu;
+    u[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)u));
+}
+
+static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const *x, int64_t nb, float *y, int nt) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4];
+    __m128 accm[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), accm[t] = _mm_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        prefetch_ahead(&w[i], sizeof w[i]);
+        const __m256i sm = q4k_scales_mins(w[i].scales);
+        const __m256i sc = _mm256_permute2x128_si256(sm, sm, 0x00);
+        const __m128i mins = _mm256_extracti128_si256(sm, 1);
+        const float d = _cvtsh_ss(w[i].d), dmin = _cvtsh_ss(w[i].dmin);
+        __m256i sumi[4];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i bits = load32(w[i].qs + 32 * c);
+            const __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+            const __m256i sl = lane16(sc, 2 * c), sh = lane16(sc, 2 * c + 1);
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const int8_t *q8 = x[t][i].qs + 64 * c;
+                sumi[t] = ACC_MADD(sumi[t], _mm256_maddubs_epi16(lo, load32(q8)), sl);
+                sumi[t] = ACC_MADD(sumi[t], _mm256_maddubs_epi16(hi, load32(q8 + 32)), sh);
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *xb = &x[t][i];
+            const __m256i bs = load32(xb->bsums);
+            const __m128i pair = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * xb->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pair)), accm[t]);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]) - hsum4(accm[t]);
+}
+
+/* ---- Q6_K x Q8_K ---- */
+
+static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const *x, int64_t nb, float *y, int nt) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    __m256 acc[4];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        prefetch_ahead(&w[i], sizeof w[i]);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
+        const float d = _cvtsh_ss(w[i].d);
+        __m256i sumi[4];
+        /* codes are stored +32: start from -32 * sum_g scale_g * ysum_g */
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                       _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(x[t][i].bsums)), 5));
+        const __m256i sch2[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
+                                 _mm256_permute2x128_si256(sc16, sc16, 0x11)};
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256i sch = sch2[h];
+            const __m256i l0 = load32(w[i].ql + 64 * h), l1 = load32(w[i].ql + 64 * h + 32);
+            const __m256i qh = load32(w[i].qh + 32 * h);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
+            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                /* 32 codes = groups 2k (low 128 bits) and 2k+1 (high) */
+                const __m256i s = _mm256_shuffle_epi8(
+                    sch, _mm256_setr_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * 2 * k)),
+                                           _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 1)))));
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const __m256i p = _mm256_maddubs_epi16(q[k], load32(x[t][i].qs + 128 * h + 32 * k));
+                    sumi[t] = ACC_MADD(sumi[t], p, s);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[t][i].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]);
+}
+
+/* ---- Q8_0 x Q8_0 ---- */
+
+static ALWAYS_INLINE void q80_tile(const block_q8_0 *const *w, const block_q8_0 *const *x, int64_t nb, int nr,
+                                   int nt, float (*y)[CPU_TILE]) {
+    __m256 acc[CPU_TILE_ROWS][CPU_TILE];
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i xv[CPU_TILE], xp[CPU_TILE];
+        float dx[CPU_TILE];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            xv[t] = load32(x[t][i].qs);
+            xp[t] = Q80_TOK(xv[t]);
+            dx[t] = _cvtsh_ss(x[t][i].d);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < nr; r++) {
+            prefetch_ahead(&w[r][i], sizeof w[r][i]);
+            const __m256i wv = load32(w[r][i].qs), wp = Q80_ROW(wv);
+            const float dw = _cvtsh_ss(w[r][i].d);
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const __m256i p = Q80_DOT(wp, wv, xv[t], xp[t]);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(p), acc[r][t]);
+            }
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) y[r][t] = hsum8(acc[r][t]);
+}
+
+/* One instance per shape, so the loops unroll and the accumulators stay
+ * in registers (4 x 4 spills a few to the stack and is still the fastest:
+ * 0.96 vs 1.11 ns per 32 weights x token for 2 x 4 tiles, VNNI). */
+#define Q80_CASE(R, T)                                                                              \
+    case (R) * 8 + (T): q80_tile(wr, xs, n / QK8_0, R, T, y); break;
+static void tile_q8_0(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
+                      float (*y)[CPU_TILE]) {
+    const block_q8_0 *wr[CPU_TILE_ROWS] = {NULL};
+    for (int j = 0; j < nr; j++) wr[j] = (const block_q8_0 *)((const uint8_t *)w + (size_t)j * wrow);
+    const block_q8_0 *const *xs = (const block_q8_0 *const *)x;
+    switch (nr * 8 + nt) {
+        Q80_CASE(1, 1) Q80_CASE(1, 2) Q80_CASE(1, 3) Q80_CASE(1, 4)
+        Q80_CASE(2, 1) Q80_CASE(2, 2) Q80_CASE(2, 3) Q80_CASE(2, 4)
+        Q80_CASE(3, 1) Q80_CASE(3, 2) Q80_CASE(3, 3) Q80_CASE(3, 4)
+        Q80_CASE(4, 1) Q80_CASE(4, 2) Q80_CASE(4, 3) Q80_CASE(4, 4)
+    default: break;
+    }
+}
+#undef Q80_CASE
+
+/* One instance per tile width, so the token loops unroll. */
+#define TILE_FN(name, kernel, wtype, xtype, blk)                                                    \
+    static void name(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,   \
+                     float (*y)[CPU_TILE]) {                                                          \
+        const xtype *const *xs = (const xtype *const *)x;                                             \
+        for (int r = 0; r < nr; r++) {                                                                \
+            const wtype *row = (const wtype *)((const uint8_t *)w + (size_t)r * wrow);               \
+            switch (nt) {                                                                             \
+            case 1: kernel(row, xs, n / blk, y[r], 1); break;                                         \
+            case 2: kernel(row, xs, n / blk, y[r], 2); break;                                         \
+            case 3: kernel(row, xs, n / blk, y[r], 3); break;                                         \
+            default: kernel(row, xs, n / blk, y[r], 4); break;                                        \
+            }                                                                                         \
+        }                                                                                             \
+    }
+
+TILE_FN(tile_q4_K, q4k_tile, block_q4_K, block_q8_K, QK_K)
+TILE_FN(tile_q6_K, q6k_tile, block_q6_K, block_q8_K, QK_K)
+
+cpu_tile_fn TILE_SELECT(zn_type t) {
+    switch (t) {
+    case ZN_TYPE_Q4_K: return tile_q4_K;
+    case ZN_TYPE_Q6_K: return tile_q6_K;
+    case ZN_TYPE_Q8_0: return tile_q8_0;
+    default: return NULL;
+    }
+}
