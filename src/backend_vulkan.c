@@ -50,6 +50,7 @@ typedef struct vk_ctx {
     bool no_fusion;               /* ZN_VK_NO_FUSION=1: every node on its own (tests) */
     int *last_use;                /* [cap_acts]: last node reading each activation */
     bool *skip;                   /* [cap_nodes]: node folded into its consumers */
+    int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
     struct fused_x {              /* [cap_acts]: how to read an activation whose producer was skipped */
         int mode;                 /* VKX_PLAIN: not fused */
         int src, aux;             /* the producer's inputs (aux: SwiGLU "up" activation) */
@@ -148,7 +149,10 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
     c->last_use = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->last_use);
     c->fx = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->fx);
     c->skip = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->skip);
-    if (!st && (!tmp || !c->last_use || !c->fx || !c->skip)) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    c->rope_norm = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rope_norm);
+    c->rope_kv = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rope_kv);
+    if (!st && (!tmp || !c->last_use || !c->fx || !c->skip || !c->rope_norm || !c->rope_kv))
+        st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     uint64_t total = 0, done = 0;
     for (int i = 0; i < g.n_nodes && !st; i++)
         for (int j = 0; j < ZN_NODE_W; j++)
@@ -232,6 +236,8 @@ static void vk_free(void *ctx) {
     free(c->last_use);
     free(c->fx);
     free(c->skip);
+    free(c->rope_norm);
+    free(c->rope_kv);
     free(c);
 }
 
@@ -425,6 +431,20 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                        .n_rot = (uint32_t)n->ip[1], .row_stride = (uint32_t)y->cols, .mode = (uint32_t)n->ip[2],
                        .n_past = (uint32_t)g->n_past, .sections = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]},
                        .freq_base = n->fp[0], .freq_scale = n->fp[1]};
+        const int i = (int)(n - g->nodes);
+        if (c->rope_norm[i] >= 0) {
+            const zn_node *nn = &g->nodes[c->rope_norm[i]];
+            a.src = act_addr(c, g, nn->src[0]);
+            a.nw = waddr(c, nn->w[0]);
+            a.eps = nn->fp[0];
+        }
+        if (c->rope_kv[i] >= 0) {
+            const zn_node *kv = &g->nodes[c->rope_kv[i]];
+            a.kc = s->k[L];
+            a.v = act_addr(c, g, kv->src[1]);
+            a.vc = s->v[L];
+            a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
+        }
         return vkop_rope_run(&c->o, &c->c, &a, n->tag, err);
     }
     case ZN_OP_KV_STORE:
@@ -501,6 +521,15 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
     }
     wr[nw++] = act_range(c, g, n->dst);
     const zn_hparams *hp = &c->m->hp;
+    const int i = (int)(n - g->nodes);
+    if (n->op == ZN_OP_ROPE && c->rope_norm[i] >= 0) rd[0] = act_range(c, g, g->nodes[c->rope_norm[i]].src[0]);
+    if (n->op == ZN_OP_ROPE && c->rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */
+        const zn_node *kv = &g->nodes[c->rope_kv[i]];
+        rd[nr++] = act_range(c, g, kv->src[1]);
+        nw = 0;
+        wr[nw++] = (range){s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
+        wr[nw++] = (range){s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
+    }
     if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
         /* the layer's whole cache, conservatively */
         range kr = {s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
@@ -585,6 +614,37 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
         f->src = n->src[0];
         if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->fp[0];
         else f->mode = VKX_SWIGLU, f->aux = n->src[1];
+    }
+    /* ROPE with the per-head norm that produced its input (a few nodes back;
+     * the norm's input must survive until the rope: no node in between may
+     * write over it) and the KV store right after it that is the only reader
+     * of K: one dispatch for the three. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        c->rope_norm[i] = c->rope_kv[i] = -1;
+        if (n->op != ZN_OP_ROPE || c->no_fusion) continue;
+        const zn_node *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
+        for (int j = i - 1; j >= 0 && j >= i - 4; j--) {
+            const zn_node *pn = &g->nodes[j];
+            if (pn->dst != n->src[0]) continue;
+            if (pn->op != ZN_OP_RMSNORM || c->skip[j] || pn->ip[0] != n->ip[0] || !pn->w[0] || c->last_use[pn->dst] < i)
+                break;
+            bool clobbered = false;
+            for (int m = j + 1; m < i; m++)
+                clobbered |= ranges_overlap(act_range(c, g, g->nodes[m].dst), act_range(c, g, pn->src[0]));
+            for (int m = j + 1; m < i; m++) /* nothing else may read the unrotated norm output */
+                for (int q = 0; q < ZN_NODE_SRC; q++) clobbered |= g->nodes[m].src[q] == pn->dst;
+            if (!clobbered) {
+                c->rope_norm[i] = j;
+                c->skip[j] = true;
+            }
+            break;
+        }
+        if (nx && nx->op == ZN_OP_KV_STORE && nx->src[0] == n->dst && c->last_use[n->dst] == i + 1 &&
+            nx->layer == n->layer) {
+            c->rope_kv[i] = i + 1;
+            c->skip[i + 1] = true;
+        }
     }
 }
 

@@ -21,6 +21,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "quant_impl.h"
+
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
 static ALWAYS_INLINE float hsum8(__m256 v) {
@@ -54,14 +56,8 @@ static ALWAYS_INLINE void prefetch_ahead(const void *block, size_t size) {
 
 /* The 6-bit scales (int16 lanes 0-7) and mins (8-15) of a Q4_K block. */
 static ALWAYS_INLINE __m256i q4k_scales_mins(const uint8_t *s12) {
-    uint32_t a, b, c, u[4];
-    memcpy(&a, s12, 4);
-    memcpy(&b, s12 + 4, 4);
-    memcpy(&c, s12 + 8, 4);
-    u[0] = a & 0x3f3f3f3fu;
-    u[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
-    u[2] = b & 0x3f3f3f3fu;
-    u[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+    uint32_t u[4];
+    quant_k4_unpack(s12, u);
     return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)u));
 }
 

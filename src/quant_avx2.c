@@ -139,14 +139,8 @@ static float dot_q5_1(const block_q5_1 *x, const block_q8_0 *y, int64_t nb) {
 /* The 6-bit scales (lanes 0-7) and mins (lanes 8-15) of a Q4_K/Q5_K block
  * as 16 int16, unpacked four at a time from 32-bit words (layout in quant.c). */
 static inline __m256i k4_scales_mins(const uint8_t *s12) {
-    uint32_t a, b, c, u[4];
-    memcpy(&a, s12, 4);
-    memcpy(&b, s12 + 4, 4);
-    memcpy(&c, s12 + 8, 4);
-    u[0] = a & 0x3f3f3f3fu;
-    u[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
-    u[2] = b & 0x3f3f3f3fu;
-    u[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+    uint32_t u[4];
+    quant_k4_unpack(s12, u);
     return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)u));
 }
 

@@ -5,6 +5,8 @@
 #ifndef ZINC_QUANT_IMPL_H
 #define ZINC_QUANT_IMPL_H
 
+#include <string.h>
+
 #include "quant.h"
 
 /* True when this CPU runs the AVX2+FMA kernels (F16C comes with them on
@@ -21,6 +23,19 @@ bool quant_avx2_quantize_act(zn_type vec_dot_type, const float *x, void *dst, in
 
 /* Packs eight 6-bit scales and mins into Q4_K/Q5_K's 12 scale bytes. */
 void quant_k4_pack(uint8_t *s12, const uint8_t *scales, const uint8_t *mins);
+/* The 12 packed bytes of a Q4_K/Q5_K block as 8 six-bit scales (bytes 0-7
+ * of u) then 8 six-bit mins (bytes 8-15), the order the SIMD kernels use. */
+static inline void quant_k4_unpack(const uint8_t *s12, uint32_t u[4]) {
+    uint32_t a, b, c;
+    memcpy(&a, s12, 4);
+    memcpy(&b, s12 + 4, 4);
+    memcpy(&c, s12 + 8, 4);
+    u[0] = a & 0x3f3f3f3fu;
+    u[1] = (c & 0x0f0f0f0fu) | (((a >> 6) & 0x03030303u) << 4);
+    u[2] = b & 0x3f3f3f3fu;
+    u[3] = ((c >> 4) & 0x0f0f0f0fu) | (((b >> 6) & 0x03030303u) << 4);
+}
+
 
 /* Round to nearest, ties to even, for |f| < 2^22 (as ggml's nearest_int). */
 static inline int quant_nearest_int(float f) {

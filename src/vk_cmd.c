@@ -51,6 +51,7 @@ zn_status vkcmd_begin(vkcmd *c, zn_err *err) {
     zn_status st = vkdev_check(c->d->fn.vkBeginCommandBuffer(c->cb, &bi), err, "vkBeginCommandBuffer");
     if (st) return st;
     c->recording = true;
+    c->copied = false;
     c->bound = VK_NULL_HANDLE;
     c->n_dispatch = c->n_barrier = 0;
     c->n_ts = 0;
@@ -77,24 +78,36 @@ void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_s
     }
 }
 
-void vkcmd_barrier(vkcmd *c) {
+/* Compute-to-compute in the common case; the transfer stage joins in only
+ * around copies (a heavier synchronisation on some drivers). */
+static void barrier(vkcmd *c, bool transfer) {
+    VkAccessFlags acc = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT;
+    if (transfer) {
+        acc |= VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+        stages |= VK_PIPELINE_STAGE_TRANSFER_BIT;
+    }
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
-                                           VK_ACCESS_INDIRECT_COMMAND_READ_BIT};
-    VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    c->d->fn.vkCmdPipelineBarrier(c->cb, stages, stages | VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
+                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | (transfer ? VK_ACCESS_TRANSFER_WRITE_BIT : 0),
+                          .dstAccessMask = acc};
+    c->d->fn.vkCmdPipelineBarrier(c->cb, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
     c->n_barrier++;
+    c->copied = false;
 }
 
+void vkcmd_barrier(vkcmd *c) { barrier(c, c->copied); }
+
 void vkcmd_copy(vkcmd *c, vkref src, vkref dst, uint64_t n) {
+    barrier(c, true); /* whatever the hazards: orders the copy against the compute stage */
     VkBufferCopy r = {.srcOffset = src.off, .dstOffset = dst.off, .size = n};
     c->d->fn.vkCmdCopyBuffer(c->cb, src.buf, dst.buf, 1, &r);
+    c->copied = true;
 }
 
 void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern) {
+    barrier(c, true);
     c->d->fn.vkCmdFillBuffer(c->cb, dst.buf, dst.off, n, pattern);
+    c->copied = true;
 }
 
 zn_status vkcmd_run(vkcmd *c, zn_err *err) {

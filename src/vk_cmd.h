@@ -26,6 +26,7 @@ typedef struct vkcmd {
     VkCommandBuffer cb;
     VkFence fence;
     bool recording, submitted;
+    bool copied;                  /* a transfer since the last barrier */
     VkPipeline bound;
     /* profiling */
     bool profile;
@@ -41,8 +42,10 @@ zn_status vkcmd_begin(vkcmd *c, zn_err *err);
 /* name is kept by pointer (a string literal or model-owned name). */
 void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
                     uint32_t gz, const char *name);
-/* Full compute->compute (and transfer) memory barrier. */
+/* Memory barrier between dispatches (and a copy recorded since the last one). */
 void vkcmd_barrier(vkcmd *c);
+/* Transfers; each is ordered after all earlier work, and vkcmd_barrier
+ * orders later work after it. */
 void vkcmd_copy(vkcmd *c, vkref src, vkref dst, uint64_t n);
 void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern);
 /* Ends recording, submits, and waits for completion. */

@@ -222,14 +222,20 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
     zn_status st = get_pipe(o, VKO_ROPE, ZN_TYPE_F32, &p, err);
     if (st) return st;
     if (a->n_rot > a->head_dim || a->n_rot % 2) return zn_errf(err, ZN_ERR_ARG, "vulkan: rope n_rot %u", a->n_rot);
+    if (a->kc && a->row_stride != a->n_heads * a->head_dim)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: rope into the cache needs packed heads");
+    if (a->vc && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
     struct {
-        uint64_t x, ff;
-        uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, sec[4];
-        float theta_scale, freq_scale;
-    } pc = {a->x, a->ff, a->n_tok, a->n_heads, a->head_dim, a->n_rot, a->row_stride, a->mode, a->n_past,
+        uint64_t x, src, ff, nw, kc, v, vc;
+        uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, sec[4], vdim;
+        float theta_scale, freq_scale, eps;
+    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
+            a->row_stride, a->mode, a->n_past,
             {(uint32_t)a->sections[0], (uint32_t)a->sections[1], (uint32_t)a->sections[2], (uint32_t)a->sections[3]},
+            a->vdim,
             /* computed here with the C library's powf, as ggml does */
-            powf(a->freq_base, -2.0f / (float)a->n_rot), a->freq_scale};
+            powf(a->freq_base, -2.0f / (float)a->n_rot), a->freq_scale, a->eps};
+    _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
     if (a->mode == 2 && !(pc.sec[0] + pc.sec[1] + pc.sec[2] + pc.sec[3]))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: IMRoPE without sections");
     dispatch_items(o, c, p, &pc, sizeof pc, a->n_tok * a->n_heads, name);

@@ -442,6 +442,56 @@ static void test_rope(void) {
     CHECK_MSG(e3 <= tol, "NEOX p=0: nmse %.3g", e3);
 }
 
+/* RoPE with the per-head RMS norm before it and the KV store after it fused
+ * in: the f16 K cache rows must hold rope(norm(src)), the V rows copied. */
+static void test_rope_fused(void) {
+    const int hd = 64, n_rot = 32, nh = 3, T = 2, n_past = 3, vdim = nh * 16, kdim = nh * hd, n_ctx = n_past + T;
+    float src[2 * 192], nw[64], v[2 * 48], h[64];
+    double ref[2 * 192], vref[2 * 48];
+    fill(src, sizeof src / sizeof *src, 2.0f); fill(nw, 64, 1.0f); fill(v, sizeof v / sizeof *v, 1.0f);
+    const float base = 10000.0f, eps = 1e-6f, ts = powf(base, -2.0f / n_rot);
+    for (int r = 0; r < T; r++)
+        for (int hh = 0; hh < nh; hh++) {
+            const float *x = src + r * kdim + hh * hd;
+            double ss = 0;
+            for (int d = 0; d < hd; d++) ss += (double)x[d] * x[d];
+            for (int d = 0; d < hd; d++) h[d] = (float)(x[d] / sqrt(ss / hd + eps) * nw[d]);
+            double *o = ref + r * kdim + hh * hd;
+            for (int d = 0; d < hd; d++) o[d] = h[d];
+            float th = (float)(n_past + r);
+            for (int i = 0; i < n_rot / 2; i++, th *= ts) { /* NEOX */
+                o[i] = h[i] * cos(th) - h[i + n_rot / 2] * sin(th);
+                o[i + n_rot / 2] = h[i] * sin(th) + h[i + n_rot / 2] * cos(th);
+            }
+        }
+    for (int i = 0; i < T * vdim; i++) vref[i] = zn_fp16_to_f32(zn_f32_to_fp16(v[i]));
+    vkref dsrc = dev_up(src, sizeof src), dnw = dev_up(nw, sizeof nw), dv = dev_up(v, sizeof v);
+    vkref dx = dev_out(sizeof src), kc = dev_out(2 * (size_t)n_ctx * kdim), vc = dev_out(2 * (size_t)n_ctx * vdim);
+    vkop_rope a = {.x = dx.addr, .src = dsrc.addr, .nw = dnw.addr, .kc = kc.addr, .v = dv.addr, .vc = vc.addr,
+                   .n_tok = T, .n_heads = nh, .head_dim = hd, .n_rot = n_rot, .row_stride = kdim, .mode = 1,
+                   .n_past = n_past, .vdim = vdim, .freq_base = base, .freq_scale = 1.0f, .eps = eps};
+    zn_err err = {0};
+    bool ok = false;
+    if (begin()) {
+        zn_status st = vkop_rope_run(&E.o, &E.c, &a, "rope", &err);
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+        ok = run() && !st;
+    }
+    CHECK(ok);
+    if (ok) {
+        zn_half kh[5 * 192], vh[5 * 48];
+        float kf[2 * 192], vf[2 * 48];
+        dev_down(kc, kh, sizeof kh);
+        dev_down(vc, vh, sizeof vh);
+        for (int i = 0; i < T * kdim; i++) kf[i] = zn_fp16_to_f32(kh[n_past * kdim + i]);
+        for (int i = 0; i < T * vdim; i++) vf[i] = zn_fp16_to_f32(vh[n_past * vdim + i]);
+        double ek = nmse(kf, ref, (size_t)T * kdim), ev = nmse(vf, vref, (size_t)T * vdim);
+        CHECK_MSG(ek <= 1e-6, "K cache: nmse %.3g (f16 storage: ~1e-7)", ek);
+        CHECK_MSG(ev == 0, "V cache: nmse %.3g (a rounded copy: exact)", ev);
+    }
+    reset();
+}
+
 /* KV store then attention; reference in double over f16-rounded K and V. */
 static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T) {
     int n_ctx = n_past + T, kdim = n_kv * hd_k, vdim = n_kv * hd_v;
@@ -776,6 +826,7 @@ int main(void) {
     RUN(test_embed);
     RUN(test_norms);
     RUN(test_rope);
+    RUN(test_rope_fused);
     RUN(test_attention);
     RUN(test_eltwise);
     RUN(test_moe_route);

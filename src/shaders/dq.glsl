@@ -37,6 +37,22 @@ void scale_min_k4(uint64_t sc, uint j, out float d, out float m) {
     }
 }
 
+// The same from the 12 scale bytes already loaded as three words.
+uint scb(uvec3 w, uint j) { // no dynamic vector index: that goes through memory on some compilers
+    uint word = j < 4u ? w.x : j < 8u ? w.y : w.z;
+    return (word >> (8u * (j & 3u))) & 255u;
+}
+void scale_min_k4w(uvec3 w, uint j, out float d, out float m) {
+    if (j < 4u) {
+        d = float(scb(w, j) & 63u);
+        m = float(scb(w, j + 4u) & 63u);
+    } else {
+        uint a = scb(w, j + 4u), lo = scb(w, j - 4u), hi = scb(w, j);
+        d = float((a & 15u) | ((lo >> 6) << 4));
+        m = float((a >> 4) | ((hi >> 6) << 4));
+    }
+}
+
 vec4 u8x4(uint w) { return vec4(float(w & 255u), float((w >> 8) & 255u), float((w >> 16) & 255u), float(w >> 24)); }
 vec4 i8x4(uint w) { return vec4(float(int(w << 24) >> 24), float(int(w << 16) >> 24), float(int(w << 8) >> 24), float(int(w) >> 24)); }
 
@@ -146,5 +162,89 @@ void x32(uint64_t x, uint s, uint n, bool aligned, out float v[32]) {
                 uint i = run_start(s, r) + j;
                 v[L * r + j] = i < n ? F32(x).v[i] : 0.0;
             }
+    }
+}
+
+// Dot product of step s of the row with the activations xv (in dq32's
+// order) without materialising the weights: sums of q * x per scale group,
+// scaled once. xs[r] = sum of run r of xv (row-independent: the caller
+// computes it once for all rows), used by the types with an offset/min.
+float dot32(uint64_t row, uint s, uint n, const float xv[32], const float xs[4]) {
+    if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        uint ib = s >> 3, q = s & 7u, pair = q >> 1, half_ = q & 1u;
+        uint64_t b = row + uint64_t(ib) * (TYPE == T_Q4_K ? 144u : 176u);
+        uvec4 hd = U32x4(b).v[0]; // d, dmin | scales[0..11]
+        vec2 dmf = unpackHalf2x16(hd.x);
+        float sc0, m0, sc1, m1;
+        scale_min_k4w(hd.yzw, 2u * pair, sc0, m0);
+        scale_min_k4w(hd.yzw, 2u * pair + 1u, sc1, m1);
+        uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * half_).v[0];
+        uvec4 h = uvec4(0);
+        if (TYPE == T_Q5_K) h = U32x4(b + 16u + 16u * half_).v[0] >> (2u * pair);
+        float s0 = 0.0, s1 = 0.0;
+        for (uint k = 0; k < 4u; k++) {
+            vec4 lo = u8x4(w[k] & 0x0f0f0f0fu), hi = u8x4((w[k] >> 4) & 0x0f0f0f0fu);
+            if (TYPE == T_Q5_K) {
+                lo += 16.0 * u8x4(h[k] & 0x01010101u);
+                hi += 16.0 * u8x4((h[k] >> 1) & 0x01010101u);
+            }
+            for (uint i = 0; i < 4u; i++) {
+                s0 = fma(lo[i], xv[4u * k + i], s0);
+                s1 = fma(hi[i], xv[16u + 4u * k + i], s1);
+            }
+        }
+        return dmf.x * (sc0 * s0 + sc1 * s1) - dmf.y * (m0 * xs[0] + m1 * xs[1]);
+    } else if (TYPE == T_Q6_K) {
+        uint nb = n / 256u, ib = s >> 3, q = s & 7u, hf = q >> 2, lg = q & 3u;
+        uint64_t ql = row + 128ul * ib + 64u * hf + 8u * lg, qh = row + 128ul * nb + 64ul * ib + 32u * hf + 8u * lg;
+        uint64_t sc = row + 192ul * nb + 16ul * ib + 8u * hf + (lg >> 1);
+        float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
+        uvec2 l0 = U32x2(ql).v[0], l1 = U32x2(ql + 32u).v[0], hh = U32x2(qh).v[0];
+        vec4 acc = vec4(0.0); // per quarter (run)
+        for (uint k = 0; k < 2u; k++) {
+            uint q0 = (l0[k] & 0x0f0f0f0fu) | ((hh[k] & 0x03030303u) << 4);
+            uint q1 = (l1[k] & 0x0f0f0f0fu) | ((hh[k] & 0x0c0c0c0cu) << 2);
+            uint q2 = ((l0[k] >> 4) & 0x0f0f0f0fu) | (hh[k] & 0x30303030u);
+            uint q3 = ((l1[k] >> 4) & 0x0f0f0f0fu) | ((hh[k] & 0xc0c0c0c0u) >> 2);
+            vec4 f0 = u8x4(q0), f1 = u8x4(q1), f2 = u8x4(q2), f3 = u8x4(q3);
+            for (uint i = 0; i < 4u; i++) { // scalar fmas: dot() over array elements is slow on lavapipe
+                uint o = 4u * k + i;
+                acc.x = fma(f0[i], xv[o], acc.x);
+                acc.y = fma(f1[i], xv[8u + o], acc.y);
+                acc.z = fma(f2[i], xv[16u + o], acc.z);
+                acc.w = fma(f3[i], xv[24u + o], acc.w);
+            }
+        }
+        acc -= 32.0 * vec4(xs[0], xs[1], xs[2], xs[3]);
+        vec4 scv = vec4(float(I8(sc).v[0]), float(I8(sc + 2u).v[0]), float(I8(sc + 4u).v[0]), float(I8(sc + 6u).v[0]));
+        return d * dot(acc, scv);
+    } else if (TYPE == T_Q4_0) {
+        uint nb = n / 32u;
+        uvec4 w = U32x4(row + 16ul * s).v[0];
+        float d = float(F16(row + 16ul * nb + 2ul * s).v[0]);
+        float a = 0.0;
+        for (uint k = 0; k < 4u; k++) {
+            vec4 lo = u8x4(w[k] & 0x0f0f0f0fu), hi = u8x4((w[k] >> 4) & 0x0f0f0f0fu);
+            for (uint i = 0; i < 4u; i++) a = fma(lo[i], xv[4u * k + i], fma(hi[i], xv[16u + 4u * k + i], a));
+        }
+        return d * (a - 8.0 * xs[0]);
+    } else if (TYPE == T_Q8_0) {
+        uint nb = n / 32u;
+        float d = float(F16(row + 32ul * nb + 2ul * s).v[0]);
+        float a = 0.0;
+        for (uint j = 0; j < 2u; j++) {
+            uvec4 w = U32x4(row + 32ul * s + 16u * j).v[0];
+            for (uint k = 0; k < 4u; k++) {
+                vec4 q = i8x4(w[k]);
+                for (uint i = 0; i < 4u; i++) a = fma(q[i], xv[16u * j + 4u * k + i], a);
+            }
+        }
+        return d * a;
+    } else {
+        float v[32];
+        dq32(row, s, n, v);
+        float a = 0.0;
+        for (uint j = 0; j < 32u; j++) a = fma(v[j], xv[j], a);
+        return a;
     }
 }

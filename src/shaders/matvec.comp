@@ -43,13 +43,12 @@ void main() {
                 xv[j] = xm == XM_SWIGLU ? silu(xv[j]) * av[j] : xv[j] * av[j];
             }
         }
+        float xs[4] = {0.0, 0.0, 0.0, 0.0};
+        const uint L = 32u / RUNS();
+        for (uint j = 0; j < 32u; j++) xs[j / L] += xv[j];
         for (uint r = 0; r < NR; r++) {
             if (r0 + r >= p.nrows) break;
-            float wv[32];
-            dq32(w + uint64_t(r0 + r) * p.row_bytes, s, p.ncols, wv);
-            float a = 0.0;
-            for (uint j = 0; j < 32u; j++) a = fma(wv[j], xv[j], a);
-            acc[r] += a;
+            acc[r] += dot32(w + uint64_t(r0 + r) * p.row_bytes, s, p.ncols, xv, xs);
         }
     }
     float norm = 1.0;

@@ -1,29 +1,51 @@
 #version 450
-// ZN_OP_ROPE in place: one workgroup per (token, head), one thread per
-// rotated pair. theta_i = p * theta_scale^i by repeated multiplication (as
-// ggml does), divided by the frequency factor, times freq_scale.
+// ZN_OP_ROPE: one workgroup per (token, head), one thread per rotated pair.
+// theta_i = p * theta_scale^i by repeated multiplication (as ggml does),
+// divided by the frequency factor, times freq_scale. Fusions (vk_ops.h
+// vkop_rope): the per-head RMS norm that produced x (read src, scale by
+// 1/sqrt(mean(x^2) + eps) * nw[d] first), and the KV store that consumes it
+// (write the head as f16 into the K cache row n_past + r instead of back to
+// x, and copy the token's V row into the V cache).
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
+#define NV 1
+#include "reduce.glsl"
+
 layout(push_constant) uniform PC {
-    uint64_t x, ff;              // ff: 0 or f32 [n_rot/2]
+    uint64_t x, src, ff, nw, kc, v, vc;   // ff, nw, kc, v: 0 = unused
     uint n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past;
-    uint sec0, sec1, sec2, sec3;
-    float theta_scale, freq_scale;
+    uint sec0, sec1, sec2, sec3, vdim;
+    float theta_scale, freq_scale, eps;
 } p;
 
 #define ROPE_NORM 0u
 #define ROPE_NEOX 1u
 #define ROPE_IMROPE 2u
 
+void put(uint r, uint h, uint d, float val) {
+    if (p.kc != 0) F16(p.kc).v[(p.n_past + r) * p.n_heads * p.head_dim + h * p.head_dim + d] = float16_t(val);
+    else F32(p.x).v[r * p.row_stride + h * p.head_dim + d] = val;
+}
+
 void main() {
     const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (wg >= p.n_tok * p.n_heads) return;
-    const uint r = wg / p.n_heads, h = wg % p.n_heads;
+    const uint r = wg / p.n_heads, h = wg % p.n_heads, tid = gl_LocalInvocationID.x;
     const uint base = r * p.row_stride + h * p.head_dim, half_ = p.n_rot / 2u;
-    for (uint i = gl_LocalInvocationID.x; i < half_; i += WG) {
+    float inv[1];
+    inv[0] = 0.0;
+    if (p.nw != 0) {
+        for (uint d = tid; d < p.head_dim; d += WG) {
+            float a = F32(p.src).v[base + d];
+            inv[0] = fma(a, a, inv[0]);
+        }
+        wg_sum(inv);
+        inv[0] = 1.0 / sqrt(inv[0] / float(p.head_dim) + p.eps);
+    }
+    for (uint i = tid; i < half_; i += WG) {
         float pos = float(p.n_past + r);
         if (p.mode == ROPE_IMROPE) {
             uint s = i % (p.sec0 + p.sec1 + p.sec2 + p.sec3), m = s % 3u;
@@ -35,10 +57,26 @@ void main() {
         if (p.ff != 0) th /= F32(p.ff).v[i];
         th *= p.freq_scale;
         const float c = cos(th), sn = sin(th);
-        uint i0 = p.mode == ROPE_NORM ? base + 2u * i : base + i;
-        uint i1 = p.mode == ROPE_NORM ? i0 + 1u : i0 + half_;
-        float a = F32(p.x).v[i0], b = F32(p.x).v[i1];
-        F32(p.x).v[i0] = a * c - b * sn;
-        F32(p.x).v[i1] = a * sn + b * c;
+        uint d0 = p.mode == ROPE_NORM ? 2u * i : i;
+        uint d1 = p.mode == ROPE_NORM ? d0 + 1u : i + half_;
+        float a = F32(p.src).v[base + d0], b = F32(p.src).v[base + d1];
+        if (p.nw != 0) {
+            a *= inv[0] * F32(p.nw).v[d0];
+            b *= inv[0] * F32(p.nw).v[d1];
+        }
+        put(r, h, d0, a * c - b * sn);
+        put(r, h, d1, a * sn + b * c);
+    }
+    // dims past n_rot pass through (they still need the norm / the cache)
+    if (p.nw != 0 || p.kc != 0)
+        for (uint d = p.n_rot + tid; d < p.head_dim; d += WG) {
+            float a = F32(p.src).v[base + d];
+            if (p.nw != 0) a *= inv[0] * F32(p.nw).v[d];
+            put(r, h, d, a);
+        }
+    if (p.vc != 0) {
+        const uint hv = p.vdim / p.n_heads;
+        for (uint d = tid; d < hv; d += WG)
+            F16(p.vc).v[(p.n_past + r) * p.vdim + h * hv + d] = float16_t(F32(p.v).v[r * p.vdim + h * hv + d]);
     }
 }

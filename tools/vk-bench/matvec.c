@@ -14,6 +14,7 @@
 
 #define COPIES 6
 #define REPS 30
+#define WARM 400 /* dispatches before the timed ones: let the clocks ramp up */
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -38,6 +39,7 @@ int main(void) {
         {ZN_TYPE_Q6_K, 248320, 2048, "2B output"},  {ZN_TYPE_Q8_0, 4096, 4096, "q8_0 4096"},
     };
     const uint32_t wgs[] = {32, 64, 128, 256}, nrs[] = {1, 2, 4, 8};
+    const size_t n_wg = sizeof wgs / sizeof *wgs, n_nr = sizeof nrs / sizeof *nrs;
     printf("%-12s %-5s %-4s %-3s %9s %8s\n", "shape", "type", "wg", "nr", "us", "GB/s");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const uint32_t rb = (uint32_t)vkq_row_bytes(shapes[si].t, shapes[si].cols);
@@ -59,14 +61,14 @@ int main(void) {
         vkxfer_flush(&xf, &err);
         vkxfer_free(&xf);
         free(junk);
-        for (size_t wi = 0; wi < 4; wi++)
-            for (size_t ni = 0; ni < 4; ni++) {
+        for (size_t wi = 0; wi < n_wg; wi++)
+            for (size_t ni = 0; ni < n_nr; ni++) {
                 if (wgs[wi] % d.info.subgroup_size) continue;
                 o.mv_wg = wgs[wi];
                 o.mv_rows = nrs[ni];
                 for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&o.ps, &o.pipes[VKO_MATVEC][t]);
                 vkcmd_begin(&c, &err);
-                for (int r = 0; r < REPS; r++) {
+                for (int r = 0; r < REPS + WARM; r++) {
                     vkop_mm m = {.type = shapes[si].t, .w = w[r % copies].addr, .x = x.addr, .y = y.addr,
                                  .ncols = shapes[si].cols, .nrows = shapes[si].rows, .row_bytes = rb, .n_tok = 1,
                                  .x_stride = shapes[si].cols, .y_stride = shapes[si].rows};
@@ -75,7 +77,7 @@ int main(void) {
                 }
                 if (vkcmd_run(&c, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
                 uint64_t ts[REPS + 1];
-                d.fn.vkGetQueryPoolResults(d.dev, c.qp, 0, REPS + 1, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+                d.fn.vkGetQueryPoolResults(d.dev, c.qp, WARM, REPS + 1, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
                 double us[REPS];
                 for (int r = 0; r < REPS; r++) us[r] = (double)(ts[r + 1] - ts[r]) * d.info.timestamp_period_ns * 1e-3;
                 qsort(us, REPS, sizeof *us, cmp);
