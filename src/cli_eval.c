@@ -12,7 +12,7 @@
 #include "sampler.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N]\n",
+    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N] [--device N]\n",
             backend_names());
 }
 
@@ -57,6 +57,7 @@ int cli_eval(int argc, char **argv) {
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--tokens")) tokens_arg = v;
         else if (!strcmp(a, "--backend")) backend = v;
+        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c */
         else if (!strcmp(a, "-n")) {
             if (!cli_parse_long(v, 0, ZN_MAX_CTX, &n_gen)) {
                 fprintf(stderr, "zinc eval: bad -n '%s'\n", v);

@@ -53,6 +53,7 @@ static void usage(FILE *f) {
             "  --threads N             CPU threads (default: all %d cores)\n"
             "  --ctx N                 context size in tokens (default %d)\n"
             "  --backend NAME          %s (default: vulkan if a GPU is present, else cpu)\n"
+            "  --device N              Vulkan device N of zinc --list-devices\n"
             "  --special               also print control tokens\n"
             "  -h, --help, --help-generate   this help\n"
             "\n"
@@ -114,6 +115,7 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--system")) o->system = v;
         else if (!strcmp(a, "--backend")) o->backend = v;
+        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c */
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) ok = parse_long(v, -1, ZN_MAX_CTX, &o->n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = parse_long(v, 1, ZN_MAX_THREADS, &o->threads);
         else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) ok = parse_long(v, 1, ZN_MAX_CTX, &o->n_ctx);

@@ -1,6 +1,7 @@
 /* Op recording (see vk_ops.h): pipeline variants per op and weight type,
  * created on first use, and the push-constant blocks of each shader. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_ops.h"
@@ -31,7 +32,11 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
      * another and pay for every barrier: one subgroup per workgroup there. */
     bool cpu = !strcmp(d->info.kind, "cpu");
     o->mv_wg = cpu ? d->info.subgroup_size : 4 * d->info.subgroup_size;
-    o->mv_rows = cpu ? 4 : 2;
+    o->mv_rows = cpu ? 4 : 0; /* 0: per weight type, mv_rows_for() */
+    /* tuning overrides (tools/vk-bench/matvec.c finds the best pair) */
+    const char *e = getenv("ZN_VK_MV_WG"), *r = getenv("ZN_VK_MV_ROWS");
+    if (e && atoi(e) > 0 && (uint32_t)atoi(e) % d->info.subgroup_size == 0) o->mv_wg = (uint32_t)atoi(e);
+    if (r && atoi(r) > 0 && atoi(r) <= 16) o->mv_rows = (uint32_t)atoi(r);
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
@@ -52,6 +57,15 @@ void vkops_free(vkops *o) {
 #define ATTN_WG 128
 #define ATTN_CHUNK 256 /* keys per split when decoding (flash-decoding) */
 #define ELT_WG 256
+
+/* Rows per subgroup of the mat-vec kernel. Measured on an H200 (bench/
+ * results/2026-11-30-h200-vulkan.md, sweep): 4 rows for the 4/5-bit K-quants,
+ * whose per-row loads are small; 2 for Q6_K (4 rows ran 1.4-4x slower) and
+ * the rest. */
+static uint32_t mv_rows_for(const vkops *o, zn_type t) {
+    if (o->mv_rows) return o->mv_rows;
+    return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
+}
 
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
 static int dim_slot(uint32_t d) {
@@ -75,7 +89,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     switch (k) {
     case VKO_MATVEC:
         shader = "matvec";
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = o->mv_rows; spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mv_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         return vkpipe_create(&o->ps, p, shader, spec, n, o->d->info.subgroup_size, err);
         break;
     case VKO_MATMUL:
@@ -160,7 +174,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     uint32_t gx, gy;
-    const uint32_t per_wg = o->mv_rows * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = mv_rows_for(o, a->type) * (o->mv_wg / o->d->info.subgroup_size);
     grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;

@@ -35,10 +35,9 @@ int main(void) {
     vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
     const struct { zn_type t; uint32_t rows, cols; const char *what; } shapes[] = {
         {ZN_TYPE_Q4_K, 12288, 4096, "8B ffn_gate"}, {ZN_TYPE_Q6_K, 4096, 12288, "8B ffn_down"},
-        {ZN_TYPE_Q4_K, 4096, 4096, "8B attn_q"},    {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate"},
-        {ZN_TYPE_Q6_K, 248320, 2048, "2B output"},  {ZN_TYPE_Q8_0, 4096, 4096, "q8_0 4096"},
+        {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate"},
     };
-    const uint32_t wgs[] = {32, 64, 128, 256}, nrs[] = {1, 2, 4, 8};
+    const uint32_t wgs[] = {64, 128}, nrs[] = {1, 2, 4};
     const size_t n_wg = sizeof wgs / sizeof *wgs, n_nr = sizeof nrs / sizeof *nrs;
     printf("%-12s %-5s %-4s %-3s %9s %8s\n", "shape", "type", "wg", "nr", "us", "GB/s");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
