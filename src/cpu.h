@@ -28,7 +28,7 @@ void cpu_pool_barrier(cpu_pool *p);
  * rows at w + r * wrow and the nt (1..CPU_TILE) tokens x[j], the x[j] in the
  * weight's vec-dot format (cpu_tile_avx2.c, cpu_tile_vnni_avx2.c). Each
  * (row, token) result is computed the same way whatever nr and nt are. */
-#define CPU_TILE 4
+#define CPU_TILE 8
 #define CPU_TILE_ROWS 4
 typedef void (*cpu_tile_fn)(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
                             float (*y)[CPU_TILE]);

@@ -63,9 +63,9 @@ static ALWAYS_INLINE __m256i q4k_scales_mins(const uint8_t *s12) {
 
 static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const *x, int64_t nb, float *y, int nt) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[4];
-    __m128 accm[4];
-#pragma GCC unroll 4
+    __m256 acc[CPU_TILE];
+    __m128 accm[CPU_TILE];
+#pragma GCC unroll 8
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), accm[t] = _mm_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         prefetch_ahead(&w[i], sizeof w[i]);
@@ -73,22 +73,22 @@ static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const 
         const __m256i sc = _mm256_permute2x128_si256(sm, sm, 0x00);
         const __m128i mins = _mm256_extracti128_si256(sm, 1);
         const float d = _cvtsh_ss(w[i].d), dmin = _cvtsh_ss(w[i].dmin);
-        __m256i sumi[4];
-#pragma GCC unroll 4
+        __m256i sumi[CPU_TILE];
+#pragma GCC unroll 8
         for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             const __m256i bits = load32(w[i].qs + 32 * c);
             const __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
             const __m256i sl = lane16(sc, 2 * c), sh = lane16(sc, 2 * c + 1);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int t = 0; t < nt; t++) {
                 const int8_t *q8 = x[t][i].qs + 64 * c;
                 sumi[t] = ACC_MADD(sumi[t], _mm256_maddubs_epi16(lo, load32(q8)), sl);
                 sumi[t] = ACC_MADD(sumi[t], _mm256_maddubs_epi16(hi, load32(q8 + 32)), sh);
             }
         }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int t = 0; t < nt; t++) {
             const block_q8_K *xb = &x[t][i];
             const __m256i bs = load32(xb->bsums);
@@ -97,7 +97,7 @@ static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const 
             acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]) - hsum4(accm[t]);
 }
 
@@ -154,16 +154,18 @@ static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const 
 
 /* ---- Q8_0 x Q8_0 ---- */
 
+#define Q80_TOKENS 4 /* tokens per pass: 4 rows x 4 tokens of accumulators fill the registers */
+
 static ALWAYS_INLINE void q80_tile(const block_q8_0 *const *w, const block_q8_0 *const *x, int64_t nb, int nr,
-                                   int nt, float (*y)[CPU_TILE]) {
-    __m256 acc[CPU_TILE_ROWS][CPU_TILE];
+                                   int nt, float (*y)[CPU_TILE], int t0) {
+    __m256 acc[CPU_TILE_ROWS][Q80_TOKENS];
 #pragma GCC unroll 4
     for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
-        __m256i xv[CPU_TILE], xp[CPU_TILE];
-        float dx[CPU_TILE];
+        __m256i xv[Q80_TOKENS], xp[Q80_TOKENS];
+        float dx[Q80_TOKENS];
 #pragma GCC unroll 4
         for (int t = 0; t < nt; t++) {
             xv[t] = load32(x[t][i].qs);
@@ -185,47 +187,66 @@ static ALWAYS_INLINE void q80_tile(const block_q8_0 *const *w, const block_q8_0 
 #pragma GCC unroll 4
     for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) y[r][t] = hsum8(acc[r][t]);
+        for (int t = 0; t < nt; t++) y[r][t0 + t] = hsum8(acc[r][t]);
 }
 
 /* One instance per shape, so the loops unroll and the accumulators stay
  * in registers (4 x 4 spills a few to the stack and is still the fastest:
  * 0.96 vs 1.11 ns per 32 weights x token for 2 x 4 tiles, VNNI). */
 #define Q80_CASE(R, T)                                                                              \
-    case (R) * 8 + (T): q80_tile(wr, xs, n / QK8_0, R, T, y); break;
+    case (R) * 8 + (T): q80_tile(wr, xs + t0, n / QK8_0, R, T, y, t0); break;
 static void tile_q8_0(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
                       float (*y)[CPU_TILE]) {
     const block_q8_0 *wr[CPU_TILE_ROWS] = {NULL};
     for (int j = 0; j < nr; j++) wr[j] = (const block_q8_0 *)((const uint8_t *)w + (size_t)j * wrow);
     const block_q8_0 *const *xs = (const block_q8_0 *const *)x;
-    switch (nr * 8 + nt) {
+    for (int t0 = 0; t0 < nt; t0 += Q80_TOKENS) {
+        const int m = nt - t0 < Q80_TOKENS ? nt - t0 : Q80_TOKENS;
+        switch (nr * 8 + m) {
         Q80_CASE(1, 1) Q80_CASE(1, 2) Q80_CASE(1, 3) Q80_CASE(1, 4)
         Q80_CASE(2, 1) Q80_CASE(2, 2) Q80_CASE(2, 3) Q80_CASE(2, 4)
         Q80_CASE(3, 1) Q80_CASE(3, 2) Q80_CASE(3, 3) Q80_CASE(3, 4)
         Q80_CASE(4, 1) Q80_CASE(4, 2) Q80_CASE(4, 3) Q80_CASE(4, 4)
-    default: break;
+        default: break;
+        }
     }
 }
 #undef Q80_CASE
 
-/* One instance per tile width, so the token loops unroll. */
-#define TILE_FN(name, kernel, wtype, xtype, blk)                                                    \
-    static void name(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,   \
-                     float (*y)[CPU_TILE]) {                                                          \
-        const xtype *const *xs = (const xtype *const *)x;                                             \
-        for (int r = 0; r < nr; r++) {                                                                \
-            const wtype *row = (const wtype *)((const uint8_t *)w + (size_t)r * wrow);               \
-            switch (nt) {                                                                             \
-            case 1: kernel(row, xs, n / blk, y[r], 1); break;                                         \
-            case 2: kernel(row, xs, n / blk, y[r], 2); break;                                         \
-            case 3: kernel(row, xs, n / blk, y[r], 3); break;                                         \
-            default: kernel(row, xs, n / blk, y[r], 4); break;                                        \
-            }                                                                                         \
-        }                                                                                             \
+/* One instance per tile width, so the token loops unroll. Q4_K takes all
+ * CPU_TILE tokens in one pass (its block unpacking is the costly part);
+ * Q6_K, like Q8_0, goes Q6K_TOKENS at a time to keep its accumulators in
+ * registers. */
+#define Q4K_CASE(T) case T: q4k_tile(row, xs, n / QK_K, y[r], T); break;
+static void tile_q4_K(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
+                      float (*y)[CPU_TILE]) {
+    const block_q8_K *const *xs = (const block_q8_K *const *)x;
+    for (int r = 0; r < nr; r++) {
+        const block_q4_K *row = (const block_q4_K *)((const uint8_t *)w + (size_t)r * wrow);
+        switch (nt) {
+            Q4K_CASE(1) Q4K_CASE(2) Q4K_CASE(3) Q4K_CASE(4) Q4K_CASE(5) Q4K_CASE(6) Q4K_CASE(7) Q4K_CASE(8)
+        default: break;
+        }
     }
+}
+#undef Q4K_CASE
 
-TILE_FN(tile_q4_K, q4k_tile, block_q4_K, block_q8_K, QK_K)
-TILE_FN(tile_q6_K, q6k_tile, block_q6_K, block_q8_K, QK_K)
+#define Q6K_TOKENS 4
+static void tile_q6_K(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
+                      float (*y)[CPU_TILE]) {
+    const block_q8_K *const *xs = (const block_q8_K *const *)x;
+    for (int r = 0; r < nr; r++) {
+        const block_q6_K *row = (const block_q6_K *)((const uint8_t *)w + (size_t)r * wrow);
+        for (int t0 = 0; t0 < nt; t0 += Q6K_TOKENS) {
+            switch (nt - t0) {
+            case 1: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 1); break;
+            case 2: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 2); break;
+            case 3: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 3); break;
+            default: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 4); break;
+            }
+        }
+    }
+}
 
 cpu_tile_fn TILE_SELECT(zn_type t) {
     switch (t) {
