@@ -40,6 +40,8 @@ typedef struct vk_ctx {
     vkarena wmem;                 /* weights */
     vkarena smem;                 /* activations, scratch */
     vkbuf io;                     /* host-visible: token ids in */
+    vkbuf groups;                 /* host-written vkop_group blocks of this run's grouped mat-vecs */
+    uint32_t n_groups, cap_groups;
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
     vkref act;                    /* the activation arena */
     vkref part;                   /* split-K attention partials */
@@ -88,8 +90,8 @@ static uint64_t repack_rows(const vk_ctx *c, uint64_t rb) {
 /* Uploads one weight: matrices (matmul / embedding operands) in the GPU
  * row layout of vk_quant.h, split by rows into chunks when larger than one
  * allocation; everything else (norms, biases, conv kernels) as stored. */
-static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, uint8_t *tmp, uint64_t *done,
-                               uint64_t total, bool progress, zn_err *err) {
+static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, const vkref *dst, uint8_t *tmp,
+                               uint64_t *done, uint64_t total, bool progress, zn_err *err) {
     vk_weight *w = &c->w[model_weight_id(c->m, t)];
     if (w->n_chunks) return ZN_OK;
     const uint64_t gg = zn_row_size(t->type, (int64_t)t->ne[0]);
@@ -108,8 +110,8 @@ static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, uin
     w->row_bytes = (uint32_t)rb;
     for (uint64_t r0 = 0; r0 < rows; r0 += per) {
         const uint64_t nr = rows - r0 < per ? rows - r0 : per;
-        vkref ref;
-        zn_status st = vkarena_alloc(&c->wmem, nr * rb, 256, &ref, err);
+        vkref ref = dst && per == rows ? *dst : (vkref){0};
+        zn_status st = ref.buf ? ZN_OK : vkarena_alloc(&c->wmem, nr * rb, 256, &ref, err);
         for (uint64_t r = 0; r < nr && !st;) { /* rewrite and send a few MiB of rows at a time */
             const uint64_t k = nr - r < repack_rows(c, rb) ? nr - r : repack_rows(c, rb);
             const uint8_t *src = t->data + (r0 + r) * in_row;
@@ -128,6 +130,23 @@ static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, uin
                     (double)*done / (1 << 30), (double)total / (1 << 30));
     }
     return ZN_OK;
+}
+
+/* Nodes i .. i+n-1 (n >= 2) are matmuls of one input that can run as one
+ * grouped mat-vec when their weights sit one after another in memory: same
+ * type, row length and bias order. Returns n (1: no group). */
+static int matmul_run(const zn_graph *g, int i) {
+    const zn_node *a = &g->nodes[i];
+    if (a->op != ZN_OP_MATMUL) return 1;
+    int n = 1;
+    while (n < ZN_VK_GROUP_MAX && i + n < g->n_nodes) {
+        const zn_node *b = &g->nodes[i + n];
+        if (b->op != ZN_OP_MATMUL || b->src[0] != a->src[0] || b->w[0]->type != a->w[0]->type ||
+            b->w[0]->ne[0] != a->w[0]->ne[0] || b->ip[0] != a->ip[0] || b->w[0] == a->w[0])
+            break;
+        n++;
+    }
+    return n;
 }
 
 /* Is weight slot j of node n a matrix operand (GPU row layout)? */
@@ -158,14 +177,36 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
         for (int j = 0; j < ZN_NODE_W; j++)
             if (g.nodes[i].w[j]) total += g.nodes[i].w[j]->nbytes; /* counts shared weights twice: fine for a bar */
     bool progress = total >= (256ull << 20) && isatty(2);
-    for (int i = 0; i < g.n_nodes && !st; i++)
+    for (int i = 0; i < g.n_nodes && !st; i++) {
+        /* matmuls of one input get their matrices side by side (grouped
+         * mat-vec, see run_group) when they fit one allocation together */
+        const int run = g.nodes[i].op == ZN_OP_MATMUL ? matmul_run(&g, i) : 0;
+        uint64_t bytes = 0;
+        bool fresh = true;
+        for (int k = 0; k < run; k++) {
+            const gguf_tensor *t = g.nodes[i + k].w[0];
+            bytes += vkq_row_bytes(t->type, (int64_t)t->ne[0]) * weight_rows(t);
+            fresh &= !c->w[model_weight_id(c->m, t)].n_chunks;
+        }
+        vkref stack = {0};
+        if (run > 1 && fresh && bytes <= c->wmem.max_block) st = vkarena_alloc(&c->wmem, bytes, 256, &stack, err);
+        for (int k = 0; k < run && !st; k++) {
+            const gguf_tensor *t = g.nodes[i + k].w[0];
+            const uint64_t b = vkq_row_bytes(t->type, (int64_t)t->ne[0]) * weight_rows(t);
+            vkref slice = stack.buf ? vkref_sub(stack, 0, b) : (vkref){0};
+            if (!vkops_type_ok(t->type))
+                st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: type %s", t->name, zn_type_name(t->type));
+            else st = upload_weight(c, t, true, stack.buf ? &slice : NULL, tmp, &done, total, progress, err);
+            if (stack.buf) stack = vkref_sub(stack, b, stack.size - b);
+        }
         for (int j = 0; j < ZN_NODE_W && !st; j++) {
             const gguf_tensor *t = g.nodes[i].w[j];
             if (!t) continue;
             if (!vkops_type_ok(t->type))
                 st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: type %s", t->name, zn_type_name(t->type));
-            else st = upload_weight(c, t, is_matrix(&g.nodes[i], j), tmp, &done, total, progress, err);
+            else st = upload_weight(c, t, is_matrix(&g.nodes[i], j), NULL, tmp, &done, total, progress, err);
         }
+    }
     if (!st) st = vkxfer_flush(&c->x, err);
     if (progress) fprintf(stderr, "\n");
     free(tmp);
@@ -211,6 +252,8 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) st = upload_weights(c, err);
     if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
     if (!st) st = vkbuf_create(&c->d, &c->io, sizeof(int32_t) * (size_t)opt->max_tokens, VKMEM_HOST, err);
+    c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
+    if (!st) st = vkbuf_create(&c->d, &c->groups, sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
     if (st) {
         vk_free(c);
         return st;
@@ -225,6 +268,7 @@ static void vk_free(void *ctx) {
     if (c->d.dev) {
         c->d.fn.vkDeviceWaitIdle(c->d.dev);
         vkbuf_destroy(&c->d, &c->io);
+        vkbuf_destroy(&c->d, &c->groups);
         vkarena_free(&c->smem);
         vkarena_free(&c->wmem);
         vkxfer_free(&c->x);
@@ -388,6 +432,50 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
         if (st) return st;
     }
     return ZN_OK;
+}
+
+/* Nodes i .. i+n-1 as one grouped mat-vec when matmul_run() found them, the
+ * upload put their matrices side by side, they run on the mat-vec kernel
+ * and a group block is free; returns n, or 1 to run node i alone. */
+static int group_size(const vk_ctx *c, const zn_graph *g, int i) {
+    int n = matmul_run(g, i);
+    const zn_node *a = &g->nodes[i];
+    if (n < 2 || c->no_fusion || c->n_groups == c->cap_groups || !c->groups.map ||
+        !vkops_matvec_for(&c->o, (uint32_t)g->acts[a->src[0]].rows, false))
+        return 1;
+    VkDeviceAddress next = 0;
+    for (int k = 0; k < n; k++) {
+        const zn_node *b = &g->nodes[i + k];
+        const vk_weight *w = &c->w[model_weight_id(c->m, b->w[0])];
+        if (c->skip[i + k] || w->n_chunks != 1 || (k && w->addr[0] != next)) return k > 1 ? k : 1;
+        next = w->addr[0] + (uint64_t)w->row_bytes * weight_rows(b->w[0]);
+    }
+    return n;
+}
+
+static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *err) {
+    const zn_node *a = &g->nodes[i];
+    const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
+    vkop_group *gb = (vkop_group *)c->groups.map + c->n_groups;
+    memset(gb, 0, sizeof *gb);
+    uint32_t rows = 0;
+    for (int k = 0; k < n; k++) {
+        const zn_node *b = &g->nodes[i + k];
+        rows += (uint32_t)b->w[0]->ne[1];
+        gb->y[k] = act_addr(c, g, b->dst);
+        gb->bias[k] = waddr(c, b->w[1]);
+        gb->scale[k] = waddr(c, b->w[2]);
+        gb->row_end[k] = rows;
+        gb->y_stride[k] = (uint32_t)g->acts[b->dst].cols;
+    }
+    gb->n_seg = (uint32_t)n;
+    const zn_act *x = &g->acts[a->src[0]];
+    vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
+                 .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
+                 .bias_first = a->ip[0] == 1, .group = c->groups.addr + sizeof(vkop_group) * c->n_groups};
+    c->n_groups++;
+    matmul_x(c, g, a, &m);
+    return vkop_matvec(&c->o, &c->c, &m, a->tag, err);
 }
 
 static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -660,10 +748,13 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
     zn_status st = vkcmd_begin(&c->c, err);
     if (st) return st;
     c->n_rd = c->n_wr = 0;
+    c->n_groups = 0;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         if (c->skip[i]) continue;
-        node_hazards(c, s, g, &g->nodes[i]);
-        st = run_node(c, s, g, &g->nodes[i], err);
+        const int n = group_size(c, g, i);
+        for (int k = 0; k < n; k++) node_hazards(c, s, g, &g->nodes[i + k]);
+        st = n > 1 ? run_group(c, g, i, n, err) : run_node(c, s, g, &g->nodes[i], err);
+        i += n - 1;
         if (st) {
             char name[64];
             graph_node_name(&g->nodes[i], name, sizeof name);

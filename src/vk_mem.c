@@ -21,6 +21,7 @@ static int pick_type(const vkdev *d, uint32_t bits, vkmem_kind kind) {
         if ((t = find_type(d, bits, DL, HV)) >= 0) return t;
         return find_type(d, bits, DL, 0);
     }
+    if (kind == VKMEM_SHARED && (t = find_type(d, bits, DL | HV | HC, 0)) >= 0) return t;
     if ((t = find_type(d, bits, HV | HC | CA, 0)) >= 0) return t;
     return find_type(d, bits, HV | HC, 0);
 }

@@ -13,6 +13,8 @@
 typedef enum vkmem_kind {
     VKMEM_DEVICE,   /* device-local; mapped too when the driver makes it host-visible */
     VKMEM_HOST,     /* host-visible, coherent, cached when possible: staging + readback */
+    VKMEM_SHARED,   /* host-written, GPU-read small data: device-local + host-visible when
+                       the device has it (resizable BAR), else like VKMEM_HOST */
 } vkmem_kind;
 
 typedef struct vkbuf {

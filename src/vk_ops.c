@@ -154,17 +154,22 @@ static zn_status mm_check(const vkop_mm *a, zn_err *err) {
                        a->row_bytes, vkq_row_bytes(a->type, a->ncols));
     if (!a->n_tok || !a->nrows || !a->ncols) return zn_errf(err, ZN_ERR_ARG, "vulkan: empty matmul");
     if (a->expert_bytes >> 32) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: expert matrices of 4 GiB or more");
+    if (a->group && (a->ids || a->res || a->n_slots > 1))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: a grouped mat-vec has no experts or residual");
     return ZN_OK;
 }
 
 static mm_push mm_fill(const vkop_mm *a) {
     const bool aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0 && a->aux % 16 == 0;
-    return (mm_push){.w = a->w, .x = a->x, .y = a->y, .bias = a->bias, .scale = a->scale, .res = a->res, .ids = a->ids,
+    return (mm_push){.w = a->w, .x = a->x, .y = a->y, .bias = a->bias, .scale = a->scale, .res = a->res,
+                     .ids = a->group ? a->group : a->ids,
                      .aux = a->aux, .expert_bytes = (uint32_t)a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows,
                      .row_bytes = a->row_bytes, .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride,
                      .y_stride = a->y_stride, .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride,
                      .n_tok = a->n_tok, .ids_stride = a->ids_stride,
-                     .flags = (a->bias_first ? 1u : 0u) | (aligned ? 2u : 0u) | (uint32_t)a->xmode << 2, .eps = a->eps};
+                     .flags = (a->bias_first ? 1u : 0u) | (aligned ? 2u : 0u) | (uint32_t)a->xmode << 2 |
+                              (a->group ? 16u : 0u),
+                     .eps = a->eps};
 }
 
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
@@ -184,7 +189,8 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
     if (!st && a->ids) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
-    if (!st && a->xmode != VKX_PLAIN) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x");
+    if (!st && (a->xmode != VKX_PLAIN || a->group))
+        st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x or a group");
     /* f32 weights stay on the exact f32 kernel: f16 operands would cost
      * their precision */
     const bool cm = o->coopmat && a->type != ZN_TYPE_F32;

@@ -56,7 +56,22 @@ typedef struct vkop_mm {
     enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU } xmode;
     VkDeviceAddress aux;
     float eps;
+    /* Mat-vec kernel only: the address of a vkop_group (y, bias, scale,
+     * res and ids unused then). */
+    VkDeviceAddress group;
 } vkop_mm;
+
+/* A grouped mat-vec (vkop_mm.group): the matrices of up to 4 matmuls that
+ * read the same x, stacked row-wise in one weight of nrows = row_end[n-1]
+ * rows; rows [row_end[s-1], row_end[s]) of each token go to y[s] (row
+ * stride y_stride[s]) with that matmul's bias and scale. The block lives in
+ * device-visible memory; its layout is the Group block of matvec.comp. */
+#define ZN_VK_GROUP_MAX 4
+typedef struct vkop_group {
+    uint64_t y[ZN_VK_GROUP_MAX], bias[ZN_VK_GROUP_MAX], scale[ZN_VK_GROUP_MAX];
+    uint32_t row_end[ZN_VK_GROUP_MAX], y_stride[ZN_VK_GROUP_MAX];
+    uint32_t n_seg;
+} vkop_group;
 
 /* Mat-vec kernel for few tokens (or experts), tiled mat-mat for many. */
 bool vkops_matvec_for(const vkops *o, uint32_t n_tok, bool experts);

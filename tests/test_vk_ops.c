@@ -242,6 +242,67 @@ static void test_matvec_fused_x(void) {
         }
 }
 
+/* Grouped mat-vec: three stacked matrices (13, 7 and 20 rows), each with its
+ * own output (different row strides), bias and scale, plus a fused norm. */
+static void test_matvec_grouped(void) {
+    const zn_type t = ZN_TYPE_Q4_K;
+    const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 2;
+    float *wf = malloc(sizeof(float) * total * cols), x[2 * 256], nw[256], bias[40], scale[3] = {0.5f, 1.5f, -2.0f};
+    void *wq = make_weights(t, total, cols, wf);
+    fill(x, sizeof x / sizeof *x, 1.0f); fill(nw, 256, 1.0f); fill(bias, 40, 1.0f);
+    const size_t rb = vkq_row_bytes(t, cols);
+    vkref dw = dev_up(wq, rb * total), dx = dev_up(x, sizeof x), dn = dev_up(nw, sizeof nw), db = dev_up(bias, sizeof bias);
+    vkref ds = dev_up(scale, sizeof scale);
+    vkref dy[3];
+    vkop_group grp = {.n_seg = 3};
+    for (int sg = 0, r0 = 0; sg < 3; r0 += rows[sg++]) {
+        dy[sg] = dev_out(sizeof(float) * T * (rows[sg] + 3));
+        grp.y[sg] = dy[sg].addr;
+        grp.bias[sg] = sg == 1 ? 0 : db.addr + 4 * r0; /* the middle one has no bias */
+        grp.scale[sg] = ds.addr + 4 * sg;
+        grp.row_end[sg] = (uint32_t)(r0 + rows[sg]);
+        grp.y_stride[sg] = (uint32_t)rows[sg] + 3;
+    }
+    vkref dg = dev_up(&grp, sizeof grp);
+    vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .ncols = cols, .nrows = total, .row_bytes = (uint32_t)rb,
+                 .n_tok = T, .x_stride = cols, .xmode = VKX_RMSNORM, .aux = dn.addr, .eps = 1e-6f, .group = dg.addr};
+    zn_err err = {0};
+    bool ok = false;
+    if (begin()) {
+        zn_status st = vkop_matvec(&E.o, &E.c, &a, "grouped", &err);
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+        ok = run() && !st;
+    }
+    CHECK(ok);
+    for (int sg = 0, r0 = 0; ok && sg < 3; r0 += rows[sg++]) {
+        float y[2 * 23];
+        double ref[2 * 23];
+        dev_down(dy[sg], y, sizeof(float) * T * (rows[sg] + 3));
+        for (int tk = 0; tk < T; tk++) {
+            double ss = 0;
+            for (int k = 0; k < cols; k++) ss += (double)x[tk * cols + k] * x[tk * cols + k];
+            const double inv = 1.0 / sqrt(ss / cols + 1e-6);
+            for (int r = 0; r < rows[sg] + 3; r++) {
+                if (r >= rows[sg]) { /* the padding columns of the output stay untouched (NaN) */
+                    CHECK(y[tk * (rows[sg] + 3) + r] != y[tk * (rows[sg] + 3) + r]);
+                    ref[tk * (rows[sg] + 3) + r] = 0, y[tk * (rows[sg] + 3) + r] = 0;
+                    continue;
+                }
+                double v = 0;
+                for (int k = 0; k < cols; k++) v += (double)wf[(r0 + r) * cols + k] * x[tk * cols + k] * inv * nw[k];
+                v *= scale[sg];
+                if (sg != 1) v += bias[r0 + r];
+                ref[tk * (rows[sg] + 3) + r] = v;
+            }
+        }
+        double e = nmse(y, ref, (size_t)T * (rows[sg] + 3));
+        CHECK_MSG(e <= MM_TOL, "segment %d: nmse %.3g", sg, e);
+    }
+    free(wf);
+    free(wq);
+    reset();
+}
+
 /* MoE expert mat-vec: only the chosen experts' matrices, shared or per-slot x. */
 static void test_matvec_experts(void) {
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q8_0, ZN_TYPE_F16};
@@ -822,6 +883,7 @@ int main(void) {
     RUN(test_matvec_types);
     RUN(test_matmat_types);
     RUN(test_matvec_fused_x);
+    RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
     RUN(test_embed);
     RUN(test_norms);

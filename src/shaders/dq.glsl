@@ -9,8 +9,6 @@
 // run. The runs are chosen so each thread's loads are aligned, 8 or 16 bytes
 // wide, and no two steps read the same bytes.
 
-uint byte_at(uint64_t a) { return uint(U8(a).v[0]); }
-
 uint RUNS() { return TYPE == T_Q6_K ? 4u : TYPE == T_Q4_K || TYPE == T_Q5_K ? 2u : 1u; }
 
 uint run_start(uint s, uint r) {
@@ -25,19 +23,8 @@ uint run_start(uint s, uint r) {
     return 32u * s;
 }
 
-// 6-bit scale and min j of a Q4_K/Q5_K super-block (ggml get_scale_min_k4).
-void scale_min_k4(uint64_t sc, uint j, out float d, out float m) {
-    if (j < 4u) {
-        d = float(byte_at(sc + j) & 63u);
-        m = float(byte_at(sc + j + 4u) & 63u);
-    } else {
-        uint a = byte_at(sc + j + 4u), lo = byte_at(sc + j - 4u), hi = byte_at(sc + j);
-        d = float((a & 15u) | ((lo >> 6) << 4));
-        m = float((a >> 4) | ((hi >> 6) << 4));
-    }
-}
-
-// The same from the 12 scale bytes already loaded as three words.
+// 6-bit scale and min j of a Q4_K/Q5_K super-block (ggml get_scale_min_k4), from
+// its 12 scale bytes loaded as three words.
 uint scb(uvec3 w, uint j) { // no dynamic vector index: that goes through memory on some compilers
     uint word = j < 4u ? w.x : j < 8u ? w.y : w.z;
     return (word >> (8u * (j & 3u))) & 255u;
@@ -55,6 +42,47 @@ void scale_min_k4w(uvec3 w, uint j, out float d, out float m) {
 
 vec4 u8x4(uint w) { return vec4(float(w & 255u), float((w >> 8) & 255u), float((w >> 16) & 255u), float(w >> 24)); }
 vec4 i8x4(uint w) { return vec4(float(int(w << 24) >> 24), float(int(w << 16) >> 24), float(int(w << 8) >> 24), float(int(w) >> 24)); }
+
+// Q4_K / Q5_K step s of the block at b: the 16 low-nibble values (scale d0,
+// min n0) and the 16 high-nibble ones (d1, n1), as unsigned quants.
+void k45_step(uint64_t b, uint s, out vec4 lo[4], out vec4 hi[4], out float d0, out float n0, out float d1,
+              out float n1) {
+    const uint q = s & 7u, pair = q >> 1, half_ = q & 1u;
+    uvec4 hd = U32x4(b).v[0]; // d, dmin | scales[0..11]
+    vec2 dmf = unpackHalf2x16(hd.x);
+    float sc0, m0, sc1, m1;
+    scale_min_k4w(hd.yzw, 2u * pair, sc0, m0);
+    scale_min_k4w(hd.yzw, 2u * pair + 1u, sc1, m1);
+    d0 = dmf.x * sc0; n0 = dmf.y * m0; d1 = dmf.x * sc1; n1 = dmf.y * m1;
+    uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * half_).v[0];
+    uvec4 h = uvec4(0);
+    if (TYPE == T_Q5_K) h = U32x4(b + 16u + 16u * half_).v[0] >> (2u * pair);
+    for (uint k = 0; k < 4u; k++) {
+        lo[k] = u8x4(w[k] & 0x0f0f0f0fu);
+        hi[k] = u8x4((w[k] >> 4) & 0x0f0f0f0fu);
+        if (TYPE == T_Q5_K) {
+            lo[k] += 16.0 * u8x4(h[k] & 0x01010101u);
+            hi[k] += 16.0 * u8x4((h[k] >> 1) & 0x01010101u);
+        }
+    }
+}
+
+// Q6_K step s of a row (planes, vk_quant.h): quarter r's 8 quants (minus 32)
+// in f[r][0..1], its scale d * scales[..] in ds[r].
+void q6_step(uint64_t row, uint s, uint n, out vec4 f[4][2], out vec4 ds) {
+    uint nb = n / 256u, ib = s >> 3, q = s & 7u, hf = q >> 2, lg = q & 3u;
+    uint64_t ql = row + 128ul * ib + 64u * hf + 8u * lg, qh = row + 128ul * nb + 64ul * ib + 32u * hf + 8u * lg;
+    uint64_t sc = row + 192ul * nb + 16ul * ib + 8u * hf + (lg >> 1);
+    float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
+    uvec2 l0 = U32x2(ql).v[0], l1 = U32x2(ql + 32u).v[0], hh = U32x2(qh).v[0];
+    for (uint k = 0; k < 2u; k++) {
+        f[0][k] = u8x4((l0[k] & 0x0f0f0f0fu) | ((hh[k] & 0x03030303u) << 4)) - 32.0;
+        f[1][k] = u8x4((l1[k] & 0x0f0f0f0fu) | ((hh[k] & 0x0c0c0c0cu) << 2)) - 32.0;
+        f[2][k] = u8x4(((l0[k] >> 4) & 0x0f0f0f0fu) | (hh[k] & 0x30303030u)) - 32.0;
+        f[3][k] = u8x4(((l1[k] >> 4) & 0x0f0f0f0fu) | ((hh[k] & 0xc0c0c0c0u) >> 2)) - 32.0;
+    }
+    ds = d * vec4(float(I8(sc).v[0]), float(I8(sc + 2u).v[0]), float(I8(sc + 4u).v[0]), float(I8(sc + 6u).v[0]));
+}
 
 void dq32(uint64_t row, uint s, uint n, out float v[32]) {
     if (TYPE == T_F32) {
@@ -96,51 +124,19 @@ void dq32(uint64_t row, uint s, uint n, out float v[32]) {
             }
         }
     } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) { // GGUF blocks (144 / 176 bytes: already aligned)
-        uint ib = s >> 3, q = s & 7u, pair = q >> 1, half_ = q & 1u;
-        uint64_t b = row + uint64_t(ib) * (TYPE == T_Q4_K ? 144u : 176u);
-        uint dm = U32(b).v[0];
-        vec2 dmf = unpackHalf2x16(dm);
-        float sc0, m0, sc1, m1;
-        scale_min_k4(b + 4u, 2u * pair, sc0, m0);
-        scale_min_k4(b + 4u, 2u * pair + 1u, sc1, m1);
-        float d0 = dmf.x * sc0, d1 = dmf.x * sc1, n0 = dmf.y * m0, n1 = dmf.y * m1;
-        uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * half_).v[0];
-        uvec4 h = uvec4(0);
-        if (TYPE == T_Q5_K) h = U32x4(b + 16u + 16u * half_).v[0] >> (2u * pair);
-        for (uint k = 0; k < 4u; k++) {
-            vec4 lo = u8x4(w[k] & 0x0f0f0f0fu), hi = u8x4((w[k] >> 4) & 0x0f0f0f0fu);
-            if (TYPE == T_Q5_K) {
-                lo += 16.0 * u8x4(h[k] & 0x01010101u);
-                hi += 16.0 * u8x4((h[k] >> 1) & 0x01010101u);
-            }
+        vec4 lo[4], hi[4];
+        float d0, n0, d1, n1;
+        k45_step(row + uint64_t(s >> 3) * (TYPE == T_Q4_K ? 144u : 176u), s, lo, hi, d0, n0, d1, n1);
+        for (uint k = 0; k < 4u; k++)
             for (uint i = 0; i < 4u; i++) {
-                v[4u * k + i] = d0 * lo[i] - n0;
-                v[16u + 4u * k + i] = d1 * hi[i] - n1;
+                v[4u * k + i] = d0 * lo[k][i] - n0;
+                v[16u + 4u * k + i] = d1 * hi[k][i] - n1;
             }
-        }
     } else { // Q6_K planes: ql [nb][128], qh [nb][64], scales [nb][16], d [nb]
-        uint nb = n / 256u, ib = s >> 3, q = s & 7u, hf = q >> 2, lg = q & 3u;
-        uint64_t ql = row + 128ul * ib + 64u * hf + 8u * lg, qh = row + 128ul * nb + 64ul * ib + 32u * hf + 8u * lg;
-        uint64_t sc = row + 192ul * nb + 16ul * ib + 8u * hf + (lg >> 1);
-        float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
-        uvec2 l0 = U32x2(ql).v[0], l1 = U32x2(ql + 32u).v[0], hh = U32x2(qh).v[0];
-        for (uint k = 0; k < 2u; k++) {
-            uint q0 = (l0[k] & 0x0f0f0f0fu) | ((hh[k] & 0x03030303u) << 4);
-            uint q1 = (l1[k] & 0x0f0f0f0fu) | ((hh[k] & 0x0c0c0c0cu) << 2);
-            uint q2 = ((l0[k] >> 4) & 0x0f0f0f0fu) | (hh[k] & 0x30303030u);
-            uint q3 = ((l1[k] >> 4) & 0x0f0f0f0fu) | ((hh[k] & 0xc0c0c0c0u) >> 2);
-            vec4 f0 = u8x4(q0) - 32.0, f1 = u8x4(q1) - 32.0, f2 = u8x4(q2) - 32.0, f3 = u8x4(q3) - 32.0;
-            for (uint i = 0; i < 4u; i++) {
-                v[4u * k + i] = f0[i];
-                v[8u + 4u * k + i] = f1[i];
-                v[16u + 4u * k + i] = f2[i];
-                v[24u + 4u * k + i] = f3[i];
-            }
-        }
-        for (uint r = 0; r < 4u; r++) {
-            float ds = d * float(I8(sc + 2u * r).v[0]);
-            for (uint i = 0; i < 8u; i++) v[8u * r + i] *= ds;
-        }
+        vec4 f[4][2], ds;
+        q6_step(row, s, n, f, ds);
+        for (uint r = 0; r < 4u; r++)
+            for (uint i = 0; i < 8u; i++) v[8u * r + i] = ds[r] * f[r][i >> 2][i & 3u];
     }
 }
 
@@ -171,53 +167,23 @@ void x32(uint64_t x, uint s, uint n, bool aligned, out float v[32]) {
 // computes it once for all rows), used by the types with an offset/min.
 float dot32(uint64_t row, uint s, uint n, const float xv[32], const float xs[4]) {
     if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
-        uint ib = s >> 3, q = s & 7u, pair = q >> 1, half_ = q & 1u;
-        uint64_t b = row + uint64_t(ib) * (TYPE == T_Q4_K ? 144u : 176u);
-        uvec4 hd = U32x4(b).v[0]; // d, dmin | scales[0..11]
-        vec2 dmf = unpackHalf2x16(hd.x);
-        float sc0, m0, sc1, m1;
-        scale_min_k4w(hd.yzw, 2u * pair, sc0, m0);
-        scale_min_k4w(hd.yzw, 2u * pair + 1u, sc1, m1);
-        uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * half_).v[0];
-        uvec4 h = uvec4(0);
-        if (TYPE == T_Q5_K) h = U32x4(b + 16u + 16u * half_).v[0] >> (2u * pair);
+        vec4 lo[4], hi[4];
+        float d0, n0, d1, n1;
+        k45_step(row + uint64_t(s >> 3) * (TYPE == T_Q4_K ? 144u : 176u), s, lo, hi, d0, n0, d1, n1);
         float s0 = 0.0, s1 = 0.0;
-        for (uint k = 0; k < 4u; k++) {
-            vec4 lo = u8x4(w[k] & 0x0f0f0f0fu), hi = u8x4((w[k] >> 4) & 0x0f0f0f0fu);
-            if (TYPE == T_Q5_K) {
-                lo += 16.0 * u8x4(h[k] & 0x01010101u);
-                hi += 16.0 * u8x4((h[k] >> 1) & 0x01010101u);
-            }
-            for (uint i = 0; i < 4u; i++) {
-                s0 = fma(lo[i], xv[4u * k + i], s0);
-                s1 = fma(hi[i], xv[16u + 4u * k + i], s1);
-            }
-        }
-        return dmf.x * (sc0 * s0 + sc1 * s1) - dmf.y * (m0 * xs[0] + m1 * xs[1]);
-    } else if (TYPE == T_Q6_K) {
-        uint nb = n / 256u, ib = s >> 3, q = s & 7u, hf = q >> 2, lg = q & 3u;
-        uint64_t ql = row + 128ul * ib + 64u * hf + 8u * lg, qh = row + 128ul * nb + 64ul * ib + 32u * hf + 8u * lg;
-        uint64_t sc = row + 192ul * nb + 16ul * ib + 8u * hf + (lg >> 1);
-        float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
-        uvec2 l0 = U32x2(ql).v[0], l1 = U32x2(ql + 32u).v[0], hh = U32x2(qh).v[0];
-        vec4 acc = vec4(0.0); // per quarter (run)
-        for (uint k = 0; k < 2u; k++) {
-            uint q0 = (l0[k] & 0x0f0f0f0fu) | ((hh[k] & 0x03030303u) << 4);
-            uint q1 = (l1[k] & 0x0f0f0f0fu) | ((hh[k] & 0x0c0c0c0cu) << 2);
-            uint q2 = ((l0[k] >> 4) & 0x0f0f0f0fu) | (hh[k] & 0x30303030u);
-            uint q3 = ((l1[k] >> 4) & 0x0f0f0f0fu) | ((hh[k] & 0xc0c0c0c0u) >> 2);
-            vec4 f0 = u8x4(q0), f1 = u8x4(q1), f2 = u8x4(q2), f3 = u8x4(q3);
+        for (uint k = 0; k < 4u; k++)
             for (uint i = 0; i < 4u; i++) { // scalar fmas: dot() over array elements is slow on lavapipe
-                uint o = 4u * k + i;
-                acc.x = fma(f0[i], xv[o], acc.x);
-                acc.y = fma(f1[i], xv[8u + o], acc.y);
-                acc.z = fma(f2[i], xv[16u + o], acc.z);
-                acc.w = fma(f3[i], xv[24u + o], acc.w);
+                s0 = fma(lo[k][i], xv[4u * k + i], s0);
+                s1 = fma(hi[k][i], xv[16u + 4u * k + i], s1);
             }
-        }
-        acc -= 32.0 * vec4(xs[0], xs[1], xs[2], xs[3]);
-        vec4 scv = vec4(float(I8(sc).v[0]), float(I8(sc + 2u).v[0]), float(I8(sc + 4u).v[0]), float(I8(sc + 6u).v[0]));
-        return d * dot(acc, scv);
+        return d0 * s0 + d1 * s1 - n0 * xs[0] - n1 * xs[1];
+    } else if (TYPE == T_Q6_K) {
+        vec4 f[4][2], ds;
+        q6_step(row, s, n, f, ds);
+        vec4 acc = vec4(0.0); // per quarter (run); f already has the -32 offset
+        for (uint r = 0; r < 4u; r++)
+            for (uint i = 0; i < 8u; i++) acc[r] = fma(f[r][i >> 2][i & 3u], xv[8u * r + i], acc[r]);
+        return dot(acc, ds);
     } else if (TYPE == T_Q4_0) {
         uint nb = n / 32u;
         uvec4 w = U32x4(row + 16ul * s).v[0];

@@ -5,14 +5,16 @@ layout(push_constant) uniform PC {
     uint64_t bias;     // 0 or [n_expert][nrows]
     uint64_t scale;    // 0 or f32 [n_expert] (one value when dense)
     uint64_t res;      // 0 or laid out like y
-    uint64_t ids;      // 0 or expert indices stored as f32: ids[t * ids_stride + slot]
+    uint64_t ids;      // 0 or expert indices stored as f32: ids[t * ids_stride + slot];
+                       // grouped mat-vec (flags bit 4): the address of its Group block
     uint64_t aux;      // XM_RMSNORM: norm weight [ncols]; XM_SWIGLU: the "up" rows (like x)
     uint expert_bytes;
     uint ncols, nrows, row_bytes, n_slots;
     uint x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint n_tok, ids_stride;
     uint flags;        // bit 0: y = (acc + bias) * scale, else acc * scale + bias;
-                       // bit 1: x rows (and slots) start 16-byte aligned; bits 2-3: x mode
+                       // bit 1: x rows (and slots) start 16-byte aligned; bits 2-3: x mode;
+                       // bit 4: grouped (matvec.comp)
     float eps;         // XM_RMSNORM
 } p;
 
@@ -22,6 +24,7 @@ layout(push_constant) uniform PC {
 #define XM_SWIGLU 2u    // silu(x[k]) * aux[k]
 
 bool mm_bias_first() { return (p.flags & 1u) != 0u; }
+bool mm_grouped() { return (p.flags & 16u) != 0u; }
 bool mm_x_aligned() { return (p.flags & 2u) != 0u; }
 uint mm_xmode() { return (p.flags >> 2) & 3u; }
 
