@@ -63,7 +63,7 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: zinc $(TEST_BIN) $(BUILD)/demo-pack
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
