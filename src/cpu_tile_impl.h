@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "quant_impl.h"
+#include "quant_avx2_codes.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
@@ -104,7 +105,6 @@ static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const 
 /* ---- Q6_K x Q8_K ---- */
 
 static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const *x, int64_t nb, float *y, int nt) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
     __m256 acc[4];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
@@ -123,14 +123,8 @@ static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const 
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             const __m256i sch = sch2[h];
-            const __m256i l0 = load32(w[i].ql + 64 * h), l1 = load32(w[i].ql + 64 * h + 32);
-            const __m256i qh = load32(w[i].qh + 32 * h);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            q6k_codes(w[i].ql + 64 * h, w[i].qh + 32 * h, q);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 /* 32 codes = groups 2k (low 128 bits) and 2k+1 (high) */

@@ -13,6 +13,7 @@
 
 #include "quant.h"
 #include "quant_impl.h"
+#include "quant_avx2_codes.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
@@ -195,7 +196,6 @@ static ALWAYS_INLINE float dot_k4(const uint8_t *row, const block_q8_K *y, int64
 }
 
 static float dot_q6_K(const block_q6_K *x, const block_q8_K *y, int64_t nb) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
@@ -206,13 +206,8 @@ static float dot_q6_K(const block_q6_K *x, const block_q8_K *y, int64_t nb) {
         const __m256i sch[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00), _mm256_permute2x128_si256(sc16, sc16, 0x11)};
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
-            __m256i l0 = load32(x[i].ql + 64 * h), l1 = load32(x[i].ql + 64 * h + 32), qh = load32(x[i].qh + 32 * h);
             __m256i q[4];
-            q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m2));
-            q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m2));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                   _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2));
+            q6k_codes(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 /* 32 codes = groups 2k (low half of the vector) and 2k+1 (high half) */
