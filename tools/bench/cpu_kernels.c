@@ -1,7 +1,8 @@
-/* Microbenchmark of the CPU matmul kernels on one thread: ns per 256
- * weights x token for the Q4_K row tile (cpu_tile_*) and the packed 8-row
- * Q4_K kernel (cpu_q4k_x8_*), over rows x tokens like a prefill matmul
- * (each row group against every token, weights hot in L1/L2).
+/* Microbenchmark of the CPU Q4_K matmul kernels on one thread: ns per 256
+ * weights x token for the packed 8-row kernel (cpu_q4k_x8_*) over rows x
+ * tokens like a prefill matmul (each row group against every token,
+ * weights hot in L1/L2; TOKENS 1 is decode), and quant's row dot (one row
+ * x one token) for scale.
  *
  *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -o build/cpu_kernels tools/bench/cpu_kernels.c \
  *       build/libzinc.a -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
@@ -55,28 +56,20 @@ int main(int argc, char **argv) {
         xs[t] = xq + (size_t)t * xrow;
     }
     cpu_pack_q4k(w, N, K, pk);
-    const bool vnni = __builtin_cpu_supports("avxvnni");
     struct {
         const char *name;
-        cpu_tile_fn tile;
-        cpu_pack_tile_fn packed;
-    } k[4] = {{"row tile avx2", cpu_tile_avx2(ZN_TYPE_Q4_K), NULL},
-              {"packed x8 avx2", NULL, cpu_q4k_x8_avx2},
-              {"row tile vnni", vnni ? cpu_tile_vnni(ZN_TYPE_Q4_K) : NULL, NULL},
-              {"packed x8 vnni", NULL, vnni ? cpu_q4k_x8_vnni : NULL}};
-    double best[4] = {1e30, 1e30, 1e30, 1e30};
+        cpu_pack_tile_fn packed; /* NULL: quant_dot_act, one row x one token */
+    } k[3] = {{"row dot", NULL},
+              {"packed x8 avx2", cpu_q4k_x8_avx2},
+              {"packed x8 vnni", __builtin_cpu_supports("avxvnni") ? cpu_q4k_x8_vnni : NULL}};
+    double best[3] = {1e30, 1e30, 1e30};
     for (int rep = 0; rep < reps; rep++)
-        for (int j = 0; j < 4; j++) { /* alternate kernels so load changes hit all alike */
-            if (!k[j].tile && !k[j].packed) continue;
+        for (int j = 0; j < 3; j++) { /* alternate kernels so load changes hit all alike */
+            if (j > 0 && !k[j].packed) continue;
             const double t0 = now();
-            if (k[j].tile) {
-                for (int64_t o = 0; o < N; o += CPU_TILE_ROWS)
-                    for (int t = 0; t < T; t += CPU_TILE) {
-                        float out[CPU_TILE_ROWS][CPU_TILE];
-                        k[j].tile(w + (size_t)o * wrow, wrow, CPU_TILE_ROWS, xs + t, T - t < CPU_TILE ? T - t : CPU_TILE,
-                                  K, out);
-                        y[o * T + t] += out[0][0];
-                    }
+            if (!k[j].packed) {
+                for (int64_t o = 0; o < N; o++)
+                    for (int t = 0; t < T; t++) y[o * T + t] = quant_dot_act(ZN_TYPE_Q4_K, w + (size_t)o * wrow, xs[t], K);
             } else {
                 for (int64_t g = 0; g < N / CPU_PACK_ROWS; g++)
                     for (int t = 0; t < T; t += 16) {
@@ -90,7 +83,7 @@ int main(int argc, char **argv) {
         }
     const double units = (double)N * (double)T * (double)(K / QK_K);
     printf("K %lld, rows %lld, tokens %d, best of %d\n", (long long)K, (long long)N, T, reps);
-    for (int j = 0; j < 4; j++)
+    for (int j = 0; j < 3; j++)
         if (best[j] < 1e30) printf("  %-16s %6.2f ns per 256 weights x token\n", k[j].name, best[j] * 1e9 / units);
     free(w);
     free(xq);
