@@ -54,7 +54,7 @@ zn_status cpu_pack_init(cpu_ctx *c, zn_err *err) {
         if (!packable(m, t)) continue;
         const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1], E = (int64_t)(t->ne[2] * t->ne[3]);
         const size_t expert = (size_t)cpu_pack_groups(N) * (size_t)(K / QK_K) * sizeof(cpu_q4k_x8);
-        c->packed[i] = aligned_alloc(64, expert * (size_t)E);
+        c->packed[i] = aligned_alloc(64, (expert * (size_t)E + 63) / 64 * 64);
         if (!c->packed[i]) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory packing '%s'", t->name);
         c->packed_bytes += expert * (size_t)E;
         const size_t src_expert = zn_row_size(t->type, K) * (size_t)N;
