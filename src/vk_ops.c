@@ -112,7 +112,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->small_wg; break;
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -197,6 +197,9 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .eps = a->eps};
 }
 
+static void dispatch_items(vkops *o, vkcmd *c, const vkpipe *p, const void *pc, uint32_t size, uint32_t n_items,
+                           const char *name);
+
 /* Bytes of one quantised x row (quantx.comp): qs [nb][32] | (d, d * sum) [nb]. */
 static uint64_t xq_row_bytes(uint32_t ncols) { return ((uint64_t)ncols / 32 * 40 + 15) & ~(uint64_t)15; }
 
@@ -213,7 +216,7 @@ static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push 
     const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
     const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
     *q = 0;
-    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull) || rows > o->d->info.max_wg_count[1]) return ZN_OK;
+    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull)) return ZN_OK;
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, err);
     if (st) return st;
@@ -224,8 +227,7 @@ static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push 
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    const uint32_t nb = a->ncols / 32;
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (nb + o->small_wg - 1) / o->small_wg, rows, 1, "quantx");
+    dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
     vkcmd_barrier(c);
     return ZN_OK;
 }

@@ -128,19 +128,21 @@ static void *make_weights(zn_type t, int rows, int cols, float *wf) {
 
 typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT } mm_kernel;
 
-/* One matmul case: T tokens, optional bias/scale/residual. Returns nmse. */
-static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern) {
-    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * cols);
+/* One matmul case: T tokens, optional bias/scale/residual; x rows xpad
+ * floats longer than cols (unaligned rows when xpad % 4). Returns nmse. */
+static double mm_case_x(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern, int xpad) {
+    const int ld = cols + xpad;
+    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * ld);
     float *bias = malloc(sizeof(float) * rows), *res = malloc(sizeof(float) * (size_t)T * rows);
     float *y = malloc(sizeof(float) * (size_t)T * rows);
     double *ref = malloc(sizeof(double) * (size_t)T * rows);
     void *wq = make_weights(t, rows, cols, wf);
-    fill(x, (size_t)T * cols, 1.0f);
+    fill(x, (size_t)T * ld, 1.0f);
     fill(bias, rows, 1.0f);
     fill(res, (size_t)T * rows, 1.0f);
     float scale = 0.75f;
     float *xr = malloc(sizeof(float) * (size_t)T * cols); /* the x the kernel multiplies */
-    memcpy(xr, x, sizeof(float) * (size_t)T * cols);
+    for (int tk = 0; tk < T; tk++) memcpy(xr + (size_t)tk * cols, x + (size_t)tk * ld, sizeof(float) * cols);
     if (kern == K_VEC && q8_path(t))
         for (int tk = 0; tk < T; tk++) q8_round(xr + (size_t)tk * cols, cols);
     for (int tk = 0; tk < T; tk++)
@@ -151,9 +153,9 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
             ref[(size_t)tk * rows + r] = s;
         }
     size_t rb = vkq_row_bytes(t, cols);
-    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * cols), dy = dev_out(sizeof(float) * T * rows);
+    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * ld), dy = dev_out(sizeof(float) * T * rows);
     vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows,
-                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows};
+                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)ld, .y_stride = (uint32_t)rows};
     if (extras) {
         a.bias = dev_up(bias, sizeof(float) * rows).addr;
         a.res = dev_up(res, sizeof(float) * T * rows).addr;
@@ -174,6 +176,10 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
     free(wf); free(x); free(xr); free(bias); free(res); free(y); free(ref); free(wq);
     reset();
     return e;
+}
+
+static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern) {
+    return mm_case_x(t, rows, cols, T, extras, kern, 0);
 }
 
 static int cols_for(zn_type t, int odd) {
@@ -205,8 +211,10 @@ static void matvec_types(void) {
         double e3 = mm_case(t, 19, cols_for(t, 77), 3, true, K_VEC);
         /* rows longer than a subgroup's lanes take in one pass */
         double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
-        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol, "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows)",
-                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4);
+        double e5 = mm_case_x(t, 11, cols_for(t, 64), 3, false, K_VEC, 1); /* x rows not 16-byte aligned */
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol,
+                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x)", zn_type_name(t),
+                  q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5);
     }
 }
 static void test_matvec_types(void) { both_matvecs(matvec_types); }
