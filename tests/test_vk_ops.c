@@ -20,6 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
+    uint32_t mv_rows0, mv_unroll0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -193,11 +194,26 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-/* Runs a mat-vec test with the integer kernel (where the device has it)
- * and with the float kernel. */
+/* Integer mat-vec pipelines for rows per subgroup / steps per iteration
+ * (0: the device defaults). */
+static void mvq_config(uint32_t rows, uint32_t unroll) {
+    E.o.mv_rows = rows ? rows : E.mv_rows0;
+    E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
+    for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
+}
+
+/* Runs a mat-vec test with the integer kernel (where the device has it):
+ * the defaults, and 3 rows per subgroup (a partial last group) with 2
+ * steps per iteration (what GPUs run, with a remainder); then with the
+ * float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot;
-    if (had) fn();
+    if (had) {
+        fn();
+        mvq_config(3, 2);
+        fn();
+        mvq_config(0, 0);
+    }
     E.o.intdot = false;
     fn();
     E.o.intdot = had;
@@ -953,6 +969,8 @@ static bool setup(void) {
         return false;
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
+    E.mv_rows0 = E.o.mv_rows;
+    E.mv_unroll0 = E.o.mv_unroll;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
