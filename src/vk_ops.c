@@ -55,7 +55,6 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
-#define ATTN_CHUNK 256 /* keys per split when decoding (flash-decoding) */
 #define ELT_WG 256
 
 /* Rows per subgroup of the mat-vec kernel. Measured on an H200 (bench/
@@ -246,10 +245,10 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
         return zn_errf(err, ZN_ERR_ARG, "vulkan: rope into the cache needs packed heads");
     if (a->vc && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
     struct {
-        uint64_t x, src, ff, nw, kc, v, vc;
+        uint64_t x, src, ff, nw, kc, v, vc, step;
         uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, sec[4], vdim;
         float theta_scale, freq_scale, eps;
-    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
+    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->step, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
             a->row_stride, a->mode, a->n_past,
             {(uint32_t)a->sections[0], (uint32_t)a->sections[1], (uint32_t)a->sections[2], (uint32_t)a->sections[3]},
             a->vdim,
@@ -264,24 +263,29 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
 
 zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
                         VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        const char *name, zn_err *err) {
+                        VkDeviceAddress step, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_KV_STORE, ZN_TYPE_F32, &p, err);
     if (st) return st;
-    struct { uint64_t k, v, ck, cv; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, n_tok, kdim, vdim, n_past};
+    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, step, n_tok, kdim, vdim, n_past};
     dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
     return ZN_OK;
 }
 
 /* Split-K only for single-token decode over a long context: prefill rows
- * already fill the GPU. */
-static uint32_t attn_splits(uint32_t n_tok, uint32_t n_kv) {
-    return n_tok == 1 && n_kv > ATTN_CHUNK ? (n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK : 1;
+ * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two:
+ * chunks of (chunk/2, chunk] keys. */
+uint32_t vkop_attn_splits(uint32_t n_tok, uint32_t n_kv) {
+    if (n_tok != 1 || n_kv <= ZN_VK_ATTN_CHUNK) return 1;
+    const uint32_t need = (n_kv + ZN_VK_ATTN_CHUNK - 1) / ZN_VK_ATTN_CHUNK;
+    uint32_t s = 2;
+    while (s < need) s *= 2;
+    return s;
 }
 
 uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
     (void)n_tok;
-    uint32_t s = attn_splits(1, n_ctx);
+    uint32_t s = vkop_attn_splits(1, n_ctx);
     return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
 }
 
@@ -296,14 +300,14 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
-    uint32_t n_split = attn_splits(a->n_tok, a->n_past + a->n_tok);
+    uint32_t n_split = vkop_attn_splits(a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     struct {
-        uint64_t q, ck, cv, dst, part;
-        uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
+        uint64_t q, ck, cv, dst, part, step;
+        uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_split;
         float scale;
-    } pc = {a->q, a->ck, a->cv, a->dst, a->part, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v,
-            n_split > 1 ? ATTN_CHUNK : a->n_past + a->n_tok, n_split, a->scale};
+    } pc = {a->q, a->ck, a->cv, a->dst, a->part, a->step, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k,
+            a->hd_v, n_split, a->scale};
     vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);
