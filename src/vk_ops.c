@@ -55,6 +55,7 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
+#define ATTN_FA_MIN_TOK 16 /* query rows from which attn_fa.comp's 32-row blocks pay */
 #define ELT_WG 256
 
 /* Rows per subgroup of the mat-vec kernel. Measured on an H200 (bench/
@@ -76,8 +77,9 @@ static int dim_slot(uint32_t d) {
 /* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
  * dim for GDN). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
-    int ts = k == VKO_GDN ? dim_slot(dim) : type_slot(t);
-    if (ts < 0 && k == VKO_GDN) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u", dim);
+    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA;
+    int ts = by_dim ? dim_slot(dim) : type_slot(t);
+    if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
     if (ts < 0) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no kernel for weight type %s", zn_type_name(t));
     vkpipe *p = &o->pipes[k][ts];
     *out = p;
@@ -104,6 +106,10 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
     case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
+    case VKO_ATTN_FA: /* K + V tiles of 16 KiB in all: within every device's 32 KiB of shared memory */
+        shader = "attn_fa";
+        spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
+        break;
     case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
     case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
@@ -289,6 +295,18 @@ uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, 
     return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
 }
 
+/* The push constants of attn.comp and attn_fa.comp. */
+typedef struct attn_push {
+    uint64_t q, ck, cv, dst, part, step;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_split;
+    float scale;
+} attn_push;
+
+static attn_push attn_pc(const vkop_attn *a, uint32_t n_split) {
+    return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split, a->scale};
+}
+
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
     if (a->hd_k > ZN_VK_ATTN_MAX_HEAD_DIM || a->hd_v > ZN_VK_ATTN_MAX_HEAD_DIM)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dim %u/%u > %d", a->hd_k, a->hd_v,
@@ -297,17 +315,21 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dims %u/%u (need multiples of 32/4)", a->hd_k, a->hd_v);
     if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
     const vkpipe *p = NULL, *pm = NULL;
+    const bool fa = a->n_tok >= ATTN_FA_MIN_TOK && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
+                    !(a->hd_k & (a->hd_k - 1));
+    if (fa) {
+        zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
+        if (st) return st;
+        attn_push pc = attn_pc(a, 1);
+        vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + 31) / 32, 1, name);
+        return ZN_OK;
+    }
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
     uint32_t n_split = vkop_attn_splits(a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
-    struct {
-        uint64_t q, ck, cv, dst, part, step;
-        uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_split;
-        float scale;
-    } pc = {a->q, a->ck, a->cv, a->dst, a->part, a->step, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k,
-            a->hd_v, n_split, a->scale};
+    attn_push pc = attn_pc(a, n_split);
     vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);
@@ -360,7 +382,8 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
     if (st) return st;
     struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
-    dispatch_items(o, c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, name);
+    /* conv1d.comp: workgroups of small_wg channels x 32 tokens */
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 31) / 32, 1, name);
     return ZN_OK;
 }
 
