@@ -379,7 +379,7 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         if (!st) s->k[il] = k.addr, s->v[il] = v.addr;
     }
     /* the split-K scratch must cover the longest context any sequence has */
-    uint64_t pf = vkop_attn_part_floats(1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
+    uint64_t pf = vkop_attn_part_floats(&c->o, 1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
     if (!st && pf > c->part_floats) {
         st = vkarena_alloc(&c->smem, pf * sizeof(float), 256, &c->part, err);
         if (!st) c->part_floats = pf;
@@ -825,7 +825,7 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
 /* Can the kept decode recording run graph g for sequence s? */
 static bool replay_fits(const vk_ctx *c, const vk_seq *s, const zn_graph *g) {
     const vk_replay *r = &c->rp;
-    return r->valid && r->seq == s->id && r->n_split == vkop_attn_splits(1, (uint32_t)g->n_past + 1) &&
+    return r->valid && r->seq == s->id && r->n_split == vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1) &&
            r->n_nodes == g->n_nodes && r->n_acts == g->n_acts && r->logits == g->logits &&
            r->all_logits == g->all_logits && !memcmp(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes) &&
            !memcmp(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
@@ -835,7 +835,7 @@ static bool replay_fits(const vk_ctx *c, const vk_seq *s, const zn_graph *g) {
 static void replay_keep(vk_ctx *c, const vk_seq *s, const zn_graph *g) {
     vk_replay *r = &c->rp;
     r->seq = s->id;
-    r->n_split = vkop_attn_splits(1, (uint32_t)g->n_past + 1);
+    r->n_split = vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1);
     r->n_nodes = g->n_nodes;
     r->n_acts = g->n_acts;
     r->logits = g->logits;

@@ -40,6 +40,8 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
+    const char *ch = getenv("ZN_VK_ATTN_CHUNK");
+    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : ZN_VK_ATTN_CHUNK;
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
@@ -281,17 +283,17 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
 /* Split-K only for single-token decode over a long context: prefill rows
  * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two:
  * chunks of (chunk/2, chunk] keys. */
-uint32_t vkop_attn_splits(uint32_t n_tok, uint32_t n_kv) {
-    if (n_tok != 1 || n_kv <= ZN_VK_ATTN_CHUNK) return 1;
-    const uint32_t need = (n_kv + ZN_VK_ATTN_CHUNK - 1) / ZN_VK_ATTN_CHUNK;
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
+    if (n_tok != 1 || n_kv <= o->attn_chunk) return 1;
+    const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
     uint32_t s = 2;
     while (s < need) s *= 2;
     return s;
 }
 
-uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
     (void)n_tok;
-    uint32_t s = vkop_attn_splits(1, n_ctx);
+    uint32_t s = vkop_attn_splits(o, 1, n_ctx);
     return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
 }
 
@@ -327,7 +329,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
-    uint32_t n_split = vkop_attn_splits(a->n_tok, a->n_past + a->n_tok);
+    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(a, n_split);
     vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);

@@ -28,6 +28,7 @@ typedef struct vkops {
     uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
+    uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
 } vkops;
@@ -128,11 +129,12 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
 
 /* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
  * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
- * over more than ZN_VK_ATTN_CHUNK keys splits them (flash-decoding) into
- * vkop_attn_splits() equal parts: a power of two, so the count (the only
- * thing of the partition a recording fixes) changes only when the context
- * doubles. With step set, the dispatch stays valid for every n_past whose
- * split count is the recorded one. */
+ * over more than o->attn_chunk keys (default ZN_VK_ATTN_CHUNK; the env
+ * variable of that name overrides it, for tuning and tests) splits them
+ * (flash-decoding) into vkop_attn_splits() equal parts: a power of two, so
+ * the count (the only thing of the partition a recording fixes) changes
+ * only when the context doubles. With step set, the dispatch stays valid
+ * for every n_past whose split count is the recorded one. */
 #define ZN_VK_ATTN_MAX_HEAD_DIM 256
 #define ZN_VK_ATTN_CHUNK 256
 typedef struct vkop_attn {
@@ -140,8 +142,8 @@ typedef struct vkop_attn {
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     float scale;
 } vkop_attn;
-uint32_t vkop_attn_splits(uint32_t n_tok, uint32_t n_kv);
-uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);
 
 typedef enum vkelt_mode {

@@ -596,7 +596,7 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     vkxfer_fill(&E.x, vt, 0, &err);
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
     vkref dq = dev_up(q, sizeof(float) * T * n_head * hd_k), dy = dev_out(sizeof(float) * T * n_head * hd_v);
-    uint64_t pf = vkop_attn_part_floats((uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
+    uint64_t pf = vkop_attn_part_floats(&E.o, (uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
     vkref dp = dev_out(pf ? 4 * pf : 4);
     vkop_step step = {.n_past = (uint32_t)n_past};
     const VkDeviceAddress sa = via_step ? dev_up(&step, sizeof step).addr : 0;
@@ -630,8 +630,9 @@ static void test_attention(void) {
     double e3 = attn_case(3, 1, 256, 256, 200, 1, false);  /* decode, head dim 256, one split */
     double e4 = attn_case(4, 4, 32, 32, 1030, 1, true);    /* split-K, position from the step block */
     double e5 = attn_case(2, 1, 128, 32, 13, 5, true);     /* prefill, position from the step block */
-    CHECK(vkop_attn_splits(1, 1031) == 8 && vkop_attn_splits(1, 1024) == 4 && vkop_attn_splits(1, 256) == 1 &&
-          vkop_attn_splits(1, 257) == 2 && vkop_attn_splits(2, 5000) == 1);
+    CHECK(vkop_attn_splits(&E.o, 1, 1031) == 8 && vkop_attn_splits(&E.o, 1, 1024) == 4 &&
+          vkop_attn_splits(&E.o, 1, 256) == 1 && vkop_attn_splits(&E.o, 1, 257) == 2 &&
+          vkop_attn_splits(&E.o, 2, 5000) == 1);
     CHECK_MSG(e0 <= tol, "prefill: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "prefill after prefix: nmse %.3g", e1);
     CHECK_MSG(e2 <= tol, "split-K decode: nmse %.3g", e2);
