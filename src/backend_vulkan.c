@@ -45,6 +45,7 @@ typedef struct vk_ctx {
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
     vkref act;                    /* the activation arena */
     vkref part;                   /* split-K attention partials */
+    uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
     uint64_t part_floats;
     int max_tokens;
     /* per-run fusion plan (see plan_fusions), sized for the model's graphs */
@@ -179,6 +180,18 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
         for (int j = 0; j < ZN_NODE_W; j++)
             if (g.nodes[i].w[j]) total += g.nodes[i].w[j]->nbytes; /* counts shared weights twice: fine for a bar */
     bool progress = total >= (256ull << 20) && isatty(2);
+    /* the integer mat-vec's scratch: x of the largest matmul it runs, for
+     * as many rows as a step can give it (every expert slot's own x) */
+    for (int i = 0; i < g.n_nodes && !st; i++) {
+        const zn_node *n = &g.nodes[i];
+        uint32_t rows = 0;
+        if (n->op == ZN_OP_MATMUL)
+            rows = vkops_matvec_for(&c->o, (uint32_t)c->max_tokens, false) ? (uint32_t)c->max_tokens : c->o.mm_min_tok - 1;
+        else if (n->op == ZN_OP_MOE_MATMUL)
+            rows = (uint32_t)c->max_tokens * (uint32_t)(c->m->hp.n_expert_used > 1 ? c->m->hp.n_expert_used : 1);
+        const uint64_t b = rows ? vkops_xq_bytes((uint32_t)n->w[0]->ne[0], rows) : 0;
+        if (b > c->xq_bytes) c->xq_bytes = b;
+    }
     for (int i = 0; i < g.n_nodes && !st; i++) {
         /* matmuls of one input get their matrices side by side (grouped
          * mat-vec, see run_group) when they fit one allocation together */
@@ -253,6 +266,9 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     if (!st) st = upload_weights(c, err);
     if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
+    vkref xq = {0};
+    if (!st && c->o.intdot && c->xq_bytes) st = vkarena_alloc(&c->smem, c->xq_bytes, 256, &xq, err);
+    if (!st) vkops_set_xq(&c->o, xq.addr, xq.buf ? c->xq_bytes : 0);
     if (!st) st = vkbuf_create(&c->d, &c->io, sizeof(int32_t) * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
     if (!st) st = vkbuf_create(&c->d, &c->groups, sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);

@@ -43,6 +43,8 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
+    const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
+    o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -66,6 +68,19 @@ void vkops_free(vkops *o) {
 static uint32_t mv_rows_for(const vkops *o, zn_type t) {
     if (o->mv_rows) return o->mv_rows;
     return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
+}
+
+/* The weight types of the integer mat-vec (matvec_q.comp). */
+static bool is_quant(zn_type t) {
+    return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
+}
+
+/* Rows per subgroup of the integer mat-vec: per lane and row, Q4_0 and the
+ * 4/5-bit K-quants load 16 bytes of quants per step, Q8_0 32, Q6_K 48.
+ * Not yet measured on a GPU (tools/vk-bench/matvec.c sweeps it). */
+static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
+    if (o->mv_rows) return o->mv_rows;
+    return t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q6_K ? 2 : 4;
 }
 
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
@@ -94,6 +109,10 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mv_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         return vkpipe_create(&o->ps, p, shader, spec, n, o->d->info.subgroup_size, err);
         break;
+    case VKO_MATVEC_Q:
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->small_wg; break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -178,14 +197,55 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .eps = a->eps};
 }
 
+/* Bytes of one quantised x row (quantx.comp): qs [nb][32] | (d, d * sum) [nb]. */
+static uint64_t xq_row_bytes(uint32_t ncols) { return ((uint64_t)ncols / 32 * 40 + 15) & ~(uint64_t)15; }
+
+uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows) { return 2 * ((xq_row_bytes(ncols) * rows + 255) & ~255ull); }
+
+void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes) {
+    o->xq = xq;
+    o->xq_bytes = bytes;
+}
+
+/* Records quantx into the next half of the scratch; returns its address
+ * (0: this call does not fit, use the float kernel). */
+static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q, zn_err *err) {
+    const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
+    const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
+    *q = 0;
+    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull) || rows > o->d->info.max_wg_count[1]) return ZN_OK;
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    *q = o->xq + (o->xq_turn++ & 1) * ((o->xq_bytes / 2) & ~255ull);
+    struct {
+        uint64_t x, aux, q;
+        uint32_t ncols, n_rows, n_slots, x_stride, x_slot_stride, q_row, flags;
+        float eps;
+    } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
+            mp->flags, a->eps};
+    const uint32_t nb = a->ncols / 32;
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (nb + o->small_wg - 1) / o->small_wg, rows, 1, "quantx");
+    vkcmd_barrier(c);
+    return ZN_OK;
+}
+
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
-    if (!st) st = get_pipe(o, VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     mm_push pc = mm_fill(a);
+    VkDeviceAddress q = 0;
+    if (o->intdot && is_quant(a->type)) st = quantize_x(o, c, a, &pc, &q, err);
+    if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
+    if (st) return st;
+    if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
+        pc.x = q;
+        pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
+        pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+    }
     uint32_t gx, gy;
-    const uint32_t per_wg = mv_rows_for(o, a->type) * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = (q ? mvq_rows_for(o, a->type) : mv_rows_for(o, a->type)) * (o->mv_wg / o->d->info.subgroup_size);
     grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;

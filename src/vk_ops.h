@@ -15,6 +15,7 @@ typedef enum vkop_kind {
     VKO_ATTN_FA,                                             /* variant by head dim */
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
     VKO_GDN,                                                 /* variant by head dim */
+    VKO_MATVEC_Q, VKO_QUANTX,                                /* integer mat-vec (typed), its x (untyped) */
     VKO_COUNT
 } vkop_kind;
 
@@ -30,6 +31,12 @@ typedef struct vkops {
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
+    bool intdot;              /* quantised weights: mat-vec on integer dot products of
+                                 int8-quantised x (needs xq); tests clear it to check the
+                                 float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+    VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
+    uint64_t xq_bytes;
+    uint32_t xq_turn;         /* which half of xq the next integer mat-vec uses */
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -73,6 +80,16 @@ typedef struct vkop_group {
     uint32_t row_end[ZN_VK_GROUP_MAX], y_stride[ZN_VK_GROUP_MAX];
     uint32_t n_seg;
 } vkop_group;
+
+/* The integer mat-vec quantises x (n_tok x slots rows of ncols, after the
+ * fused x mode) into device scratch before the dot products: each call
+ * alternates between two halves of it, so a call's quantise pass never
+ * overwrites what the previous call's mat-vec may still be reading (the
+ * barrier between a call's two dispatches orders everything earlier).
+ * vkops_xq_bytes is the scratch both halves need for up to `rows` rows of
+ * ncols; calls that need more, or without scratch, use the float kernel. */
+uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows);
+void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 
 /* Mat-vec kernel for few tokens (or experts), tiled mat-mat for many. */
 bool vkops_matvec_for(const vkops *o, uint32_t n_tok, bool experts);

@@ -19,6 +19,7 @@ typedef struct env {
     vkcmd c;
     vkxfer x;
     vkarena a;
+    vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
 } env;
 static env E;
 
@@ -42,6 +43,29 @@ static double nmse(const float *y, const double *ref, size_t n) {
     }
     return den > 0 ? num / den : num;
 }
+
+/* The integer mat-vec (matvec_q.comp) multiplies x quantised per block of
+ * 32 (quantx.comp: d = max|x| / 127, q = x / d rounded to even); its
+ * reference is the exact product with that quantised x, so its errors are
+ * the kernel's own (f32 sums of exact integer dots), not quantisation. */
+static bool is_quant(zn_type t) {
+    return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
+}
+static bool q8_path(zn_type t) { return E.o.intdot && is_quant(t); }
+static void q8_round(float *x, int n) {
+    for (int b = 0; b < n / 32; b++) {
+        float *v = x + 32 * b, amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
+        const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0;
+        for (int j = 0; j < 32; j++) v[j] = d * nearbyintf(v[j] * id);
+    }
+}
+/* Bound for the integer path: lavapipe matches the reference to ~1e-14,
+ * but a GPU's 1 / d may differ from the CPU's by an ulp and round a quant
+ * on a tie the other way: one quant off by one is nmse ~4e-8 in the
+ * smallest case here. Quantising x itself costs 7e-6..4e-5 (measured), so
+ * the bound also shows the kernel multiplies exactly the quantised x. */
+#define MM_TOL_Q8 1e-7
 
 /* Device memory for a test: uploaded copy of host data, or poisoned output. */
 static vkref dev_up(const void *src, size_t n) {
@@ -115,10 +139,14 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
     fill(bias, rows, 1.0f);
     fill(res, (size_t)T * rows, 1.0f);
     float scale = 0.75f;
+    float *xr = malloc(sizeof(float) * (size_t)T * cols); /* the x the kernel multiplies */
+    memcpy(xr, x, sizeof(float) * (size_t)T * cols);
+    if (kern == K_VEC && q8_path(t))
+        for (int tk = 0; tk < T; tk++) q8_round(xr + (size_t)tk * cols, cols);
     for (int tk = 0; tk < T; tk++)
         for (int r = 0; r < rows; r++) {
             double s = 0;
-            for (int k = 0; k < cols; k++) s += (double)wf[(size_t)r * cols + k] * x[(size_t)tk * cols + k];
+            for (int k = 0; k < cols; k++) s += (double)wf[(size_t)r * cols + k] * xr[(size_t)tk * cols + k];
             if (extras) s = s * scale + bias[r] + res[(size_t)tk * rows + r];
             ref[(size_t)tk * rows + r] = s;
         }
@@ -143,7 +171,7 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
             e = nmse(y, ref, (size_t)T * rows);
         }
     }
-    free(wf); free(x); free(bias); free(res); free(y); free(ref); free(wq);
+    free(wf); free(x); free(xr); free(bias); free(res); free(y); free(ref); free(wq);
     reset();
     return e;
 }
@@ -159,14 +187,29 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-static void test_matvec_types(void) {
+/* Runs a mat-vec test with the integer kernel (where the device has it)
+ * and with the float kernel. */
+static void both_matvecs(void (*fn)(void)) {
+    const bool had = E.o.intdot;
+    if (had) fn();
+    E.o.intdot = false;
+    fn();
+    E.o.intdot = had;
+}
+
+static void matvec_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
         zn_type t = ALL_TYPES[i];
+        const double tol = q8_path(t) ? MM_TOL_Q8 : MM_TOL;
         double e1 = mm_case(t, 37, cols_for(t, 45), 1, false, K_VEC);
         double e3 = mm_case(t, 19, cols_for(t, 77), 3, true, K_VEC);
-        CHECK_MSG(e1 <= MM_TOL && e3 <= MM_TOL, "%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res)", zn_type_name(t), e1, e3);
+        /* rows longer than a subgroup's lanes take in one pass */
+        double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol, "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows)",
+                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4);
     }
 }
+static void test_matvec_types(void) { both_matvecs(matvec_types); }
 
 static void matmat_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -195,14 +238,15 @@ static void test_matmat_types(void) {
 
 /* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
  * SwiGLU, against the two ops done separately in double precision. */
-static void test_matvec_fused_x(void) {
-    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32};
-    for (size_t ti = 0; ti < 3; ti++)
+static void matvec_fused_x(void) {
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32, ZN_TYPE_Q8_0, ZN_TYPE_Q4_0, ZN_TYPE_Q5_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (int mode = VKX_RMSNORM; mode <= VKX_SWIGLU; mode++) {
             zn_type t = types[ti];
             const int rows = 29, cols = cols_for(t, 72), T = 2;
             float *wf = malloc(sizeof(float) * rows * cols), x[2 * 512], aux[2 * 512], y[2 * 29], bias[29];
             double ref[2 * 29], h[512];
+            float hf[512];
             void *wq = make_weights(t, rows, cols, wf);
             fill(x, sizeof x / sizeof *x, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.0f); fill(bias, 29, 1.0f);
             const float eps = 1e-5f;
@@ -212,6 +256,11 @@ static void test_matvec_fused_x(void) {
                 for (int k = 0; k < cols; k++) {
                     double xv = x[tk * cols + k];
                     h[k] = mode == VKX_RMSNORM ? xv / sqrt(ss / cols + eps) * aux[k] : xv / (1 + exp(-xv)) * aux[tk * cols + k];
+                }
+                if (q8_path(t)) {
+                    for (int k = 0; k < cols; k++) hf[k] = (float)h[k];
+                    q8_round(hf, cols);
+                    for (int k = 0; k < cols; k++) h[k] = hf[k];
                 }
                 for (int r = 0; r < rows; r++) {
                     double s = 0;
@@ -235,16 +284,19 @@ static void test_matvec_fused_x(void) {
                     e = nmse(y, ref, (size_t)T * rows);
                 }
             }
-            CHECK_MSG(e <= MM_TOL, "%s %s: nmse %.3g", zn_type_name(t), mode == VKX_RMSNORM ? "rmsnorm" : "swiglu", e);
+            CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "%s%s %s: nmse %.3g", zn_type_name(t),
+                      q8_path(t) ? " (int8 x)" : "", mode == VKX_RMSNORM ? "rmsnorm" : "swiglu", e);
             free(wf);
             free(wq);
             reset();
         }
 }
 
+static void test_matvec_fused_x(void) { both_matvecs(matvec_fused_x); }
+
 /* Grouped mat-vec: three stacked matrices (13, 7 and 20 rows), each with its
  * own output (different row strides), bias and scale, plus a fused norm. */
-static void test_matvec_grouped(void) {
+static void matvec_grouped(void) {
     const zn_type t = ZN_TYPE_Q4_K;
     const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 2;
     float *wf = malloc(sizeof(float) * total * cols), x[2 * 256], nw[256], bias[40], scale[3] = {0.5f, 1.5f, -2.0f};
@@ -282,6 +334,9 @@ static void test_matvec_grouped(void) {
             double ss = 0;
             for (int k = 0; k < cols; k++) ss += (double)x[tk * cols + k] * x[tk * cols + k];
             const double inv = 1.0 / sqrt(ss / cols + 1e-6);
+            float h[256];
+            for (int k = 0; k < cols; k++) h[k] = (float)(x[tk * cols + k] * inv * nw[k]);
+            if (q8_path(t)) q8_round(h, cols);
             for (int r = 0; r < rows[sg] + 3; r++) {
                 if (r >= rows[sg]) { /* the padding columns of the output stay untouched (NaN) */
                     CHECK(y[tk * (rows[sg] + 3) + r] != y[tk * (rows[sg] + 3) + r]);
@@ -289,22 +344,26 @@ static void test_matvec_grouped(void) {
                     continue;
                 }
                 double v = 0;
-                for (int k = 0; k < cols; k++) v += (double)wf[(r0 + r) * cols + k] * x[tk * cols + k] * inv * nw[k];
+                for (int k = 0; k < cols; k++)
+                    v += q8_path(t) ? (double)wf[(r0 + r) * cols + k] * h[k]
+                                    : (double)wf[(r0 + r) * cols + k] * x[tk * cols + k] * inv * nw[k];
                 v *= scale[sg];
                 if (sg != 1) v += bias[r0 + r];
                 ref[tk * (rows[sg] + 3) + r] = v;
             }
         }
         double e = nmse(y, ref, (size_t)T * (rows[sg] + 3));
-        CHECK_MSG(e <= MM_TOL, "segment %d: nmse %.3g", sg, e);
+        CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "segment %d%s: nmse %.3g", sg, q8_path(t) ? " (int8 x)" : "", e);
     }
     free(wf);
     free(wq);
     reset();
 }
 
+static void test_matvec_grouped(void) { both_matvecs(matvec_grouped); }
+
 /* MoE expert mat-vec: only the chosen experts' matrices, shared or per-slot x. */
-static void test_matvec_experts(void) {
+static void matvec_experts(void) {
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q8_0, ZN_TYPE_F16};
     for (size_t ti = 0; ti < 3; ti++) {
         zn_type t = types[ti];
@@ -317,9 +376,12 @@ static void test_matvec_experts(void) {
             memcpy(wq + eb * e, q, eb);
             free(q);
         }
-        float x[3 * 2 * 512], route[3 * 4], scales[5], y[3 * 2 * 11];
+        float x[3 * 2 * 512], xq[3 * 2 * 512], route[3 * 4], scales[5], y[3 * 2 * 11];
         double ref[3 * 2 * 11];
         fill(x, sizeof x / sizeof *x, 1.0f);
+        memcpy(xq, x, sizeof x);
+        if (q8_path(t))
+            for (int i = 0; i < 3 * 2 * 512 / cols; i++) q8_round(xq + i * cols, cols);
         fill(scales, 5, 1.0f);
         const int ids[3][2] = {{4, 0}, {2, 2}, {1, 3}};
         for (int tk = 0; tk < T; tk++)
@@ -328,7 +390,7 @@ static void test_matvec_experts(void) {
             for (int tk = 0; tk < T; tk++)
                 for (int j = 0; j < k; j++)
                     for (int r = 0; r < rows; r++) {
-                        const float *xr = x + (per_slot ? (size_t)(tk * k + j) * cols : (size_t)tk * cols);
+                        const float *xr = (per_slot ? xq + (size_t)(tk * k + j) * cols : xq + (size_t)tk * cols);
                         const float *wr = wf + ((size_t)ids[tk][j] * rows + r) * cols;
                         double s = 0;
                         for (int c = 0; c < cols; c++) s += (double)wr[c] * xr[c];
@@ -351,13 +413,16 @@ static void test_matvec_experts(void) {
                     e = nmse(y, ref, (size_t)T * k * rows);
                 }
             }
-            CHECK_MSG(e <= MM_TOL, "%s per_slot=%d: nmse %.3g", zn_type_name(t), per_slot, e);
+            CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "%s%s per_slot=%d: nmse %.3g", zn_type_name(t),
+                      q8_path(t) ? " (int8 x)" : "", per_slot, e);
             reset();
         }
         free(wf);
         free(wq);
     }
 }
+
+static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
 
 static void test_embed(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -872,6 +937,14 @@ static bool setup(void) {
         return false;
     }
     vkarena_init(&E.a, &E.d, VKMEM_DEVICE, 16u << 20, 0);
+    vkarena_init(&E.xa, &E.d, VKMEM_DEVICE, 0, 0);
+    vkref xq;
+    const uint64_t xqb = vkops_xq_bytes(2304, 8);
+    if (vkarena_alloc(&E.xa, xqb, 256, &xq, &err)) {
+        fprintf(stderr, "test_vk_ops: %s\n", err.msg);
+        return false;
+    }
+    vkops_set_xq(&E.o, xq.addr, xqb);
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
@@ -881,6 +954,7 @@ static bool setup(void) {
 
 static void teardown(void) {
     vkarena_free(&E.a);
+    vkarena_free(&E.xa);
     vkxfer_free(&E.x);
     vkcmd_free(&E.c);
     vkops_free(&E.o);
@@ -897,7 +971,8 @@ int main(void) {
         printf("vk_ops: 0 passed, 1 failed\n");
         return 1;
     }
-    fprintf(stderr, "vk_ops on %s\n", E.d.info.name);
+    fprintf(stderr, "vk_ops on %s (subgroup %u, integer dot products %s)\n", E.d.info.name, E.d.info.subgroup_size,
+            E.o.intdot ? "yes" : "no");
     RUN(test_matvec_types);
     RUN(test_matmat_types);
     RUN(test_matvec_fused_x);
