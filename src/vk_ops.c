@@ -40,6 +40,8 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
+    const char *ch = getenv("ZN_VK_ATTN_CHUNK");
+    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : ZN_VK_ATTN_CHUNK;
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
@@ -57,7 +59,6 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
-#define ATTN_CHUNK 256 /* keys per split when decoding (flash-decoding) */
 #define ATTN_FA_MIN_TOK 16 /* query rows from which attn_fa.comp's 32-row blocks pay */
 #define ELT_WG 256
 
@@ -312,10 +313,10 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
         return zn_errf(err, ZN_ERR_ARG, "vulkan: rope into the cache needs packed heads");
     if (a->vc && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
     struct {
-        uint64_t x, src, ff, nw, kc, v, vc;
+        uint64_t x, src, ff, nw, kc, v, vc, step;
         uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, sec[4], vdim;
         float theta_scale, freq_scale, eps;
-    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
+    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->step, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
             a->row_stride, a->mode, a->n_past,
             {(uint32_t)a->sections[0], (uint32_t)a->sections[1], (uint32_t)a->sections[2], (uint32_t)a->sections[3]},
             a->vdim,
@@ -330,25 +331,42 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
 
 zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
                         VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        const char *name, zn_err *err) {
+                        VkDeviceAddress step, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_KV_STORE, ZN_TYPE_F32, &p, err);
     if (st) return st;
-    struct { uint64_t k, v, ck, cv; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, n_tok, kdim, vdim, n_past};
+    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, step, n_tok, kdim, vdim, n_past};
     dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
     return ZN_OK;
 }
 
 /* Split-K only for single-token decode over a long context: prefill rows
- * already fill the GPU. */
-static uint32_t attn_splits(uint32_t n_tok, uint32_t n_kv) {
-    return n_tok == 1 && n_kv > ATTN_CHUNK ? (n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK : 1;
+ * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two:
+ * chunks of (chunk/2, chunk] keys. */
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
+    if (n_tok != 1 || n_kv <= o->attn_chunk) return 1;
+    const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
+    uint32_t s = 2;
+    while (s < need) s *= 2;
+    return s;
 }
 
-uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
     (void)n_tok;
-    uint32_t s = attn_splits(1, n_ctx);
+    uint32_t s = vkop_attn_splits(o, 1, n_ctx);
     return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
+}
+
+/* The push constants of attn.comp and attn_fa.comp. */
+typedef struct attn_push {
+    uint64_t q, ck, cv, dst, part, step;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_split;
+    float scale;
+} attn_push;
+
+static attn_push attn_pc(const vkop_attn *a, uint32_t n_split) {
+    return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split, a->scale};
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -364,26 +382,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (fa) {
         zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
         if (st) return st;
-        struct {
-            uint64_t q, ck, cv, dst, part;
-            uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
-            float scale;
-        } pc = {a->q, a->ck, a->cv, a->dst, 0, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v, 0, 1,
-                a->scale};
+        attn_push pc = attn_pc(a, 1);
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + 31) / 32, 1, name);
         return ZN_OK;
     }
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
-    uint32_t n_split = attn_splits(a->n_tok, a->n_past + a->n_tok);
+    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
-    struct {
-        uint64_t q, ck, cv, dst, part;
-        uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
-        float scale;
-    } pc = {a->q, a->ck, a->cv, a->dst, a->part, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v,
-            n_split > 1 ? ATTN_CHUNK : a->n_past + a->n_tok, n_split, a->scale};
+    attn_push pc = attn_pc(a, n_split);
     vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);

@@ -569,7 +569,9 @@ static void test_rope(void) {
 }
 
 /* RoPE with the per-head RMS norm before it and the KV store after it fused
- * in: the f16 K cache rows must hold rope(norm(src)), the V rows copied. */
+ * in: the f16 K cache rows must hold rope(norm(src)), the V rows copied.
+ * The position comes from a step block (vkop_step), as in a replayed decode
+ * step; the push constants carry a wrong one. */
 static void test_rope_fused(void) {
     const int hd = 64, n_rot = 32, nh = 3, T = 2, n_past = 3, vdim = nh * 16, kdim = nh * hd, n_ctx = n_past + T;
     float src[2 * 192], nw[64], v[2 * 48], h[64];
@@ -593,9 +595,10 @@ static void test_rope_fused(void) {
     for (int i = 0; i < T * vdim; i++) vref[i] = zn_fp16_to_f32(zn_f32_to_fp16(v[i]));
     vkref dsrc = dev_up(src, sizeof src), dnw = dev_up(nw, sizeof nw), dv = dev_up(v, sizeof v);
     vkref dx = dev_out(sizeof src), kc = dev_out(2 * (size_t)n_ctx * kdim), vc = dev_out(2 * (size_t)n_ctx * vdim);
+    vkop_step step = {.n_past = n_past};
     vkop_rope a = {.x = dx.addr, .src = dsrc.addr, .nw = dnw.addr, .kc = kc.addr, .v = dv.addr, .vc = vc.addr,
-                   .n_tok = T, .n_heads = nh, .head_dim = hd, .n_rot = n_rot, .row_stride = kdim, .mode = 1,
-                   .n_past = n_past, .vdim = vdim, .freq_base = base, .freq_scale = 1.0f, .eps = eps};
+                   .step = dev_up(&step, sizeof step).addr, .n_tok = T, .n_heads = nh, .head_dim = hd,
+                   .n_rot = n_rot, .row_stride = kdim, .mode = 1, .n_past = 0, .vdim = vdim, .freq_base = base, .freq_scale = 1.0f, .eps = eps};
     zn_err err = {0};
     bool ok = false;
     if (begin()) {
@@ -618,8 +621,10 @@ static void test_rope_fused(void) {
     reset();
 }
 
-/* KV store then attention; reference in double over f16-rounded K and V. */
-static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T) {
+/* KV store then attention; reference in double over f16-rounded K and V.
+ * via_step: the position comes from a step block (vkop_step) and the push
+ * constants carry a wrong one. */
+static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T, bool via_step) {
     int n_ctx = n_past + T, kdim = n_kv * hd_k, vdim = n_kv * hd_v;
     float *kc = malloc(sizeof(float) * n_ctx * kdim), *vc = malloc(sizeof(float) * n_ctx * vdim);
     float *q = malloc(sizeof(float) * T * n_head * hd_k), *y = malloc(sizeof(float) * T * n_head * hd_v);
@@ -656,15 +661,19 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     vkxfer_fill(&E.x, vt, 0, &err);
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
     vkref dq = dev_up(q, sizeof(float) * T * n_head * hd_k), dy = dev_out(sizeof(float) * T * n_head * hd_v);
-    uint64_t pf = vkop_attn_part_floats((uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
+    uint64_t pf = vkop_attn_part_floats(&E.o, (uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
     vkref dp = dev_out(pf ? 4 * pf : 4);
-    vkop_attn a = {.q = dq.addr, .ck = ck.addr, .cv = cv.addr, .dst = dy.addr, .part = dp.addr, .n_tok = (uint32_t)T,
-                   .n_past = (uint32_t)n_past, .n_head = (uint32_t)n_head, .n_head_kv = (uint32_t)n_kv,
+    vkop_step step = {.n_past = (uint32_t)n_past};
+    const VkDeviceAddress sa = via_step ? dev_up(&step, sizeof step).addr : 0;
+    /* a wrong push-constant position with the same split count */
+    const uint32_t pc_past = via_step ? (uint32_t)n_past - 1 : (uint32_t)n_past;
+    vkop_attn a = {.q = dq.addr, .ck = ck.addr, .cv = cv.addr, .dst = dy.addr, .part = dp.addr, .step = sa,
+                   .n_tok = (uint32_t)T, .n_past = pc_past, .n_head = (uint32_t)n_head, .n_head_kv = (uint32_t)n_kv,
                    .hd_k = (uint32_t)hd_k, .hd_v = (uint32_t)hd_v, .scale = scale};
     double e = INFINITY;
     if (begin()) {
         zn_status st = vkop_kv_store(&E.o, &E.c, dk.addr, dv.addr, ck.addr, cv.addr, (uint32_t)T, (uint32_t)kdim,
-                                     (uint32_t)vdim, (uint32_t)n_past, "kv", &err);
+                                     (uint32_t)vdim, pc_past, sa, "kv", &err);
         vkcmd_barrier(&E.c);
         if (!st) st = vkop_attn_run(&E.o, &E.c, &a, "attn", &err);
         if (st) fprintf(stderr, "  %s\n", err.msg);
@@ -680,21 +689,30 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 
 static void test_attention(void) {
     const double tol = 1e-10;
-    double e0 = attn_case(4, 2, 64, 64, 0, 7);      /* causal prefill from empty, GQA 2 */
-    double e1 = attn_case(2, 1, 128, 32, 13, 5);    /* prefill after a prefix, hd_k != hd_v */
-    double e2 = attn_case(4, 4, 32, 32, 1100, 1);   /* decode with split-K (3 splits) */
-    double e3 = attn_case(3, 1, 256, 256, 200, 1);  /* decode, head dim 256, one split */
+    double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
+    double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
+    double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
+    double e3 = attn_case(3, 1, 256, 256, 200, 1, false);  /* decode, head dim 256, one split */
+    double e4 = attn_case(4, 4, 32, 32, 1030, 1, true);    /* split-K, position from the step block */
+    double e5 = attn_case(2, 1, 128, 32, 13, 5, true);     /* prefill, position from the step block */
+    CHECK(vkop_attn_splits(&E.o, 1, 1031) == 8 && vkop_attn_splits(&E.o, 1, 1024) == 4 &&
+          vkop_attn_splits(&E.o, 1, 256) == 1 && vkop_attn_splits(&E.o, 1, 257) == 2 &&
+          vkop_attn_splits(&E.o, 2, 5000) == 1);
     CHECK_MSG(e0 <= tol, "prefill: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "prefill after prefix: nmse %.3g", e1);
     CHECK_MSG(e2 <= tol, "split-K decode: nmse %.3g", e2);
     CHECK_MSG(e3 <= tol, "hd 256 decode: nmse %.3g", e3);
+    CHECK_MSG(e4 <= tol, "split-K decode via the step block: nmse %.3g", e4);
+    CHECK_MSG(e5 <= tol, "prefill via the step block: nmse %.3g", e5);
     /* prefill of >= 16 rows: attn_fa.comp (32-row blocks, 64 / 32 / 16-key tiles by head dim) */
-    double f0 = attn_case(4, 2, 64, 64, 0, 40), f1 = attn_case(2, 1, 128, 128, 45, 50);
-    double f2 = attn_case(2, 2, 256, 256, 10, 33), f3 = attn_case(6, 2, 128, 128, 0, 16);
+    double f0 = attn_case(4, 2, 64, 64, 0, 40, false), f1 = attn_case(2, 1, 128, 128, 45, 50, false);
+    double f2 = attn_case(2, 2, 256, 256, 10, 33, false), f3 = attn_case(6, 2, 128, 128, 0, 16, false);
+    double f4 = attn_case(2, 1, 128, 128, 45, 50, true);
     CHECK_MSG(f0 <= tol, "flash prefill hd 64: nmse %.3g", f0);
     CHECK_MSG(f1 <= tol, "flash prefill hd 128 after prefix: nmse %.3g", f1);
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
+    CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
