@@ -163,7 +163,7 @@ static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
     const char *e = getenv("ZN_VK_MM_SCRATCH_MB");
     const uint64_t cap = e && *e ? strtoull(e, NULL, 0) << 20 : ZN_VK_MM_SCRATCH;
     uint64_t need = 0;
-    if (!c->o.coopmat || !cap) return 0;
+    if (!(c->o.coopmat || c->o.mm_emulate) || !cap) return 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const zn_node *n = &g->nodes[i];
         if (n->op != ZN_OP_MATMUL && n->op != ZN_OP_MOE_MATMUL) continue;
@@ -275,6 +275,12 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (st) {
         vk_free(c);
         return st;
+    }
+    /* ZN_VK_MM_EMULATE=1: the f16 GEMM path from 2 tokens on, emulated
+     * where there are no cooperative matrices (tests on lavapipe) */
+    if (env_u64("ZN_VK_MM_EMULATE", 0)) {
+        c->o.mm_emulate = !c->o.coopmat;
+        c->o.mm_min_tok = c->o.moe_min_tok = 2;
     }
     vkarena_init(&c->wmem, &c->d, VKMEM_DEVICE, 0, env_u64("ZN_VK_MAX_ALLOC", 0));
     vkarena_init(&c->smem, &c->d, VKMEM_DEVICE, 0, 0);
