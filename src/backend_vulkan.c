@@ -55,6 +55,7 @@ typedef struct vk_ctx {
     int *last_use;                /* [cap_acts]: last node reading each activation */
     bool *skip;                   /* [cap_nodes]: node folded into its consumers */
     int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
+    int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into its epilogue (-1: none) */
     struct fused_x {              /* [cap_acts]: how to read an activation whose producer was skipped */
         int mode;                 /* VKX_PLAIN: not fused */
         int src, aux;             /* the producer's inputs (aux: SwiGLU "up" activation) */
@@ -200,7 +201,8 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
     c->skip = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->skip);
     c->rope_norm = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rope_norm);
     c->rope_kv = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rope_kv);
-    if (!st && (!tmp || !c->last_use || !c->fx || !c->skip || !c->rope_norm || !c->rope_kv))
+    c->res_add = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->res_add);
+    if (!st && (!tmp || !c->last_use || !c->fx || !c->skip || !c->rope_norm || !c->rope_kv || !c->res_add))
         st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     uint64_t total = 0, done = 0;
     for (int i = 0; i < g.n_nodes && !st; i++)
@@ -321,6 +323,7 @@ static void vk_free(void *ctx) {
     free(c->skip);
     free(c->rope_norm);
     free(c->rope_kv);
+    free(c->res_add);
     free(c);
 }
 
@@ -459,9 +462,15 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     const vk_weight *w = &c->w[model_weight_id(c->m, t)];
     const zn_act *x = &g->acts[n->src[0]], *y = &g->acts[n->dst];
     const uint32_t rows = (uint32_t)t->ne[1];
+    /* a folded residual ADD: the sum goes straight to the ADD's output */
+    const int ra = c->res_add[n - g->nodes];
+    const zn_node *add = ra >= 0 ? &g->nodes[ra] : NULL;
+    const VkDeviceAddress ya = act_addr(c, g, add ? add->dst : n->dst);
+    const VkDeviceAddress res = add ? act_addr(c, g, add->src[add->src[0] == n->dst ? 1 : 0]) : 0;
     for (uint32_t ch = 0; ch < w->n_chunks; ch++) {
         const uint32_t r0 = ch * w->chunk_rows, nr = rows - r0 < w->chunk_rows ? rows - r0 : w->chunk_rows;
-        vkop_mm a = {.type = t->type, .w = w->addr[ch], .y = act_addr(c, g, n->dst) + sizeof(float) * r0,
+        vkop_mm a = {.type = t->type, .w = w->addr[ch], .y = ya + sizeof(float) * r0,
+                     .res = res ? res + sizeof(float) * r0 : 0,
                      .bias = n->w[1] ? waddr(c, n->w[1]) + sizeof(float) * r0 : 0, .scale = waddr(c, n->w[2]),
                      .ncols = (uint32_t)t->ne[0], .nrows = nr, .row_bytes = w->row_bytes, .n_tok = (uint32_t)x->rows,
                      .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
@@ -486,7 +495,8 @@ static int group_size(const vk_ctx *c, const zn_graph *g, int i) {
     for (int k = 0; k < n; k++) {
         const zn_node *b = &g->nodes[i + k];
         const vk_weight *w = &c->w[model_weight_id(c->m, b->w[0])];
-        if (c->skip[i + k] || w->n_chunks != 1 || (k && w->addr[0] != next)) return k > 1 ? k : 1;
+        if (c->skip[i + k] || c->res_add[i + k] >= 0 || w->n_chunks != 1 || (k && w->addr[0] != next))
+            return k > 1 ? k : 1;
         next = w->addr[0] + (uint64_t)w->row_bytes * weight_rows(b->w[0]);
     }
     return n;
@@ -650,6 +660,11 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
     wr[nw++] = act_range(c, g, n->dst);
     const zn_hparams *hp = &c->m->hp;
     const int i = (int)(n - g->nodes);
+    if (n->op == ZN_OP_MATMUL && c->res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
+        const zn_node *add = &g->nodes[c->res_add[i]];
+        rd[nr++] = act_range(c, g, add->src[add->src[0] == n->dst ? 1 : 0]);
+        wr[0] = act_range(c, g, add->dst);
+    }
     if (n->op == ZN_OP_ROPE && c->rope_norm[i] >= 0) rd[0] = act_range(c, g, g->nodes[c->rope_norm[i]].src[0]);
     if (n->op == ZN_OP_ROPE && c->rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */
         const zn_node *kv = &g->nodes[c->rope_kv[i]];
@@ -726,6 +741,26 @@ static bool fusable(const vk_ctx *c, const zn_graph *g, int i) {
     return true;
 }
 
+/* A matmul whose only reader is the next node, an ADD of a residual of the
+ * same shape, stores the sum itself (mm_store adds res at y's index, so an
+ * ADD that writes over the residual is fine). The ADD's output must not
+ * overlap what the matmul reads as x: other workgroups still read it while
+ * rows are stored. */
+static void plan_res_add(vk_ctx *c, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i], *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
+    if (c->no_fusion || !nx || nx->op != ZN_OP_ADD || c->last_use[n->dst] != i + 1) return;
+    if ((nx->src[0] == n->dst) == (nx->src[1] == n->dst)) return; /* exactly one operand is the matmul's */
+    const int r = nx->src[nx->src[0] == n->dst ? 1 : 0];
+    const zn_act *y = &g->acts[n->dst], *ra = &g->acts[r], *o = &g->acts[nx->dst];
+    if (ra->rows != y->rows || ra->cols != y->cols || o->rows != y->rows || o->cols != y->cols) return;
+    const struct fused_x *f = &c->fx[n->src[0]];
+    range out = act_range(c, g, nx->dst);
+    if (ranges_overlap(out, act_range(c, g, f->mode ? f->src : n->src[0]))) return;
+    if (f->mode == VKX_SWIGLU && ranges_overlap(out, act_range(c, g, f->aux))) return;
+    c->res_add[i] = i + 1;
+    c->skip[i + 1] = true;
+}
+
 /* Liveness and the fusion plan of this graph (no allocation). */
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
     for (int a = 0; a < g->n_acts; a++) {
@@ -751,7 +786,8 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
      * of K: one dispatch for the three. */
     for (int i = 0; i < g->n_nodes; i++) {
         const zn_node *n = &g->nodes[i];
-        c->rope_norm[i] = c->rope_kv[i] = -1;
+        c->rope_norm[i] = c->rope_kv[i] = c->res_add[i] = -1;
+        if (n->op == ZN_OP_MATMUL) plan_res_add(c, g, i);
         if (n->op != ZN_OP_ROPE || c->no_fusion) continue;
         const zn_node *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
         for (int j = i - 1; j >= 0 && j >= i - 4; j--) {

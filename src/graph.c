@@ -151,14 +151,20 @@ static void plan_arena(zn_graph *g) {
     p->last[g->logits] = g->n_nodes; /* read after the run */
     p->n_free = 0;
     p->top = p->peak = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        int d = g->nodes[i].dst;
-        if (p->first[d] == i) g->acts[d].off = arena_alloc(p, act_size(&g->acts[d]));
-        /* sources dying here are released only after dst is placed, so an op
-         * never writes over an input it is still reading */
+    /* Activations dying at node i are released only after node i + 1's dst
+     * is placed: an op never writes over an input it is still reading, nor
+     * over one of the node before it, so a backend may fold node i + 1 into
+     * node i (the Vulkan backend stores a matmul + residual ADD in one go). */
+    for (int i = 0; i <= g->n_nodes; i++) {
+        if (i < g->n_nodes) {
+            int d = g->nodes[i].dst;
+            if (p->first[d] == i) g->acts[d].off = arena_alloc(p, act_size(&g->acts[d]));
+        }
+        if (i == 0) continue;
+        const zn_node *pn = &g->nodes[i - 1];
         for (int s = -1; s < ZN_NODE_SRC; s++) {
-            int a = s < 0 ? d : g->nodes[i].src[s];
-            if (a < 0 || p->last[a] != i) continue;
+            int a = s < 0 ? pn->dst : pn->src[s];
+            if (a < 0 || p->last[a] != i - 1) continue;
             p->last[a] = -2; /* released once even when read twice */
             arena_release(p, g->acts[a].off, act_size(&g->acts[a]));
         }

@@ -61,6 +61,7 @@ void vkops_free(vkops *o) {
 
 #define ATTN_WG 128
 #define ATTN_CHUNK 256 /* keys per split when decoding (flash-decoding) */
+#define ATTN_FA_MIN_TOK 16 /* query rows from which attn_fa.comp's 32-row blocks pay */
 #define ELT_WG 256
 
 /* Rows per subgroup of the mat-vec kernel. Measured on an H200 (bench/
@@ -116,10 +117,10 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 /* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
  * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU;
-    int ts = k == VKO_GDN ? dim_slot(dim) : by_cfg ? (dim < ZN_VK_MM_NCFG ? (int)dim : -1) : type_slot(t);
+    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, by_cfg = k == VKO_MMF || k == VKO_MMF_EMU;
+    int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ZN_VK_MM_NCFG ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
-    if (ts < 0 && k == VKO_GDN) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u", dim);
+    if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
     if (ts < 0) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no kernel for weight type %s", zn_type_name(t));
     vkpipe *p = &o->pipes[k][ts];
     *out = p;
@@ -154,6 +155,10 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
     case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
+    case VKO_ATTN_FA: /* K + V tiles of 16 KiB in all: within every device's 32 KiB of shared memory */
+        shader = "attn_fa";
+        spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
+        break;
     case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
     case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
@@ -453,6 +458,20 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dims %u/%u (need multiples of 32/4)", a->hd_k, a->hd_v);
     if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
     const vkpipe *p = NULL, *pm = NULL;
+    const bool fa = a->n_tok >= ATTN_FA_MIN_TOK && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
+                    !(a->hd_k & (a->hd_k - 1));
+    if (fa) {
+        zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
+        if (st) return st;
+        struct {
+            uint64_t q, ck, cv, dst, part;
+            uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
+            float scale;
+        } pc = {a->q, a->ck, a->cv, a->dst, 0, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v, 0, 1,
+                a->scale};
+        vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + 31) / 32, 1, name);
+        return ZN_OK;
+    }
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
@@ -516,7 +535,8 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
     if (st) return st;
     struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
-    dispatch_items(o, c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, name);
+    /* conv1d.comp: workgroups of small_wg channels x 32 tokens */
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 31) / 32, 1, name);
     return ZN_OK;
 }
 

@@ -15,6 +15,7 @@ typedef enum vkop_kind {
     VKO_MMF, VKO_MMF_EMU,                                    /* per tile config (zn_vk_mm_cfgs) */
     VKO_MOE_BUCKET,
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
+    VKO_ATTN_FA,                                             /* variant by head dim */
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
     VKO_GDN,                                                 /* variant by head dim */
     VKO_COUNT

@@ -738,6 +738,13 @@ static void test_attention(void) {
     CHECK_MSG(e1 <= tol, "prefill after prefix: nmse %.3g", e1);
     CHECK_MSG(e2 <= tol, "split-K decode: nmse %.3g", e2);
     CHECK_MSG(e3 <= tol, "hd 256 decode: nmse %.3g", e3);
+    /* prefill of >= 16 rows: attn_fa.comp (32-row blocks, 64 / 32 / 16-key tiles by head dim) */
+    double f0 = attn_case(4, 2, 64, 64, 0, 40), f1 = attn_case(2, 1, 128, 128, 45, 50);
+    double f2 = attn_case(2, 2, 256, 256, 10, 33), f3 = attn_case(6, 2, 128, 128, 0, 16);
+    CHECK_MSG(f0 <= tol, "flash prefill hd 64: nmse %.3g", f0);
+    CHECK_MSG(f1 <= tol, "flash prefill hd 128 after prefix: nmse %.3g", f1);
+    CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
+    CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -857,37 +864,48 @@ static void test_argmax(void) {
 
 
 /* conv1d + SiLU against ssm.c, in two calls (prefill then decode) so the
- * state hand-over is checked too. */
-static void test_conv1d(void) {
-    const int C = 77, K = 4, ld = 80, T1 = 5, T2 = 1, T = T1 + T2;
-    float x[6 * 80], w[77 * 4], st[77 * 3], st_ref[77 * 3], y[6 * 80], y_ref[6 * 80];
-    fill(x, sizeof x / sizeof *x, 2.0f); fill(w, sizeof w / sizeof *w, 1.0f); fill(st, sizeof st / sizeof *st, 1.0f);
+ * state hand-over is checked too; T1 = 70 spans three token blocks of the
+ * kernel, T1 = 1 < K - 1 keeps part of the old state. */
+static void conv1d_case(int T1, int T2) {
+    enum { C = 77, K = 4, ld = 80, TMAX = 72 };
+    const int T = T1 + T2;
+    static float x[TMAX * ld], y[TMAX * ld], y_ref[TMAX * ld];
+    float w[C * K], st[C * (K - 1)], st_ref[C * (K - 1)];
+    fill(x, (size_t)T * ld, 2.0f); fill(w, sizeof w / sizeof *w, 1.0f); fill(st, sizeof st / sizeof *st, 1.0f);
     memcpy(st_ref, st, sizeof st);
     memset(y_ref, 0, sizeof y_ref);
     ssm_conv1d_silu(y_ref, x, T1, C, ld, w, K, st_ref);
     ssm_conv1d_silu(y_ref + T1 * ld, x + T1 * ld, T2, C, ld, w, K, st_ref);
-    vkref dx = dev_up(x, sizeof x), dw = dev_up(w, sizeof w), ds = dev_up(st, sizeof st), dy = dev_up(y_ref, sizeof y_ref);
+    vkref dx = dev_up(x, sizeof(float) * T * ld), dw = dev_up(w, sizeof w), ds = dev_up(st, sizeof st),
+          dy = dev_up(y_ref, sizeof(float) * T * ld);
     zn_err err = {0};
     bool ok = false;
     if (begin()) {
-        zn_status s1 = vkop_conv1d(&E.o, &E.c, dx.addr, dy.addr, dw.addr, ds.addr, T1, C, ld, K, "conv", &err);
+        zn_status s1 = vkop_conv1d(&E.o, &E.c, dx.addr, dy.addr, dw.addr, ds.addr, (uint32_t)T1, C, ld, K, "conv", &err);
         vkcmd_barrier(&E.c);
-        zn_status s2 = vkop_conv1d(&E.o, &E.c, dx.addr + 4 * T1 * ld, dy.addr + 4 * T1 * ld, dw.addr, ds.addr, T2, C, ld,
-                                   K, "conv", &err);
+        zn_status s2 = vkop_conv1d(&E.o, &E.c, dx.addr + 4ull * T1 * ld, dy.addr + 4ull * T1 * ld, dw.addr, ds.addr,
+                                   (uint32_t)T2, C, ld, K, "conv", &err);
         if (s1 || s2) fprintf(stderr, "  %s\n", err.msg);
         ok = run() && !s1 && !s2;
     }
-    CHECK(ok);
+    CHECK_MSG(ok, "T1 %d T2 %d", T1, T2);
     if (!ok) return;
-    dev_down(dy, y, sizeof y);
+    dev_down(dy, y, sizeof(float) * T * ld);
     dev_down(ds, st, sizeof st);
-    double ry[6 * 80], rs[77 * 3];
+    static double ry[TMAX * ld];
+    double rs[C * (K - 1)];
     for (int i = 0; i < T * ld; i++) ry[i] = y_ref[i];
     for (int i = 0; i < C * (K - 1); i++) rs[i] = st_ref[i];
     double ey = nmse(y, ry, (size_t)T * ld), es = nmse(st, rs, (size_t)C * (K - 1));
-    CHECK_MSG(ey <= 1e-12, "y nmse %.3g", ey);
-    CHECK_MSG(es == 0, "state nmse %.3g (a copy of inputs: must be exact)", es);
+    CHECK_MSG(ey <= 1e-12, "T1 %d T2 %d: y nmse %.3g", T1, T2, ey);
+    CHECK_MSG(es == 0, "T1 %d T2 %d: state nmse %.3g (a copy of inputs: must be exact)", T1, T2, es);
     reset();
+}
+
+static void test_conv1d(void) {
+    conv1d_case(5, 1);
+    conv1d_case(70, 2);
+    conv1d_case(1, 1);
 }
 
 /* Gated delta rule: GPU over T tokens vs ssm_gdn_recurrent, with tiled key

@@ -1,35 +1,55 @@
 #version 450
 // Causal depthwise conv1d + SiLU with a rolling state (ssm.h
-// ssm_conv1d_silu): one thread per channel walks the T tokens in order.
+// ssm_conv1d_silu):
 //   y[t][c] = silu(sum_{j<K} w[c][j] * xin[t + j]),  xin = (state[c], x[.][c])
 // and state[c] ends holding the last K-1 entries of xin.
+// Every output depends only on inputs, so threads split the tokens as well
+// as the channels (a prefill of 512 tokens would otherwise be 512 dependent
+// steps per thread): workgroup (cx, ty) owns WG channels x TB tokens. Only
+// token block 0 reads the old state, so it alone writes the new one, after
+// a barrier that orders its reads before the writes.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
 #define MAXK 8
+#define TB 32   // tokens per workgroup; >= MAXK - 1 so only block 0 touches the state
 
 layout(push_constant) uniform PC {
     uint64_t x, y, w, state;
     uint n_tok, n_ch, ld, kernel;
 } p;
 
+float xin(uint i, uint c) { // xin[i] of channel c, i < K - 1 + n_tok
+    const uint K1 = p.kernel - 1u;
+    return i < K1 ? F32(p.state).v[c * K1 + i] : F32(p.x).v[(i - K1) * p.ld + c];
+}
+
 void main() {
-    const uint c = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG + gl_LocalInvocationID.x;
-    if (c >= p.n_ch) return;
-    const uint K = p.kernel;
-    float win[MAXK], w[MAXK];
-    for (uint j = 0; j < MAXK; j++) {
-        w[j] = j < K ? F32(p.w).v[c * K + j] : 0.0;
-        win[j] = j + 1u < K ? F32(p.state).v[c * (K - 1u) + j] : 0.0;
+    const uint c = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x, t0 = gl_WorkGroupID.y * TB;
+    const uint K = p.kernel, K1 = K - 1u;
+    const bool live = c < p.n_ch;
+    float win[MAXK], w[MAXK], st[MAXK];
+    if (live) {
+        for (uint j = 0; j < MAXK; j++) {
+            w[j] = j < K ? F32(p.w).v[c * K + j] : 0.0;
+            win[j] = j < K1 ? xin(t0 + j, c) : 0.0;   // xin[t0 .. t0+K-2]
+        }
+        // the new state, read before anyone may overwrite the old one
+        if (gl_WorkGroupID.y == 0u)
+            for (uint j = 0; j < K1; j++) st[j] = xin(p.n_tok + j, c);
+        const uint t1 = min(t0 + TB, p.n_tok);
+        for (uint t = t0; t < t1; t++) {
+            win[K1] = F32(p.x).v[t * p.ld + c];
+            float s = 0.0;
+            for (uint j = 0; j < K; j++) s = fma(w[j], win[j], s);
+            F32(p.y).v[t * p.ld + c] = silu(s);
+            for (uint j = 0; j < K1; j++) win[j] = win[j + 1u];
+        }
     }
-    for (uint t = 0; t < p.n_tok; t++) {
-        win[K - 1u] = F32(p.x).v[t * p.ld + c];
-        float s = 0.0;
-        for (uint j = 0; j < K; j++) s = fma(w[j], win[j], s);
-        F32(p.y).v[t * p.ld + c] = silu(s);
-        for (uint j = 0; j + 1u < K; j++) win[j] = win[j + 1u];
-    }
-    for (uint j = 0; j + 1u < K; j++) F32(p.state).v[c * (K - 1u) + j] = win[j];
+    if (gl_WorkGroupID.y != 0u) return;   // uniform per workgroup
+    barrier();
+    if (live)
+        for (uint j = 0; j < K1; j++) F32(p.state).v[c * K1 + j] = st[j];
 }

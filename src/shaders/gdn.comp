@@ -29,6 +29,9 @@ layout(push_constant) uniform PC {
 
 float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
+// A token's inputs for this row are loaded a token ahead (nk, nq, nv, ng,
+// nb), so the global loads overlap the previous token's dependent chain of
+// subgroup adds.
 void main() {
     const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID;
     if (row >= p.h_v * p.d_v) return;
@@ -37,21 +40,40 @@ void main() {
     float S[PL];
     for (uint m = 0; m < PL; m++) S[m] = F32(p.state).v[sb + lane + SG * m];
     const float qscale = 1.0 / sqrt(float(DK));
-    for (uint t = 0; t < p.n_tok; t++) {
-        float g = F32(p.g).v[t * p.ld_g + h], b = F32(p.beta).v[t * p.ld_g + h];
+    float dtb = 0.0, ah = 0.0;
+    if (p.gate_raw != 0u) {
+        dtb = F32(p.dt_bias).v[h];
+        ah = F32(p.a).v[h];
+    }
+    float nk[PL], nq[PL], ck[PL], cq[PL], nv = 0.0, ng = 0.0, nb = 0.0;
+    for (uint m = 0; m < PL; m++) nk[m] = nq[m] = 0.0;
+    for (uint t = 0; t <= p.n_tok; t++) {
+        for (uint m = 0; m < PL; m++) {
+            ck[m] = nk[m];
+            cq[m] = nq[m];
+        }
+        const float cv = nv;
+        float g = ng, b = nb;
+        if (t < p.n_tok) {
+            ng = F32(p.g).v[t * p.ld_g + h];
+            nb = F32(p.beta).v[t * p.ld_g + h];
+            const uint kb = t * p.ld_qk + hk * DK;
+            for (uint m = 0; m < PL; m++) {
+                nk[m] = F32(p.k).v[kb + lane + SG * m];
+                nq[m] = F32(p.q).v[kb + lane + SG * m];
+            }
+            nv = F32(p.v).v[t * p.ld_v + h * p.d_v + j];
+        }
+        if (t == 0u) continue;   // the first pass only loads token 0
         if (p.gate_raw != 0u) {
-            g = softplus(g + F32(p.dt_bias).v[h]) * F32(p.a).v[h];
+            g = softplus(g + dtb) * ah;
             b = sigmoid(b);
         }
         const float eg = exp(g);
-        const uint kb = t * p.ld_qk + hk * DK;
-        float kl[PL], ql[PL], u = 0.0;
-        float kk = 0.0, qq = 0.0;
+        float kl[PL], u = 0.0, kk = 0.0, qq = 0.0;
         for (uint m = 0; m < PL; m++) {
-            kl[m] = F32(p.k).v[kb + lane + SG * m];
-            ql[m] = F32(p.q).v[kb + lane + SG * m];
-            kk = fma(kl[m], kl[m], kk);
-            qq = fma(ql[m], ql[m], qq);
+            kk = fma(ck[m], ck[m], kk);
+            qq = fma(cq[m], cq[m], qq);
         }
         float kn = 1.0, qn = qscale;
         if (p.l2 != 0u) {
@@ -59,19 +81,19 @@ void main() {
             qn = qscale / sqrt(subgroupAdd(qq) + p.eps);
         }
         for (uint m = 0; m < PL; m++) {
-            kl[m] *= kn;
+            kl[m] = ck[m] * kn;
             S[m] *= eg;
             u = fma(S[m], kl[m], u);
         }
         u = subgroupAdd(u);
-        const float d = (F32(p.v).v[t * p.ld_v + h * p.d_v + j] - u) * b;
+        const float d = (cv - u) * b;
         float o = 0.0;
         for (uint m = 0; m < PL; m++) {
             S[m] = fma(kl[m], d, S[m]);
-            o = fma(S[m], ql[m], o);
+            o = fma(S[m], cq[m], o);
         }
         o = subgroupAdd(o);
-        if (lane == 0u) F32(p.dst).v[t * p.ld_o + h * p.d_v + j] = o * qn;
+        if (lane == 0u) F32(p.dst).v[(t - 1u) * p.ld_o + h * p.d_v + j] = o * qn;
     }
     for (uint m = 0; m < PL; m++) F32(p.state).v[sb + lane + SG * m] = S[m];
 }

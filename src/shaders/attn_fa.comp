@@ -1,0 +1,92 @@
+#version 450
+// ZN_OP_ATTN for prefill (many query rows): flash attention over the f16 KV
+// cache, causal, grouped-query. attn.comp gives every query row its own
+// workgroup, so each row re-reads all earlier keys and values; here a
+// workgroup owns BR = 32 query rows of one head and streams K/V tiles of BC
+// keys through shared memory once for all of them, with an online softmax.
+// Thread t serves row t / 4 and a quarter of the head dims, interleaved in
+// groups of 4 (dims 16 i + 4 (t % 4) + 0..3) so the four threads of a row
+// read adjacent 8-byte words of a key; a row's partial dot products meet
+// through two shuffles, so all four hold the whole score row and the
+// output needs no shared memory.
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 128;   // 4 threads x BR rows
+layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
+layout(constant_id = 2) const uint BC = 32;    // keys per tile (K + V tiles: 4 * BC * HD bytes)
+layout(local_size_x_id = 0) in;
+
+#define BR 32u
+#define PER (HD / 4u)
+
+layout(push_constant) uniform PC {
+    uint64_t q, ck, cv, dst, part;
+    uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
+    uint chunk, n_split;
+    float scale;
+} p;
+
+shared uvec2 ks[BC * HD / 4u];   // [key][dim / 4]: 4 halves per word pair
+shared uvec2 vs[BC * HD / 4u];
+
+uint dim_of(uint i, uint part) { return 16u * (i / 4u) + 4u * part + (i % 4u); } // i < PER
+
+void main() {
+    const uint h = gl_WorkGroupID.x, r0 = gl_WorkGroupID.y * BR, tid = gl_LocalInvocationID.x;
+    const uint rr = tid / 4u, part = tid % 4u, r = r0 + rr;
+    const bool live = r < p.n_tok;
+    const uint kvh = h / (p.n_head / p.n_head_kv), kdim = p.n_head_kv * HD;
+    const uint qpos = p.n_past + r, kv_end = p.n_past + min(r0 + BR, p.n_tok); // keys the block needs
+
+    float q[PER], o[PER];
+    for (uint i = 0; i < PER; i++) {
+        q[i] = live ? F32(p.q).v[r * p.n_head * HD + h * HD + dim_of(i, part)] * p.scale : 0.0;
+        o[i] = 0.0;
+    }
+    float m = -1.0 / 0.0, l = 0.0;
+    for (uint jt = 0; jt < kv_end; jt += BC) {
+        // stage the tile: 8-byte words, keys past the block's last one zeroed
+        // (the cache holds garbage there, and 0 * NaN would poison o)
+        for (uint w = tid; w < BC * HD / 4u; w += WG) {
+            const uint key = jt + w / (HD / 4u), d4 = w % (HD / 4u);
+            const uint64_t off = 2ul * (uint64_t(key) * kdim + kvh * HD + 4u * d4);
+            ks[w] = key < kv_end ? U32x2(p.ck + off).v[0] : uvec2(0);
+            vs[w] = key < kv_end ? U32x2(p.cv + off).v[0] : uvec2(0);
+        }
+        barrier();
+        float s[BC];
+        float mt = -1.0 / 0.0;
+        for (uint c = 0; c < BC; c++) {
+            float a = 0.0;
+            for (uint i = 0; i < PER; i += 4u) {
+                const uvec2 kw = ks[c * (HD / 4u) + 4u * (i / 4u) + part];
+                const vec4 kv = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y));
+                a += dot(kv, vec4(q[i], q[i + 1u], q[i + 2u], q[i + 3u]));
+            }
+            a += subgroupShuffleXor(a, 1u);
+            a += subgroupShuffleXor(a, 2u);
+            s[c] = jt + c <= qpos ? a : -1.0 / 0.0;
+            mt = max(mt, s[c]);
+        }
+        const float mn = max(m, mt), alpha = exp(m - mn);
+        l *= alpha;
+        for (uint i = 0; i < PER; i++) o[i] *= alpha;
+        for (uint c = 0; c < BC; c++) {
+            const float e = exp(s[c] - mn);
+            l += e;
+            for (uint i = 0; i < PER; i += 4u) {
+                const uvec2 vw = vs[c * (HD / 4u) + 4u * (i / 4u) + part];
+                const vec4 vv = vec4(unpackHalf2x16(vw.x), unpackHalf2x16(vw.y));
+                o[i] = fma(e, vv.x, o[i]);
+                o[i + 1u] = fma(e, vv.y, o[i + 1u]);
+                o[i + 2u] = fma(e, vv.z, o[i + 2u]);
+                o[i + 3u] = fma(e, vv.w, o[i + 3u]);
+            }
+        }
+        m = mn;
+        barrier();
+    }
+    if (!live) return;
+    const uint ob = r * p.n_head * HD + h * HD;
+    for (uint i = 0; i < PER; i++) F32(p.dst).v[ob + dim_of(i, part)] = o[i] / l;
+}
