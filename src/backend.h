@@ -20,6 +20,16 @@ typedef struct zn_backend_opts {
     size_t arena_floats;  /* activation arena size (graph arena_floats) */
 } zn_backend_opts;
 
+/* Host-side cost of the one-token (decode) steps a backend ran since init,
+ * for zinc bench: prepare = walking the graph and recording commands (or,
+ * replaying, checking the recording still fits), submit = handing the work
+ * to the device, wait = blocked until it finished, read = copying results
+ * out after such a step. */
+typedef struct zn_backend_stats {
+    uint64_t steps, replayed;     /* replayed: steps that reused a recording */
+    double prepare_s, submit_s, wait_s, read_s;
+} zn_backend_stats;
+
 typedef struct zn_backend_ops {
     const char *name;
     zn_status (*init)(void **ctx, const zn_model *m, const zn_backend_opts *o, zn_err *err);
@@ -33,6 +43,8 @@ typedef struct zn_backend_ops {
     zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
     /* Copies activation act of the last run to out ([rows][cols] f32). */
     zn_status (*read)(void *ctx, const zn_graph *g, int act, float *out, zn_err *err);
+    /* Optional (NULL: the backend keeps none). */
+    void (*stats)(void *ctx, zn_backend_stats *out);
 } zn_backend_ops;
 
 /* NULL when no backend has that name. */

@@ -81,6 +81,11 @@ static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *
         cpu_free(c);
         return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for %zu activation floats", o->arena_floats);
     }
+    st = cpu_pack_init(c, err);
+    if (st != ZN_OK) {
+        cpu_free(c);
+        return st;
+    }
     int na = 0, nr = 0;
     for (int i = 0; i < hp->n_layer; i++) {
         c->attn_index[i] = m->layers[i].recurrent ? -1 : na++;
@@ -94,6 +99,7 @@ static void cpu_free(void *ctx) {
     cpu_ctx *c = ctx;
     if (!c) return;
     cpu_pool_free(c->pool);
+    cpu_pack_free(c);
     free(c->arena);
     free(c->xq);
     free(c->tls);

@@ -1,6 +1,9 @@
 /* The Vulkan backend: every graph op as a compute dispatch, a whole step
  * (decode token or prefill batch) recorded into one command buffer and
- * submitted once.
+ * submitted once. A one-token (decode) step is recorded once and replayed:
+ * what changes from one step to the next is read by the shaders from
+ * host-written memory (the token ids, the step block of vk_ops.h with the
+ * position), so later steps only write those and submit (see vk_run).
  *
  * Weights are uploaded once at init (the ones the model's graph uses),
  * through a staging buffer, into device-local blocks; a 2-D weight larger
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -31,22 +35,46 @@ typedef struct vk_weight {
 
 typedef struct range { uint64_t lo, hi; } range;
 
+/* The decode step kept for replay: its command buffer and what it was
+ * recorded for. It stays valid for the next one-token step of the same
+ * sequence whose graph is the same (compared node by node: cheap next to a
+ * recording) and whose attention split count is the same. */
+typedef struct vk_replay {
+    vkcmd cmd;                    /* reusable; cmd.d == NULL: replay off */
+    bool valid;
+    uint64_t seq;                 /* vk_seq.id */
+    uint32_t n_split;             /* vkop_attn_splits of its position */
+    int n_nodes, n_acts, logits;
+    bool all_logits;
+    zn_node *nodes;               /* [cap_nodes]: its graph */
+    zn_act *acts;                 /* [cap_acts] */
+    uint64_t out_off, out_floats; /* what its logits copy put in vk_ctx.out (0 floats: none) */
+} vk_replay;
+
 typedef struct vk_ctx {
     const zn_model *m;
     vkdev d;
     vkops o;
-    vkcmd c;
+    vkcmd c;                      /* per-step recordings (prefill, profiling, replay off) */
+    vk_replay rp;
+    vkcmd *rec;                   /* the command buffer being recorded */
     vkxfer x;
     vkarena wmem;                 /* weights */
     vkarena smem;                 /* activations, scratch */
     vkbuf io;                     /* host-visible: token ids in */
-    vkbuf groups;                 /* host-written vkop_group blocks of this run's grouped mat-vecs */
-    uint32_t n_groups, cap_groups;
+    vkbuf step;                   /* host-written vkop_step of the current run */
+    vkbuf out;                    /* host-visible: the logits of a run, copied at its end */
+    uint64_t out_off, out_floats; /* which activation out holds now (0 floats: none) */
+    vkbuf groups;                 /* host-written vkop_group blocks: [0, cap) per-step recordings, [cap, 2 cap) the replay's */
+    uint32_t n_groups, cap_groups, group_base;
+    uint64_t next_seq;            /* vk_seq ids */
+    zn_backend_stats stats;
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
     vkref act;                    /* the activation arena */
     vkref part;                   /* split-K attention partials */
     vkref mm_scratch;             /* f16 GEMM operands (vkops.mm_scratch) */
     uint64_t mm_need;
+    uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
     uint64_t part_floats;
     int max_tokens;
     /* per-run fusion plan (see plan_fusions), sized for the model's graphs */
@@ -68,6 +96,7 @@ typedef struct vk_ctx {
 } vk_ctx;
 
 typedef struct vk_seq {
+    uint64_t id;                  /* unique in its context: keys the replay */
     vkarena mem;
     int n_ctx;
     VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
@@ -209,6 +238,19 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
         for (int j = 0; j < ZN_NODE_W; j++)
             if (g.nodes[i].w[j]) total += g.nodes[i].w[j]->nbytes; /* counts shared weights twice: fine for a bar */
     bool progress = total >= (256ull << 20) && isatty(2);
+    /* the integer mat-vec's scratch: x of the largest matmul it runs, for
+     * as many rows as a step can give it (every expert slot's own x) */
+    for (int i = 0; i < g.n_nodes && !st; i++) {
+        const zn_node *n = &g.nodes[i];
+        uint32_t rows = 0;
+        if (n->op == ZN_OP_MATMUL)
+            rows = vkops_matvec_for(&c->o, n->w[0]->type, (uint32_t)c->max_tokens, false) ? (uint32_t)c->max_tokens
+                                                                                     : c->o.mm_min_tok - 1;
+        else if (n->op == ZN_OP_MOE_MATMUL)
+            rows = (uint32_t)c->max_tokens * (uint32_t)(c->m->hp.n_expert_used > 1 ? c->m->hp.n_expert_used : 1);
+        const uint64_t b = rows ? vkops_xq_bytes((uint32_t)n->w[0]->ne[0], rows) : 0;
+        if (b > c->xq_bytes) c->xq_bytes = b;
+    }
     for (int i = 0; i < g.n_nodes && !st; i++) {
         /* matmuls of one input get their matrices side by side (grouped
          * mat-vec, see run_group) when they fit one allocation together */
@@ -262,7 +304,9 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     c->max_tokens = opt->max_tokens;
     c->no_fusion = env_u64("ZN_VK_NO_FUSION", 0) != 0;
     /* ZN_VK_DEVICE picks a device; ZN_VK_MAX_ALLOC caps one allocation (to
-     * exercise split weights on small devices); ZN_VK_PROFILE=1 times ops. */
+     * exercise split weights on small devices); ZN_VK_PROFILE=1 times ops
+     * (every step recorded anew); ZN_VK_NO_REPLAY=1 records every decode
+     * step anew too (tests compare both). */
     const char *dev = getenv("ZN_VK_DEVICE");
     zn_status st = vkdev_open(&c->d, dev && *dev ? atoi(dev) : -1, err);
     if (st) {
@@ -273,6 +317,10 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     vkpipes_default_cache_path(&c->d, cache, sizeof cache);
     st = vkops_init(&c->o, &c->d, cache, err);
     if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, env_u64("ZN_VK_PROFILE", 0) != 0, err);
+    if (!st && !c->c.profile && !env_u64("ZN_VK_NO_REPLAY", 0)) {
+        st = vkcmd_init(&c->rp.cmd, &c->d, c->o.ps.layout, false, err);
+        c->rp.cmd.reusable = true;
+    }
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);
     if (st) {
         vk_free(c);
@@ -292,9 +340,19 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
     if (!st && c->mm_need) st = vkarena_alloc(&c->smem, c->mm_need, 256, &c->mm_scratch, err);
     if (!st && c->mm_need) c->o.mm_scratch = c->mm_scratch.addr, c->o.mm_scratch_bytes = c->mm_need;
+    vkref xq = {0};
+    if (!st && c->o.intdot && c->xq_bytes) st = vkarena_alloc(&c->smem, c->xq_bytes, 256, &xq, err);
+    if (!st) vkops_set_xq(&c->o, xq.addr, xq.buf ? c->xq_bytes : 0);
     if (!st) st = vkbuf_create(&c->d, &c->io, sizeof(int32_t) * (size_t)opt->max_tokens, VKMEM_HOST, err);
+    if (!st) st = vkbuf_create(&c->d, &c->step, sizeof(vkop_step), VKMEM_SHARED, err);
+    /* logits of every row of the largest step */
+    if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
-    if (!st) st = vkbuf_create(&c->d, &c->groups, sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
+    if (!st) st = vkbuf_create(&c->d, &c->groups, 2 * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
+    c->rp.nodes = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rp.nodes);
+    c->rp.acts = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->rp.acts);
+    if (!st && (!c->rp.nodes || !c->rp.acts)) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    if (!st && (!c->step.map || !c->out.map)) st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
         vk_free(c);
         return st;
@@ -309,11 +367,14 @@ static void vk_free(void *ctx) {
     if (c->d.dev) {
         c->d.fn.vkDeviceWaitIdle(c->d.dev);
         vkbuf_destroy(&c->d, &c->io);
+        vkbuf_destroy(&c->d, &c->step);
+        vkbuf_destroy(&c->d, &c->out);
         vkbuf_destroy(&c->d, &c->groups);
         vkarena_free(&c->smem);
         vkarena_free(&c->wmem);
         vkxfer_free(&c->x);
         vkcmd_free(&c->c);
+        vkcmd_free(&c->rp.cmd);
         vkops_free(&c->o);
     }
     vkdev_close(&c->d);
@@ -324,6 +385,8 @@ static void vk_free(void *ctx) {
     free(c->rope_norm);
     free(c->rope_kv);
     free(c->res_add);
+    free(c->rp.nodes);
+    free(c->rp.acts);
     free(c);
 }
 
@@ -349,6 +412,7 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     *out = NULL;
     vk_seq *s = calloc(1, sizeof *s);
     if (!s) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    s->id = ++c->next_seq;
     s->n_ctx = n_ctx;
     s->k = calloc((size_t)hp->n_layer, sizeof *s->k);
     s->v = calloc((size_t)hp->n_layer, sizeof *s->v);
@@ -374,7 +438,7 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         if (!st) s->k[il] = k.addr, s->v[il] = v.addr;
     }
     /* the split-K scratch must cover the longest context any sequence has */
-    uint64_t pf = vkop_attn_part_floats(1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
+    uint64_t pf = vkop_attn_part_floats(&c->o, 1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
     if (!st && pf > c->part_floats) {
         st = vkarena_alloc(&c->smem, pf * sizeof(float), 256, &c->part, err);
         if (!st) c->part_floats = pf;
@@ -393,6 +457,7 @@ static void vk_seq_free(void *ctx, void *state) {
     vk_seq *s = state;
     if (!s) return;
     c->d.fn.vkDeviceWaitIdle(c->d.dev);
+    if (c->rp.seq == s->id) c->rp.valid = false;
     vkarena_free(&s->mem);
     free(s->k);
     free(s->v);
@@ -425,7 +490,7 @@ static void hazard(vk_ctx *c, const range *rd, int n_rd, const range *wr, int n_
     for (int i = 0; i < n_rd && !need; i++) need = overlaps(c->wr, c->n_wr, rd[i]);
     for (int i = 0; i < n_wr && !need; i++) need = overlaps(c->wr, c->n_wr, wr[i]) || overlaps(c->rd, c->n_rd, wr[i]);
     if (need) {
-        vkcmd_barrier(&c->c);
+        vkcmd_barrier(c->rec);
         c->n_rd = c->n_wr = 0;
     }
     for (int i = 0; i < n_rd; i++) c->rd[c->n_rd++] = rd[i];
@@ -476,7 +541,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
                      .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
                      .bias_first = n->ip[0] == 1};
         matmul_x(c, g, n, &a);
-        zn_status st = vkop_matmul(&c->o, &c->c, &a, n->tag, err);
+        zn_status st = vkop_matmul(&c->o, c->rec, &a, n->tag, err);
         if (st) return st;
     }
     return ZN_OK;
@@ -505,7 +570,8 @@ static int group_size(const vk_ctx *c, const zn_graph *g, int i) {
 static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *err) {
     const zn_node *a = &g->nodes[i];
     const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
-    vkop_group *gb = (vkop_group *)c->groups.map + c->n_groups;
+    const uint32_t slot = c->group_base + c->n_groups;
+    vkop_group *gb = (vkop_group *)c->groups.map + slot;
     memset(gb, 0, sizeof *gb);
     uint32_t rows = 0;
     for (int k = 0; k < n; k++) {
@@ -521,10 +587,10 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
     const zn_act *x = &g->acts[a->src[0]];
     vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
                  .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
-                 .bias_first = a->ip[0] == 1, .group = c->groups.addr + sizeof(vkop_group) * c->n_groups};
+                 .bias_first = a->ip[0] == 1, .group = c->groups.addr + sizeof(vkop_group) * slot};
     c->n_groups++;
     matmul_x(c, g, a, &m);
-    return vkop_matvec(&c->o, &c->c, &m, a->tag, err);
+    return vkop_matvec(&c->o, c->rec, &m, a->tag, err);
 }
 
 static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -541,7 +607,7 @@ static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, 
                  .row_bytes = w->row_bytes, .n_tok = T, .n_slots = k, .x_stride = shared ? cols : k * cols,
                  .x_slot_stride = shared ? 0 : cols, .y_stride = k * rows, .y_slot_stride = rows, .ids_stride = 2 * k};
     matmul_x(c, g, n, &a);
-    return vkop_matmul(&c->o, &c->c, &a, n->tag, err);
+    return vkop_matmul(&c->o, c->rec, &a, n->tag, err);
 }
 
 static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -556,18 +622,19 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
         const gguf_tensor *t = n->w[0];
         const vk_weight *w = &c->w[model_weight_id(c->m, t)];
         if (w->n_chunks != 1) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: split embedding table %s", t->name);
-        return vkop_embed(&c->o, &c->c, t->type, w->addr[0], w->row_bytes, (uint32_t)t->ne[0], c->io.addr,
+        return vkop_embed(&c->o, c->rec, t->type, w->addr[0], w->row_bytes, (uint32_t)t->ne[0], c->io.addr,
                           (uint32_t)g->n_tokens, dst, err);
     }
     case ZN_OP_RMSNORM:
-        return vkop_norm(&c->o, &c->c, VKNORM_RMS, a0, dst, waddr(c, n->w[0]), 0, (uint32_t)n->ip[0],
+        return vkop_norm(&c->o, c->rec, VKNORM_RMS, a0, dst, waddr(c, n->w[0]), 0, (uint32_t)n->ip[0],
                          ny / (uint32_t)n->ip[0], n->fp[0], n->tag, err);
     case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
     case ZN_OP_ROPE: {
         vkop_rope a = {.x = dst, .ff = waddr(c, n->w[0]), .n_tok = (uint32_t)y->rows,
                        .n_heads = (uint32_t)(y->cols / n->ip[0]), .head_dim = (uint32_t)n->ip[0],
                        .n_rot = (uint32_t)n->ip[1], .row_stride = (uint32_t)y->cols, .mode = (uint32_t)n->ip[2],
-                       .n_past = (uint32_t)g->n_past, .sections = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]},
+                       .n_past = (uint32_t)g->n_past, .step = c->step.addr,
+                       .sections = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]},
                        .freq_base = n->fp[0], .freq_scale = n->fp[1]};
         const int i = (int)(n - g->nodes);
         if (c->rope_norm[i] >= 0) {
@@ -583,49 +650,49 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
             a.vc = s->v[L];
             a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
         }
-        return vkop_rope_run(&c->o, &c->c, &a, n->tag, err);
+        return vkop_rope_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_KV_STORE:
-        return vkop_kv_store(&c->o, &c->c, a0, a1, s->k[L], s->v[L], (uint32_t)x->rows, (uint32_t)x->cols,
-                             (uint32_t)g->acts[n->src[1]].cols, (uint32_t)g->n_past, n->tag, err);
+        return vkop_kv_store(&c->o, c->rec, a0, a1, s->k[L], s->v[L], (uint32_t)x->rows, (uint32_t)x->cols,
+                             (uint32_t)g->acts[n->src[1]].cols, (uint32_t)g->n_past, c->step.addr, n->tag, err);
     case ZN_OP_ATTN: {
-        vkop_attn a = {.q = a0, .ck = s->k[L], .cv = s->v[L], .dst = dst, .part = c->part.addr,
+        vkop_attn a = {.q = a0, .ck = s->k[L], .cv = s->v[L], .dst = dst, .part = c->part.addr, .step = c->step.addr,
                        .n_tok = (uint32_t)x->rows, .n_past = (uint32_t)g->n_past, .n_head = (uint32_t)n->ip[0],
                        .n_head_kv = (uint32_t)n->ip[1], .hd_k = (uint32_t)n->ip[2], .hd_v = (uint32_t)n->ip[3],
                        .scale = n->fp[0]};
-        return vkop_attn_run(&c->o, &c->c, &a, n->tag, err);
+        return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_ADD: {
         vkop_elt e = {.mode = VKELT_ADD, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols};
-        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_SWIGLU: {
         vkop_elt e = {.mode = n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, .a = a0, .b = a1, .dst = dst, .n = ny,
                       .cols = (uint32_t)y->cols};
-        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_SIGMOID_MUL: {
         vkop_elt e = {.mode = VKELT_SIGMOID_MUL, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
                       .b_cols = (uint32_t)g->acts[n->src[1]].cols};
-        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_MOE_ROUTE:
-        return vkop_moe_route(&c->o, &c->c, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->ip[0],
+        return vkop_moe_route(&c->o, c->rec, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->ip[0],
                               n->ip[1] != 0, n->fp[0], n->tag, err);
     case ZN_OP_MOE_MATMUL: return run_moe_matmul(c, g, n, err);
     case ZN_OP_MOE_SUM: {
         vkop_elt e = {.mode = VKELT_MOE_SUM, .a = a0, .dst = dst, .route = a1, .n = ny, .cols = (uint32_t)y->cols,
                       .k = (uint32_t)g->acts[n->src[1]].cols / 2};
-        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_COPY_COLS: {
         vkop_elt e = {.mode = VKELT_COPY_COLS, .a = a0, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
                       .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->ip[0], .aux = (uint32_t)n->ip[1],
                       .aux2 = (uint32_t)n->ip[2]};
-        return vkop_eltwise(&c->o, &c->c, &e, n->tag, err);
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_SSM_CONV:
-        return vkop_conv1d(&c->o, &c->c, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
+        return vkop_conv1d(&c->o, c->rec, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
                            (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
         const uint32_t hk = (uint32_t)n->ip[0], hv = (uint32_t)n->ip[1], dk = (uint32_t)n->ip[2], dv = (uint32_t)n->ip[3];
@@ -634,12 +701,12 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = (uint32_t)x->rows, .h_k = hk,
                       .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
                       .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->fp[0]};
-        return vkop_gdn_run(&c->o, &c->c, &a, n->tag, err);
+        return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_GET_ROWS: {
         vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols),
                               sizeof(float) * ny);
-        vkcmd_copy(&c->c, src, vkref_sub(c->act, sizeof(float) * y->off, sizeof(float) * ny), sizeof(float) * ny);
+        vkcmd_copy(c->rec, src, vkref_sub(c->act, sizeof(float) * y->off, sizeof(float) * ny), sizeof(float) * ny);
         return ZN_OK;
     }
     default:
@@ -814,19 +881,17 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
     }
 }
 
-static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) {
-    vk_ctx *c = ctx;
-    vk_seq *s = state;
-    if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
-    if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
-    if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
-        return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
-    memcpy(c->io.map, g->tokens, sizeof(int32_t) * (size_t)g->n_tokens);
+/* Records g for sequence s into cmd: every node, then a copy of the logits
+ * into host-visible memory (so reading them needs no second submit). Ends
+ * the recording, also after a failure. */
+static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
     plan_fusions(c, g);
-    zn_status st = vkcmd_begin(&c->c, err);
+    zn_status st = vkcmd_begin(cmd, err);
     if (st) return st;
+    c->rec = cmd;
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
+    c->group_base = group_base;
     for (int i = 0; i < g->n_nodes && !st; i++) {
         if (c->skip[i]) continue;
         const int n = group_size(c, g, i);
@@ -839,16 +904,110 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
             zn_err_prefix(err, "%s", name);
         }
     }
-    zn_status st2 = vkcmd_run(&c->c, err); /* also ends a failed recording */
-    if (!st && !st2 && c->c.profile) print_profile(c, g);
+    const zn_act *lg = &g->acts[g->logits];
+    const uint64_t nl = (uint64_t)lg->rows * (uint64_t)lg->cols;
+    c->out_floats = 0;
+    if (!st && sizeof(float) * nl <= c->out.size) {
+        vkcmd_copy(cmd, vkref_sub(c->act, sizeof(float) * lg->off, sizeof(float) * nl),
+                   vkbuf_ref(&c->out, 0, sizeof(float) * nl), sizeof(float) * nl);
+        c->out_off = lg->off;
+        c->out_floats = nl;
+    }
+    zn_status st2 = vkcmd_end(cmd, err);
     return st ? st : st2;
 }
 
+/* Can the kept decode recording run graph g for sequence s? */
+static bool replay_fits(const vk_ctx *c, const vk_seq *s, const zn_graph *g) {
+    const vk_replay *r = &c->rp;
+    return r->valid && r->seq == s->id && r->n_split == vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1) &&
+           r->n_nodes == g->n_nodes && r->n_acts == g->n_acts && r->logits == g->logits &&
+           r->all_logits == g->all_logits && !memcmp(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes) &&
+           !memcmp(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
+}
+
+/* Remembers what the replay buffer now holds. */
+static void replay_keep(vk_ctx *c, const vk_seq *s, const zn_graph *g) {
+    vk_replay *r = &c->rp;
+    r->seq = s->id;
+    r->n_split = vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1);
+    r->n_nodes = g->n_nodes;
+    r->n_acts = g->n_acts;
+    r->logits = g->logits;
+    r->all_logits = g->all_logits;
+    memcpy(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes);
+    memcpy(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
+    r->out_off = c->out_off;
+    r->out_floats = c->out_floats;
+    r->valid = true;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A one-token step replays the kept recording when it fits, else records
+ * into the replay buffer; other steps (and all of them with replay off) are
+ * recorded into c->c. Either way the host writes only the token ids and the
+ * step block before submitting. */
+static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) {
+    vk_ctx *c = ctx;
+    vk_seq *s = state;
+    if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
+    if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
+    if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
+    const double t0 = now_s();
+    const bool decode = g->n_tokens == 1, use_rp = decode && c->rp.cmd.d;
+    vkcmd *cmd = use_rp ? &c->rp.cmd : &c->c;
+    const bool replay = use_rp && replay_fits(c, s, g);
+    memcpy(c->io.map, g->tokens, sizeof(int32_t) * (size_t)g->n_tokens);
+    *(vkop_step *)c->step.map = (vkop_step){.n_past = (uint32_t)g->n_past};
+    zn_status st = ZN_OK;
+    if (replay) {
+        c->out_off = c->rp.out_off;
+        c->out_floats = c->rp.out_floats;
+    } else {
+        c->rp.valid &= !use_rp; /* about to be re-recorded */
+        st = record(c, s, g, cmd, use_rp ? c->cap_groups : 0, err);
+        if (!st && use_rp) replay_keep(c, s, g);
+    }
+    const double t1 = now_s();
+    if (!st) st = vkcmd_submit(cmd, err);
+    const double t2 = now_s();
+    if (!st) st = vkcmd_wait(cmd, err);
+    if (st) c->out_floats = 0;
+    if (decode) {
+        const double t3 = now_s();
+        c->stats.steps++;
+        c->stats.replayed += replay;
+        c->stats.prepare_s += t1 - t0;
+        c->stats.submit_s += t2 - t1;
+        c->stats.wait_s += t3 - t2;
+    }
+    if (!st && c->c.profile) print_profile(c, g);
+    return st;
+}
+
+/* The logits of the last run are already in host memory (record copied
+ * them); anything else is downloaded. */
 static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
     vk_ctx *c = ctx;
-    uint64_t n = sizeof(float) * (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
-    return vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * g->acts[act].off, n), out, n, err);
+    const double t0 = now_s();
+    uint64_t nf = (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
+    zn_status st = ZN_OK;
+    if (c->out_floats && g->acts[act].off == c->out_off && nf == c->out_floats)
+        memcpy(out, c->out.map, sizeof(float) * nf);
+    else
+        st = vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * g->acts[act].off, sizeof(float) * nf), out,
+                             sizeof(float) * nf, err);
+    if (g->n_tokens == 1) c->stats.read_s += now_s() - t0;
+    return st;
 }
+
+static void vk_stats(void *ctx, zn_backend_stats *out) { *out = ((vk_ctx *)ctx)->stats; }
 
 const zn_backend_ops zn_backend_vulkan = {
     .name = "vulkan",
@@ -859,4 +1018,5 @@ const zn_backend_ops zn_backend_vulkan = {
     .seq_reset = vk_seq_reset,
     .run = vk_run,
     .read = vk_read,
+    .stats = vk_stats,
 };

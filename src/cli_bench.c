@@ -4,9 +4,13 @@
  *
  * Like llama-bench: after a warm-up, r repetitions of a p-token prefill (one
  * batch) and of n single-token decode steps, each from an empty sequence (or
- * after D untimed context tokens); prints tok/s mean +- sd. Decode is also
- * given as GB/s of weights read per token, against the memory bandwidth a
- * STREAM-like read probe measures in the same run. */
+ * after D untimed context tokens); prints tok/s mean +- sd. Decode steps
+ * read their logits back, as generation does. Decode is also given as GB/s
+ * of weights read per token, against the memory bandwidth a STREAM-like
+ * read probe measures in the same run, and, for backends that keep
+ * zn_backend_stats (vulkan), as where a step's wall time goes: waiting for
+ * the device versus host work (preparing = recording or replaying, submit,
+ * read, and the rest: engine and graph). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -102,6 +106,22 @@ typedef struct stats {
     double mean, sd;
 } stats;
 
+/* Per decode step, in microseconds: b - a of the backend's counters over
+ * `steps` steps that took `wall` seconds. */
+typedef struct step_cost {
+    double wall, wait, prepare, submit, read, rest;
+    double replayed; /* share of the steps */
+} step_cost;
+
+static step_cost step_costs(const zn_backend_stats *a, const zn_backend_stats *b, double wall, long steps) {
+    const double k = 1e6 / (double)steps;
+    step_cost c = {.wall = wall * k, .wait = (b->wait_s - a->wait_s) * k, .prepare = (b->prepare_s - a->prepare_s) * k,
+                   .submit = (b->submit_s - a->submit_s) * k, .read = (b->read_s - a->read_s) * k,
+                   .replayed = (double)(b->replayed - a->replayed) / (double)steps};
+    c.rest = c.wall - c.wait - c.prepare - c.submit - c.read;
+    return c;
+}
+
 static stats summarize(const double *x, int n) {
     stats s = {0, 0};
     for (int i = 0; i < n; i++) s.mean += x[i] / n;
@@ -186,8 +206,10 @@ int cli_bench(int argc, char **argv) {
     }
     const long n_toks = a.depth + a.p + a.n + 8;
     int32_t *toks = malloc(sizeof *toks * (size_t)n_toks);
-    double pp[MAX_REPS], tg[MAX_REPS];
-    if (!toks) goto done;
+    float *logits = malloc(sizeof *logits * (size_t)m.hp.n_vocab);
+    double pp[MAX_REPS], tg[MAX_REPS], tg_wall = 0;
+    zn_backend_stats bs0 = {0}, bs1 = {0};
+    if (!toks || !logits) goto done;
     fill_tokens(toks, n_toks, m.hp.n_vocab);
     a.backend = cli_backend_or_default(a.backend);
     if (engine_init(&e, &m, a.backend, threads, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK)
@@ -196,6 +218,7 @@ int cli_bench(int argc, char **argv) {
     if (engine_decode(&e, &s, toks, 8, NULL, false, &err) != ZN_OK ||
         engine_decode(&e, &s, toks + 8, 1, NULL, false, &err) != ZN_OK)
         goto fail;
+    if (e.be->stats) e.be->stats(e.be_ctx, &bs0);
     for (long r = 0; r < a.reps; r++) {
         if (a.p > 0) {
             if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
@@ -207,10 +230,14 @@ int cli_bench(int argc, char **argv) {
             if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
             double t0 = now_s();
             for (long i = 0; i < a.n; i++)
-                if (engine_decode(&e, &s, toks + a.depth + i, 1, NULL, false, &err) != ZN_OK) goto fail;
+                if (engine_decode(&e, &s, toks + a.depth + i, 1, logits, false, &err) != ZN_OK) goto fail;
+            tg_wall += now_s() - t0;
             tg[r] = a.n / (now_s() - t0);
         }
     }
+    if (e.be->stats) e.be->stats(e.be_ctx, &bs1);
+    const bool costs = e.be->stats && a.n > 0;
+    const step_cost sc = costs ? step_costs(&bs0, &bs1, tg_wall, a.n * a.reps) : (step_cost){0};
     stats sp = summarize(pp, (int)a.reps), sg = summarize(tg, (int)a.reps);
     const double gb_tok = decode_bytes(&m) / 1e9, dec_gbs = sg.mean * gb_tok;
     if (a.json) {
@@ -221,6 +248,10 @@ int cli_bench(int argc, char **argv) {
         if (a.p > 0) printf(", \"pp\": %ld, \"pp_tps\": %.2f, \"pp_sd\": %.2f", a.p, sp.mean, sp.sd);
         if (a.n > 0)
             printf(", \"tg\": %ld, \"tg_tps\": %.2f, \"tg_sd\": %.2f, \"decode_gbs\": %.2f", a.n, sg.mean, sg.sd, dec_gbs);
+        if (costs)
+            printf(", \"tg_step_us\": %.1f, \"tg_wait_us\": %.1f, \"tg_prepare_us\": %.1f, \"tg_submit_us\": %.1f, "
+                   "\"tg_read_us\": %.1f, \"tg_rest_us\": %.1f, \"tg_replayed\": %.3f",
+                   sc.wall, sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, sc.replayed);
         printf(", \"bandwidth_gbs\": %.2f}\n", bw);
     } else {
         printf("model    %s (%s, %.1fM params, %.1f MiB)\n", a.model, model_arch_name(m.arch), m.n_params / 1e6,
@@ -231,6 +262,10 @@ int cli_bench(int argc, char **argv) {
         if (a.n > 0)
             printf("decode   %.2f GB/s of weights (%.1f MB/token) = %.0f%% of the measured %.2f GB/s read bandwidth\n",
                    dec_gbs, gb_tok * 1e3, bw > 0 ? 100 * dec_gbs / bw : 0, bw);
+        if (costs)
+            printf("step     %.1f us = %.1f us waiting for the device + %.1f us on the host (prepare %.1f, submit %.1f, "
+                   "read %.1f, engine/graph %.1f); %.0f%% of steps replayed\n",
+                   sc.wall, sc.wait, sc.wall - sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, 100 * sc.replayed);
     }
     rc = 0;
     goto done;
@@ -241,5 +276,6 @@ done:
     engine_free(&e);
     model_free(&m);
     free(toks);
+    free(logits);
     return rc;
 }

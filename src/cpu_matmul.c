@@ -29,12 +29,53 @@ static const uint8_t *prepare_x(const cpu_run *r, int act, zn_type vt, int ith, 
     return c->xq;
 }
 
+/* The rows [o0, o1) thread ith computes: whole groups when w is packed. */
+static void band(const cpu_run *r, const gguf_tensor *w, int ith, int nth, int64_t *o0, int64_t *o1) {
+    const int64_t N = (int64_t)w->ne[1];
+    if (!cpu_packed(r->c, w)) {
+        cpu_split(N, ith, nth, o0, o1);
+        return;
+    }
+    int64_t g0, g1;
+    cpu_split(cpu_pack_groups(N), ith, nth, &g0, &g1);
+    *o0 = g0 * CPU_PACK_ROWS < N ? g0 * CPU_PACK_ROWS : N;
+    *o1 = g1 * CPU_PACK_ROWS < N ? g1 * CPU_PACK_ROWS : N;
+}
+
+#define PACK_CHUNK 16 /* tokens per call of the packed kernel */
+
+/* dot_band for packed weights (pw: the groups of this expert; o0 is a
+ * multiple of CPU_PACK_ROWS). */
+static void dot_packed(const cpu_run *r, const cpu_q4k_x8 *pw, int64_t K, int64_t o0, int64_t o1,
+                       const uint8_t *xq, size_t xrow, const int32_t *xi, int n_x, float *y, const int32_t *yi,
+                       int64_t ld) {
+    const int64_t nb = K / QK_K;
+    for (int64_t o = o0; o < o1; o += CPU_PACK_ROWS) {
+        const cpu_q4k_x8 *grp = pw + o / CPU_PACK_ROWS * nb;
+        const int nr = o1 - o < CPU_PACK_ROWS ? (int)(o1 - o) : CPU_PACK_ROWS;
+        for (int i = 0; i < n_x; i += PACK_CHUNK) {
+            const int nt = n_x - i < PACK_CHUNK ? n_x - i : PACK_CHUNK;
+            const void *xs[PACK_CHUNK];
+            float out[PACK_CHUNK][CPU_PACK_ROWS];
+            for (int j = 0; j < nt; j++) xs[j] = xq + (size_t)(xi ? xi[i + j] : i + j) * xrow;
+            r->c->vec.q4k_x8(grp, xs, nt, K, out);
+            for (int j = 0; j < nt; j++)
+                memcpy(y + (int64_t)(yi ? yi[i + j] : i + j) * ld + o, out[j], sizeof(float) * (size_t)nr);
+        }
+    }
+}
+
 /* y[t*ld + o] = W[o] . x[t] for rows o in [o0, o1) and the listed tokens
- * (xi: activation rows, yi: output rows; NULL: 0..n_x-1). */
-static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdata, int64_t o0, int64_t o1,
-                     const uint8_t *xq, size_t xrow, const int32_t *xi, int n_x, float *y, const int32_t *yi,
-                     int64_t ld) {
+ * (xi: activation rows, yi: output rows; NULL: 0..n_x-1); pw: W's packed
+ * copy or NULL. */
+static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdata, const cpu_q4k_x8 *pw, int64_t o0,
+                     int64_t o1, const uint8_t *xq, size_t xrow, const int32_t *xi, int n_x, float *y,
+                     const int32_t *yi, int64_t ld) {
     const int64_t K = (int64_t)w->ne[0];
+    if (pw) {
+        dot_packed(r, pw, K, o0, o1, xq, xrow, xi, n_x, y, yi, ld);
+        return;
+    }
     const size_t wrow = zn_row_size(w->type, K);
     const cpu_tile_fn tile = r->c->vec.tile(w->type);
     for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
@@ -71,8 +112,8 @@ void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * (size_t)xa->cols : zn_row_size(vt, xa->cols);
     float *y = cpu_act(r, n->dst);
     int64_t o0, o1;
-    cpu_split(N, ith, nth, &o0, &o1);
-    dot_band(r, w, w->data, o0, o1, xq, xrow, NULL, xa->rows, y, NULL, N);
+    band(r, w, ith, nth, &o0, &o1);
+    dot_band(r, w, w->data, cpu_packed(r->c, w), o0, o1, xq, xrow, NULL, xa->rows, y, NULL, N);
 
     const float *b = n->w[1] ? (const float *)n->w[1]->data : NULL;
     const float s = n->w[2] ? *(const float *)n->w[2]->data : 1.0f;
@@ -120,14 +161,17 @@ void cpu_op_moe_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
     float *y = cpu_act(r, n->dst);
     const float *scale = n->w[2] ? (const float *)n->w[2]->data : NULL;
     int32_t xi[ZN_MAX_BATCH * ZN_MAX_EXPERTS_USED];
+    const cpu_q4k_x8 *pw = cpu_packed(c, w);
+    const size_t packed_expert = (size_t)cpu_pack_groups(N) * (size_t)((int64_t)w->ne[0] / QK_K);
     int64_t o0, o1;
-    cpu_split(N, ith, nth, &o0, &o1);
+    band(r, w, ith, nth, &o0, &o1);
     for (int e = 0; e < n_exp; e++) {
         const int cnt = c->moe_count[e];
         if (!cnt) continue;
         const int32_t *slots = c->moe_slots + (size_t)e * cap;
         for (int i = 0; i < cnt; i++) xi[i] = per_slot ? slots[i] : slots[i] / k;
-        dot_band(r, w, w->data + (size_t)e * expert_bytes, o0, o1, xq, xrow, xi, cnt, y, slots, N);
+        dot_band(r, w, w->data + (size_t)e * expert_bytes, pw ? pw + (size_t)e * packed_expert : NULL, o0, o1, xq,
+                 xrow, xi, cnt, y, slots, N);
         if (scale)
             for (int i = 0; i < cnt; i++)
                 for (int64_t o = o0; o < o1; o++) y[(int64_t)slots[i] * N + o] *= scale[e];

@@ -4,19 +4,28 @@
  *   Q80_ROW(w)            per Q8_0 weight block, shared by the tile's tokens
  *   Q80_TOK(x)            per Q8_0 token block, shared by the tile's rows
  *   Q80_DOT(wp, w, x, xp) lane j = sum of w[4j..4j+3] * x[4j..4j+3] (int32)
- *   TILE_SELECT           the name of the type -> tile function selector
+ *   PK_FIRST(w, x), PK_DOT(acc, w, x)
+ *                         packed Q4_K: per 32-bit lane, the 4 products of
+ *                         u8 w and s8 x summed (into acc), in a form PK_ACC
+ *                         takes; sums of 16 products stay below 2^15
+ *   PK_SCALE(s)           the scale vector (int32 lanes < 64) in PK_ACC's form
+ *   PK_ACC(acc, h, s)     acc + (the 16-product sum in h) * s, int32 lanes
+ *   TILE_SELECT, PACK_Q4K the names of the type -> tile function selector and
+ *                         of the packed Q4_K kernel
  * Both give the same exact integers, so results do not depend on the path.
  *
- * Q4_K/Q6_K: one weight row against up to four tokens at once, so the row's
+ * Q6_K: one weight row against up to four tokens at once, so the row's
  * codes and scales are unpacked once per block instead of once per token
- * (prefill is bound by that unpacking, not by memory).
+ * (prefill is bound by that unpacking, not by memory). Q4_K weights are
+ * packed 8 rows at a time instead (cpu_pack.c), which removes the per-row
+ * unpacking and horizontal sums altogether.
  * Q8_0: several rows per tile share each token's loads and give independent
  * accumulator chains, which a single row x single token dot (decode) lacks:
  * it waits on its FMA's latency every block.
  * Each (row, token) result is computed the same way for every tile shape,
  * so it does not depend on how the batch was grouped. */
-#if !defined(ACC_MADD) || !defined(Q80_DOT) || !defined(TILE_SELECT)
-#error "define ACC_MADD, Q80_ROW, Q80_TOK, Q80_DOT and TILE_SELECT before including cpu_tile_impl.h"
+#if !defined(ACC_MADD) || !defined(Q80_DOT) || !defined(TILE_SELECT) || !defined(PK_DOT) || !defined(PACK_Q4K)
+#error "define ACC_MADD, Q80_*, PK_*, TILE_SELECT and PACK_Q4K before including cpu_tile_impl.h"
 #endif
 #include <immintrin.h>
 #include <string.h>
@@ -51,55 +60,6 @@ static ALWAYS_INLINE __m256i lane16(__m256i v, int j) {
 #define PREFETCH_AHEAD 4096
 static ALWAYS_INLINE void prefetch_ahead(const void *block, size_t size) {
     for (size_t o = 0; o < size; o += 64) _mm_prefetch((const char *)block + PREFETCH_AHEAD + o, _MM_HINT_T0);
-}
-
-/* ---- Q4_K x Q8_K ---- */
-
-/* The 6-bit scales (int16 lanes 0-7) and mins (8-15) of a Q4_K block. */
-static ALWAYS_INLINE __m256i q4k_scales_mins(const uint8_t *s12) {
-    uint32_t u[4];
-    quant_k4_unpack(s12, u);
-    return _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)u));
-}
-
-static ALWAYS_INLINE void q4k_tile(const block_q4_K *w, const block_q8_K *const *x, int64_t nb, float *y, int nt) {
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc[CPU_TILE];
-    __m128 accm[CPU_TILE];
-#pragma GCC unroll 8
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps(), accm[t] = _mm_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        prefetch_ahead(&w[i], sizeof w[i]);
-        const __m256i sm = q4k_scales_mins(w[i].scales);
-        const __m256i sc = _mm256_permute2x128_si256(sm, sm, 0x00);
-        const __m128i mins = _mm256_extracti128_si256(sm, 1);
-        const float d = _cvtsh_ss(w[i].d), dmin = _cvtsh_ss(w[i].dmin);
-        __m256i sumi[CPU_TILE];
-#pragma GCC unroll 8
-        for (int t = 0; t < nt; t++) sumi[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            const __m256i bits = load32(w[i].qs + 32 * c);
-            const __m256i lo = _mm256_and_si256(bits, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-            const __m256i sl = lane16(sc, 2 * c), sh = lane16(sc, 2 * c + 1);
-#pragma GCC unroll 8
-            for (int t = 0; t < nt; t++) {
-                const int8_t *q8 = x[t][i].qs + 64 * c;
-                sumi[t] = ACC_MADD(sumi[t], _mm256_maddubs_epi16(lo, load32(q8)), sl);
-                sumi[t] = ACC_MADD(sumi[t], _mm256_maddubs_epi16(hi, load32(q8 + 32)), sh);
-            }
-        }
-#pragma GCC unroll 8
-        for (int t = 0; t < nt; t++) {
-            const block_q8_K *xb = &x[t][i];
-            const __m256i bs = load32(xb->bsums);
-            const __m128i pair = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            accm[t] = _mm_fmadd_ps(_mm_set1_ps(dmin * xb->d), _mm_cvtepi32_ps(_mm_madd_epi16(mins, pair)), accm[t]);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xb->d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]) - hsum4(accm[t]);
 }
 
 /* ---- Q6_K x Q8_K ---- */
@@ -207,24 +167,8 @@ static void tile_q8_0(const void *w, size_t wrow, int nr, const void *const *x, 
 }
 #undef Q80_CASE
 
-/* One instance per tile width, so the token loops unroll. Q4_K takes all
- * CPU_TILE tokens in one pass (its block unpacking is the costly part);
- * Q6_K, like Q8_0, goes Q6K_TOKENS at a time to keep its accumulators in
+/* Q6_K, like Q8_0, goes Q6K_TOKENS at a time to keep its accumulators in
  * registers. */
-#define Q4K_CASE(T) case T: q4k_tile(row, xs, n / QK_K, y[r], T); break;
-static void tile_q4_K(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
-                      float (*y)[CPU_TILE]) {
-    const block_q8_K *const *xs = (const block_q8_K *const *)x;
-    for (int r = 0; r < nr; r++) {
-        const block_q4_K *row = (const block_q4_K *)((const uint8_t *)w + (size_t)r * wrow);
-        switch (nt) {
-            Q4K_CASE(1) Q4K_CASE(2) Q4K_CASE(3) Q4K_CASE(4) Q4K_CASE(5) Q4K_CASE(6) Q4K_CASE(7) Q4K_CASE(8)
-        default: break;
-        }
-    }
-}
-#undef Q4K_CASE
-
 #define Q6K_TOKENS 4
 static void tile_q6_K(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
                       float (*y)[CPU_TILE]) {
@@ -242,9 +186,92 @@ static void tile_q6_K(const void *w, size_t wrow, int nr, const void *const *x, 
     }
 }
 
+/* ---- packed Q4_K (8 rows) x Q8_K ---- */
+
+/* Per row lane: the 16 products of 4 weight dwords (codes 0..15) with the
+ * token's 16 activations at q (broadcast 4 at a time), at most 16 * 15 *
+ * 127 in magnitude, so PK_ACC can scale it with 16-bit multiplies. */
+typedef int32_t __attribute__((may_alias, aligned(1))) pk_i32; /* so the broadcasts load from memory */
+static ALWAYS_INLINE __m256i pk_dot16(const __m256i w[4], const int8_t *q) {
+    const pk_i32 *v = (const pk_i32 *)q;
+    __m256i h = PK_FIRST(w[0], _mm256_set1_epi32(v[0]));
+    h = PK_DOT(h, w[1], _mm256_set1_epi32(v[1]));
+    h = PK_DOT(h, w[2], _mm256_set1_epi32(v[2]));
+    return PK_DOT(h, w[3], _mm256_set1_epi32(v[3]));
+}
+
+static ALWAYS_INLINE void q4k_x8_tile(const cpu_q4k_x8 *w, const block_q8_K *const *x, int64_t nb, int nt,
+                                      float (*y)[CPU_PACK_ROWS]) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[CPU_PACK_TOKENS];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const cpu_q4k_x8 *b = &w[i];
+        prefetch_ahead(b, sizeof *b);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->dmin));
+        /* mins: per row, sum_j min_j * (sum of the token's sub-block j) */
+        __m256i mins[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) mins[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)b->mins[p]));
+        __m256i sumi[CPU_PACK_TOKENS];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const block_q8_K *xb = &x[t][i];
+            const __m256i bs = load32(xb->bsums);
+            const __m256i pair = _mm256_broadcastsi128_si256(
+                _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+            __m256i ms = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(pair, 0x00));
+            ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(pair, 0x55)));
+            ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(pair, 0xAA)));
+            ms = _mm256_add_epi32(ms, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(pair, 0xFF)));
+            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, _mm256_set1_ps(xb->d)), _mm256_cvtepi32_ps(ms), acc[t]);
+            sumi[t] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i slo = PK_SCALE(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b->sc[2 * c])));
+            const __m256i shi = PK_SCALE(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b->sc[2 * c + 1])));
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i lo[4], hi[4];
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    const __m256i bits = load32(b->qs[c][4 * h + k]);
+                    lo[k] = _mm256_and_si256(bits, m4);
+                    hi[k] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *q = x[t][i].qs + 64 * c + 16 * h;
+                    sumi[t] = PK_ACC(sumi[t], pk_dot16(lo, q), slo);
+                    sumi[t] = PK_ACC(sumi[t], pk_dot16(hi, q + 32), shi);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][i].d)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(y[t], acc[t]);
+}
+
+void PACK_Q4K(const cpu_q4k_x8 *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]) {
+    const block_q8_K *const *xs = (const block_q8_K *const *)x;
+    for (int t0 = 0; t0 < nt; t0 += CPU_PACK_TOKENS) {
+        switch (nt - t0) {
+        case 1: q4k_x8_tile(w, xs + t0, n / QK_K, 1, y + t0); break;
+        case 2: q4k_x8_tile(w, xs + t0, n / QK_K, 2, y + t0); break;
+        case 3: q4k_x8_tile(w, xs + t0, n / QK_K, 3, y + t0); break;
+        default: q4k_x8_tile(w, xs + t0, n / QK_K, 4, y + t0); break;
+        }
+    }
+}
+
 cpu_tile_fn TILE_SELECT(zn_type t) {
     switch (t) {
-    case ZN_TYPE_Q4_K: return tile_q4_K;
     case ZN_TYPE_Q6_K: return tile_q6_K;
     case ZN_TYPE_Q8_0: return tile_q8_0;
     default: return NULL;

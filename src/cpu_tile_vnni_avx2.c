@@ -14,5 +14,13 @@
     _mm256_sub_epi32(_mm256_setzero_si256(),                                                        \
                      _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_set1_epi8((char)0x80), (x)))
 #define Q80_DOT(wp, w, x, xp) _mm256_dpbusd_avx_epi32((xp), (wp), (x))
+/* packed Q4_K: vpdpbusd sums 4 products per lane into int32; a 16-product
+ * sum fits in the lane's low int16 (the high one is its sign), so vpdpwssd
+ * with the scale in the low half only multiplies it exactly */
+#define PK_FIRST(w, x) _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), (w), (x))
+#define PK_DOT(acc, w, x) _mm256_dpbusd_avx_epi32((acc), (w), (x))
+#define PK_SCALE(s) (s)
+#define PK_ACC(acc, h, s) _mm256_dpwssd_avx_epi32((acc), (h), (s))
 #define TILE_SELECT cpu_tile_vnni
+#define PACK_Q4K cpu_q4k_x8_vnni
 #include "cpu_tile_impl.h"

@@ -21,6 +21,7 @@ zn_status engine_init(zn_engine *e, const zn_model *m, const char *backend, int 
     if (e->n_threads > ZN_MAX_THREADS)
         return zn_errf(err, ZN_ERR_ARG, "%d threads: at most %d", e->n_threads, ZN_MAX_THREADS);
     e->max_tokens = ZN_MAX_BATCH;
+    e->graph_one = -1;
     zn_status st = graph_init(&e->graph, m, e->max_tokens, err);
     if (st != ZN_OK) return st;
     zn_backend_opts o = {.n_threads = e->n_threads, .max_tokens = e->max_tokens,
@@ -72,7 +73,16 @@ zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, f
         const bool last_step = done + step == n;
         /* rows of logits this step produces: all of them, or the final one */
         const bool want = logits && (all_logits || last_step);
-        zn_status st = graph_build(&e->graph, tokens + done, step, s->n_past, all_logits, err);
+        zn_status st = ZN_OK;
+        /* a graph's nodes do not depend on the position (graph_build checks its range) */
+        if (step == 1 && e->graph_one == (int)all_logits && s->n_past < ZN_MAX_CTX) {
+            e->graph.tokens = tokens + done;
+            e->graph.n_past = s->n_past;
+        } else {
+            e->graph_one = -1;
+            st = graph_build(&e->graph, tokens + done, step, s->n_past, all_logits, err);
+            if (st == ZN_OK && step == 1) e->graph_one = (int)all_logits;
+        }
         if (st == ZN_OK) st = e->be->run(e->be_ctx, s->state, &e->graph, err);
         if (st == ZN_OK && want)
             st = e->be->read(e->be_ctx, &e->graph, e->graph.logits,

@@ -23,6 +23,9 @@ typedef struct zn_engine {
     const zn_backend_ops *be;
     void *be_ctx;
     zn_graph graph;
+    /* graph holds a one-token step built with this all_logits (-1: no):
+     * the next such step only changes its token and position */
+    int graph_one;
     int max_tokens;     /* tokens per step; longer inputs are split */
     int n_threads;
 } zn_engine;

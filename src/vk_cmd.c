@@ -47,7 +47,7 @@ void vkcmd_free(vkcmd *c) {
 
 zn_status vkcmd_begin(vkcmd *c, zn_err *err) {
     VkCommandBufferBeginInfo bi = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                   .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+                                   .flags = c->reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
     zn_status st = vkdev_check(c->d->fn.vkBeginCommandBuffer(c->cb, &bi), err, "vkBeginCommandBuffer");
     if (st) return st;
     c->recording = true;
@@ -110,7 +110,7 @@ void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern) {
     c->copied = true;
 }
 
-zn_status vkcmd_run(vkcmd *c, zn_err *err) {
+zn_status vkcmd_end(vkcmd *c, zn_err *err) {
     const zn_vk_fns *fn = &c->d->fn;
     /* Make shader writes visible to the host (readback of mapped buffers). */
     VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
@@ -119,16 +119,28 @@ zn_status vkcmd_run(vkcmd *c, zn_err *err) {
     fn->vkCmdPipelineBarrier(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                              VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
     c->recording = false;
-    zn_status st = vkdev_check(fn->vkEndCommandBuffer(c->cb), err, "vkEndCommandBuffer");
-    if (st) return st;
+    return vkdev_check(fn->vkEndCommandBuffer(c->cb), err, "vkEndCommandBuffer");
+}
+
+zn_status vkcmd_submit(vkcmd *c, zn_err *err) {
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
-    st = vkdev_check(fn->vkQueueSubmit(c->d->queue, 1, &si, c->fence), err, "vkQueueSubmit");
-    if (st) return st;
-    c->submitted = true;
-    st = vkdev_check(fn->vkWaitForFences(c->d->dev, 1, &c->fence, VK_TRUE, UINT64_MAX), err, "vkWaitForFences");
+    zn_status st = vkdev_check(c->d->fn.vkQueueSubmit(c->d->queue, 1, &si, c->fence), err, "vkQueueSubmit");
+    if (!st) c->submitted = true;
+    return st;
+}
+
+zn_status vkcmd_wait(vkcmd *c, zn_err *err) {
+    const zn_vk_fns *fn = &c->d->fn;
+    zn_status st = vkdev_check(fn->vkWaitForFences(c->d->dev, 1, &c->fence, VK_TRUE, UINT64_MAX), err, "vkWaitForFences");
     fn->vkResetFences(c->d->dev, 1, &c->fence);
     c->submitted = false;
     return st;
+}
+
+zn_status vkcmd_run(vkcmd *c, zn_err *err) {
+    zn_status st = vkcmd_end(c, err);
+    if (!st) st = vkcmd_submit(c, err);
+    return st ? st : vkcmd_wait(c, err);
 }
 
 static int by_ms_desc(const void *a, const void *b) {

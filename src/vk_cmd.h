@@ -1,5 +1,7 @@
 /* Command recording: one command buffer per graph run (a whole decode step
- * or prefill), submitted once. Dispatches take their push constants
+ * or prefill), submitted once, or (reusable) recorded once and submitted
+ * again for later steps (vkcmd_submit + vkcmd_wait without a new
+ * recording). Dispatches take their push constants
  * directly (no descriptors); the caller places barriers where an op reads
  * what an earlier one wrote. With profiling on, a timestamp follows every
  * dispatch and vkcmd_profile() sums GPU time per dispatch name. */
@@ -25,6 +27,7 @@ typedef struct vkcmd {
     VkCommandPool pool;
     VkCommandBuffer cb;
     VkFence fence;
+    bool reusable;                /* set by the owner before vkcmd_begin: may be submitted many times */
     bool recording, submitted;
     bool copied;                  /* a transfer since the last barrier */
     VkPipeline bound;
@@ -50,6 +53,12 @@ void vkcmd_copy(vkcmd *c, vkref src, vkref dst, uint64_t n);
 void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern);
 /* Ends recording, submits, and waits for completion. */
 zn_status vkcmd_run(vkcmd *c, zn_err *err);
+/* The three steps of vkcmd_run. vkcmd_end makes every write visible to the
+ * host (mapped buffers are read after vkcmd_wait); a reusable buffer can be
+ * submitted again after vkcmd_wait returned. */
+zn_status vkcmd_end(vkcmd *c, zn_err *err);
+zn_status vkcmd_submit(vkcmd *c, zn_err *err);
+zn_status vkcmd_wait(vkcmd *c, zn_err *err);
 /* Per-name GPU time of the last run (profile mode); returns entries used,
  * sorted by time, descending. */
 int vkcmd_profile(const vkcmd *c, vkprof_entry *out, int cap, double *total_ms);

@@ -45,9 +45,13 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->moe_min_tok = cpu ? 1u << 30 : 16;
     const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
+    const char *ch = getenv("ZN_VK_ATTN_CHUNK");
+    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : ZN_VK_ATTN_CHUNK;
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
+    const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
+    o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -60,7 +64,6 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
-#define ATTN_CHUNK 256 /* keys per split when decoding (flash-decoding) */
 #define ATTN_FA_MIN_TOK 16 /* query rows from which attn_fa.comp's 32-row blocks pay */
 #define ELT_WG 256
 
@@ -71,6 +74,19 @@ void vkops_free(vkops *o) {
 static uint32_t mv_rows_for(const vkops *o, zn_type t) {
     if (o->mv_rows) return o->mv_rows;
     return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
+}
+
+/* The weight types of the integer mat-vec (matvec_q.comp). */
+static bool is_quant(zn_type t) {
+    return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
+}
+
+/* Rows per subgroup of the integer mat-vec: per lane and row, Q4_0 and the
+ * 4/5-bit K-quants load 16 bytes of quants per step, Q8_0 32, Q6_K 48.
+ * Not yet measured on a GPU (tools/vk-bench/matvec.c sweeps it). */
+static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
+    if (o->mv_rows) return o->mv_rows;
+    return t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q6_K ? 2 : 4;
 }
 
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
@@ -134,6 +150,10 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mv_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         return vkpipe_create(&o->ps, p, shader, spec, n, o->d->info.subgroup_size, err);
         break;
+    case VKO_MATVEC_Q:
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->small_wg; break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -226,14 +246,55 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .eps = a->eps};
 }
 
+/* Bytes of one quantised x row (quantx.comp): qs [nb][32] | (d, d * sum) [nb]. */
+static uint64_t xq_row_bytes(uint32_t ncols) { return ((uint64_t)ncols / 32 * 40 + 15) & ~(uint64_t)15; }
+
+uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows) { return 2 * ((xq_row_bytes(ncols) * rows + 255) & ~255ull); }
+
+void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes) {
+    o->xq = xq;
+    o->xq_bytes = bytes;
+}
+
+/* Records quantx into the next half of the scratch; returns its address
+ * (0: this call does not fit, use the float kernel). */
+static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q, zn_err *err) {
+    const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
+    const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
+    *q = 0;
+    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull) || rows > o->d->info.max_wg_count[1]) return ZN_OK;
+    const vkpipe *p = NULL;
+    zn_status st = get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, err);
+    if (st) return st;
+    *q = o->xq + (o->xq_turn++ & 1) * ((o->xq_bytes / 2) & ~255ull);
+    struct {
+        uint64_t x, aux, q;
+        uint32_t ncols, n_rows, n_slots, x_stride, x_slot_stride, q_row, flags;
+        float eps;
+    } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
+            mp->flags, a->eps};
+    const uint32_t nb = a->ncols / 32;
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (nb + o->small_wg - 1) / o->small_wg, rows, 1, "quantx");
+    vkcmd_barrier(c);
+    return ZN_OK;
+}
+
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
-    if (!st) st = get_pipe(o, VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     mm_push pc = mm_fill(a);
+    VkDeviceAddress q = 0;
+    if (o->intdot && is_quant(a->type)) st = quantize_x(o, c, a, &pc, &q, err);
+    if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
+    if (st) return st;
+    if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
+        pc.x = q;
+        pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
+        pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+    }
     uint32_t gx, gy;
-    const uint32_t per_wg = mv_rows_for(o, a->type) * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = (q ? mvq_rows_for(o, a->type) : mv_rows_for(o, a->type)) * (o->mv_wg / o->d->info.subgroup_size);
     grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
@@ -411,10 +472,10 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
         return zn_errf(err, ZN_ERR_ARG, "vulkan: rope into the cache needs packed heads");
     if (a->vc && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
     struct {
-        uint64_t x, src, ff, nw, kc, v, vc;
+        uint64_t x, src, ff, nw, kc, v, vc, step;
         uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, sec[4], vdim;
         float theta_scale, freq_scale, eps;
-    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
+    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->step, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
             a->row_stride, a->mode, a->n_past,
             {(uint32_t)a->sections[0], (uint32_t)a->sections[1], (uint32_t)a->sections[2], (uint32_t)a->sections[3]},
             a->vdim,
@@ -429,25 +490,42 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
 
 zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
                         VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        const char *name, zn_err *err) {
+                        VkDeviceAddress step, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_KV_STORE, ZN_TYPE_F32, &p, err);
     if (st) return st;
-    struct { uint64_t k, v, ck, cv; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, n_tok, kdim, vdim, n_past};
+    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, step, n_tok, kdim, vdim, n_past};
     dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
     return ZN_OK;
 }
 
 /* Split-K only for single-token decode over a long context: prefill rows
- * already fill the GPU. */
-static uint32_t attn_splits(uint32_t n_tok, uint32_t n_kv) {
-    return n_tok == 1 && n_kv > ATTN_CHUNK ? (n_kv + ATTN_CHUNK - 1) / ATTN_CHUNK : 1;
+ * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two:
+ * chunks of (chunk/2, chunk] keys. */
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
+    if (n_tok != 1 || n_kv <= o->attn_chunk) return 1;
+    const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
+    uint32_t s = 2;
+    while (s < need) s *= 2;
+    return s;
 }
 
-uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
     (void)n_tok;
-    uint32_t s = attn_splits(1, n_ctx);
+    uint32_t s = vkop_attn_splits(o, 1, n_ctx);
     return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
+}
+
+/* The push constants of attn.comp and attn_fa.comp. */
+typedef struct attn_push {
+    uint64_t q, ck, cv, dst, part, step;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_split;
+    float scale;
+} attn_push;
+
+static attn_push attn_pc(const vkop_attn *a, uint32_t n_split) {
+    return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split, a->scale};
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -463,26 +541,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (fa) {
         zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
         if (st) return st;
-        struct {
-            uint64_t q, ck, cv, dst, part;
-            uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
-            float scale;
-        } pc = {a->q, a->ck, a->cv, a->dst, 0, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v, 0, 1,
-                a->scale};
+        attn_push pc = attn_pc(a, 1);
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + 31) / 32, 1, name);
         return ZN_OK;
     }
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
-    uint32_t n_split = attn_splits(a->n_tok, a->n_past + a->n_tok);
+    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
-    struct {
-        uint64_t q, ck, cv, dst, part;
-        uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
-        float scale;
-    } pc = {a->q, a->ck, a->cv, a->dst, a->part, a->n_tok, a->n_past, a->n_head, a->n_head_kv, a->hd_k, a->hd_v,
-            n_split > 1 ? ATTN_CHUNK : a->n_past + a->n_tok, n_split, a->scale};
+    attn_push pc = attn_pc(a, n_split);
     vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);

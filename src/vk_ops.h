@@ -18,6 +18,7 @@ typedef enum vkop_kind {
     VKO_ATTN_FA,                                             /* variant by head dim */
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
     VKO_GDN,                                                 /* variant by head dim */
+    VKO_MATVEC_Q, VKO_QUANTX,                                /* integer mat-vec (typed), its x (untyped) */
     VKO_COUNT
 } vkop_kind;
 
@@ -37,6 +38,7 @@ typedef struct vkops {
     uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
+    uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
     /* The f16 GEMM path (mmf.glsl) for non-F32 weights: the operands are
@@ -50,6 +52,12 @@ typedef struct vkops {
     bool mm_emulate;
     uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs */
     uint32_t moe_min_tok;
+    bool intdot;              /* quantised weights: mat-vec on integer dot products of
+                                 int8-quantised x (needs xq); tests clear it to check the
+                                 float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+    VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
+    uint64_t xq_bytes;
+    uint32_t xq_turn;         /* which half of xq the next integer mat-vec uses */
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -95,6 +103,16 @@ typedef struct vkop_group {
     uint32_t n_seg;
 } vkop_group;
 
+/* The integer mat-vec quantises x (n_tok x slots rows of ncols, after the
+ * fused x mode) into device scratch before the dot products: each call
+ * alternates between two halves of it, so a call's quantise pass never
+ * overwrites what the previous call's mat-vec may still be reading (the
+ * barrier between a call's two dispatches orders everything earlier).
+ * vkops_xq_bytes is the scratch both halves need for up to `rows` rows of
+ * ncols; calls that need more, or without scratch, use the float kernel. */
+uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows);
+void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
+
 /* Mat-vec kernel for few tokens, tiled mat-mat for many (experts: the
  * grouped GEMM, where the f16 path is available and the type is not F32). */
 bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
@@ -119,6 +137,18 @@ typedef enum vknorm_mode { VKNORM_RMS = 0, VKNORM_L2 = 1 } vknorm_mode;
 zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
                     VkDeviceAddress z, uint32_t group, uint32_t n_groups, float eps, const char *name, zn_err *err);
 
+/* The step block: the position of a step, read by the position-dependent
+ * shaders (rope, kv_store, attn) at run time from device-visible memory
+ * instead of from push constants, so that a recorded command buffer stays
+ * valid for later positions and can be submitted again (backend_vulkan.c
+ * replays its decode step this way). The host writes it before each submit.
+ * Ops take its address as `step`; 0 = use their n_past argument. The
+ * shaders read n_past as the first uint at that address. */
+typedef struct vkop_step {
+    uint32_t n_past;          /* tokens already in the sequence */
+    uint32_t pad[3];
+} vkop_step;
+
 /* ZN_OP_ROPE in place on [n_tok][row_stride] rows holding n_heads heads of
  * head_dim; mode: zn_rope_mode values; ff: frequency factors or 0.
  * Fusions: with nw, x is first computed as the per-head RMS norm of src
@@ -126,7 +156,7 @@ zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkD
  * * head_dim] at n_past + r instead of x, and the V rows (v [n_tok][vdim])
  * are copied into the V cache vc. */
 typedef struct vkop_rope {
-    VkDeviceAddress x, ff;
+    VkDeviceAddress x, ff, step;
     VkDeviceAddress src, nw, kc, v, vc;
     uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, vdim;
     int sections[4];
@@ -134,20 +164,29 @@ typedef struct vkop_rope {
 } vkop_rope;
 zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name, zn_err *err);
 
-/* K/V rows (f32) into f16 caches [pos][kdim] / [pos][vdim] at n_past + r. */
+/* K/V rows (f32) into f16 caches [pos][kdim] / [pos][vdim] at n_past + r
+ * (n_past from the step block when step is not 0). */
 zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
                         VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        const char *name, zn_err *err);
+                        VkDeviceAddress step, const char *name, zn_err *err);
 
 /* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
- * vkop_attn_part_floats() floats (0 when that is 0). */
+ * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
+ * over more than o->attn_chunk keys (default ZN_VK_ATTN_CHUNK; the env
+ * variable of that name overrides it, for tuning and tests) splits them
+ * (flash-decoding) into vkop_attn_splits() equal parts: a power of two, so
+ * the count (the only thing of the partition a recording fixes) changes
+ * only when the context doubles. With step set, the dispatch stays valid
+ * for every n_past whose split count is the recorded one. */
 #define ZN_VK_ATTN_MAX_HEAD_DIM 256
+#define ZN_VK_ATTN_CHUNK 256
 typedef struct vkop_attn {
-    VkDeviceAddress q, ck, cv, dst, part;
+    VkDeviceAddress q, ck, cv, dst, part, step;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     float scale;
 } vkop_attn;
-uint64_t vkop_attn_part_floats(uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);
 
 typedef enum vkelt_mode {

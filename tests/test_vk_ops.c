@@ -19,6 +19,7 @@ typedef struct env {
     vkcmd c;
     vkxfer x;
     vkarena a;
+    vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
 } env;
 static env E;
 
@@ -42,6 +43,29 @@ static double nmse(const float *y, const double *ref, size_t n) {
     }
     return den > 0 ? num / den : num;
 }
+
+/* The integer mat-vec (matvec_q.comp) multiplies x quantised per block of
+ * 32 (quantx.comp: d = max|x| / 127, q = x / d rounded to even); its
+ * reference is the exact product with that quantised x, so its errors are
+ * the kernel's own (f32 sums of exact integer dots), not quantisation. */
+static bool is_quant(zn_type t) {
+    return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
+}
+static bool q8_path(zn_type t) { return E.o.intdot && is_quant(t); }
+static void q8_round(float *x, int n) {
+    for (int b = 0; b < n / 32; b++) {
+        float *v = x + 32 * b, amax = 0;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
+        const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0;
+        for (int j = 0; j < 32; j++) v[j] = d * nearbyintf(v[j] * id);
+    }
+}
+/* Bound for the integer path: lavapipe matches the reference to ~1e-14,
+ * but a GPU's 1 / d may differ from the CPU's by an ulp and round a quant
+ * on a tie the other way: one quant off by one is nmse ~4e-8 in the
+ * smallest case here. Quantising x itself costs 7e-6..4e-5 (measured), so
+ * the bound also shows the kernel multiplies exactly the quantised x. */
+#define MM_TOL_Q8 1e-7
 
 /* Device memory for a test: uploaded copy of host data, or poisoned output. */
 static vkref dev_up(const void *src, size_t n) {
@@ -131,10 +155,14 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
     fill(bias, rows, 1.0f);
     fill(res, (size_t)T * rows, 1.0f);
     float scale = 0.75f;
+    float *xr = malloc(sizeof(float) * (size_t)T * cols); /* the x the kernel multiplies */
+    memcpy(xr, x, sizeof(float) * (size_t)T * cols);
+    if (kern == K_VEC && q8_path(t))
+        for (int tk = 0; tk < T; tk++) q8_round(xr + (size_t)tk * cols, cols);
     for (int tk = 0; tk < T; tk++)
         for (int r = 0; r < rows; r++) {
             double s = 0;
-            for (int k = 0; k < cols; k++) s += (double)wf[(size_t)r * cols + k] * x[(size_t)tk * cols + k];
+            for (int k = 0; k < cols; k++) s += (double)wf[(size_t)r * cols + k] * xr[(size_t)tk * cols + k];
             if (extras) s = s * scale + bias[r] + res[(size_t)tk * rows + r];
             ref[(size_t)tk * rows + r] = s;
         }
@@ -160,7 +188,7 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
             e = nmse(y, ref, (size_t)T * rows);
         }
     }
-    free(wf); free(x); free(bias); free(res); free(y); free(ref); free(wq);
+    free(wf); free(x); free(xr); free(bias); free(res); free(y); free(ref); free(wq);
     reset();
     return e;
 }
@@ -176,14 +204,29 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-static void test_matvec_types(void) {
+/* Runs a mat-vec test with the integer kernel (where the device has it)
+ * and with the float kernel. */
+static void both_matvecs(void (*fn)(void)) {
+    const bool had = E.o.intdot;
+    if (had) fn();
+    E.o.intdot = false;
+    fn();
+    E.o.intdot = had;
+}
+
+static void matvec_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
         zn_type t = ALL_TYPES[i];
+        const double tol = q8_path(t) ? MM_TOL_Q8 : MM_TOL;
         double e1 = mm_case(t, 37, cols_for(t, 45), 1, false, K_VEC);
         double e3 = mm_case(t, 19, cols_for(t, 77), 3, true, K_VEC);
-        CHECK_MSG(e1 <= MM_TOL && e3 <= MM_TOL, "%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res)", zn_type_name(t), e1, e3);
+        /* rows longer than a subgroup's lanes take in one pass */
+        double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol, "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows)",
+                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4);
     }
 }
+static void test_matvec_types(void) { both_matvecs(matvec_types); }
 
 static void matmat_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -310,14 +353,15 @@ static void test_moe_grouped(void) {
 
 /* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
  * SwiGLU, against the two ops done separately in double precision. */
-static void test_matvec_fused_x(void) {
-    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32};
-    for (size_t ti = 0; ti < 3; ti++)
+static void matvec_fused_x(void) {
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32, ZN_TYPE_Q8_0, ZN_TYPE_Q4_0, ZN_TYPE_Q5_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (int mode = VKX_RMSNORM; mode <= VKX_SWIGLU; mode++) {
             zn_type t = types[ti];
             const int rows = 29, cols = cols_for(t, 72), T = 2;
             float *wf = malloc(sizeof(float) * rows * cols), x[2 * 512], aux[2 * 512], y[2 * 29], bias[29];
             double ref[2 * 29], h[512];
+            float hf[512];
             void *wq = make_weights(t, rows, cols, wf);
             fill(x, sizeof x / sizeof *x, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.0f); fill(bias, 29, 1.0f);
             const float eps = 1e-5f;
@@ -327,6 +371,11 @@ static void test_matvec_fused_x(void) {
                 for (int k = 0; k < cols; k++) {
                     double xv = x[tk * cols + k];
                     h[k] = mode == VKX_RMSNORM ? xv / sqrt(ss / cols + eps) * aux[k] : xv / (1 + exp(-xv)) * aux[tk * cols + k];
+                }
+                if (q8_path(t)) {
+                    for (int k = 0; k < cols; k++) hf[k] = (float)h[k];
+                    q8_round(hf, cols);
+                    for (int k = 0; k < cols; k++) h[k] = hf[k];
                 }
                 for (int r = 0; r < rows; r++) {
                     double s = 0;
@@ -350,16 +399,19 @@ static void test_matvec_fused_x(void) {
                     e = nmse(y, ref, (size_t)T * rows);
                 }
             }
-            CHECK_MSG(e <= MM_TOL, "%s %s: nmse %.3g", zn_type_name(t), mode == VKX_RMSNORM ? "rmsnorm" : "swiglu", e);
+            CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "%s%s %s: nmse %.3g", zn_type_name(t),
+                      q8_path(t) ? " (int8 x)" : "", mode == VKX_RMSNORM ? "rmsnorm" : "swiglu", e);
             free(wf);
             free(wq);
             reset();
         }
 }
 
+static void test_matvec_fused_x(void) { both_matvecs(matvec_fused_x); }
+
 /* Grouped mat-vec: three stacked matrices (13, 7 and 20 rows), each with its
  * own output (different row strides), bias and scale, plus a fused norm. */
-static void test_matvec_grouped(void) {
+static void matvec_grouped(void) {
     const zn_type t = ZN_TYPE_Q4_K;
     const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 2;
     float *wf = malloc(sizeof(float) * total * cols), x[2 * 256], nw[256], bias[40], scale[3] = {0.5f, 1.5f, -2.0f};
@@ -397,6 +449,9 @@ static void test_matvec_grouped(void) {
             double ss = 0;
             for (int k = 0; k < cols; k++) ss += (double)x[tk * cols + k] * x[tk * cols + k];
             const double inv = 1.0 / sqrt(ss / cols + 1e-6);
+            float h[256];
+            for (int k = 0; k < cols; k++) h[k] = (float)(x[tk * cols + k] * inv * nw[k]);
+            if (q8_path(t)) q8_round(h, cols);
             for (int r = 0; r < rows[sg] + 3; r++) {
                 if (r >= rows[sg]) { /* the padding columns of the output stay untouched (NaN) */
                     CHECK(y[tk * (rows[sg] + 3) + r] != y[tk * (rows[sg] + 3) + r]);
@@ -404,22 +459,26 @@ static void test_matvec_grouped(void) {
                     continue;
                 }
                 double v = 0;
-                for (int k = 0; k < cols; k++) v += (double)wf[(r0 + r) * cols + k] * x[tk * cols + k] * inv * nw[k];
+                for (int k = 0; k < cols; k++)
+                    v += q8_path(t) ? (double)wf[(r0 + r) * cols + k] * h[k]
+                                    : (double)wf[(r0 + r) * cols + k] * x[tk * cols + k] * inv * nw[k];
                 v *= scale[sg];
                 if (sg != 1) v += bias[r0 + r];
                 ref[tk * (rows[sg] + 3) + r] = v;
             }
         }
         double e = nmse(y, ref, (size_t)T * (rows[sg] + 3));
-        CHECK_MSG(e <= MM_TOL, "segment %d: nmse %.3g", sg, e);
+        CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "segment %d%s: nmse %.3g", sg, q8_path(t) ? " (int8 x)" : "", e);
     }
     free(wf);
     free(wq);
     reset();
 }
 
+static void test_matvec_grouped(void) { both_matvecs(matvec_grouped); }
+
 /* MoE expert mat-vec: only the chosen experts' matrices, shared or per-slot x. */
-static void test_matvec_experts(void) {
+static void matvec_experts(void) {
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q8_0, ZN_TYPE_F16};
     for (size_t ti = 0; ti < 3; ti++) {
         zn_type t = types[ti];
@@ -432,9 +491,12 @@ static void test_matvec_experts(void) {
             memcpy(wq + eb * e, q, eb);
             free(q);
         }
-        float x[3 * 2 * 512], route[3 * 4], scales[5], y[3 * 2 * 11];
+        float x[3 * 2 * 512], xq[3 * 2 * 512], route[3 * 4], scales[5], y[3 * 2 * 11];
         double ref[3 * 2 * 11];
         fill(x, sizeof x / sizeof *x, 1.0f);
+        memcpy(xq, x, sizeof x);
+        if (q8_path(t))
+            for (int i = 0; i < 3 * 2 * 512 / cols; i++) q8_round(xq + i * cols, cols);
         fill(scales, 5, 1.0f);
         const int ids[3][2] = {{4, 0}, {2, 2}, {1, 3}};
         for (int tk = 0; tk < T; tk++)
@@ -443,7 +505,7 @@ static void test_matvec_experts(void) {
             for (int tk = 0; tk < T; tk++)
                 for (int j = 0; j < k; j++)
                     for (int r = 0; r < rows; r++) {
-                        const float *xr = x + (per_slot ? (size_t)(tk * k + j) * cols : (size_t)tk * cols);
+                        const float *xr = (per_slot ? xq + (size_t)(tk * k + j) * cols : xq + (size_t)tk * cols);
                         const float *wr = wf + ((size_t)ids[tk][j] * rows + r) * cols;
                         double s = 0;
                         for (int c = 0; c < cols; c++) s += (double)wr[c] * xr[c];
@@ -466,13 +528,16 @@ static void test_matvec_experts(void) {
                     e = nmse(y, ref, (size_t)T * k * rows);
                 }
             }
-            CHECK_MSG(e <= MM_TOL, "%s per_slot=%d: nmse %.3g", zn_type_name(t), per_slot, e);
+            CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "%s%s per_slot=%d: nmse %.3g", zn_type_name(t),
+                      q8_path(t) ? " (int8 x)" : "", per_slot, e);
             reset();
         }
         free(wf);
         free(wq);
     }
 }
+
+static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
 
 static void test_embed(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -619,7 +684,9 @@ static void test_rope(void) {
 }
 
 /* RoPE with the per-head RMS norm before it and the KV store after it fused
- * in: the f16 K cache rows must hold rope(norm(src)), the V rows copied. */
+ * in: the f16 K cache rows must hold rope(norm(src)), the V rows copied.
+ * The position comes from a step block (vkop_step), as in a replayed decode
+ * step; the push constants carry a wrong one. */
 static void test_rope_fused(void) {
     const int hd = 64, n_rot = 32, nh = 3, T = 2, n_past = 3, vdim = nh * 16, kdim = nh * hd, n_ctx = n_past + T;
     float src[2 * 192], nw[64], v[2 * 48], h[64];
@@ -643,9 +710,10 @@ static void test_rope_fused(void) {
     for (int i = 0; i < T * vdim; i++) vref[i] = zn_fp16_to_f32(zn_f32_to_fp16(v[i]));
     vkref dsrc = dev_up(src, sizeof src), dnw = dev_up(nw, sizeof nw), dv = dev_up(v, sizeof v);
     vkref dx = dev_out(sizeof src), kc = dev_out(2 * (size_t)n_ctx * kdim), vc = dev_out(2 * (size_t)n_ctx * vdim);
+    vkop_step step = {.n_past = n_past};
     vkop_rope a = {.x = dx.addr, .src = dsrc.addr, .nw = dnw.addr, .kc = kc.addr, .v = dv.addr, .vc = vc.addr,
-                   .n_tok = T, .n_heads = nh, .head_dim = hd, .n_rot = n_rot, .row_stride = kdim, .mode = 1,
-                   .n_past = n_past, .vdim = vdim, .freq_base = base, .freq_scale = 1.0f, .eps = eps};
+                   .step = dev_up(&step, sizeof step).addr, .n_tok = T, .n_heads = nh, .head_dim = hd,
+                   .n_rot = n_rot, .row_stride = kdim, .mode = 1, .n_past = 0, .vdim = vdim, .freq_base = base, .freq_scale = 1.0f, .eps = eps};
     zn_err err = {0};
     bool ok = false;
     if (begin()) {
@@ -668,8 +736,10 @@ static void test_rope_fused(void) {
     reset();
 }
 
-/* KV store then attention; reference in double over f16-rounded K and V. */
-static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T) {
+/* KV store then attention; reference in double over f16-rounded K and V.
+ * via_step: the position comes from a step block (vkop_step) and the push
+ * constants carry a wrong one. */
+static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T, bool via_step) {
     int n_ctx = n_past + T, kdim = n_kv * hd_k, vdim = n_kv * hd_v;
     float *kc = malloc(sizeof(float) * n_ctx * kdim), *vc = malloc(sizeof(float) * n_ctx * vdim);
     float *q = malloc(sizeof(float) * T * n_head * hd_k), *y = malloc(sizeof(float) * T * n_head * hd_v);
@@ -706,15 +776,19 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     vkxfer_fill(&E.x, vt, 0, &err);
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
     vkref dq = dev_up(q, sizeof(float) * T * n_head * hd_k), dy = dev_out(sizeof(float) * T * n_head * hd_v);
-    uint64_t pf = vkop_attn_part_floats((uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
+    uint64_t pf = vkop_attn_part_floats(&E.o, (uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
     vkref dp = dev_out(pf ? 4 * pf : 4);
-    vkop_attn a = {.q = dq.addr, .ck = ck.addr, .cv = cv.addr, .dst = dy.addr, .part = dp.addr, .n_tok = (uint32_t)T,
-                   .n_past = (uint32_t)n_past, .n_head = (uint32_t)n_head, .n_head_kv = (uint32_t)n_kv,
+    vkop_step step = {.n_past = (uint32_t)n_past};
+    const VkDeviceAddress sa = via_step ? dev_up(&step, sizeof step).addr : 0;
+    /* a wrong push-constant position with the same split count */
+    const uint32_t pc_past = via_step ? (uint32_t)n_past - 1 : (uint32_t)n_past;
+    vkop_attn a = {.q = dq.addr, .ck = ck.addr, .cv = cv.addr, .dst = dy.addr, .part = dp.addr, .step = sa,
+                   .n_tok = (uint32_t)T, .n_past = pc_past, .n_head = (uint32_t)n_head, .n_head_kv = (uint32_t)n_kv,
                    .hd_k = (uint32_t)hd_k, .hd_v = (uint32_t)hd_v, .scale = scale};
     double e = INFINITY;
     if (begin()) {
         zn_status st = vkop_kv_store(&E.o, &E.c, dk.addr, dv.addr, ck.addr, cv.addr, (uint32_t)T, (uint32_t)kdim,
-                                     (uint32_t)vdim, (uint32_t)n_past, "kv", &err);
+                                     (uint32_t)vdim, pc_past, sa, "kv", &err);
         vkcmd_barrier(&E.c);
         if (!st) st = vkop_attn_run(&E.o, &E.c, &a, "attn", &err);
         if (st) fprintf(stderr, "  %s\n", err.msg);
@@ -730,21 +804,30 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 
 static void test_attention(void) {
     const double tol = 1e-10;
-    double e0 = attn_case(4, 2, 64, 64, 0, 7);      /* causal prefill from empty, GQA 2 */
-    double e1 = attn_case(2, 1, 128, 32, 13, 5);    /* prefill after a prefix, hd_k != hd_v */
-    double e2 = attn_case(4, 4, 32, 32, 1100, 1);   /* decode with split-K (3 splits) */
-    double e3 = attn_case(3, 1, 256, 256, 200, 1);  /* decode, head dim 256, one split */
+    double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
+    double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
+    double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
+    double e3 = attn_case(3, 1, 256, 256, 200, 1, false);  /* decode, head dim 256, one split */
+    double e4 = attn_case(4, 4, 32, 32, 1030, 1, true);    /* split-K, position from the step block */
+    double e5 = attn_case(2, 1, 128, 32, 13, 5, true);     /* prefill, position from the step block */
+    CHECK(vkop_attn_splits(&E.o, 1, 1031) == 8 && vkop_attn_splits(&E.o, 1, 1024) == 4 &&
+          vkop_attn_splits(&E.o, 1, 256) == 1 && vkop_attn_splits(&E.o, 1, 257) == 2 &&
+          vkop_attn_splits(&E.o, 2, 5000) == 1);
     CHECK_MSG(e0 <= tol, "prefill: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "prefill after prefix: nmse %.3g", e1);
     CHECK_MSG(e2 <= tol, "split-K decode: nmse %.3g", e2);
     CHECK_MSG(e3 <= tol, "hd 256 decode: nmse %.3g", e3);
+    CHECK_MSG(e4 <= tol, "split-K decode via the step block: nmse %.3g", e4);
+    CHECK_MSG(e5 <= tol, "prefill via the step block: nmse %.3g", e5);
     /* prefill of >= 16 rows: attn_fa.comp (32-row blocks, 64 / 32 / 16-key tiles by head dim) */
-    double f0 = attn_case(4, 2, 64, 64, 0, 40), f1 = attn_case(2, 1, 128, 128, 45, 50);
-    double f2 = attn_case(2, 2, 256, 256, 10, 33), f3 = attn_case(6, 2, 128, 128, 0, 16);
+    double f0 = attn_case(4, 2, 64, 64, 0, 40, false), f1 = attn_case(2, 1, 128, 128, 45, 50, false);
+    double f2 = attn_case(2, 2, 256, 256, 10, 33, false), f3 = attn_case(6, 2, 128, 128, 0, 16, false);
+    double f4 = attn_case(2, 1, 128, 128, 45, 50, true);
     CHECK_MSG(f0 <= tol, "flash prefill hd 64: nmse %.3g", f0);
     CHECK_MSG(f1 <= tol, "flash prefill hd 128 after prefix: nmse %.3g", f1);
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
+    CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -987,6 +1070,14 @@ static bool setup(void) {
         return false;
     }
     vkarena_init(&E.a, &E.d, VKMEM_DEVICE, 16u << 20, 0);
+    vkarena_init(&E.xa, &E.d, VKMEM_DEVICE, 0, 0);
+    vkref xq;
+    const uint64_t xqb = vkops_xq_bytes(2304, 8);
+    if (vkarena_alloc(&E.xa, xqb, 256, &xq, &err)) {
+        fprintf(stderr, "test_vk_ops: %s\n", err.msg);
+        return false;
+    }
+    vkops_set_xq(&E.o, xq.addr, xqb);
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
@@ -996,6 +1087,7 @@ static bool setup(void) {
 
 static void teardown(void) {
     vkarena_free(&E.a);
+    vkarena_free(&E.xa);
     vkxfer_free(&E.x);
     vkcmd_free(&E.c);
     vkops_free(&E.o);
@@ -1012,7 +1104,8 @@ int main(void) {
         printf("vk_ops: 0 passed, 1 failed\n");
         return 1;
     }
-    fprintf(stderr, "vk_ops on %s\n", E.d.info.name);
+    fprintf(stderr, "vk_ops on %s (subgroup %u, integer dot products %s)\n", E.d.info.name, E.d.info.subgroup_size,
+            E.o.intdot ? "yes" : "no");
     RUN(test_matvec_types);
     RUN(test_matmat_types);
     RUN(test_matmat_f16);

@@ -20,9 +20,9 @@ layout(local_size_x_id = 0) in;
 #define PER (HD / 4u)
 
 layout(push_constant) uniform PC {
-    uint64_t q, ck, cv, dst, part;
+    uint64_t q, ck, cv, dst, part, step;   // step: vk_ops.h vkop_step (0: n_past below)
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
-    uint chunk, n_split;
+    uint n_split;
     float scale;
 } p;
 
@@ -36,7 +36,8 @@ void main() {
     const uint rr = tid / 4u, part = tid % 4u, r = r0 + rr;
     const bool live = r < p.n_tok;
     const uint kvh = h / (p.n_head / p.n_head_kv), kdim = p.n_head_kv * HD;
-    const uint qpos = p.n_past + r, kv_end = p.n_past + min(r0 + BR, p.n_tok); // keys the block needs
+    const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    const uint qpos = n_past + r, kv_end = n_past + min(r0 + BR, p.n_tok); // keys the block needs
 
     float q[PER], o[PER];
     for (uint i = 0; i < PER; i++) {

@@ -20,25 +20,6 @@ layout(local_size_x_id = 0) in;
 #include "dq.glsl"
 #include "mm_push.glsl"
 
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Group {
-    uint64_t y[4], bias[4], scale[4];
-    uint row_end[4], y_stride[4];
-    uint n_seg;
-};
-
-// Grouped epilogue: row R of the stack belongs to segment s.
-void group_store(uint t, uint R, float acc) {
-    Group gb = Group(p.ids);
-    uint s = 0, start = 0;
-    while (s + 1u < gb.n_seg && R >= gb.row_end[s]) start = gb.row_end[s++];
-    const uint row = R - start;
-    float v = acc;
-    if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
-    if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];
-    if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
-    F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
-}
-
 void main() {
     const uint r0 = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID) * NR;
     if (r0 >= p.nrows) return;
@@ -76,10 +57,5 @@ void main() {
     if (xm == XM_RMSNORM) norm = 1.0 / sqrt(subgroupAdd(ss) / float(p.ncols) + p.eps);
     for (uint r = 0; r < NR; r++) acc[r] = subgroupAdd(acc[r]);
     if (lane != 0u) return;
-    if (mm_grouped()) {
-        for (uint r = 0; r < NR && r0 + r < p.nrows; r++) group_store(t, r0 + r, acc[r] * norm);
-        return;
-    }
-    const uint yo = t * p.y_stride + slot * p.y_slot_stride;
-    for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mm_store(yo + r0 + r, r0 + r, e, acc[r] * norm);
+    for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r] * norm);
 }

@@ -5,7 +5,9 @@
 // vkop_rope): the per-head RMS norm that produced x (read src, scale by
 // 1/sqrt(mean(x^2) + eps) * nw[d] first), and the KV store that consumes it
 // (write the head as f16 into the K cache row n_past + r instead of back to
-// x, and copy the token's V row into the V cache).
+// x, and copy the token's V row into the V cache). n_past comes from the step
+// block (vk_ops.h vkop_step) when step is set, so a recorded decode step can
+// be replayed at later positions.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
@@ -16,6 +18,7 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
     uint64_t x, src, ff, nw, kc, v, vc;   // ff, nw, kc, v: 0 = unused
+    uint64_t step;                        // 0: n_past below
     uint n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past;
     uint sec0, sec1, sec2, sec3, vdim;
     float theta_scale, freq_scale, eps;
@@ -25,8 +28,8 @@ layout(push_constant) uniform PC {
 #define ROPE_NEOX 1u
 #define ROPE_IMROPE 2u
 
-void put(uint r, uint h, uint d, float val) {
-    if (p.kc != 0) F16(p.kc).v[(p.n_past + r) * p.n_heads * p.head_dim + h * p.head_dim + d] = float16_t(val);
+void put(uint pos, uint r, uint h, uint d, float val) {
+    if (p.kc != 0) F16(p.kc).v[pos * p.n_heads * p.head_dim + h * p.head_dim + d] = float16_t(val);
     else F32(p.x).v[r * p.row_stride + h * p.head_dim + d] = val;
 }
 
@@ -34,6 +37,7 @@ void main() {
     const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (wg >= p.n_tok * p.n_heads) return;
     const uint r = wg / p.n_heads, h = wg % p.n_heads, tid = gl_LocalInvocationID.x;
+    const uint row_pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
     const uint base = r * p.row_stride + h * p.head_dim, half_ = p.n_rot / 2u;
     float inv[1];
     inv[0] = 0.0;
@@ -46,7 +50,7 @@ void main() {
         inv[0] = 1.0 / sqrt(inv[0] / float(p.head_dim) + p.eps);
     }
     for (uint i = tid; i < half_; i += WG) {
-        float pos = float(p.n_past + r);
+        float pos = float(row_pos);
         if (p.mode == ROPE_IMROPE) {
             uint s = i % (p.sec0 + p.sec1 + p.sec2 + p.sec3), m = s % 3u;
             bool live = (m == 0u && s < 3u * p.sec0) || (m == 1u && s < 3u * p.sec1) || (m == 2u && s < 3u * p.sec2);
@@ -64,19 +68,19 @@ void main() {
             a *= inv[0] * F32(p.nw).v[d0];
             b *= inv[0] * F32(p.nw).v[d1];
         }
-        put(r, h, d0, a * c - b * sn);
-        put(r, h, d1, a * sn + b * c);
+        put(row_pos, r, h, d0, a * c - b * sn);
+        put(row_pos, r, h, d1, a * sn + b * c);
     }
     // dims past n_rot pass through (they still need the norm / the cache)
     if (p.nw != 0 || p.kc != 0)
         for (uint d = p.n_rot + tid; d < p.head_dim; d += WG) {
             float a = F32(p.src).v[base + d];
             if (p.nw != 0) a *= inv[0] * F32(p.nw).v[d];
-            put(r, h, d, a);
+            put(row_pos, r, h, d, a);
         }
     if (p.vc != 0) {
         const uint hv = p.vdim / p.n_heads;
         for (uint d = tid; d < hv; d += WG)
-            F16(p.vc).v[(p.n_past + r) * p.vdim + h * hv + d] = float16_t(F32(p.v).v[r * p.vdim + h * hv + d]);
+            F16(p.vc).v[row_pos * p.vdim + h * hv + d] = float16_t(F32(p.v).v[r * p.vdim + h * hv + d]);
     }
 }

@@ -1,90 +1,205 @@
-/* Mat-vec kernel sweep for tuning on a real GPU (not part of CI):
- *   cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matvec.c build/libzinc.a -ldl -lm -lpthread -o vk-matvec
- * For decode-shaped matrices of the bench models, times every (workgroup,
- * rows per subgroup) configuration with GPU timestamps, rotating over
- * several weight copies so the L2 cache does not serve them, and prints
- * the median time and the weight bandwidth. Random bytes stand in for the
- * quantised weights: the kernel's cost does not depend on their values. */
+/* Mat-vec kernels on a real GPU (not part of CI): the float kernel
+ * (matvec.comp) against the integer-dot one (quantx.comp + matvec_q.comp)
+ * on decode-shaped matrices of the bench models, then a sweep of the
+ * integer kernel's workgroup size and rows per subgroup. Build and run:
+ *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matvec.c build/libzinc.a \
+ *      -ldl -lm -lpthread -o vk-matvec && ./vk-matvec
+ * Each configuration records WARM + REPS calls in one command buffer, with
+ * a barrier after each (as in a decode step), rotating over enough weight
+ * copies (ZN_BENCH_MB in total, default 256) that the L2 cache cannot serve
+ * them, and prints the median GPU time per call from timestamps and the
+ * weight bytes per second. For the integer kernel, "us" is the whole call
+ * (quantising x, barrier, mat-vec) and "mv us" the mat-vec alone. The
+ * "copy" line is vkCmdCopyBuffer over the same bytes (read + write counted)
+ * timed on the host: the memory system's reach on this device. Random bytes
+ * stand in for the quantised weights: the kernels' cost does not depend on
+ * their values. ZN_BENCH_QUICK=1: fewer repetitions (to try it on a CPU). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vk_ops.h"
 #include "vk_quant.h"
 
-#define COPIES 6
-#define REPS 30
-#define WARM 400 /* dispatches before the timed ones: let the clocks ramp up */
+#define MAX_COPIES 64
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-int main(void) {
+typedef struct bench {
     vkdev d;
     vkops o;
     vkcmd c;
     vkarena a;
+    int reps, warm;
+} bench;
+
+typedef struct shape {
+    zn_type t;
+    uint32_t rows, cols;
+    const char *what;
+} shape;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Median us per call and per mat-vec dispatch alone (the call's last one). */
+static int time_calls(bench *b, const shape *s, const vkref *w, int copies, vkref x, vkref y, double *call_us,
+                      double *mv_us) {
+    zn_err err = {0};
+    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols);
+    const int n = b->reps + b->warm;
+    uint32_t *end = malloc(sizeof *end * (size_t)n);
+    if (vkcmd_begin(&b->c, &err)) goto fail;
+    for (int r = 0; r < n; r++) {
+        vkop_mm m = {.type = s->t, .w = w[r % copies].addr, .x = x.addr, .y = y.addr, .ncols = s->cols, .nrows = s->rows,
+                     .row_bytes = rb, .n_tok = 1, .x_stride = s->cols, .y_stride = s->rows};
+        if (vkop_matvec(&b->o, &b->c, &m, "mv", &err)) goto fail;
+        end[r] = b->c.n_ts - 1;
+        vkcmd_barrier(&b->c);
+    }
+    if (vkcmd_run(&b->c, &err)) goto fail;
+    uint64_t *ts = malloc(sizeof *ts * b->c.n_ts);
+    b->d.fn.vkGetQueryPoolResults(b->d.dev, b->c.qp, 0, b->c.n_ts, sizeof *ts * b->c.n_ts, ts, 8,
+                                  VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    double *cu = malloc(sizeof *cu * (size_t)b->reps), *mu = malloc(sizeof *mu * (size_t)b->reps);
+    const double per = b->d.info.timestamp_period_ns * 1e-3;
+    for (int r = 0; r < b->reps; r++) {
+        const uint32_t e = end[b->warm + r], p = end[b->warm + r - 1];
+        cu[r] = (double)(ts[e] - ts[p]) * per;
+        mu[r] = (double)(ts[e] - ts[e - 1]) * per;
+    }
+    qsort(cu, (size_t)b->reps, sizeof *cu, cmp);
+    qsort(mu, (size_t)b->reps, sizeof *mu, cmp);
+    *call_us = cu[b->reps / 2];
+    *mv_us = mu[b->reps / 2];
+    free(ts); free(cu); free(mu); free(end);
+    return 0;
+fail:
+    fprintf(stderr, "%s\n", err.msg);
+    free(end);
+    return 1;
+}
+
+/* vkCmdCopyBuffer between weight copies, wall clock over one submit: us per
+ * copy of `bytes`. */
+static double time_copy(bench *b, const vkref *w, int copies, uint64_t bytes) {
+    zn_err err = {0};
+    const int n = b->reps;
+    vkcmd_begin(&b->c, &err);
+    for (int r = 0; r < n; r++) {
+        vkcmd_copy(&b->c, w[r % copies], w[(r + 1) % copies], bytes);
+        vkcmd_barrier(&b->c);
+    }
+    double t0 = now_s();
+    if (vkcmd_run(&b->c, &err)) { fprintf(stderr, "%s\n", err.msg); return 0; }
+    return (now_s() - t0) * 1e6 / n;
+}
+
+static void set_config(bench *b, uint32_t wg, uint32_t nr, bool intdot) {
+    b->o.mv_wg = wg;
+    b->o.mv_rows = nr;
+    b->o.intdot = intdot;
+    for (int t = 0; t < ZN_VK_NTYPES; t++) {
+        vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC][t]);
+        vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC_Q][t]);
+    }
+}
+
+int main(void) {
+    bench b = {0};
     zn_err err = {0};
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
+    if (vkdev_open(&b.d, -1, &err) || vkops_init(&b.o, &b.d, NULL, &err) || vkcmd_init(&b.c, &b.d, b.o.ps.layout, true, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
-    const struct { zn_type t; uint32_t rows, cols; const char *what; } shapes[] = {
+    const bool quick = getenv("ZN_BENCH_QUICK") && atoi(getenv("ZN_BENCH_QUICK")) > 0;
+    const uint64_t budget = (getenv("ZN_BENCH_MB") ? strtoull(getenv("ZN_BENCH_MB"), NULL, 0) : (quick ? 16 : 256)) << 20;
+    b.reps = quick ? 5 : 50;
+    b.warm = quick ? 2 : 400; /* dispatches before the timed ones: let the clocks ramp up */
+    const uint32_t def_wg = b.o.mv_wg, def_nr = b.o.mv_rows; /* vkops_init's defaults (0 rows: per type) */
+    const bool has_int = b.o.intdot;
+    printf("device: %s, subgroup %u, integer dot products %s\n", b.d.info.name, b.d.info.subgroup_size,
+           has_int ? "yes" : "NO (integer kernel not run)");
+    vkarena_init(&b.a, &b.d, VKMEM_DEVICE, 0, 0);
+    static const shape shapes[] = {
         {ZN_TYPE_Q4_K, 12288, 4096, "8B ffn_gate"}, {ZN_TYPE_Q6_K, 4096, 12288, "8B ffn_down"},
-        {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate"},
+        {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate"},  {ZN_TYPE_Q8_0, 4096, 4096, "8B attn_q"},
+        {ZN_TYPE_Q5_K, 12288, 4096, "8B ffn_gate"}, {ZN_TYPE_Q4_K, 4096, 4096, "8B attn_output"},
+        {ZN_TYPE_Q4_0, 12288, 4096, "8B ffn_gate"},
     };
-    const uint32_t wgs[] = {64, 128}, nrs[] = {1, 2, 4};
-    const size_t n_wg = sizeof wgs / sizeof *wgs, n_nr = sizeof nrs / sizeof *nrs;
-    printf("%-12s %-5s %-4s %-3s %9s %8s\n", "shape", "type", "wg", "nr", "us", "GB/s");
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const uint32_t rb = (uint32_t)vkq_row_bytes(shapes[si].t, shapes[si].cols);
-        const uint64_t wbytes = (uint64_t)rb * shapes[si].rows;
-        const int copies = wbytes > (200ull << 20) ? 1 : COPIES;
-        vkref w[COPIES], x, y;
+    const size_t n_shapes = sizeof shapes / sizeof *shapes;
+    double sum_f[16], sum_i[16];
+    printf("%-15s %-5s %-6s %4s %3s %9s %8s %9s\n", "matrix", "type", "kernel", "wg", "nr", "us", "GB/s", "mv us");
+    for (size_t si = 0; si < n_shapes; si++) {
+        const shape *s = &shapes[si];
+        const uint64_t wbytes = (uint64_t)vkq_row_bytes(s->t, s->cols) * s->rows;
+        int copies = (int)((budget + wbytes - 1) / wbytes);
+        if (copies < 2) copies = 2;
+        if (copies > MAX_COPIES) copies = MAX_COPIES;
+        vkref w[MAX_COPIES], x, y, xq;
         uint8_t *junk = malloc(wbytes);
         for (uint64_t i = 0; i < wbytes; i++) junk[i] = (uint8_t)(i * 2654435761u >> 13);
-        /* small positive scales so f16 fields stay finite */
         vkxfer xf;
-        vkxfer_init(&xf, &d, 64ull << 20, &err);
-        for (int k = 0; k < copies; k++) {
-            vkarena_alloc(&a, wbytes, 256, &w[k], &err);
-            vkxfer_upload(&xf, w[k], junk, wbytes, &err);
-        }
-        vkarena_alloc(&a, 4ull * shapes[si].cols, 256, &x, &err);
-        vkarena_alloc(&a, 4ull * shapes[si].rows, 256, &y, &err);
-        vkxfer_fill(&xf, x, 0x3c000000u, &err);
-        vkxfer_flush(&xf, &err);
+        int bad = vkxfer_init(&xf, &b.d, 64ull << 20, &err);
+        for (int k = 0; k < copies && !bad; k++)
+            bad = vkarena_alloc(&b.a, wbytes, 256, &w[k], &err) || vkxfer_upload(&xf, w[k], junk, wbytes, &err);
+        const uint64_t xqb = vkops_xq_bytes(s->cols, 1);
+        bad = bad || vkarena_alloc(&b.a, 4ull * s->cols, 256, &x, &err) || vkarena_alloc(&b.a, 4ull * s->rows, 256, &y, &err) ||
+              vkarena_alloc(&b.a, xqb, 256, &xq, &err) || vkxfer_fill(&xf, x, 0x3c000000u, &err) || vkxfer_flush(&xf, &err);
         vkxfer_free(&xf);
         free(junk);
-        for (size_t wi = 0; wi < n_wg; wi++)
-            for (size_t ni = 0; ni < n_nr; ni++) {
-                if (wgs[wi] % d.info.subgroup_size) continue;
-                o.mv_wg = wgs[wi];
-                o.mv_rows = nrs[ni];
-                for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&o.ps, &o.pipes[VKO_MATVEC][t]);
-                vkcmd_begin(&c, &err);
-                for (int r = 0; r < REPS + WARM; r++) {
-                    vkop_mm m = {.type = shapes[si].t, .w = w[r % copies].addr, .x = x.addr, .y = y.addr,
-                                 .ncols = shapes[si].cols, .nrows = shapes[si].rows, .row_bytes = rb, .n_tok = 1,
-                                 .x_stride = shapes[si].cols, .y_stride = shapes[si].rows};
-                    if (vkop_matvec(&o, &c, &m, "mv", &err)) fprintf(stderr, "%s\n", err.msg);
-                    vkcmd_barrier(&c);
-                }
-                if (vkcmd_run(&c, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-                uint64_t ts[REPS + 1];
-                d.fn.vkGetQueryPoolResults(d.dev, c.qp, WARM, REPS + 1, sizeof ts, ts, 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-                double us[REPS];
-                for (int r = 0; r < REPS; r++) us[r] = (double)(ts[r + 1] - ts[r]) * d.info.timestamp_period_ns * 1e-3;
-                qsort(us, REPS, sizeof *us, cmp);
-                double med = us[REPS / 2];
-                printf("%-12s %-5s %-4u %-3u %9.1f %8.0f\n", shapes[si].what, zn_type_name(shapes[si].t), wgs[wi], nrs[ni], med,
-                       (double)wbytes / (med * 1e-6) / 1e9);
+        if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
+        vkops_set_xq(&b.o, xq.addr, xqb);
+        const double cp = time_copy(&b, w, copies, wbytes);
+        printf("%-15s %-5s %-6s %4s %3s %9.1f %8.0f %9s   (read + write, %d copies of %.1f MB)\n", s->what,
+               zn_type_name(s->t), "copy", "-", "-", cp, 2.0 * (double)wbytes / (cp * 1e-6) / 1e9, "-", copies,
+               (double)wbytes / 1e6);
+        double us, mv;
+        set_config(&b, def_wg, def_nr, false);
+        if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+        sum_f[si] = us;
+        printf("%-15s %-5s %-6s %4u %3s %9.1f %8.0f %9s\n", s->what, zn_type_name(s->t), "float", def_wg, "def", us,
+               (double)wbytes / (us * 1e-6) / 1e9, "-");
+        sum_i[si] = 0;
+        if (!has_int) {
+            vkarena_free(&b.a);
+            continue;
+        }
+        set_config(&b, def_wg, def_nr, true);
+        if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+        sum_i[si] = us;
+        printf("%-15s %-5s %-6s %4u %3s %9.1f %8.0f %9.1f  <- default\n", s->what, zn_type_name(s->t), "int", def_wg, "def",
+               us, (double)wbytes / (us * 1e-6) / 1e9, mv);
+        const uint32_t wgs[] = {b.d.info.subgroup_size, 2 * b.d.info.subgroup_size, 4 * b.d.info.subgroup_size,
+                                8 * b.d.info.subgroup_size};
+        const uint32_t nrs[] = {1, 2, 4, 8};
+        for (size_t wi = 0; wi < (quick ? 1 : 4); wi++)
+            for (size_t ni = 0; ni < 4; ni++) {
+                set_config(&b, wgs[wi], nrs[ni], true);
+                if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+                printf("%-15s %-5s %-6s %4u %3u %9.1f %8.0f %9.1f  (mat-vec alone %.0f GB/s)\n", s->what,
+                       zn_type_name(s->t), "int", wgs[wi], nrs[ni], us, (double)wbytes / (us * 1e-6) / 1e9, mv,
+                       (double)wbytes / (mv * 1e-6) / 1e9);
             }
-        vkarena_free(&a);
+        vkarena_free(&b.a);
     }
+    printf("\nsummary (defaults, us per call incl. quantising x): matrix, type, MB, float us, int us, speed-up, int GB/s\n");
+    for (size_t si = 0; si < n_shapes; si++) {
+        const shape *s = &shapes[si];
+        const double mb = (double)vkq_row_bytes(s->t, s->cols) * s->rows / 1e6;
+        printf("  %-15s %-5s %6.1f %9.1f %9.1f %6.2fx %8.0f\n", s->what, zn_type_name(s->t), mb, sum_f[si], sum_i[si],
+               sum_i[si] > 0 ? sum_f[si] / sum_i[si] : 0.0, sum_i[si] > 0 ? mb * 1e6 / (sum_i[si] * 1e-6) / 1e9 : 0.0);
+    }
+    vkcmd_free(&b.c);
+    vkops_free(&b.o);
+    vkdev_close(&b.d);
     return 0;
 }

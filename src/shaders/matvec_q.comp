@@ -1,0 +1,144 @@
+#version 450
+// The mat-vec of matvec.comp (same push constants, grid, grouped / expert /
+// epilogue features) for the quantised weight types, on integer dot
+// products: x arrives quantised by quantx.comp (blocks of 32 int8 with a
+// scale d and d * sum q), so a lane's weights are multiplied four at a time
+// by dotPacked4x8EXT without converting any quant to float, and x costs a
+// quarter of the bytes of f32 x. Each subgroup owns NR rows; a lane takes
+// one "step" of each row (32 values, 64 for Q6_K) with one 16-byte load per
+// weight plane, and the x of that step (shared by the NR rows).
+// Here p.x is the quantised x and p.x_stride / p.x_slot_stride count its
+// rows (vkop_matvec sets them).
+#extension GL_EXT_integer_dot_product : require
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint TYPE = 0;
+layout(constant_id = 2) const uint NR = 2;
+layout(constant_id = 3) const uint SG = 32;
+layout(local_size_x_id = 0) in;
+
+#include "dq.glsl" // scale_min_k4w
+#include "mm_push.glsl"
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer V2 { vec2 v[]; };
+
+uint STEP() { return TYPE == T_Q6_K ? 64u : 32u; }
+
+// The x of one step: up to four 16-byte runs of int8 quants with their
+// blocks' scales d, and per run either d * sum q of the block (s) or, for
+// Q6_K, the integer sum of the run's 16 quants (is).
+struct XS {
+    uvec4 q[4];
+    vec4 d, s;
+    ivec4 is;
+};
+
+int idot(uvec4 a, uvec4 b) {
+    return dotPacked4x8EXT(int(a.x), int(b.x)) + dotPacked4x8EXT(int(a.y), int(b.y)) +
+           dotPacked4x8EXT(int(a.z), int(b.z)) + dotPacked4x8EXT(int(a.w), int(b.w));
+}
+
+XS load_x(uint64_t xr, uint nb, uint s) {
+    XS x;
+    const uint64_t ds = xr + 32ul * nb;
+    if (TYPE == T_Q8_0 || TYPE == T_Q4_0) {
+        x.q[0] = U32x4(xr + 32ul * s).v[0];
+        x.q[1] = U32x4(xr + 32ul * s + 16u).v[0];
+        vec2 a = V2(ds + 8ul * s).v[0];
+        x.d.x = a.x;
+        x.s.x = a.y;
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) { // blocks 2 pair, 2 pair + 1 of super-block ib; half h
+        const uint b0 = 8u * (s >> 3) + 2u * ((s & 7u) >> 1), h = s & 1u;
+        x.q[0] = U32x4(xr + 32ul * b0 + 16u * h).v[0];
+        x.q[1] = U32x4(xr + 32ul * (b0 + 1u) + 16u * h).v[0];
+        vec4 a = F32x4(ds + 8ul * b0).v[0];
+        x.d.xy = a.xz;
+        x.s.xy = a.yw;
+    } else { // Q6_K: blocks b0 .. b0+3 (one 128-value half), 16 quants each
+        const uint b0 = 8u * (s >> 2) + 4u * ((s >> 1) & 1u), lg = s & 1u;
+        const uvec4 ones = uvec4(0x01010101u);
+        for (uint k = 0; k < 4u; k++) {
+            x.q[k] = U32x4(xr + 32ul * (b0 + k) + 16u * lg).v[0];
+            x.is[k] = idot(x.q[k], ones);
+        }
+        vec4 a = F32x4(ds + 8ul * b0).v[0], c = F32x4(ds + 8ul * b0 + 16u).v[0];
+        x.d = vec4(a.x, a.z, c.x, c.z);
+    }
+    return x;
+}
+
+// Step s of the row at `row` (GPU layout, vk_quant.h) dotted with x.
+float dot_step(uint64_t row, uint s, uint n, const XS x) {
+    const uvec4 M4 = uvec4(0x0f0f0f0fu);
+    if (TYPE == T_Q8_0) { // planes: qs [nb][32], d [nb]
+        const uint nb = n / 32u;
+        int dt = idot(U32x4(row + 32ul * s).v[0], x.q[0]) + idot(U32x4(row + 32ul * s + 16u).v[0], x.q[1]);
+        return float(F16(row + 32ul * nb + 2ul * s).v[0]) * x.d.x * float(dt);
+    } else if (TYPE == T_Q4_0) { // planes: qs [nb][16], d [nb]; value = q - 8
+        const uint nb = n / 32u;
+        uvec4 w = U32x4(row + 16ul * s).v[0];
+        int dt = idot(w & M4, x.q[0]) + idot((w >> 4) & M4, x.q[1]);
+        return float(F16(row + 16ul * nb + 2ul * s).v[0]) * (x.d.x * float(dt) - 8.0 * x.s.x);
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        // value = d * sc * q - dmin * m; the low nibbles of the 16 bytes are
+        // half h of sub-block 2 pair, the high ones of sub-block 2 pair + 1
+        const uint q = s & 7u, pair = q >> 1, h = q & 1u;
+        const uint64_t b = row + uint64_t(s >> 3) * (TYPE == T_Q4_K ? 144u : 176u);
+        const uvec4 hd = U32x4(b).v[0]; // d, dmin | scales[0..11]
+        const vec2 dm = unpackHalf2x16(hd.x);
+        uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * h).v[0];
+        uvec4 lo = w & M4, hi = (w >> 4) & M4;
+        if (TYPE == T_Q5_K) {
+            uvec4 qh = U32x4(b + 16u + 16u * h).v[0] >> (2u * pair);
+            lo |= (qh & 0x01010101u) << 4;
+            hi |= ((qh >> 1) & 0x01010101u) << 4;
+        }
+        float sc0, m0, sc1, m1;
+        scale_min_k4w(hd.yzw, 2u * pair, sc0, m0);
+        scale_min_k4w(hd.yzw, 2u * pair + 1u, sc1, m1);
+        float v = dm.x * (sc0 * x.d.x * float(idot(lo, x.q[0])) + sc1 * x.d.y * float(idot(hi, x.q[1])));
+        // the min terms cover whole blocks of x: once, by the lane of half 0
+        return h == 0u ? v - dm.y * (m0 * x.s.x + m1 * x.s.y) : v;
+    } else { // Q6_K planes: ql [nb][128], qh [nb][64], scales [nb][16], d [nb]; value = d * sc * (q - 32)
+        const uint nb = n / 256u, ib = s >> 2, hf = (s >> 1) & 1u, lg = s & 1u;
+        const uint64_t ql = row + 128ul * ib + 64u * hf + 16u * lg;
+        const uvec4 l0 = U32x4(ql).v[0], l1 = U32x4(ql + 32u).v[0];
+        const uvec4 hh = U32x4(row + 128ul * nb + 64ul * ib + 32u * hf + 16u * lg).v[0];
+        const uvec2 scw = U32x2(row + 192ul * nb + 16ul * ib + 8u * hf).v[0];
+        const float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
+        // run k (values 32 k .. 32 k + 15 of this lane's 16-value column) has scale byte 2 k + lg
+        const int d0 = idot((l0 & M4) | ((hh & 0x03030303u) << 4), x.q[0]) - 32 * x.is[0];
+        const int d1 = idot((l1 & M4) | ((hh & 0x0c0c0c0cu) << 2), x.q[1]) - 32 * x.is[1];
+        const int d2 = idot(((l0 >> 4) & M4) | (hh & 0x30303030u), x.q[2]) - 32 * x.is[2];
+        const int d3 = idot(((l1 >> 4) & M4) | ((hh & 0xc0c0c0c0u) >> 2), x.q[3]) - 32 * x.is[3];
+        const vec4 sc = vec4(bitfieldExtract(int(scw.x), int(8u * lg), 8), bitfieldExtract(int(scw.x), int(8u * lg + 16u), 8),
+                             bitfieldExtract(int(scw.y), int(8u * lg), 8), bitfieldExtract(int(scw.y), int(8u * lg + 16u), 8));
+        return d * dot(sc * x.d, vec4(d0, d1, d2, d3));
+    }
+}
+
+void main() {
+    const uint r0 = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID) * NR;
+    if (r0 >= p.nrows) return;
+    const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots, lane = gl_SubgroupInvocationID;
+    uint e = 0;
+    if (p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
+    const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
+    const uint nb = p.ncols / 32u;
+    const uint64_t xr = p.x + uint64_t(t * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
+
+    float acc[NR];
+    for (uint r = 0; r < NR; r++) acc[r] = 0.0;
+    const uint nsteps = p.ncols / STEP();
+    for (uint s = lane; s < nsteps; s += SG) {
+        const XS x = load_x(xr, nb, s);
+        for (uint r = 0; r < NR; r++) {
+            if (r0 + r >= p.nrows) break;
+            acc[r] += dot_step(w + uint64_t(r0 + r) * p.row_bytes, s, p.ncols, x);
+        }
+    }
+    for (uint r = 0; r < NR; r++) acc[r] = subgroupAdd(acc[r]);
+    if (lane != 0u) return;
+    for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r]);
+}

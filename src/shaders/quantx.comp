@@ -1,0 +1,82 @@
+#version 450
+// Activations for the integer mat-vec (matvec_q.comp): each row of x,
+// optionally through the op that produced it (RMS norm with weight, or
+// SwiGLU; the mm_push.glsl x modes), quantised to blocks of 32 int8 with
+// one f32 scale d = max|v| / 127 and the block's d * sum(q) (ggml's Q8_1).
+// Row layout (vkops_xq_row_bytes): qs [nb][32] | (d, d * sum q) [nb],
+// 16-byte aligned. Workgroup (i, r) quantises WG blocks of row r, one
+// block per thread; for the RMS norm every workgroup of the row first sums
+// the row's squares itself (a few KiB, cheaper than another dispatch).
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(local_size_x_id = 0) in;
+
+#define NV 1
+#include "reduce.glsl"
+
+layout(push_constant) uniform PC {
+    uint64_t x, aux, q;
+    uint ncols, n_rows, n_slots;  // rows are (token, slot) pairs, n_slots per token
+    uint x_stride, x_slot_stride; // floats
+    uint q_row;                   // bytes per quantised row
+    uint flags;                   // bit 1: x rows 16-byte aligned; bits 2-3: x mode (mm_push.glsl)
+    float eps;
+} p;
+
+#define XM_PLAIN 0u
+#define XM_RMSNORM 1u
+#define XM_SWIGLU 2u
+
+layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Q32x4 { uvec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer V2 { vec2 v[]; };
+
+void main() {
+    const uint r = gl_WorkGroupID.y, b = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x;
+    const uint mode = (p.flags >> 2) & 3u, nb = p.ncols / 32u;
+    const uint64_t xo = 4ul * (uint64_t(r / p.n_slots) * p.x_stride + uint64_t(r % p.n_slots) * p.x_slot_stride);
+    const uint64_t x = p.x + xo;
+    float inv = 1.0;
+    if (mode == XM_RMSNORM) {
+        float s[1];
+        s[0] = 0.0;
+        for (uint i = gl_LocalInvocationID.x; i < p.ncols; i += WG) {
+            float v = F32(x).v[i];
+            s[0] = fma(v, v, s[0]);
+        }
+        wg_sum(s);
+        inv = 1.0 / sqrt(s[0] / float(p.ncols) + p.eps);
+    }
+    if (b >= nb) return;
+    float v[32];
+    if ((p.flags & 2u) != 0u) {
+        for (uint j = 0; j < 8u; j++) {
+            vec4 f = F32x4(x + 128ul * b + 16u * j).v[0];
+            for (uint k = 0; k < 4u; k++) v[4u * j + k] = f[k];
+        }
+    } else {
+        for (uint j = 0; j < 32u; j++) v[j] = F32(x).v[32u * b + j];
+    }
+    if (mode == XM_RMSNORM) {
+        for (uint j = 0; j < 32u; j++) v[j] = v[j] * inv * F32(p.aux).v[32u * b + j];
+    } else if (mode == XM_SWIGLU) {
+        for (uint j = 0; j < 32u; j++) v[j] = silu(v[j]) * F32(p.aux + xo).v[32u * b + j];
+    }
+    float amax = 0.0;
+    for (uint j = 0; j < 32u; j++) amax = max(amax, abs(v[j]));
+    const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
+    uint w[8];
+    int sum = 0;
+    for (uint j = 0; j < 8u; j++) {
+        w[j] = 0u;
+        for (uint k = 0; k < 4u; k++) {
+            int qv = int(roundEven(v[4u * j + k] * id));
+            sum += qv;
+            w[j] |= uint(qv & 255) << (8u * k);
+        }
+    }
+    const uint64_t row = p.q + uint64_t(r) * p.q_row;
+    Q32x4(row + 32ul * b).v[0] = uvec4(w[0], w[1], w[2], w[3]);
+    Q32x4(row + 32ul * b + 16u).v[0] = uvec4(w[4], w[5], w[6], w[7]);
+    V2(row + 32ul * nb + 8ul * b).v[0] = vec2(d, d * float(sum));
+}
