@@ -307,6 +307,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     mm_push pc = mm_fill(a);
     VkDeviceAddress q = 0;
     if (o->intdot && is_quant(a->type)) st = quantize_x(o, c, a, &pc, &q, err);
+    if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
@@ -429,6 +430,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
 
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
+    o->xq_last.q = 0;
     zn_status st = mm_check(a, err);
     if (st) return st;
     if (f16_path(o, a->type)) return mm_f16(o, c, a, name, err);

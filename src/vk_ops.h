@@ -97,8 +97,9 @@ typedef struct vkop_mm {
      * res and ids unused then). */
     VkDeviceAddress group;
     /* The caller vouches that x (and aux) were read by the previous
-     * vkop_matvec on these ops and not written since: when that call
-     * quantised the same rows the same way, the integer path reuses them. */
+     * vkop_matvec / vkop_matmat call on these ops and not written since:
+     * when that call quantised the same rows the same way, the integer path
+     * reuses them. */
     bool x_reuse;
 } vkop_mm;
 
