@@ -205,10 +205,10 @@ static void cpu_seq_reset(void *ctx, void *state) {
  * are matmuls of the same input (q/k/v, gate/up) whose activations are
  * quantized the same way -- each reads only that input (already quantized,
  * shared) and writes its own output -- so one barrier per group is enough. */
-static bool needs_barrier(const zn_node *a, const zn_node *b) {
+static bool needs_barrier(const cpu_ctx *c, const zn_node *a, const zn_node *b) {
     if (!b || a->op != ZN_OP_MATMUL || b->op != ZN_OP_MATMUL || a->src[0] != b->src[0]) return true;
     if (a->dst == b->dst || a->dst == b->src[0] || b->dst == a->src[0]) return true;
-    return quant_vec_dot_type(a->w[0]->type) != quant_vec_dot_type(b->w[0]->type);
+    return cpu_xq_format(c, a->w[0]) != cpu_xq_format(c, b->w[0]);
 }
 
 static void run_nodes(void *arg, int ith, int nth) {
@@ -218,7 +218,7 @@ static void run_nodes(void *arg, int ith, int nth) {
         const zn_node *n = &r->g->nodes[i];
         kernels[n->op](r, n, ith, nth);
         if (n->dst == tls->xq_act) tls->xq_act = -1; /* rewritten in place */
-        if (needs_barrier(n, i + 1 < r->g->n_nodes ? n + 1 : NULL)) cpu_pool_barrier(r->c->pool);
+        if (needs_barrier(r->c, n, i + 1 < r->g->n_nodes ? n + 1 : NULL)) cpu_pool_barrier(r->c->pool);
     }
 }
 

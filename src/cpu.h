@@ -33,12 +33,12 @@ void cpu_pool_barrier(cpu_pool *p);
 typedef void (*cpu_tile_fn)(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
                             float (*y)[CPU_TILE]);
 
-/* Q4_K weights repacked at init (cpu_pack.c): 8 rows interleaved per
- * super-block, so one 32-byte load holds 4 codes of each of the 8 rows and
- * a GEMM step takes 8 rows x 4 tokens with the token's 4 activations
+/* Q4_K and Q8_0 weights repacked at init (cpu_pack.c): 8 rows interleaved
+ * per block, so one 32-byte load holds 4 weights of each of the 8 rows and
+ * a GEMM step takes 8 rows x up to 4 tokens with each token's 4 activations
  * broadcast (no per-row unpacking or horizontal sums). A tensor's rows are
  * cut in groups of 8 (the last one padded with zero rows; per expert for
- * 3-D tensors); group g is nb = K / 256 consecutive cpu_q4k_x8. */
+ * 3-D tensors); a group is its K / block-size packed blocks in a row. */
 #define CPU_PACK_ROWS 8
 #define CPU_PACK_TOKENS 4
 typedef struct cpu_q4k_x8 {
@@ -50,19 +50,32 @@ typedef struct cpu_q4k_x8 {
      * Q4_K byte order, rows interleaved 4 bytes at a time */
     uint8_t qs[4][8][CPU_PACK_ROWS][4];
 } cpu_q4k_x8;
-/* y[t][r] = row r . x[t] for the 8 rows of one packed group and nt
- * (1..CPU_PACK_TOKENS) Q8_K tokens; each result is computed the same way
- * whatever nt is, and bit for bit the same on AVX2 and AVX-VNNI. */
-typedef void (*cpu_pack_tile_fn)(const cpu_q4k_x8 *w, const void *const *x, int nt, int64_t n,
-                                 float (*y)[CPU_PACK_ROWS]);
-/* Packs rows [0, n_rows) of Q4_K data (row length n) into ceil(n_rows / 8)
- * groups at out (zero rows pad the last group). */
-void cpu_pack_q4k(const void *rows, int64_t n_rows, int64_t n, cpu_q4k_x8 *out);
+/* Q8_0: the token's codes come as unsigned (code + 128, CPU_XQ_Q8_0_U) so
+ * that vpdpbusd multiplies them with the signed weights directly; wsum
+ * takes the 128 * sum of the row's codes back off. */
+typedef struct cpu_q80_x8 {
+    zn_half d[CPU_PACK_ROWS];
+    int16_t wsum[CPU_PACK_ROWS];        /* sum of the row's 32 codes */
+    int8_t qs[8][CPU_PACK_ROWS][4];     /* [k][row][e]: element 4k + e */
+} cpu_q80_x8;
+/* y[t][r] = row r . x[t] for the 8 rows of one packed group and nt >= 1
+ * tokens in the packed type's activation format (cpu_xq_format); each
+ * result is computed the same way whatever nt is, and bit for bit the same
+ * on AVX2 and AVX-VNNI. */
+typedef void (*cpu_pack_tile_fn)(const void *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]);
+/* Bytes of one packed group of rows of length n (0: t is not packed). */
+size_t cpu_pack_group_bytes(zn_type t, int64_t n);
+/* Packs rows [0, n_rows) of type-t data (row length n) into
+ * ceil(n_rows / 8) groups at out (zero rows pad the last group). */
+void cpu_pack_rows(zn_type t, const void *rows, int64_t n_rows, int64_t n, void *out);
 static inline int64_t cpu_pack_groups(int64_t n_rows) { return (n_rows + CPU_PACK_ROWS - 1) / CPU_PACK_ROWS; }
+/* Activation formats of the matmul inputs: a zn_type (the weight's vec-dot
+ * type) or this one, Q8_0 blocks with the codes stored + 128. */
+#define CPU_XQ_Q8_0_U ((int)ZN_TYPE_COUNT)
 
 typedef struct cpu_vec {
     cpu_tile_fn (*tile)(zn_type t);  /* NULL result: no tile kernel for t */
-    cpu_pack_tile_fn q4k_x8;         /* NULL: no packed kernel, weights are not packed */
+    cpu_pack_tile_fn (*packed)(zn_type t); /* NULL result: no packed kernel, t is not packed */
     float (*dot_f16)(const zn_half *a, const float *b, int n);
     void (*axpy_f16)(float *y, const zn_half *x, float a, int n);  /* y += a*x */
     void (*to_f16)(zn_half *dst, const float *src, int n);
@@ -75,8 +88,8 @@ void cpu_axpy_f16_avx2(float *y, const zn_half *x, float a, int n);
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
 cpu_tile_fn cpu_tile_avx2(zn_type t);
 cpu_tile_fn cpu_tile_vnni(zn_type t); /* the same on AVX-VNNI */
-void cpu_q4k_x8_avx2(const cpu_q4k_x8 *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]);
-void cpu_q4k_x8_vnni(const cpu_q4k_x8 *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]);
+cpu_pack_tile_fn cpu_packed_avx2(zn_type t);
+cpu_pack_tile_fn cpu_packed_vnni(zn_type t);
 #endif
 
 /* ---- backend state ---- */
@@ -98,7 +111,7 @@ typedef struct cpu_ctx {
     int32_t *moe_count;     /* [n_expert] */
     struct cpu_tls {
         _Alignas(64) int xq_act;
-        zn_type xq_type;
+        int xq_format;      /* a zn_type or CPU_XQ_Q8_0_U */
         int moe_route;
     } *tls;                 /* [n_threads] */
     /* per-thread scratch: attention scores (grown by seq_init), rope table */
@@ -106,9 +119,9 @@ typedef struct cpu_ctx {
     size_t att_stride;
     float *rope;            /* [n_threads][head_dim] */
     int rope_stride;
-    /* packed copies of the Q4_K matmul weights, by weight id (NULL: use
-     * the mapped rows), and their total size */
-    cpu_q4k_x8 **packed;
+    /* packed copies of the Q4_K / Q8_0 matmul weights, by weight id (NULL:
+     * use the mapped rows), and their total size */
+    void **packed;
     size_t packed_bytes;
     /* layer -> index among attention / recurrent layers */
     int *attn_index, *recr_index;
@@ -138,11 +151,13 @@ static inline void cpu_split(int64_t n, int ith, int nth, int64_t *i0, int64_t *
     *i1 = n * (ith + 1) / nth;
 }
 
-/* Packs the model's Q4_K matmul weights when vec has a packed kernel
- * (cpu_pack.c); cpu_packed: w's packed groups or NULL. */
+/* Packs the model's matmul weights of the types vec has packed kernels for
+ * (cpu_pack.c); cpu_packed: w's packed groups or NULL; cpu_xq_format: the
+ * activation format a matmul with w reads. */
 zn_status cpu_pack_init(cpu_ctx *c, zn_err *err);
 void cpu_pack_free(cpu_ctx *c);
-const cpu_q4k_x8 *cpu_packed(const cpu_ctx *c, const gguf_tensor *w);
+const uint8_t *cpu_packed(const cpu_ctx *c, const gguf_tensor *w);
+int cpu_xq_format(const cpu_ctx *c, const gguf_tensor *w);
 
 /* kernels (cpu_ops.c, cpu_matmul.c) */
 void cpu_op_embed(const cpu_run *r, const zn_node *n, int ith, int nth);

@@ -9,24 +9,38 @@
 
 #define ROW_BLOCK 16 /* weight rows kept hot in cache while the tokens go by */
 
-/* Returns the activation rows in the weight's vec-dot format (all threads
- * call it; it ends with a barrier when it had to quantize). */
-static const uint8_t *prepare_x(const cpu_run *r, int act, zn_type vt, int ith, int nth) {
+/* Returns the activation rows in the matmul's format (cpu_xq_format; all
+ * threads call it; it ends with a barrier when it had to quantize). */
+static const uint8_t *prepare_x(const cpu_run *r, int act, int fmt, int ith, int nth) {
     cpu_ctx *c = r->c;
     const zn_act *a = cpu_shape(r, act);
     const float *x = cpu_act(r, act);
-    if (vt == ZN_TYPE_F32) return (const uint8_t *)x;
+    if (fmt == ZN_TYPE_F32) return (const uint8_t *)x;
+    const zn_type vt = fmt == CPU_XQ_Q8_0_U ? ZN_TYPE_Q8_0 : (zn_type)fmt;
     const size_t row = zn_row_size(vt, a->cols);
     struct cpu_tls *tls = &c->tls[ith];
-    if (tls->xq_act != act || tls->xq_type != vt) {
+    if (tls->xq_act != act || tls->xq_format != fmt) {
         int64_t t0, t1;
         cpu_split(a->rows, ith, nth, &t0, &t1);
-        for (int64_t t = t0; t < t1; t++) quant_quantize_act(vt, x + t * a->cols, c->xq + (size_t)t * row, a->cols);
+        for (int64_t t = t0; t < t1; t++) {
+            uint8_t *q = c->xq + (size_t)t * row;
+            quant_quantize_act(vt, x + t * a->cols, q, a->cols);
+            for (int64_t b = 0; fmt == CPU_XQ_Q8_0_U && b < a->cols / QK8_0; b++) {
+                block_q8_0 *blk = (block_q8_0 *)q + b;
+                for (int e = 0; e < QK8_0; e++) blk->qs[e] = (int8_t)((uint8_t)blk->qs[e] ^ 0x80);
+            }
+        }
         cpu_pool_barrier(c->pool);
         tls->xq_act = act;
-        tls->xq_type = vt;
+        tls->xq_format = fmt;
     }
     return c->xq;
+}
+
+/* Bytes of one activation row in format fmt. */
+static size_t xq_row(int fmt, int64_t cols) {
+    if (fmt == ZN_TYPE_F32) return sizeof(float) * (size_t)cols;
+    return zn_row_size(fmt == CPU_XQ_Q8_0_U ? ZN_TYPE_Q8_0 : (zn_type)fmt, cols);
 }
 
 /* The rows [o0, o1) thread ith computes: whole groups when w is packed. */
@@ -46,19 +60,20 @@ static void band(const cpu_run *r, const gguf_tensor *w, int ith, int nth, int64
 
 /* dot_band for packed weights (pw: the groups of this expert; o0 is a
  * multiple of CPU_PACK_ROWS). */
-static void dot_packed(const cpu_run *r, const cpu_q4k_x8 *pw, int64_t K, int64_t o0, int64_t o1,
+static void dot_packed(const cpu_run *r, zn_type type, const uint8_t *pw, int64_t K, int64_t o0, int64_t o1,
                        const uint8_t *xq, size_t xrow, const int32_t *xi, int n_x, float *y, const int32_t *yi,
                        int64_t ld) {
-    const int64_t nb = K / QK_K;
+    const size_t gbytes = cpu_pack_group_bytes(type, K);
+    const cpu_pack_tile_fn fn = r->c->vec.packed(type);
     for (int64_t o = o0; o < o1; o += CPU_PACK_ROWS) {
-        const cpu_q4k_x8 *grp = pw + o / CPU_PACK_ROWS * nb;
+        const uint8_t *grp = pw + (size_t)(o / CPU_PACK_ROWS) * gbytes;
         const int nr = o1 - o < CPU_PACK_ROWS ? (int)(o1 - o) : CPU_PACK_ROWS;
         for (int i = 0; i < n_x; i += PACK_CHUNK) {
             const int nt = n_x - i < PACK_CHUNK ? n_x - i : PACK_CHUNK;
             const void *xs[PACK_CHUNK];
             float out[PACK_CHUNK][CPU_PACK_ROWS];
             for (int j = 0; j < nt; j++) xs[j] = xq + (size_t)(xi ? xi[i + j] : i + j) * xrow;
-            r->c->vec.q4k_x8(grp, xs, nt, K, out);
+            fn(grp, xs, nt, K, out);
             for (int j = 0; j < nt; j++)
                 memcpy(y + (int64_t)(yi ? yi[i + j] : i + j) * ld + o, out[j], sizeof(float) * (size_t)nr);
         }
@@ -68,12 +83,12 @@ static void dot_packed(const cpu_run *r, const cpu_q4k_x8 *pw, int64_t K, int64_
 /* y[t*ld + o] = W[o] . x[t] for rows o in [o0, o1) and the listed tokens
  * (xi: activation rows, yi: output rows; NULL: 0..n_x-1); pw: W's packed
  * copy or NULL. */
-static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdata, const cpu_q4k_x8 *pw, int64_t o0,
+static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdata, const uint8_t *pw, int64_t o0,
                      int64_t o1, const uint8_t *xq, size_t xrow, const int32_t *xi, int n_x, float *y,
                      const int32_t *yi, int64_t ld) {
     const int64_t K = (int64_t)w->ne[0];
     if (pw) {
-        dot_packed(r, pw, K, o0, o1, xq, xrow, xi, n_x, y, yi, ld);
+        dot_packed(r, w->type, pw, K, o0, o1, xq, xrow, xi, n_x, y, yi, ld);
         return;
     }
     const size_t wrow = zn_row_size(w->type, K);
@@ -106,10 +121,10 @@ static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdat
 void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const gguf_tensor *w = n->w[0];
     const zn_act *xa = cpu_shape(r, n->src[0]);
-    const zn_type vt = quant_vec_dot_type(w->type);
-    const uint8_t *xq = prepare_x(r, n->src[0], vt, ith, nth);
+    const int fmt = cpu_xq_format(r->c, w);
+    const uint8_t *xq = prepare_x(r, n->src[0], fmt, ith, nth);
     const int64_t N = (int64_t)w->ne[1];
-    const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * (size_t)xa->cols : zn_row_size(vt, xa->cols);
+    const size_t xrow = xq_row(fmt, xa->cols);
     float *y = cpu_act(r, n->dst);
     int64_t o0, o1;
     band(r, w, ith, nth, &o0, &o1);
@@ -152,17 +167,17 @@ void cpu_op_moe_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *xa = cpu_shape(r, n->src[0]), *ra = cpu_shape(r, n->src[1]);
     const int k = ra->cols / 2, n_exp = (int)w->ne[2], cap = c->max_tokens * k;
     const bool per_slot = xa->rows != ra->rows; /* x has a row per token x slot */
-    const zn_type vt = quant_vec_dot_type(w->type);
+    const int fmt = cpu_xq_format(c, w);
     moe_lists(r, n->src[1], ith);
-    const uint8_t *xq = prepare_x(r, n->src[0], vt, ith, nth);
-    const size_t xrow = vt == ZN_TYPE_F32 ? sizeof(float) * (size_t)xa->cols : zn_row_size(vt, xa->cols);
+    const uint8_t *xq = prepare_x(r, n->src[0], fmt, ith, nth);
+    const size_t xrow = xq_row(fmt, xa->cols);
     const int64_t N = (int64_t)w->ne[1];
     const size_t expert_bytes = zn_row_size(w->type, (int64_t)w->ne[0]) * (size_t)N;
     float *y = cpu_act(r, n->dst);
     const float *scale = n->w[2] ? (const float *)n->w[2]->data : NULL;
     int32_t xi[ZN_MAX_BATCH * ZN_MAX_EXPERTS_USED];
-    const cpu_q4k_x8 *pw = cpu_packed(c, w);
-    const size_t packed_expert = (size_t)cpu_pack_groups(N) * (size_t)((int64_t)w->ne[0] / QK_K);
+    const uint8_t *pw = cpu_packed(c, w);
+    const size_t packed_expert = (size_t)cpu_pack_groups(N) * cpu_pack_group_bytes(w->type, (int64_t)w->ne[0]);
     int64_t o0, o1;
     band(r, w, ith, nth, &o0, &o1);
     for (int e = 0; e < n_exp; e++) {

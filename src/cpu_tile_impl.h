@@ -1,31 +1,31 @@
-/* The matmul tile kernels, included by cpu_tile_avx2.c and (compiled for
+/* The matmul kernels, included by cpu_tile_avx2.c and (compiled for
  * AVX-VNNI) cpu_tile_vnni_avx2.c, which define:
  *   ACC_MADD(acc, p, s)   acc + pairwise int16 products of p and s (int32)
- *   Q80_ROW(w)            per Q8_0 weight block, shared by the tile's tokens
- *   Q80_TOK(x)            per Q8_0 token block, shared by the tile's rows
- *   Q80_DOT(wp, w, x, xp) lane j = sum of w[4j..4j+3] * x[4j..4j+3] (int32)
  *   PK_FIRST(w, x), PK_DOT(acc, w, x)
  *                         packed Q4_K: per 32-bit lane, the 4 products of
  *                         u8 w and s8 x summed (into acc), in a form PK_ACC
  *                         takes; sums of 16 products stay below 2^15
  *   PK_SCALE(s)           the scale vector (int32 lanes < 64) in PK_ACC's form
  *   PK_ACC(acc, h, s)     acc + (the 16-product sum in h) * s, int32 lanes
- *   TILE_SELECT, PACK_Q4K the names of the type -> tile function selector and
- *                         of the packed Q4_K kernel
+ *   P8_INIT(wsum), P8_DOT(acc, w, xu)
+ *                         packed Q8_0: the int32 row sums start at
+ *                         P8_INIT(row code sums) and P8_DOT adds the 4
+ *                         products of s8 w and u8 xu (token code + 128)
+ *                         per lane, so that they end at the sums of w * code
+ *   TILE_SELECT, PACK_SELECT the names of the type -> tile and type ->
+ *                         packed kernel selectors
  * Both give the same exact integers, so results do not depend on the path.
  *
+ * Q4_K and Q8_0 weights are packed 8 rows at a time (cpu_pack.c): a step
+ * dots 8 rows (one per 32-bit lane) with a token's 4 broadcast codes, so
+ * nothing is unpacked per row and nothing is summed across lanes.
  * Q6_K: one weight row against up to four tokens at once, so the row's
  * codes and scales are unpacked once per block instead of once per token
- * (prefill is bound by that unpacking, not by memory). Q4_K weights are
- * packed 8 rows at a time instead (cpu_pack.c), which removes the per-row
- * unpacking and horizontal sums altogether.
- * Q8_0: several rows per tile share each token's loads and give independent
- * accumulator chains, which a single row x single token dot (decode) lacks:
- * it waits on its FMA's latency every block.
- * Each (row, token) result is computed the same way for every tile shape,
- * so it does not depend on how the batch was grouped. */
-#if !defined(ACC_MADD) || !defined(Q80_DOT) || !defined(TILE_SELECT) || !defined(PK_DOT) || !defined(PACK_Q4K)
-#error "define ACC_MADD, Q80_*, PK_*, TILE_SELECT and PACK_Q4K before including cpu_tile_impl.h"
+ * (prefill is bound by that unpacking, not by memory).
+ * Each (row, token) result is computed the same way for every tile shape
+ * and token count, so it does not depend on how the batch was grouped. */
+#if !defined(ACC_MADD) || !defined(TILE_SELECT) || !defined(PK_DOT) || !defined(P8_DOT) || !defined(PACK_SELECT)
+#error "define ACC_MADD, PK_*, P8_*, TILE_SELECT and PACK_SELECT before including cpu_tile_impl.h"
 #endif
 #include <immintrin.h>
 #include <string.h>
@@ -106,69 +106,7 @@ static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const 
     for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]);
 }
 
-/* ---- Q8_0 x Q8_0 ---- */
-
-#define Q80_TOKENS 4 /* tokens per pass: 4 rows x 4 tokens of accumulators fill the registers */
-
-static ALWAYS_INLINE void q80_tile(const block_q8_0 *const *w, const block_q8_0 *const *x, int64_t nb, int nr,
-                                   int nt, float (*y)[CPU_TILE], int t0) {
-    __m256 acc[CPU_TILE_ROWS][Q80_TOKENS];
-#pragma GCC unroll 4
-    for (int r = 0; r < nr; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) acc[r][t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        __m256i xv[Q80_TOKENS], xp[Q80_TOKENS];
-        float dx[Q80_TOKENS];
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) {
-            xv[t] = load32(x[t][i].qs);
-            xp[t] = Q80_TOK(xv[t]);
-            dx[t] = _cvtsh_ss(x[t][i].d);
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < nr; r++) {
-            prefetch_ahead(&w[r][i], sizeof w[r][i]);
-            const __m256i wv = load32(w[r][i].qs), wp = Q80_ROW(wv);
-            const float dw = _cvtsh_ss(w[r][i].d);
-#pragma GCC unroll 4
-            for (int t = 0; t < nt; t++) {
-                const __m256i p = Q80_DOT(wp, wv, xv[t], xp[t]);
-                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), _mm256_cvtepi32_ps(p), acc[r][t]);
-            }
-        }
-    }
-#pragma GCC unroll 4
-    for (int r = 0; r < nr; r++)
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++) y[r][t0 + t] = hsum8(acc[r][t]);
-}
-
-/* One instance per shape, so the loops unroll and the accumulators stay
- * in registers (4 x 4 spills a few to the stack and is still the fastest:
- * 0.96 vs 1.11 ns per 32 weights x token for 2 x 4 tiles, VNNI). */
-#define Q80_CASE(R, T)                                                                              \
-    case (R) * 8 + (T): q80_tile(wr, xs + t0, n / QK8_0, R, T, y, t0); break;
-static void tile_q8_0(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
-                      float (*y)[CPU_TILE]) {
-    const block_q8_0 *wr[CPU_TILE_ROWS] = {NULL};
-    for (int j = 0; j < nr; j++) wr[j] = (const block_q8_0 *)((const uint8_t *)w + (size_t)j * wrow);
-    const block_q8_0 *const *xs = (const block_q8_0 *const *)x;
-    for (int t0 = 0; t0 < nt; t0 += Q80_TOKENS) {
-        const int m = nt - t0 < Q80_TOKENS ? nt - t0 : Q80_TOKENS;
-        switch (nr * 8 + m) {
-        Q80_CASE(1, 1) Q80_CASE(1, 2) Q80_CASE(1, 3) Q80_CASE(1, 4)
-        Q80_CASE(2, 1) Q80_CASE(2, 2) Q80_CASE(2, 3) Q80_CASE(2, 4)
-        Q80_CASE(3, 1) Q80_CASE(3, 2) Q80_CASE(3, 3) Q80_CASE(3, 4)
-        Q80_CASE(4, 1) Q80_CASE(4, 2) Q80_CASE(4, 3) Q80_CASE(4, 4)
-        default: break;
-        }
-    }
-}
-#undef Q80_CASE
-
-/* Q6_K, like Q8_0, goes Q6K_TOKENS at a time to keep its accumulators in
- * registers. */
+/* Q6_K goes Q6K_TOKENS at a time to keep its accumulators in registers. */
 #define Q6K_TOKENS 4
 static void tile_q6_K(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
                       float (*y)[CPU_TILE]) {
@@ -258,22 +196,74 @@ static ALWAYS_INLINE void q4k_x8_tile(const cpu_q4k_x8 *w, const block_q8_K *con
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y[t], acc[t]);
 }
 
-void PACK_Q4K(const cpu_q4k_x8 *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]) {
-    const block_q8_K *const *xs = (const block_q8_K *const *)x;
-    for (int t0 = 0; t0 < nt; t0 += CPU_PACK_TOKENS) {
-        switch (nt - t0) {
-        case 1: q4k_x8_tile(w, xs + t0, n / QK_K, 1, y + t0); break;
-        case 2: q4k_x8_tile(w, xs + t0, n / QK_K, 2, y + t0); break;
-        case 3: q4k_x8_tile(w, xs + t0, n / QK_K, 3, y + t0); break;
-        default: q4k_x8_tile(w, xs + t0, n / QK_K, 4, y + t0); break;
+/* Q8_0 (8 rows) x unsigned Q8_0 tokens (codes + 128): per row, P8_DOT
+ * sums the code products, P8_INIT(wsum) holds what the +128 adds to them
+ * (or nothing, on a path that takes it off the token instead). */
+typedef int16_t __attribute__((may_alias, aligned(1))) pk_i16;
+static ALWAYS_INLINE void q80_x8_tile(const cpu_q80_x8 *w, const block_q8_0 *const *x, int64_t nb, int nt,
+                                      float (*y)[CPU_PACK_ROWS]) {
+    __m256 acc[CPU_PACK_TOKENS];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const cpu_q80_x8 *b = &w[i];
+        prefetch_ahead(b, sizeof *b);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d));
+        const __m256i init = P8_INIT(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)b->wsum)));
+        __m256i sumi[CPU_PACK_TOKENS];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) sumi[t] = init;
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i wv[4];
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) wv[k] = load32(b->qs[4 * h + k]);
+#pragma GCC unroll 4
+            for (int t = 0; t < nt; t++) {
+                const pk_i32 *q = (const pk_i32 *)(x[t][i].qs + 16 * h);
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) sumi[t] = P8_DOT(sumi[t], wv[k], _mm256_set1_epi32(q[k]));
+            }
         }
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const __m256 dx = _mm256_cvtph_ps(_mm_set1_epi16(*(const pk_i16 *)&x[t][i].d));
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(y[t], acc[t]);
+}
+
+/* One instance per token count (so the loops unroll), CPU_PACK_TOKENS at
+ * a time. */
+#define PACKED_FN(name, tile, wtype, xtype, blck)                                                       \
+    static void name(const void *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]) { \
+        const xtype *const *xs = (const xtype *const *)x;                                               \
+        for (int t0 = 0; t0 < nt; t0 += CPU_PACK_TOKENS) {                                             \
+            switch (nt - t0) {                                                                          \
+            case 1: tile((const wtype *)w, xs + t0, n / (blck), 1, y + t0); break;                     \
+            case 2: tile((const wtype *)w, xs + t0, n / (blck), 2, y + t0); break;                     \
+            case 3: tile((const wtype *)w, xs + t0, n / (blck), 3, y + t0); break;                     \
+            default: tile((const wtype *)w, xs + t0, n / (blck), 4, y + t0); break;                    \
+            }                                                                                           \
+        }                                                                                               \
+    }
+PACKED_FN(packed_q4_K, q4k_x8_tile, cpu_q4k_x8, block_q8_K, QK_K)
+PACKED_FN(packed_q8_0, q80_x8_tile, cpu_q80_x8, block_q8_0, QK8_0)
+#undef PACKED_FN
+
+cpu_pack_tile_fn PACK_SELECT(zn_type t) {
+    switch (t) {
+    case ZN_TYPE_Q4_K: return packed_q4_K;
+    case ZN_TYPE_Q8_0: return packed_q8_0;
+    default: return NULL;
     }
 }
 
 cpu_tile_fn TILE_SELECT(zn_type t) {
     switch (t) {
     case ZN_TYPE_Q6_K: return tile_q6_K;
-    case ZN_TYPE_Q8_0: return tile_q8_0;
     default: return NULL;
     }
 }

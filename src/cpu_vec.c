@@ -22,15 +22,20 @@ static cpu_tile_fn no_tile(zn_type t) {
     return NULL;
 }
 
+static cpu_pack_tile_fn no_packed(zn_type t) {
+    (void)t;
+    return NULL;
+}
+
 void cpu_vec_select(cpu_vec *v) {
-    *v = (cpu_vec){no_tile, NULL, dot_f16, axpy_f16, to_f16};
+    *v = (cpu_vec){no_tile, no_packed, dot_f16, axpy_f16, to_f16};
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        *v = (cpu_vec){cpu_tile_avx2, cpu_q4k_x8_avx2, cpu_dot_f16_avx2, cpu_axpy_f16_avx2, cpu_to_f16_avx2};
+        *v = (cpu_vec){cpu_tile_avx2, cpu_packed_avx2, cpu_dot_f16_avx2, cpu_axpy_f16_avx2, cpu_to_f16_avx2};
     if (v->tile == cpu_tile_avx2 && __builtin_cpu_supports("avxvnni")) {
         v->tile = cpu_tile_vnni;
-        v->q4k_x8 = cpu_q4k_x8_vnni;
+        v->packed = cpu_packed_vnni;
     }
 #endif
 }

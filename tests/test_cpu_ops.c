@@ -158,12 +158,13 @@ static void test_matmul_all_types(void) {
      * split over 3 threads */
     matmul_case(ZN_TYPE_Q4_K, 0, 13);
     matmul_case(ZN_TYPE_Q4_K, 1, 7);
-    matmul_case(ZN_TYPE_Q4_K, 0, 1);
+    matmul_case(ZN_TYPE_Q8_0, 0, 13);
+    matmul_case(ZN_TYPE_Q8_0, 1, 1);
     CHECK_MSG(tested >= 8, "only %d weight types", tested); /* F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K */
 }
 
-/* The tile kernels directly: every (rows, tokens) shape, and the AVX-VNNI
- * Q8_0 path, give bit for bit what one row x one token gives, and that is
+/* The tile kernel directly (Q6_K): every (rows, tokens) shape, and AVX-VNNI,
+ * give bit for bit what one row x one token gives, and that is
  * quant's row dot up to float summation order. */
 static void tile_case(const char *path, cpu_tile_fn tile, cpu_tile_fn ref_tile, zn_type type) {
     enum { K = 512, R = CPU_TILE_ROWS, T = CPU_TILE };
@@ -207,55 +208,54 @@ static void test_tile_kernels(void) {
         printf("  (no AVX2: the tile kernels are not used on this CPU)\n");
         return;
     }
-    const zn_type types[] = {ZN_TYPE_Q8_0, ZN_TYPE_Q6_K}; /* Q4_K: packed (test_packed_q4k) */
-    for (int i = 0; i < 2; i++) {
-        tile_case("avx2", cpu_tile_avx2(types[i]), cpu_tile_avx2(types[i]), types[i]);
-        if (__builtin_cpu_supports("avxvnni"))
-            tile_case("vnni", cpu_tile_vnni(types[i]), cpu_tile_avx2(types[i]), types[i]);
-    }
+    /* Q4_K, Q8_0: packed (test_packed_kernels) */
+    tile_case("avx2", cpu_tile_avx2(ZN_TYPE_Q6_K), cpu_tile_avx2(ZN_TYPE_Q6_K), ZN_TYPE_Q6_K);
+    if (__builtin_cpu_supports("avxvnni"))
+        tile_case("vnni", cpu_tile_vnni(ZN_TYPE_Q6_K), cpu_tile_avx2(ZN_TYPE_Q6_K), ZN_TYPE_Q6_K);
 #endif
 }
 
-/* The packed Q4_K kernel: weights with a row count that is not a multiple
- * of 8 packed into groups; every token count gives bit for bit what one
- * token gives, AVX2 and AVX-VNNI agree bit for bit, pad rows give 0, and
- * the results are the scalar reference row dot up to float summation
- * order. */
-static void test_packed_q4k(void) {
-#ifdef __x86_64__
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
-        printf("  (no AVX2: Q4_K weights are not packed on this CPU)\n");
-        return;
-    }
+/* The packed kernels (Q4_K, Q8_0): weights with a row count that is not a
+ * multiple of 8 packed into groups; every token count gives bit for bit
+ * what one token gives, AVX2 and AVX-VNNI agree bit for bit, pad rows give
+ * 0, and the results are the scalar reference row dot up to float
+ * summation order. */
+static void packed_case(zn_type type) {
     enum { K = 768, R = 13, T = 11, G = (R + CPU_PACK_ROWS - 1) / CPU_PACK_ROWS };
     static float wf[K], x[K];
-    static uint8_t wq[R * K], xq[T * K * 2];
-    static cpu_q4k_x8 pk[G * (K / QK_K)];
+    static uint8_t wq[R * K * 2], xq[T * K * 2], xu[T * K * 2], pk[G * CPU_PACK_ROWS * K * 2];
     static float one[G * CPU_PACK_ROWS][T];
-    const size_t row = zn_row_size(ZN_TYPE_Q4_K, K), xrow = zn_row_size(ZN_TYPE_Q8_K, K);
+    const zn_type vt = quant_vec_dot_type(type);
+    const size_t row = zn_row_size(type, K), xrow = zn_row_size(vt, K), gbytes = cpu_pack_group_bytes(type, K);
+    CHECK(gbytes > 0 && G * gbytes <= sizeof pk);
     for (int r = 0; r < R; r++) {
         for (int i = 0; i < K; i++) wf[i] = frand() * (1.0f + (float)r); /* rows of different scales */
-        quant_quantize_row(ZN_TYPE_Q4_K, wf, wq + r * row, K);
+        quant_quantize_row(type, wf, wq + r * row, K);
     }
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < K; i++) x[i] = frand();
-        quant_quantize_act(ZN_TYPE_Q8_K, x, xq + t * xrow, K);
+        quant_quantize_act(vt, x, xq + t * xrow, K);
     }
-    cpu_pack_q4k(wq, R, K, pk);
-    const cpu_pack_tile_fn fns[2] = {cpu_q4k_x8_avx2, __builtin_cpu_supports("avxvnni") ? cpu_q4k_x8_vnni : NULL};
+    /* the packed Q8_0 kernels read the codes + 128 (CPU_XQ_Q8_0_U) */
+    memcpy(xu, xq, sizeof xu);
+    for (int b = 0; type == ZN_TYPE_Q8_0 && b < T * K / QK8_0; b++)
+        for (int e = 0; e < QK8_0; e++) ((block_q8_0 *)xu)[b].qs[e] ^= (int8_t)0x80;
+    cpu_pack_rows(type, wq, R, K, pk);
+    const cpu_pack_tile_fn fns[2] = {cpu_packed_avx2(type),
+                                     __builtin_cpu_supports("avxvnni") ? cpu_packed_vnni(type) : NULL};
+    CHECK(fns[0] != NULL);
     int bad = 0, far = 0;
     for (int f = 0; f < 2 && fns[f]; f++) {
         for (int g = 0; g < G; g++)
             for (int t = 0; t < T; t++) {
-                const void *xs[1] = {xq + t * xrow};
+                const void *xs[1] = {xu + t * xrow};
                 float y[1][CPU_PACK_ROWS];
-                fns[f](pk + g * (K / QK_K), xs, 1, K, y);
+                fns[f](pk + g * gbytes, xs, 1, K, y);
                 for (int r = 0; r < CPU_PACK_ROWS; r++) {
                     const int o = g * CPU_PACK_ROWS + r;
                     if (f == 0) one[o][t] = y[0][r];
                     else bad += memcmp(&one[o][t], &y[0][r], sizeof(float)) != 0; /* VNNI == AVX2 */
-                    const double d = o < R ? quant_dot_act_ref(ZN_TYPE_Q4_K, wq + o * row, xq + t * xrow, K) : 0.0;
+                    const double d = o < R ? quant_dot_act_ref(type, wq + o * row, xq + t * xrow, K) : 0.0;
                     far += o < R ? !(fabs(y[0][r] - d) <= 1e-5 * (1 + fabs(d))) : y[0][r] != 0.0f;
                 }
             }
@@ -263,15 +263,26 @@ static void test_packed_q4k(void) {
             for (int g = 0; g < G; g++) {
                 const void *xs[T];
                 float y[T][CPU_PACK_ROWS];
-                for (int t = 0; t < nt; t++) xs[t] = xq + (T - nt + t) * xrow;
-                fns[f](pk + g * (K / QK_K), xs, nt, K, y);
+                for (int t = 0; t < nt; t++) xs[t] = xu + (T - nt + t) * xrow;
+                fns[f](pk + g * gbytes, xs, nt, K, y);
                 for (int t = 0; t < nt; t++)
                     for (int r = 0; r < CPU_PACK_ROWS; r++)
                         bad += memcmp(&y[t][r], &one[g * CPU_PACK_ROWS + r][T - nt + t], sizeof(float)) != 0;
             }
     }
-    CHECK_MSG(far == 0, "%d packed results off the reference row dot", far);
-    CHECK_MSG(bad == 0, "%d packed results depend on the token count or the path", bad);
+    CHECK_MSG(far == 0, "%s: %d packed results off the reference row dot", zn_type_name(type), far);
+    CHECK_MSG(bad == 0, "%s: %d packed results depend on the token count or the path", zn_type_name(type), bad);
+}
+
+static void test_packed_kernels(void) {
+#ifdef __x86_64__
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+        printf("  (no AVX2: weights are not packed on this CPU)\n");
+        return;
+    }
+    packed_case(ZN_TYPE_Q4_K);
+    packed_case(ZN_TYPE_Q8_0);
 #endif
 }
 
@@ -496,7 +507,7 @@ static void test_moe_route(void) {
     graph_free(&g);
 }
 
-/* F32 experts, or Q4_K ones (IN 256, an odd OUT: packed per expert) */
+/* F32 experts, or quantized ones (an odd OUT: packed per expert) */
 static void moe_case(zn_type type, int IN, int OUT) {
     enum { T = 5, E = 4, K = 2, INMAX = 256, OUTMAX = 24 };
     static float x[T * INMAX], w[E * OUTMAX * INMAX], y[T * OUTMAX], route[T * 2 * K], es[E];
@@ -558,6 +569,7 @@ static void moe_case(zn_type type, int IN, int OUT) {
 static void test_moe_ffn(void) {
     moe_case(ZN_TYPE_F32, 64, 24);
     moe_case(ZN_TYPE_Q4_K, 256, 11);
+    moe_case(ZN_TYPE_Q8_0, 64, 21);
 }
 
 /* EMBED dequantizes the token's row of a quantized table. */
@@ -596,7 +608,7 @@ int main(void) {
     RUN(test_attention);
     RUN(test_moe_route);
     RUN(test_moe_ffn);
-    RUN(test_packed_q4k);
+    RUN(test_packed_kernels);
     RUN(test_embed_quantized);
     return harness_report("cpu_ops");
 }
