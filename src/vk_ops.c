@@ -103,7 +103,7 @@ const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG] = {
 
 #define MMF_LDV 20 /* mmf.glsl: f16vec2 per shared row */
 
-static bool mmf_fits(const vkops *o, uint32_t ci) {
+bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci) {
     const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
     return 2 * (f->bm + f->bn) * MMF_LDV * 4 + 1024 <= o->d->info.max_shared;
 }
@@ -111,8 +111,8 @@ static bool mmf_fits(const vkops *o, uint32_t ci) {
 /* The GEMM tile config: mm_cfg, or the first one whose shared memory fits
  * the device (lavapipe has 32 KiB). */
 static uint32_t mmf_cfg(const vkops *o) {
-    for (uint32_t i = 0; i < ZN_VK_MM_NCFG && !mmf_fits(o, o->mm_cfg); i++)
-        if (mmf_fits(o, i)) return i;
+    for (uint32_t i = 0; i < ZN_VK_MM_NCFG && !vkops_mm_cfg_fits(o, o->mm_cfg); i++)
+        if (vkops_mm_cfg_fits(o, i)) return i;
     return o->mm_cfg;
 }
 

@@ -120,6 +120,9 @@ bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
 uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap);
+/* Does tile config ci fit the device's shared memory? (matmat falls back
+ * to the first one that does.) */
+bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci);
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 /* Forces one kernel (tests compare both). */
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);

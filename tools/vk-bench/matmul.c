@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
         o.mm_scratch = scratch.addr, o.mm_scratch_bytes = need;
         for (uint32_t ci = 0; ci < ZN_VK_MM_NCFG; ci++) {
             const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
-            if (2 * (f->bm + f->bn) * 80 + 1024 > d.info.max_shared) continue; /* the driver would refuse it */
+            if (!vkops_mm_cfg_fits(&o, ci)) continue;
             o.mm_cfg = ci;
             char name[64];
             snprintf(name, sizeof name, "f16 %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", f->bm, f->bn, f->wm, f->wn, f->wg);
