@@ -28,6 +28,7 @@ typedef enum vkop_kind {
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
 typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 #define ZN_VK_MM_NCFG 7
+#define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
 typedef struct vkops {
@@ -50,7 +51,7 @@ typedef struct vkops {
     VkDeviceAddress mm_scratch;
     uint64_t mm_scratch_bytes;
     bool mm_emulate;
-    uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs */
+    uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
     uint32_t moe_min_tok;
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the

@@ -267,8 +267,9 @@ static void f16_types(void) {
     }
 }
 
-/* Emulated in the default tile config; on cooperative matrices in every
- * config the device fits (tools/vk-bench/matmul.c may pick any). */
+/* Emulated in the tile configs picked by shape (lavapipe: 128x64 with 256
+ * threads, 64x64 with 128); on cooperative matrices in every config the
+ * device fits. */
 static void test_matmat_f16(void) {
     f16_cm = false;
     f16_types();
