@@ -34,9 +34,11 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mv_wg = cpu ? d->info.subgroup_size : 4 * d->info.subgroup_size;
     o->mv_rows = cpu ? 4 : 0; /* 0: per weight type, mv_rows_for() */
     /* tuning overrides (tools/vk-bench/matvec.c finds the best pair) */
-    const char *e = getenv("ZN_VK_MV_WG"), *r = getenv("ZN_VK_MV_ROWS");
+    const char *e = getenv("ZN_VK_MV_WG"), *r = getenv("ZN_VK_MV_ROWS"), *u = getenv("ZN_VK_MV_UNROLL");
     if (e && atoi(e) > 0 && (uint32_t)atoi(e) % d->info.subgroup_size == 0) o->mv_wg = (uint32_t)atoi(e);
     if (r && atoi(r) > 0 && atoi(r) <= 16) o->mv_rows = (uint32_t)atoi(r);
+    o->mv_unroll = cpu ? 1 : 0;
+    if (u && atoi(u) > 0 && atoi(u) <= 8) o->mv_unroll = (uint32_t)atoi(u);
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
@@ -82,12 +84,17 @@ static bool is_quant(zn_type t) {
     return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
 }
 
-/* Rows per subgroup of the integer mat-vec: per lane and row, Q4_0 and the
- * 4/5-bit K-quants load 16 bytes of quants per step, Q8_0 32, Q6_K 48.
- * Not yet measured on a GPU (tools/vk-bench/matvec.c sweeps it). */
+/* Rows per subgroup and steps per loop iteration of the integer mat-vec:
+ * per lane, NR x U row steps of loads in flight (16 bytes of quants per
+ * step for Q4_0 and the 4/5-bit K-quants, 32 for Q8_0, 48 for Q6_K). Not
+ * yet measured on a GPU: tools/vk-bench/matvec.c sweeps both. */
 static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
-    if (o->mv_rows) return o->mv_rows;
-    return t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q6_K ? 2 : 4;
+    (void)t;
+    return o->mv_rows ? o->mv_rows : 2;
+}
+static uint32_t mvq_unroll_for(const vkops *o, zn_type t) {
+    (void)t;
+    return o->mv_unroll ? o->mv_unroll : 2;
 }
 
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
@@ -166,8 +173,9 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         break;
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = mvq_unroll_for(o, t);
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->small_wg; break;
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -260,6 +268,9 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .eps = a->eps};
 }
 
+static void dispatch_items(vkops *o, vkcmd *c, const vkpipe *p, const void *pc, uint32_t size, uint32_t n_items,
+                           const char *name);
+
 /* Bytes of one quantised x row (quantx.comp): qs [nb][32] | (d, d * sum) [nb]. */
 static uint64_t xq_row_bytes(uint32_t ncols) { return ((uint64_t)ncols / 32 * 40 + 15) & ~(uint64_t)15; }
 
@@ -276,7 +287,7 @@ static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push 
     const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
     const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
     *q = 0;
-    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull) || rows > o->d->info.max_wg_count[1]) return ZN_OK;
+    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull)) return ZN_OK;
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, err);
     if (st) return st;
@@ -287,8 +298,7 @@ static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push 
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    const uint32_t nb = a->ncols / 32;
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (nb + o->small_wg - 1) / o->small_wg, rows, 1, "quantx");
+    dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
     vkcmd_barrier(c);
     return ZN_OK;
 }

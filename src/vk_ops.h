@@ -36,6 +36,7 @@ typedef struct vkops {
     vkpipes ps;
     vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
     uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per subgroup (0: per type) */
+    uint32_t mv_unroll;       /* integer mat-vec: steps per loop iteration (0: per type) */
     uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */

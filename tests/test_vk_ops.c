@@ -20,6 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
+    uint32_t mv_rows0, mv_unroll0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -144,19 +145,21 @@ static zn_status f16_matmat(vkop_mm *a, uint64_t weight_bytes, zn_err *err) {
     return st;
 }
 
-/* One matmul case: T tokens, optional bias/scale/residual. Returns nmse. */
-static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern) {
-    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * cols);
+/* One matmul case: T tokens, optional bias/scale/residual; x rows xpad
+ * floats longer than cols (unaligned rows when xpad % 4). Returns nmse. */
+static double mm_case_x(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern, int xpad) {
+    const int ld = cols + xpad;
+    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * ld);
     float *bias = malloc(sizeof(float) * rows), *res = malloc(sizeof(float) * (size_t)T * rows);
     float *y = malloc(sizeof(float) * (size_t)T * rows);
     double *ref = malloc(sizeof(double) * (size_t)T * rows);
     void *wq = make_weights(t, rows, cols, wf);
-    fill(x, (size_t)T * cols, 1.0f);
+    fill(x, (size_t)T * ld, 1.0f);
     fill(bias, rows, 1.0f);
     fill(res, (size_t)T * rows, 1.0f);
     float scale = 0.75f;
     float *xr = malloc(sizeof(float) * (size_t)T * cols); /* the x the kernel multiplies */
-    memcpy(xr, x, sizeof(float) * (size_t)T * cols);
+    for (int tk = 0; tk < T; tk++) memcpy(xr + (size_t)tk * cols, x + (size_t)tk * ld, sizeof(float) * cols);
     if (kern == K_VEC && q8_path(t))
         for (int tk = 0; tk < T; tk++) q8_round(xr + (size_t)tk * cols, cols);
     for (int tk = 0; tk < T; tk++)
@@ -167,9 +170,9 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
             ref[(size_t)tk * rows + r] = s;
         }
     size_t rb = vkq_row_bytes(t, cols);
-    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * cols), dy = dev_out(sizeof(float) * T * rows);
+    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * ld), dy = dev_out(sizeof(float) * T * rows);
     vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows,
-                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows};
+                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)ld, .y_stride = (uint32_t)rows};
     if (extras) {
         a.bias = dev_up(bias, sizeof(float) * rows).addr;
         a.res = dev_up(res, sizeof(float) * T * rows).addr;
@@ -193,6 +196,10 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
     return e;
 }
 
+static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern) {
+    return mm_case_x(t, rows, cols, T, extras, kern, 0);
+}
+
 static int cols_for(zn_type t, int odd) {
     const zn_type_info *ti = zn_type_get(t);
     if (ti->blck == 256) return 512;
@@ -204,11 +211,26 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-/* Runs a mat-vec test with the integer kernel (where the device has it)
- * and with the float kernel. */
+/* Integer mat-vec pipelines for rows per subgroup / steps per iteration
+ * (0: the device defaults). */
+static void mvq_config(uint32_t rows, uint32_t unroll) {
+    E.o.mv_rows = rows ? rows : E.mv_rows0;
+    E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
+    for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
+}
+
+/* Runs a mat-vec test with the integer kernel (where the device has it):
+ * the defaults, and 3 rows per subgroup (a partial last group) with 2
+ * steps per iteration (what GPUs run, with a remainder); then with the
+ * float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot;
-    if (had) fn();
+    if (had) {
+        fn();
+        mvq_config(3, 2);
+        fn();
+        mvq_config(0, 0);
+    }
     E.o.intdot = false;
     fn();
     E.o.intdot = had;
@@ -222,8 +244,10 @@ static void matvec_types(void) {
         double e3 = mm_case(t, 19, cols_for(t, 77), 3, true, K_VEC);
         /* rows longer than a subgroup's lanes take in one pass */
         double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
-        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol, "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows)",
-                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4);
+        double e5 = mm_case_x(t, 11, cols_for(t, 64), 3, false, K_VEC, 1); /* x rows not 16-byte aligned */
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol,
+                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x)", zn_type_name(t),
+                  q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5);
     }
 }
 static void test_matvec_types(void) { both_matvecs(matvec_types); }
@@ -1087,6 +1111,8 @@ static bool setup(void) {
         return false;
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
+    E.mv_rows0 = E.o.mv_rows;
+    E.mv_unroll0 = E.o.mv_unroll;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
