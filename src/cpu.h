@@ -59,10 +59,11 @@ typedef struct cpu_q80_x8 {
     int8_t qs[8][CPU_PACK_ROWS][4];     /* [k][row][e]: element 4k + e */
 } cpu_q80_x8;
 /* y[t][r] = row r . x[t] for the 8 rows of one packed group and nt >= 1
- * tokens in the packed type's activation format (cpu_xq_format); each
- * result is computed the same way whatever nt is, and bit for bit the same
- * on AVX2 and AVX-VNNI. */
-typedef void (*cpu_pack_tile_fn)(const void *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]);
+ * tokens x[t] = xq + (xi ? xi[t] : t) * xrow in the packed type's
+ * activation format (cpu_xq_format); each result is computed the same way
+ * whatever nt is, and bit for bit the same on AVX2 and AVX-VNNI. */
+typedef void (*cpu_pack_tile_fn)(const void *w, const uint8_t *xq, size_t xrow, const int32_t *xi, int nt, int64_t n,
+                                 float (*y)[CPU_PACK_ROWS]);
 /* Bytes of one packed group of rows of length n (0: t is not packed). */
 size_t cpu_pack_group_bytes(zn_type t, int64_t n);
 /* Packs rows [0, n_rows) of type-t data (row length n) into

@@ -249,9 +249,8 @@ static void packed_case(zn_type type) {
     for (int f = 0; f < 2 && fns[f]; f++) {
         for (int g = 0; g < G; g++)
             for (int t = 0; t < T; t++) {
-                const void *xs[1] = {xu + t * xrow};
                 float y[1][CPU_PACK_ROWS];
-                fns[f](pk + g * gbytes, xs, 1, K, y);
+                fns[f](pk + g * gbytes, xu + t * xrow, xrow, NULL, 1, K, y);
                 for (int r = 0; r < CPU_PACK_ROWS; r++) {
                     const int o = g * CPU_PACK_ROWS + r;
                     if (f == 0) one[o][t] = y[0][r];
@@ -265,10 +264,10 @@ static void packed_case(zn_type type) {
             }
         for (int nt = 2; nt <= T; nt++) /* the last nt tokens, in passes of 4 and a partial one */
             for (int g = 0; g < G; g++) {
-                const void *xs[T];
+                int32_t xi[T];
                 float y[T][CPU_PACK_ROWS];
-                for (int t = 0; t < nt; t++) xs[t] = xu + (T - nt + t) * xrow;
-                fns[f](pk + g * gbytes, xs, nt, K, y);
+                for (int t = 0; t < nt; t++) xi[t] = T - nt + t;
+                fns[f](pk + g * gbytes, xu, xrow, xi, nt, K, y);
                 for (int t = 0; t < nt; t++)
                     for (int r = 0; r < CPU_PACK_ROWS; r++)
                         bad += memcmp(&y[t][r], &one[g * CPU_PACK_ROWS + r][T - nt + t], sizeof(float)) != 0;
