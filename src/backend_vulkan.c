@@ -72,7 +72,10 @@ typedef struct vk_ctx {
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
     vkref act;                    /* the activation arena */
     vkref part;                   /* split-K attention partials */
+    vkref mm_scratch;             /* f16 GEMM operands (vkops.mm_scratch) */
+    uint64_t mm_need;
     uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
+    bool x_reuse;                 /* recording: the node's x is the previous matmul's, unchanged */
     uint64_t part_floats;
     int max_tokens;
     /* per-run fusion plan (see plan_fusions), sized for the model's graphs */
@@ -184,6 +187,34 @@ static bool is_matrix(const zn_node *n, int j) {
     return j == 0 && (n->op == ZN_OP_MATMUL || n->op == ZN_OP_MOE_MATMUL || n->op == ZN_OP_EMBED);
 }
 
+/* Scratch of the f16 GEMM path (vk_ops.h): the most any matmul of the
+ * graph needs at max_tokens, with at most ZN_VK_MM_SCRATCH bytes of weights
+ * per chunk (ZN_VK_MM_SCRATCH_MB overrides that; 0 turns the path off). */
+static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
+    const char *e = getenv("ZN_VK_MM_SCRATCH_MB");
+    const uint64_t cap = e && *e ? strtoull(e, NULL, 0) << 20 : ZN_VK_MM_SCRATCH;
+    uint64_t need = 0;
+    if (!(c->o.coopmat || c->o.mm_emulate) || !cap) return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        if (n->op != ZN_OP_MATMUL && n->op != ZN_OP_MOE_MATMUL) continue;
+        const gguf_tensor *t = n->w[0];
+        vkop_mm a = {.type = t->type, .ncols = (uint32_t)t->ne[0], .nrows = (uint32_t)t->ne[1],
+                     .n_tok = (uint32_t)c->max_tokens, .n_slots = 1};
+        if (n->op == ZN_OP_MOE_MATMUL) {
+            const zn_act *x = &g->acts[n->src[0]], *route = &g->acts[n->src[1]];
+            a.ids = 1; /* any non-zero: grouped */
+            a.n_expert = (uint32_t)t->ne[2];
+            a.n_slots = (uint32_t)route->cols / 2;
+            a.x_slot_stride = x->rows == route->rows ? 0 : a.ncols;
+        }
+        if (t->type == ZN_TYPE_F32 || a.n_tok < (a.ids ? c->o.moe_min_tok : c->o.mm_min_tok)) continue;
+        const uint64_t b = vkops_mm_scratch_bytes(&c->o, &a, cap);
+        if (b > need) need = b;
+    }
+    return need;
+}
+
 /* The weights a model's graph reads: those of a one-token step (a prefill
  * step uses the same ones). */
 static zn_status upload_weights(vk_ctx *c, zn_err *err) {
@@ -214,7 +245,8 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
         const zn_node *n = &g.nodes[i];
         uint32_t rows = 0;
         if (n->op == ZN_OP_MATMUL)
-            rows = vkops_matvec_for(&c->o, (uint32_t)c->max_tokens, false) ? (uint32_t)c->max_tokens : c->o.mm_min_tok - 1;
+            rows = vkops_matvec_for(&c->o, n->w[0]->type, (uint32_t)c->max_tokens, false) ? (uint32_t)c->max_tokens
+                                                                                     : c->o.mm_min_tok - 1;
         else if (n->op == ZN_OP_MOE_MATMUL)
             rows = (uint32_t)c->max_tokens * (uint32_t)(c->m->hp.n_expert_used > 1 ? c->m->hp.n_expert_used : 1);
         const uint64_t b = rows ? vkops_xq_bytes((uint32_t)n->w[0]->ne[0], rows) : 0;
@@ -252,6 +284,7 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
     }
     if (!st) st = vkxfer_flush(&c->x, err);
     if (progress) fprintf(stderr, "\n");
+    if (!st) c->mm_need = mm_scratch_need(c, &g);
     free(tmp);
     graph_free(&g);
     return st;
@@ -294,12 +327,20 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         vk_free(c);
         return st;
     }
+    /* ZN_VK_MM_EMULATE=1: the f16 GEMM path from 2 tokens on, emulated
+     * where there are no cooperative matrices (tests on lavapipe) */
+    if (env_u64("ZN_VK_MM_EMULATE", 0)) {
+        c->o.mm_emulate = !c->o.coopmat;
+        c->o.mm_min_tok = c->o.moe_min_tok = 2;
+    }
     vkarena_init(&c->wmem, &c->d, VKMEM_DEVICE, 0, env_u64("ZN_VK_MAX_ALLOC", 0));
     vkarena_init(&c->smem, &c->d, VKMEM_DEVICE, 0, 0);
     c->w = calloc(m->gguf.n_tensors, sizeof *c->w);
     if (!c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     if (!st) st = upload_weights(c, err);
     if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
+    if (!st && c->mm_need) st = vkarena_alloc(&c->smem, c->mm_need, 256, &c->mm_scratch, err);
+    if (!st && c->mm_need) c->o.mm_scratch = c->mm_scratch.addr, c->o.mm_scratch_bytes = c->mm_need;
     vkref xq = {0};
     if (!st && c->o.intdot && c->xq_bytes) st = vkarena_alloc(&c->smem, c->xq_bytes, 256, &xq, err);
     if (!st) vkops_set_xq(&c->o, xq.addr, xq.buf ? c->xq_bytes : 0);
@@ -480,6 +521,7 @@ static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_
     a->xmode = f->mode;
     a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w) : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) : 0;
     a->eps = f->eps;
+    a->x_reuse = c->x_reuse;
 }
 
 static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -501,6 +543,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
                      .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
                      .bias_first = n->ip[0] == 1};
         matmul_x(c, g, n, &a);
+        a.x_reuse |= ch > 0;
         zn_status st = vkop_matmul(&c->o, c->rec, &a, n->tag, err);
         if (st) return st;
     }
@@ -514,7 +557,7 @@ static int group_size(const vk_ctx *c, const zn_graph *g, int i) {
     int n = matmul_run(g, i);
     const zn_node *a = &g->nodes[i];
     if (n < 2 || c->no_fusion || c->n_groups == c->cap_groups || !c->groups.map ||
-        !vkops_matvec_for(&c->o, (uint32_t)g->acts[a->src[0]].rows, false))
+        !vkops_matvec_for(&c->o, a->w[0]->type, (uint32_t)g->acts[a->src[0]].rows, false))
         return 1;
     VkDeviceAddress next = 0;
     for (int k = 0; k < n; k++) {
@@ -562,7 +605,8 @@ static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, 
     const bool shared = (uint32_t)x->rows == T;
     vkop_mm a = {.type = t->type, .w = w->addr[0], .y = act_addr(c, g, n->dst),
                  .scale = waddr(c, n->w[2]), .ids = act_addr(c, g, n->src[1]),
-                 .expert_bytes = (uint64_t)w->row_bytes * rows, .ncols = (uint32_t)t->ne[0], .nrows = rows,
+                 .expert_bytes = (uint64_t)w->row_bytes * rows, .n_expert = (uint32_t)t->ne[2],
+                 .ncols = (uint32_t)t->ne[0], .nrows = rows,
                  .row_bytes = w->row_bytes, .n_tok = T, .n_slots = k, .x_stride = shared ? cols : k * cols,
                  .x_slot_stride = shared ? 0 : cols, .y_stride = k * rows, .y_slot_stride = rows, .ids_stride = 2 * k};
     matmul_x(c, g, n, &a);
@@ -759,8 +803,10 @@ static bool fusable(const vk_ctx *c, const zn_graph *g, int i) {
         for (int k = 0; k < ZN_NODE_SRC; k++) reads |= m->src[k] == n->dst;
         if (!reads) continue;
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
-        if (m->op == ZN_OP_MOE_MATMUL) continue; /* always the mat-vec kernel */
-        if (m->op != ZN_OP_MATMUL || !vkops_matvec_for(&c->o, (uint32_t)g->acts[m->src[0]].rows, false)) return false;
+        if (m->op == ZN_OP_MOE_MATMUL && vkops_matvec_for(&c->o, m->w[0]->type, (uint32_t)g->acts[m->src[1]].rows, true))
+            continue;
+        if (m->op != ZN_OP_MATMUL || !vkops_matvec_for(&c->o, m->w[0]->type, (uint32_t)g->acts[m->src[0]].rows, false))
+            return false;
     }
     return true;
 }
@@ -849,10 +895,15 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
     c->group_base = group_base;
+    int xq_src = -1; /* the x activation the last matmul read (its quantised copy may serve the next) */
     for (int i = 0; i < g->n_nodes && !st; i++) {
         if (c->skip[i]) continue;
         const int n = group_size(c, g, i);
         for (int k = 0; k < n; k++) node_hazards(c, s, g, &g->nodes[i + k]);
+        const zn_node *nd = &g->nodes[i];
+        const bool mm = nd->op == ZN_OP_MATMUL || nd->op == ZN_OP_MOE_MATMUL;
+        c->x_reuse = mm && nd->src[0] == xq_src;
+        xq_src = mm ? nd->src[0] : -1;
         st = n > 1 ? run_group(c, g, i, n, err) : run_node(c, s, g, &g->nodes[i], err);
         i += n - 1;
         if (st) {

@@ -28,6 +28,7 @@
 #define ZN_MAX_GRAPH_NODES    16384
 #define ZN_MAX_VOCAB          (1 << 22)
 #define ZN_SSM_MAX_HEAD_DIM   512        /* Gated DeltaNet key head dim (stack scratch) */
+#define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
 
 /* Text */
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */

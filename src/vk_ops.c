@@ -34,12 +34,19 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mv_wg = cpu ? d->info.subgroup_size : 4 * d->info.subgroup_size;
     o->mv_rows = cpu ? 4 : 0; /* 0: per weight type, mv_rows_for() */
     /* tuning overrides (tools/vk-bench/matvec.c finds the best pair) */
-    const char *e = getenv("ZN_VK_MV_WG"), *r = getenv("ZN_VK_MV_ROWS");
+    const char *e = getenv("ZN_VK_MV_WG"), *r = getenv("ZN_VK_MV_ROWS"), *u = getenv("ZN_VK_MV_UNROLL");
     if (e && atoi(e) > 0 && (uint32_t)atoi(e) % d->info.subgroup_size == 0) o->mv_wg = (uint32_t)atoi(e);
     if (r && atoi(r) > 0 && atoi(r) <= 16) o->mv_rows = (uint32_t)atoi(r);
+    o->mv_unroll = cpu ? 1 : 0;
+    if (u && atoi(u) > 0 && atoi(u) <= 8) o->mv_unroll = (uint32_t)atoi(u);
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
     o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
+    /* the grouped GEMM dequantises every chosen expert once: it beats
+     * re-reading experts per token from a few tokens on */
+    o->moe_min_tok = cpu ? 1u << 30 : 16;
+    const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
+    if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
     const char *ch = getenv("ZN_VK_ATTN_CHUNK");
     o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : ZN_VK_ATTN_CHUNK;
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
@@ -76,12 +83,17 @@ static bool is_quant(zn_type t) {
     return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
 }
 
-/* Rows per subgroup of the integer mat-vec: per lane and row, Q4_0 and the
- * 4/5-bit K-quants load 16 bytes of quants per step, Q8_0 32, Q6_K 48.
- * Not yet measured on a GPU (tools/vk-bench/matvec.c sweeps it). */
+/* Rows per subgroup and steps per loop iteration of the integer mat-vec:
+ * per lane, NR x U row steps of loads in flight (16 bytes of quants per
+ * step for Q4_0 and the 4/5-bit K-quants, 32 for Q8_0, 48 for Q6_K). Not
+ * yet measured on a GPU: tools/vk-bench/matvec.c sweeps both. */
 static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
-    if (o->mv_rows) return o->mv_rows;
-    return t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q6_K ? 2 : 4;
+    (void)t;
+    return o->mv_rows ? o->mv_rows : 2;
+}
+static uint32_t mvq_unroll_for(const vkops *o, zn_type t) {
+    (void)t;
+    return o->mv_unroll ? o->mv_unroll : 2;
 }
 
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
@@ -91,11 +103,46 @@ static int dim_slot(uint32_t d) {
     return -1;
 }
 
+const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG] = {
+    {256, 128, 128, 64, 32}, {256, 128, 128, 32, 64}, {128, 128, 128, 64, 64}, {256, 64, 128, 32, 32},
+    {128, 64, 64, 32, 32},   {256, 128, 64, 32, 32},  {128, 64, 128, 32, 64},
+};
+
+#define MMF_LDV 20 /* mmf.glsl: f16vec2 per shared row */
+
+static bool mmf_fits(const vkops *o, uint32_t ci) {
+    const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
+    return 2 * (f->bm + f->bn) * MMF_LDV * 4 + 1024 <= o->d->info.max_shared;
+}
+
+/* The GEMM tile config: mm_cfg, or the first one whose shared memory fits
+ * the device (lavapipe has 32 KiB). */
+static uint32_t mmf_cfg(const vkops *o) {
+    for (uint32_t i = 0; i < ZN_VK_MM_NCFG && !mmf_fits(o, o->mm_cfg); i++)
+        if (mmf_fits(o, i)) return i;
+    return o->mm_cfg;
+}
+
+/* mmf.glsl's specialisation: the config, and as many 16x16 f32 epilogue
+ * staging tiles as fit beside the double-buffered operand tiles. */
+static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *err) {
+    const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
+    const uint32_t nsg = f->wg / 32, tiles = 2 * (f->bm + f->bn) * MMF_LDV * 4;
+    uint32_t nst = o->d->info.max_shared > tiles ? (o->d->info.max_shared - tiles) / 1024 : 0;
+    if (nst > nsg) nst = nsg;
+    if (!nst) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: GEMM tile %ux%u needs more than %u bytes of shared memory",
+                             f->bm, f->bn, o->d->info.max_shared);
+    uint32_t v[6] = {f->wg, f->bm, f->bn, f->wm, f->wn, nst};
+    memcpy(spec, v, sizeof v);
+    return ZN_OK;
+}
+
 /* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
- * dim for GDN). */
+ * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
-    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA;
-    int ts = by_dim ? dim_slot(dim) : type_slot(t);
+    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, by_cfg = k == VKO_MMF || k == VKO_MMF_EMU;
+    int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ZN_VK_MM_NCFG ? (int)dim : -1) : type_slot(t);
+    if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
     if (ts < 0) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no kernel for weight type %s", zn_type_name(t));
     vkpipe *p = &o->pipes[k][ts];
@@ -112,8 +159,9 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         break;
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = mvq_unroll_for(o, t);
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->small_wg; break;
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -122,6 +170,14 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = 256; spec[n++] = (uint32_t)t;
         return vkpipe_create(&o->ps, p, "matmul_cm", spec, n, 32, err);
     case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
+    case VKO_MM_PREP: shader = "mm_prep"; spec[n++] = o->norm_wg; spec[n++] = (uint32_t)t; break; /* wide */
+    case VKO_MOE_BUCKET: shader = "moe_bucket"; spec[n++] = 256; break;
+    case VKO_MMF:
+    case VKO_MMF_EMU: {
+        zn_status st = mmf_spec(o, dim, spec, err);
+        if (st) return st;
+        return vkpipe_create(&o->ps, p, k == VKO_MMF ? "mmf_cm" : "mmf_emu", spec, 6, k == VKO_MMF ? 32 : 0, err);
+    }
     case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;
     case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
@@ -198,6 +254,9 @@ static mm_push mm_fill(const vkop_mm *a) {
                      .eps = a->eps};
 }
 
+static void dispatch_items(vkops *o, vkcmd *c, const vkpipe *p, const void *pc, uint32_t size, uint32_t n_items,
+                           const char *name);
+
 /* Bytes of one quantised x row (quantx.comp): qs [nb][32] | (d, d * sum) [nb]. */
 static uint64_t xq_row_bytes(uint32_t ncols) { return ((uint64_t)ncols / 32 * 40 + 15) & ~(uint64_t)15; }
 
@@ -214,19 +273,29 @@ static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push 
     const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
     const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
     *q = 0;
-    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull) || rows > o->d->info.max_wg_count[1]) return ZN_OK;
+    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull)) return ZN_OK;
+    _Static_assert(sizeof(struct vkop_xq_key) == 56, "vkop_xq_key has padding");
+    struct vkop_xq_key key = {a->x, a->aux, 0, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, mp->flags & 14u, a->eps, 0};
+    if (a->x_reuse && o->xq_last.q) {
+        key.q = o->xq_last.q;
+        if (!memcmp(&key, &o->xq_last, sizeof key)) { /* written and made visible by an earlier call */
+            *q = key.q;
+            return ZN_OK;
+        }
+    }
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, err);
     if (st) return st;
     *q = o->xq + (o->xq_turn++ & 1) * ((o->xq_bytes / 2) & ~255ull);
+    key.q = *q;
+    o->xq_last = key;
     struct {
         uint64_t x, aux, q;
         uint32_t ncols, n_rows, n_slots, x_stride, x_slot_stride, q_row, flags;
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    const uint32_t nb = a->ncols / 32;
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (nb + o->small_wg - 1) / o->small_wg, rows, 1, "quantx");
+    dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
     vkcmd_barrier(c);
     return ZN_OK;
 }
@@ -238,6 +307,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     mm_push pc = mm_fill(a);
     VkDeviceAddress q = 0;
     if (o->intdot && is_quant(a->type)) st = quantize_x(o, c, a, &pc, &q, err);
+    if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
@@ -252,16 +322,125 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     return ZN_OK;
 }
 
+/* ---- the f16 GEMM path (mm_prep.comp, moe_bucket.comp, mmf.glsl) ---- */
+
+static bool f16_path(const vkops *o, zn_type t) {
+    return (o->coopmat || o->mm_emulate) && t != ZN_TYPE_F32 && o->mm_scratch;
+}
+
+static uint64_t align256(uint64_t n) { return (n + 255) & ~255ull; }
+
+/* Where a matmul's operands go in the scratch, and how its weights are
+ * split into chunks (units: experts when grouped, else rows). */
+typedef struct mm_plan {
+    uint32_t kp, xs, xrows;       /* padded k; x rows per token (slots when per-slot x); x rows */
+    uint64_t b_off, a_off;        /* bucket at 0 */
+    uint64_t unit_bytes;          /* f16 bytes of one expert / one row */
+    uint32_t units, per_chunk, n_chunks;
+} mm_plan;
+
+static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    pl->kp = (a->ncols + 31) / 32 * 32;
+    pl->xs = a->ids && a->x_slot_stride ? a->n_slots : 1;
+    pl->xrows = a->n_tok * pl->xs;
+    pl->b_off = a->ids ? align256(4ull * (2ull * a->n_expert + (uint64_t)a->n_tok * a->n_slots)) : 0;
+    pl->a_off = pl->b_off + align256(2ull * pl->xrows * pl->kp);
+    pl->unit_bytes = 2ull * pl->kp * (a->ids ? a->nrows : 1);
+    pl->units = a->ids ? a->n_expert : a->nrows;
+    (void)o;
+}
+
+uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap) {
+    mm_plan pl;
+    mm_plan_shape(o, a, &pl);
+    const uint64_t tile = a->ids ? 1 : zn_vk_mm_cfgs[mmf_cfg(o)].bm, min_units = tile < pl.units ? tile : pl.units;
+    uint64_t units = a_cap / pl.unit_bytes;
+    if (units < min_units) units = min_units;
+    if (units > pl.units) units = pl.units;
+    return pl.a_off + align256(units * pl.unit_bytes);
+}
+
+static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, mm_plan *pl, zn_err *err) {
+    mm_plan_shape(o, a, pl);
+    uint64_t cap = o->mm_scratch_bytes > pl->a_off ? (o->mm_scratch_bytes - pl->a_off) / pl->unit_bytes : 0;
+    const uint32_t bm = zn_vk_mm_cfgs[mmf_cfg(o)].bm;
+    if (!a->ids && cap > bm) cap -= cap % bm; /* whole row tiles per chunk */
+    if (!cap)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM scratch of %llu bytes too small for %u x %u x %u",
+                       (unsigned long long)o->mm_scratch_bytes, a->nrows, a->ncols, a->n_tok);
+    pl->n_chunks = (uint32_t)((pl->units + cap - 1) / cap);
+    pl->per_chunk = (pl->units + pl->n_chunks - 1) / pl->n_chunks;
+    if (!a->ids && pl->per_chunk % bm && pl->per_chunk > bm) pl->per_chunk += bm - pl->per_chunk % bm; /* still <= cap */
+    pl->n_chunks = (pl->units + pl->per_chunk - 1) / pl->per_chunk;
+    return ZN_OK;
+}
+
+static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    if (a->xmode != VKX_PLAIN || a->group)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x or a group");
+    if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
+    mm_plan pl;
+    const vkpipe *pp = NULL, *pg = NULL, *pb = NULL;
+    zn_status st = mm_plan_for(o, a, &pl, err);
+    if (!st) st = get_pipe(o, VKO_MM_PREP, a->type, &pp, err);
+    const uint32_t ci = mmf_cfg(o);
+    if (!st) st = get_pipe_v(o, o->coopmat ? VKO_MMF : VKO_MMF_EMU, ZN_TYPE_F32, ci, &pg, err);
+    if (!st && a->ids) st = get_pipe(o, VKO_MOE_BUCKET, ZN_TYPE_F32, &pb, err);
+    if (st) return st;
+    const vkmm_cfg *cf = &zn_vk_mm_cfgs[ci];
+    const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
+    const uint32_t steps = pl.kp / 32;
+    vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
+    if (a->ids) {
+        struct { uint64_t route, bucket; uint32_t n_tok, n_slots, ids_stride, n_expert; } bp = {
+            a->ids, sb, a->n_tok, a->n_slots, a->ids_stride, a->n_expert};
+        vkcmd_dispatch(c, pb, &bp, sizeof bp, 1, 1, 1, name);
+        vkcmd_barrier(c);
+    }
+    for (uint32_t ch = 0; ch < pl.n_chunks; ch++) {
+        const uint32_t u0 = ch * pl.per_chunk, nu = pl.units - u0 < pl.per_chunk ? pl.units - u0 : pl.per_chunk;
+        const uint32_t rows = a->ids ? a->nrows : nu; /* rows per expert / of this chunk */
+        const uint64_t r0 = a->ids ? 0 : u0;      /* dense: the chunk's first row */
+        if (ch) vkcmd_barrier(c);
+        struct {
+            uint64_t w, x, da, db, bucket;
+            uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
+        } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
+                   a->ids ? sb : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows, nu * (a->ids ? a->nrows : 1) * steps,
+                   ch ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0};
+        _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
+        uint32_t gx, gy;
+        grid2(o, (uint32_t)(((uint64_t)pp_pc.n_a + pp_pc.n_b + o->norm_wg - 1) / o->norm_wg), &gx, &gy);
+        vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
+        vkcmd_barrier(c);
+        struct {
+            uint64_t a, b, y, bias, scale, res, bucket;
+            uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, b_tok, b_slot, e0, n_expert, flags;
+        } g = {sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
+               a->ids ? sb : 0, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride, a->y_slot_stride,
+               pl.xs, pl.xs > 1 ? 1 : 0, u0, a->n_expert, a->bias_first ? 1u : 0u};
+        _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
+        vkcmd_dispatch(c, pg, &g, sizeof g, (rows + cf->bm - 1) / cf->bm, (a->n_tok + cf->bn - 1) / cf->bn,
+                       a->ids ? nu : 1, name);
+    }
+    return ZN_OK;
+}
+
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
+    o->xq_last.q = 0;
     zn_status st = mm_check(a, err);
-    if (!st && a->ids) st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
-    if (!st && (a->xmode != VKX_PLAIN || a->group))
-        st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x or a group");
+    if (st) return st;
+    if (f16_path(o, a->type)) return mm_f16(o, c, a, name, err);
+    if (a->ids) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
+    if (a->xmode != VKX_PLAIN || a->group)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x or a group");
     /* f32 weights stay on the exact f32 kernel: f16 operands would cost
      * their precision */
     const bool cm = o->coopmat && a->type != ZN_TYPE_F32;
-    if (!st) st = get_pipe(o, cm ? VKO_MATMUL_CM : VKO_MATMUL, a->type, &p, err);
+    st = get_pipe(o, cm ? VKO_MATMUL_CM : VKO_MATMUL, a->type, &p, err);
     if (st) return st;
     mm_push pc = mm_fill(a);
     const uint32_t tile = cm ? 128 : 64;
@@ -269,10 +448,13 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     return ZN_OK;
 }
 
-bool vkops_matvec_for(const vkops *o, uint32_t n_tok, bool experts) { return experts || n_tok < o->mm_min_tok; }
+bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts) {
+    if (experts) return !f16_path(o, t) || n_tok < o->moe_min_tok;
+    return n_tok < o->mm_min_tok;
+}
 
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (vkops_matvec_for(o, a->n_tok, a->ids != 0)) return vkop_matvec(o, c, a, name, err);
+    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0)) return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
 

@@ -11,6 +11,9 @@
 
 typedef enum vkop_kind {
     VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
+    VKO_MM_PREP,                                             /* per weight type */
+    VKO_MMF, VKO_MMF_EMU,                                    /* per tile config (zn_vk_mm_cfgs) */
+    VKO_MOE_BUCKET,
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
     VKO_ATTN_FA,                                             /* variant by head dim */
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
@@ -21,23 +24,47 @@ typedef enum vkop_kind {
 
 #define ZN_VK_NTYPES 8 /* F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K */
 
+/* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
+ * workgroup's rows x tokens, each subgroup's rows x tokens. */
+typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
+#define ZN_VK_MM_NCFG 7
+extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
+
 typedef struct vkops {
     vkdev *d;
     vkpipes ps;
     vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
     uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per subgroup (0: per type) */
+    uint32_t mv_unroll;       /* integer mat-vec: steps per loop iteration (0: per type) */
     uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
     uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
+    /* The f16 GEMM path (mmf.glsl) for non-F32 weights: the operands are
+     * dequantised / converted into the scratch the owner allocates once
+     * (vkops_mm_scratch_bytes), then multiplied on cooperative matrices, or
+     * on their scalar emulation when mm_emulate (tests; no coopmat). Without
+     * scratch, matmat takes the kernels above. MoE matmuls of at least
+     * moe_min_tok tokens run on it as one grouped GEMM. */
+    VkDeviceAddress mm_scratch;
+    uint64_t mm_scratch_bytes;
+    bool mm_emulate;
+    uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs */
+    uint32_t moe_min_tok;
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
     uint32_t xq_turn;         /* which half of xq the next integer mat-vec uses */
+    struct vkop_xq_key {      /* what the last quantise pass wrote (at q; q == 0: nothing) */
+        VkDeviceAddress x, aux, q;
+        uint32_t ncols, rows, nsx, x_stride, x_slot_stride, flags;
+        float eps;
+        uint32_t zero;        /* no padding: keys compare with memcmp */
+    } xq_last;
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -58,6 +85,7 @@ typedef struct vkop_mm {
     uint32_t n_tok, n_slots;
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint32_t ids_stride;
+    uint32_t n_expert;            /* matrices in the expert stack (the grouped GEMM needs it) */
     bool bias_first;
     /* Mat-vec kernel only (vkops_matvec_for): fuse the op producing x.
      * VKX_RMSNORM: x -> x / sqrt(mean(x^2) + eps) * aux (norm weight [ncols]);
@@ -68,6 +96,11 @@ typedef struct vkop_mm {
     /* Mat-vec kernel only: the address of a vkop_group (y, bias, scale,
      * res and ids unused then). */
     VkDeviceAddress group;
+    /* The caller vouches that x (and aux) were read by the previous
+     * vkop_matvec / vkop_matmat call on these ops and not written since:
+     * when that call quantised the same rows the same way, the integer path
+     * reuses them. */
+    bool x_reuse;
 } vkop_mm;
 
 /* A grouped mat-vec (vkop_mm.group): the matrices of up to 4 matmuls that
@@ -92,8 +125,13 @@ typedef struct vkop_group {
 uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows);
 void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 
-/* Mat-vec kernel for few tokens (or experts), tiled mat-mat for many. */
-bool vkops_matvec_for(const vkops *o, uint32_t n_tok, bool experts);
+/* Mat-vec kernel for few tokens, tiled mat-mat for many (experts: the
+ * grouped GEMM, where the f16 path is available and the type is not F32). */
+bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
+/* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
+ * most a_cap bytes of f16 weights are dequantised at a time (at least one
+ * expert or one row tile are). */
+uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap);
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 /* Forces one kernel (tests compare both). */
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);

@@ -175,11 +175,20 @@ static void test_llama(void) {
     unsetenv("ZN_VK_NO_FUSION");
     check_fixture("llama-dense-q8_0", QNT, false);
     check_fixture("llama-dense-q4_k_m", QNT, false);
+    /* the prompt through the f16 GEMM path (emulated without cooperative
+     * matrices): f16 operands, same bound */
+    setenv("ZN_VK_MM_EMULATE", "1", 1);
+    check_fixture("llama-dense-q4_k_m", QNT, false);
+    unsetenv("ZN_VK_MM_EMULATE");
 }
 static void test_llama_moe(void) {
     check_fixture("llama-moe-f32", F32, true);
     check_fixture("llama-moe-q8_0", QNT, false);
     check_fixture("llama-moe-q4_k_m", QNT, false);
+    /* the experts of the prompt as one grouped GEMM (f16 path) */
+    setenv("ZN_VK_MM_EMULATE", "1", 1);
+    check_fixture("llama-moe-q8_0", QNT, false);
+    unsetenv("ZN_VK_MM_EMULATE");
 }
 static void test_qwen2(void) {
     check_fixture("qwen2-dense-f32", F32, true);
@@ -215,6 +224,10 @@ static void test_qwen35moe(void) {
     check_fixture("qwen35moe-moe-q5_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_0", QNT, false);
+    setenv("ZN_VK_MM_EMULATE", "1", 1);
+    check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
+    check_fixture("qwen35moe-moe-f16", F16, false);
+    unsetenv("ZN_VK_MM_EMULATE");
 }
 
 int main(void) {

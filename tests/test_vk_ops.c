@@ -20,6 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
+    uint32_t mv_rows0, mv_unroll0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -126,21 +127,39 @@ static void *make_weights(zn_type t, int rows, int cols, float *wf) {
     return g;
 }
 
-typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT } mm_kernel;
+typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT, K_F16 } mm_kernel;
 
-/* One matmul case: T tokens, optional bias/scale/residual. Returns nmse. */
-static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern) {
-    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * cols);
+/* K_F16: the f16 GEMM path (vk_ops.h mm_scratch) on cooperative matrices
+ * when f16_cm, else on their emulation. Its scratch (NaN-poisoned, so a
+ * missing zero pad shows) holds half the weights: they go in chunks. */
+static bool f16_cm;
+static zn_status f16_matmat(vkop_mm *a, uint64_t weight_bytes, zn_err *err) {
+    const vkops saved = E.o;
+    E.o.coopmat = f16_cm;
+    E.o.mm_emulate = !f16_cm;
+    E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, a, weight_bytes / 2);
+    E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
+    zn_status st = vkop_matmat(&E.o, &E.c, a, "f16", err);
+    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate;
+    E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
+    return st;
+}
+
+/* One matmul case: T tokens, optional bias/scale/residual; x rows xpad
+ * floats longer than cols (unaligned rows when xpad % 4). Returns nmse. */
+static double mm_case_x(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern, int xpad) {
+    const int ld = cols + xpad;
+    float *wf = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * ld);
     float *bias = malloc(sizeof(float) * rows), *res = malloc(sizeof(float) * (size_t)T * rows);
     float *y = malloc(sizeof(float) * (size_t)T * rows);
     double *ref = malloc(sizeof(double) * (size_t)T * rows);
     void *wq = make_weights(t, rows, cols, wf);
-    fill(x, (size_t)T * cols, 1.0f);
+    fill(x, (size_t)T * ld, 1.0f);
     fill(bias, rows, 1.0f);
     fill(res, (size_t)T * rows, 1.0f);
     float scale = 0.75f;
     float *xr = malloc(sizeof(float) * (size_t)T * cols); /* the x the kernel multiplies */
-    memcpy(xr, x, sizeof(float) * (size_t)T * cols);
+    for (int tk = 0; tk < T; tk++) memcpy(xr + (size_t)tk * cols, x + (size_t)tk * ld, sizeof(float) * cols);
     if (kern == K_VEC && q8_path(t))
         for (int tk = 0; tk < T; tk++) q8_round(xr + (size_t)tk * cols, cols);
     for (int tk = 0; tk < T; tk++)
@@ -151,9 +170,9 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
             ref[(size_t)tk * rows + r] = s;
         }
     size_t rb = vkq_row_bytes(t, cols);
-    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * cols), dy = dev_out(sizeof(float) * T * rows);
+    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof(float) * T * ld), dy = dev_out(sizeof(float) * T * rows);
     vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows,
-                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows};
+                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)ld, .y_stride = (uint32_t)rows};
     if (extras) {
         a.bias = dev_up(bias, sizeof(float) * rows).addr;
         a.res = dev_up(res, sizeof(float) * T * rows).addr;
@@ -164,6 +183,7 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
     if (begin()) {
         zn_status st = kern == K_VEC ? vkop_matvec(&E.o, &E.c, &a, "mv", &err)
                      : kern == K_MAT ? vkop_matmat(&E.o, &E.c, &a, "mm", &err)
+                     : kern == K_F16 ? f16_matmat(&a, rb * rows, &err)
                                      : vkop_matmul(&E.o, &E.c, &a, "mm", &err);
         if (st) fprintf(stderr, "  %s\n", err.msg);
         if (run() && !st) {
@@ -174,6 +194,10 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
     free(wf); free(x); free(xr); free(bias); free(res); free(y); free(ref); free(wq);
     reset();
     return e;
+}
+
+static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kernel kern) {
+    return mm_case_x(t, rows, cols, T, extras, kern, 0);
 }
 
 static int cols_for(zn_type t, int odd) {
@@ -187,11 +211,26 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-/* Runs a mat-vec test with the integer kernel (where the device has it)
- * and with the float kernel. */
+/* Integer mat-vec pipelines for rows per subgroup / steps per iteration
+ * (0: the device defaults). */
+static void mvq_config(uint32_t rows, uint32_t unroll) {
+    E.o.mv_rows = rows ? rows : E.mv_rows0;
+    E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
+    for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
+}
+
+/* Runs a mat-vec test with the integer kernel (where the device has it):
+ * the defaults, and 3 rows per subgroup (a partial last group) with 2
+ * steps per iteration (what GPUs run, with a remainder); then with the
+ * float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot;
-    if (had) fn();
+    if (had) {
+        fn();
+        mvq_config(3, 2);
+        fn();
+        mvq_config(0, 0);
+    }
     E.o.intdot = false;
     fn();
     E.o.intdot = had;
@@ -205,8 +244,10 @@ static void matvec_types(void) {
         double e3 = mm_case(t, 19, cols_for(t, 77), 3, true, K_VEC);
         /* rows longer than a subgroup's lanes take in one pass */
         double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
-        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol, "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows)",
-                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4);
+        double e5 = mm_case_x(t, 11, cols_for(t, 64), 3, false, K_VEC, 1); /* x rows not 16-byte aligned */
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol,
+                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x)", zn_type_name(t),
+                  q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5);
     }
 }
 static void test_matvec_types(void) { both_matvecs(matvec_types); }
@@ -235,6 +276,104 @@ static void test_matmat_types(void) {
     }
 }
 
+/* The f16 GEMM path: weights dequantised and activations converted to f16
+ * (so nmse ~1e-7 as on cooperative matrices), in several chunks for the
+ * 300-row case; emulated everywhere, on cooperative matrices where present. */
+static void f16_types(void) {
+    for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
+        zn_type t = ALL_TYPES[i];
+        if (t == ZN_TYPE_F32) continue; /* kept on the f32 kernel */
+        double e1 = mm_case(t, 70, cols_for(t, 45), 67, false, K_F16);
+        double e2 = mm_case(t, 33, cols_for(t, 33), 5, true, K_F16);
+        double e3 = mm_case(t, 300, cols_for(t, 72), 131, true, K_F16);
+        CHECK_MSG(e1 <= 1e-5 && e2 <= 1e-5 && e3 <= 1e-5, "%s%s: nmse %.3g (70x67) %.3g (33x5, extras) %.3g (300x131, chunks)",
+                  zn_type_name(t), f16_cm ? " (coopmat)" : " (emulated)", e1, e2, e3);
+    }
+}
+
+static void test_matmat_f16(void) {
+    f16_cm = false;
+    f16_types();
+    if (E.o.coopmat) {
+        f16_cm = true;
+        f16_types();
+    }
+}
+
+/* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
+ * no token, one by all: more than one token tile), shared or per-slot x,
+ * per-expert scales; weights dequantised two experts at a time. */
+static double moe_case(zn_type t, bool per_slot) {
+    const int ne = 6, rows = 40, cols = cols_for(t, 72), T = 133, k = 3;
+    const size_t rb = vkq_row_bytes(t, cols), eb = rb * rows;
+    float *wf = malloc(sizeof(float) * ne * rows * cols), *x = malloc(sizeof(float) * T * k * cols);
+    float *route = malloc(sizeof(float) * T * 2 * k), scales[6], *y = malloc(sizeof(float) * T * k * rows);
+    double *ref = malloc(sizeof(double) * T * k * rows);
+    uint8_t *wq = malloc(eb * ne);
+    for (int e = 0; e < ne; e++) {
+        void *q = make_weights(t, rows, cols, wf + (size_t)e * rows * cols);
+        memcpy(wq + eb * e, q, eb);
+        free(q);
+    }
+    fill(x, (size_t)T * k * cols, 1.0f);
+    fill(scales, 6, 1.0f);
+    for (int tk = 0; tk < T; tk++) /* distinct experts per token: {0, 5} and one of 1..3 */
+        for (int j = 0; j < k; j++) {
+            const int e = j == 0 ? (tk % 5 ? 0 : 5) : j == 1 ? 1 + tk % 3 : (tk % 5 ? 5 : 0);
+            route[tk * 2 * k + j] = (float)e;
+            route[tk * 2 * k + k + j] = 0.25f;
+        }
+    for (int tk = 0; tk < T; tk++)
+        for (int j = 0; j < k; j++) {
+            const int e = (int)route[tk * 2 * k + j];
+            const float *xr = x + (per_slot ? (size_t)(tk * k + j) * cols : (size_t)tk * cols);
+            for (int r = 0; r < rows; r++) {
+                const float *wr = wf + ((size_t)e * rows + r) * cols;
+                double s = 0;
+                for (int c = 0; c < cols; c++) s += (double)wr[c] * xr[c];
+                ref[(tk * k + j) * rows + r] = s * scales[e];
+            }
+        }
+    vkref dw = dev_up(wq, eb * ne), dx = dev_up(x, sizeof(float) * T * k * cols), dr = dev_up(route, sizeof(float) * T * 2 * k);
+    vkref ds = dev_up(scales, sizeof scales), dy = dev_out(sizeof(float) * T * k * rows);
+    vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .scale = ds.addr, .ids = dr.addr, .expert_bytes = eb,
+                 .n_expert = (uint32_t)ne, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb,
+                 .n_tok = (uint32_t)T, .n_slots = (uint32_t)k, .ids_stride = (uint32_t)(2 * k),
+                 .x_stride = (uint32_t)(per_slot ? k * cols : cols), .x_slot_stride = (uint32_t)(per_slot ? cols : 0),
+                 .y_stride = (uint32_t)(k * rows), .y_slot_stride = (uint32_t)rows};
+    zn_err err = {0};
+    double e = INFINITY;
+    if (begin()) {
+        zn_status st = f16_matmat(&a, eb * ne * 2 / 3, &err); /* half of that: two experts per chunk */
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+        if (run() && !st) {
+            dev_down(dy, y, sizeof(float) * T * k * rows);
+            e = nmse(y, ref, (size_t)T * k * rows);
+        }
+    }
+    free(wf); free(x); free(route); free(y); free(ref); free(wq);
+    reset();
+    return e;
+}
+
+static void moe_types(void) {
+    for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
+        zn_type t = ALL_TYPES[i];
+        if (t == ZN_TYPE_F32) continue;
+        double e0 = moe_case(t, false), e1 = moe_case(t, true);
+        CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "%s%s: nmse %.3g (shared x) %.3g (per-slot x)", zn_type_name(t),
+                  f16_cm ? " (coopmat)" : " (emulated)", e0, e1);
+    }
+}
+
+static void test_moe_grouped(void) {
+    f16_cm = false;
+    moe_types();
+    if (E.o.coopmat) {
+        f16_cm = true;
+        moe_types();
+    }
+}
 
 /* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
  * SwiGLU, against the two ops done separately in double precision. */
@@ -423,6 +562,59 @@ static void matvec_experts(void) {
 }
 
 static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
+
+/* Consecutive integer mat-vecs of one x: the second (x_reuse) reads the
+ * first one's quantised x; a third claims reuse for a different x, which
+ * the key check must refuse (it quantises its own). Each against its
+ * quantised-x reference. */
+static void test_matvec_x_reuse(void) {
+    if (!E.o.intdot) return;
+    const zn_type types[3] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0};
+    const int rows = 13, cols = 512, T = 2;
+    float x[2][2 * 512], wf[3][13 * 512], y[3][2 * 13];
+    fill(x[0], 2 * 512, 1.0f);
+    fill(x[1], 2 * 512, 2.0f);
+    vkref dx[2] = {dev_up(x[0], sizeof x[0]), dev_up(x[1], sizeof x[1])}, dy[3];
+    vkop_mm a[3];
+    for (int k = 0; k < 3; k++) {
+        void *wq = make_weights(types[k], rows, cols, wf[k]);
+        const size_t rb = vkq_row_bytes(types[k], cols);
+        vkref dw = dev_up(wq, rb * rows);
+        free(wq);
+        dy[k] = dev_out(sizeof y[k]);
+        a[k] = (vkop_mm){.type = types[k], .w = dw.addr, .x = dx[k == 2].addr, .y = dy[k].addr, .ncols = cols,
+                         .nrows = rows, .row_bytes = (uint32_t)rb, .n_tok = T, .x_stride = cols, .y_stride = rows,
+                         .x_reuse = k > 0};
+    }
+    zn_err err = {0};
+    bool ok = begin();
+    const uint32_t turn0 = E.o.xq_turn;
+    for (int k = 0; k < 3 && ok; k++) {
+        if (vkop_matvec(&E.o, &E.c, &a[k], "mv", &err)) ok = false, fprintf(stderr, "  %s\n", err.msg);
+        vkcmd_barrier(&E.c);
+    }
+    ok = run() && ok;
+    CHECK(ok);
+    CHECK_MSG(E.o.xq_turn - turn0 == 2, "%u quantise passes for 3 calls (2 expected)", E.o.xq_turn - turn0);
+    for (int k = 0; k < 3 && ok; k++) {
+        double ref[2 * 13];
+        dev_down(dy[k], y[k], sizeof y[k]);
+        for (int tk = 0; tk < T; tk++) {
+            float xr[512];
+            memcpy(xr, x[k == 2] + tk * cols, sizeof xr);
+            q8_round(xr, cols);
+            for (int r = 0; r < rows; r++) {
+                double v = 0;
+                for (int c = 0; c < cols; c++) v += (double)wf[k][r * cols + c] * xr[c];
+                ref[tk * rows + r] = v;
+            }
+        }
+        double e = nmse(y[k], ref, (size_t)T * rows);
+        CHECK_MSG(e <= MM_TOL_Q8, "call %d (%s%s): nmse %.3g", k, zn_type_name(types[k]),
+                  k == 1 ? ", reused x" : k == 2 ? ", other x" : "", e);
+    }
+    reset();
+}
 
 static void test_embed(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -963,6 +1155,8 @@ static bool setup(void) {
         return false;
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
+    E.mv_rows0 = E.o.mv_rows;
+    E.mv_unroll0 = E.o.mv_unroll;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
@@ -993,9 +1187,12 @@ int main(void) {
             E.o.intdot ? "yes" : "no");
     RUN(test_matvec_types);
     RUN(test_matmat_types);
+    RUN(test_matmat_f16);
+    RUN(test_moe_grouped);
     RUN(test_matvec_fused_x);
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
+    RUN(test_matvec_x_reuse);
     RUN(test_embed);
     RUN(test_norms);
     RUN(test_rope);

@@ -16,9 +16,9 @@ layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint TYPE = 0;
 layout(constant_id = 2) const uint NR = 2;
 layout(constant_id = 3) const uint SG = 32;
+layout(constant_id = 4) const uint U = 1; // steps per loop iteration (their loads issued together)
 layout(local_size_x_id = 0) in;
 
-#include "dq.glsl" // scale_min_k4w
 #include "mm_push.glsl"
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer V2 { vec2 v[]; };
@@ -68,6 +68,18 @@ XS load_x(uint64_t xr, uint nb, uint s) {
     return x;
 }
 
+// Scales and mins of sub-blocks 2 pair and 2 pair + 1 of a Q4_K/Q5_K
+// super-block (ggml get_scale_min_k4) from its 12 scale bytes as three
+// words; without branches (the pairs of a subgroup's lanes differ).
+void kscales(uvec3 w, uint pair, out vec2 sc, out vec2 m) {
+    const uint sh = 16u * (pair & 1u), a = w.x >> sh, b = w.y >> sh, c = w.z >> sh;
+    const bool hi = pair >= 2u;
+    const uint s2 = hi ? (c & 0x0f0fu) | ((a >> 2) & 0x3030u) : a & 0x3f3fu;
+    const uint m2 = hi ? ((c >> 4) & 0x0f0fu) | ((b >> 2) & 0x3030u) : b & 0x3f3fu;
+    sc = vec2(float(s2 & 255u), float((s2 >> 8) & 255u));
+    m = vec2(float(m2 & 255u), float((m2 >> 8) & 255u));
+}
+
 // Step s of the row at `row` (GPU layout, vk_quant.h) dotted with x.
 float dot_step(uint64_t row, uint s, uint n, const XS x) {
     const uvec4 M4 = uvec4(0x0f0f0f0fu);
@@ -94,12 +106,11 @@ float dot_step(uint64_t row, uint s, uint n, const XS x) {
             lo |= (qh & 0x01010101u) << 4;
             hi |= ((qh >> 1) & 0x01010101u) << 4;
         }
-        float sc0, m0, sc1, m1;
-        scale_min_k4w(hd.yzw, 2u * pair, sc0, m0);
-        scale_min_k4w(hd.yzw, 2u * pair + 1u, sc1, m1);
-        float v = dm.x * (sc0 * x.d.x * float(idot(lo, x.q[0])) + sc1 * x.d.y * float(idot(hi, x.q[1])));
+        vec2 sc, m;
+        kscales(hd.yzw, pair, sc, m);
+        float v = dm.x * (sc.x * x.d.x * float(idot(lo, x.q[0])) + sc.y * x.d.y * float(idot(hi, x.q[1])));
         // the min terms cover whole blocks of x: once, by the lane of half 0
-        return h == 0u ? v - dm.y * (m0 * x.s.x + m1 * x.s.y) : v;
+        return h == 0u ? v - dm.y * dot(m, x.s.xy) : v;
     } else { // Q6_K planes: ql [nb][128], qh [nb][64], scales [nb][16], d [nb]; value = d * sc * (q - 32)
         const uint nb = n / 256u, ib = s >> 2, hf = (s >> 1) & 1u, lg = s & 1u;
         const uint64_t ql = row + 128ul * ib + 64u * hf + 16u * lg;
@@ -131,12 +142,23 @@ void main() {
     float acc[NR];
     for (uint r = 0; r < NR; r++) acc[r] = 0.0;
     const uint nsteps = p.ncols / STEP();
-    for (uint s = lane; s < nsteps; s += SG) {
-        const XS x = load_x(xr, nb, s);
+    // Rows past the end repeat the last one (their results are not stored)
+    // and full iterations have no bounds checks, so nothing stands between
+    // the loads of U steps x NR rows and the compiler can issue them all
+    // before the first use.
+    uint s = lane;
+    for (; s + (U - 1u) * SG < nsteps; s += U * SG) {
+        XS x[U];
+        for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, s + u * SG);
         for (uint r = 0; r < NR; r++) {
-            if (r0 + r >= p.nrows) break;
-            acc[r] += dot_step(w + uint64_t(r0 + r) * p.row_bytes, s, p.ncols, x);
+            const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
+            for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * SG, p.ncols, x[u]);
         }
+    }
+    for (; s < nsteps; s += SG) {
+        const XS x = load_x(xr, nb, s);
+        for (uint r = 0; r < NR; r++)
+            acc[r] += dot_step(w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes, s, p.ncols, x);
     }
     for (uint r = 0; r < NR; r++) acc[r] = subgroupAdd(acc[r]);
     if (lane != 0u) return;

@@ -23,21 +23,11 @@ layout(push_constant) uniform PC {
 #define XM_RMSNORM 1u   // x / sqrt(mean(x^2) + eps) * aux[k]  (then scaled at the end)
 #define XM_SWIGLU 2u    // silu(x[k]) * aux[k]
 
-bool mm_bias_first() { return (p.flags & 1u) != 0u; }
 bool mm_grouped() { return (p.flags & 16u) != 0u; }
 bool mm_x_aligned() { return (p.flags & 2u) != 0u; }
 uint mm_xmode() { return (p.flags >> 2) & 3u; }
 
-// The epilogue (graph.h ZN_OP_MATMUL): bias and scale in either order, then
-// the residual, stored at y's index yi.
-void mm_store(uint yi, uint row, uint e, float acc) {
-    float v = acc;
-    if (mm_bias_first() && p.bias != 0) v += F32(p.bias).v[e * p.nrows + row];
-    if (p.scale != 0) v *= F32(p.scale).v[e];
-    if (!mm_bias_first() && p.bias != 0) v += F32(p.bias).v[e * p.nrows + row];
-    if (p.res != 0) v += F32(p.res).v[yi];
-    F32(p.y).v[yi] = v;
-}
+#include "mm_store.glsl"
 
 // The mat-vec kernels' grouped mode (flags bit 4): the weights of several
 // matmuls that read the same x (q/k/v, gate/up) are stacked in one matrix

@@ -3,10 +3,10 @@
 // optionally through the op that produced it (RMS norm with weight, or
 // SwiGLU; the mm_push.glsl x modes), quantised to blocks of 32 int8 with
 // one f32 scale d = max|v| / 127 and the block's d * sum(q) (ggml's Q8_1).
-// Row layout (vkops_xq_row_bytes): qs [nb][32] | (d, d * sum q) [nb],
-// 16-byte aligned. Workgroup (i, r) quantises WG blocks of row r, one
-// block per thread; for the RMS norm every workgroup of the row first sums
-// the row's squares itself (a few KiB, cheaper than another dispatch).
+// Row layout (xq_row_bytes in vk_ops.c): qs [nb][32] | (d, d * sum q) [nb],
+// 16-byte aligned. One workgroup per row, one block per thread at a time;
+// for the RMS norm a first pass sums the row's squares (the second pass
+// re-reads x from cache).
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
@@ -31,24 +31,8 @@ layout(push_constant) uniform PC {
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Q32x4 { uvec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer V2 { vec2 v[]; };
 
-void main() {
-    const uint r = gl_WorkGroupID.y, b = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x;
-    const uint mode = (p.flags >> 2) & 3u, nb = p.ncols / 32u;
-    const uint64_t xo = 4ul * (uint64_t(r / p.n_slots) * p.x_stride + uint64_t(r % p.n_slots) * p.x_slot_stride);
-    const uint64_t x = p.x + xo;
-    float inv = 1.0;
-    if (mode == XM_RMSNORM) {
-        float s[1];
-        s[0] = 0.0;
-        for (uint i = gl_LocalInvocationID.x; i < p.ncols; i += WG) {
-            float v = F32(x).v[i];
-            s[0] = fma(v, v, s[0]);
-        }
-        wg_sum(s);
-        inv = 1.0 / sqrt(s[0] / float(p.ncols) + p.eps);
-    }
-    if (b >= nb) return;
-    float v[32];
+// The 32 values of block b of the row at x, 16 bytes at a time when aligned.
+void load32(uint64_t x, uint b, out float v[32]) {
     if ((p.flags & 2u) != 0u) {
         for (uint j = 0; j < 8u; j++) {
             vec4 f = F32x4(x + 128ul * b + 16u * j).v[0];
@@ -57,26 +41,49 @@ void main() {
     } else {
         for (uint j = 0; j < 32u; j++) v[j] = F32(x).v[32u * b + j];
     }
+}
+
+void main() {
+    const uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (r >= p.n_rows) return;
+    const uint mode = (p.flags >> 2) & 3u, nb = p.ncols / 32u;
+    const uint64_t xo = 4ul * (uint64_t(r / p.n_slots) * p.x_stride + uint64_t(r % p.n_slots) * p.x_slot_stride);
+    const uint64_t x = p.x + xo, row = p.q + uint64_t(r) * p.q_row;
+    float inv = 1.0;
     if (mode == XM_RMSNORM) {
-        for (uint j = 0; j < 32u; j++) v[j] = v[j] * inv * F32(p.aux).v[32u * b + j];
-    } else if (mode == XM_SWIGLU) {
-        for (uint j = 0; j < 32u; j++) v[j] = silu(v[j]) * F32(p.aux + xo).v[32u * b + j];
-    }
-    float amax = 0.0;
-    for (uint j = 0; j < 32u; j++) amax = max(amax, abs(v[j]));
-    const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
-    uint w[8];
-    int sum = 0;
-    for (uint j = 0; j < 8u; j++) {
-        w[j] = 0u;
-        for (uint k = 0; k < 4u; k++) {
-            int qv = int(roundEven(v[4u * j + k] * id));
-            sum += qv;
-            w[j] |= uint(qv & 255) << (8u * k);
+        float s[1];
+        s[0] = 0.0;
+        for (uint b = gl_LocalInvocationID.x; b < nb; b += WG) {
+            float v[32];
+            load32(x, b, v);
+            for (uint j = 0; j < 32u; j++) s[0] = fma(v[j], v[j], s[0]);
         }
+        wg_sum(s);
+        inv = 1.0 / sqrt(s[0] / float(p.ncols) + p.eps);
     }
-    const uint64_t row = p.q + uint64_t(r) * p.q_row;
-    Q32x4(row + 32ul * b).v[0] = uvec4(w[0], w[1], w[2], w[3]);
-    Q32x4(row + 32ul * b + 16u).v[0] = uvec4(w[4], w[5], w[6], w[7]);
-    V2(row + 32ul * nb + 8ul * b).v[0] = vec2(d, d * float(sum));
+    for (uint b = gl_LocalInvocationID.x; b < nb; b += WG) {
+        float v[32];
+        load32(x, b, v);
+        if (mode == XM_RMSNORM) {
+            for (uint j = 0; j < 32u; j++) v[j] = v[j] * inv * F32(p.aux).v[32u * b + j];
+        } else if (mode == XM_SWIGLU) {
+            for (uint j = 0; j < 32u; j++) v[j] = silu(v[j]) * F32(p.aux + xo).v[32u * b + j];
+        }
+        float amax = 0.0;
+        for (uint j = 0; j < 32u; j++) amax = max(amax, abs(v[j]));
+        const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
+        uint w[8];
+        int sum = 0;
+        for (uint j = 0; j < 8u; j++) {
+            w[j] = 0u;
+            for (uint k = 0; k < 4u; k++) {
+                int qv = int(roundEven(v[4u * j + k] * id));
+                sum += qv;
+                w[j] |= uint(qv & 255) << (8u * k);
+            }
+        }
+        Q32x4(row + 32ul * b).v[0] = uvec4(w[0], w[1], w[2], w[3]);
+        Q32x4(row + 32ul * b + 16u).v[0] = uvec4(w[4], w[5], w[6], w[7]);
+        V2(row + 32ul * nb + 8ul * b).v[0] = vec2(d, d * float(sum));
+    }
 }

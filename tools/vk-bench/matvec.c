@@ -102,9 +102,10 @@ static double time_copy(bench *b, const vkref *w, int copies, uint64_t bytes) {
     return (now_s() - t0) * 1e6 / n;
 }
 
-static void set_config(bench *b, uint32_t wg, uint32_t nr, bool intdot) {
+static void set_config(bench *b, uint32_t wg, uint32_t nr, uint32_t unroll, bool intdot) {
     b->o.mv_wg = wg;
     b->o.mv_rows = nr;
+    b->o.mv_unroll = unroll;
     b->o.intdot = intdot;
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC][t]);
@@ -124,7 +125,8 @@ int main(void) {
     const uint64_t budget = (getenv("ZN_BENCH_MB") ? strtoull(getenv("ZN_BENCH_MB"), NULL, 0) : (quick ? 16 : 256)) << 20;
     b.reps = quick ? 5 : 50;
     b.warm = quick ? 2 : 400; /* dispatches before the timed ones: let the clocks ramp up */
-    const uint32_t def_wg = b.o.mv_wg, def_nr = b.o.mv_rows; /* vkops_init's defaults (0 rows: per type) */
+    /* vkops_init's defaults (0: per type) */
+    const uint32_t def_wg = b.o.mv_wg, def_nr = b.o.mv_rows, def_u = b.o.mv_unroll;
     const bool has_int = b.o.intdot;
     printf("device: %s, subgroup %u, integer dot products %s\n", b.d.info.name, b.d.info.subgroup_size,
            has_int ? "yes" : "NO (integer kernel not run)");
@@ -136,8 +138,9 @@ int main(void) {
         {ZN_TYPE_Q4_0, 12288, 4096, "8B ffn_gate"},
     };
     const size_t n_shapes = sizeof shapes / sizeof *shapes;
-    double sum_f[16], sum_i[16];
-    printf("%-15s %-5s %-6s %4s %3s %9s %8s %9s\n", "matrix", "type", "kernel", "wg", "nr", "us", "GB/s", "mv us");
+    double sum_f[16], sum_i[16], best[16];
+    uint32_t best_cfg[16][3];
+    printf("%-15s %-5s %-6s %4s %3s %2s %9s %8s %9s\n", "matrix", "type", "kernel", "wg", "nr", "u", "us", "GB/s", "mv us");
     for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
         const uint64_t wbytes = (uint64_t)vkq_row_bytes(s->t, s->cols) * s->rows;
@@ -159,44 +162,55 @@ int main(void) {
         if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
         vkops_set_xq(&b.o, xq.addr, xqb);
         const double cp = time_copy(&b, w, copies, wbytes);
-        printf("%-15s %-5s %-6s %4s %3s %9.1f %8.0f %9s   (read + write, %d copies of %.1f MB)\n", s->what,
-               zn_type_name(s->t), "copy", "-", "-", cp, 2.0 * (double)wbytes / (cp * 1e-6) / 1e9, "-", copies,
+        printf("%-15s %-5s %-6s %4s %3s %2s %9.1f %8.0f %9s   (read + write, %d copies of %.1f MB)\n", s->what,
+               zn_type_name(s->t), "copy", "-", "-", "-", cp, 2.0 * (double)wbytes / (cp * 1e-6) / 1e9, "-", copies,
                (double)wbytes / 1e6);
         double us, mv;
-        set_config(&b, def_wg, def_nr, false);
+        set_config(&b, def_wg, def_nr, def_u, false);
         if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
         sum_f[si] = us;
-        printf("%-15s %-5s %-6s %4u %3s %9.1f %8.0f %9s\n", s->what, zn_type_name(s->t), "float", def_wg, "def", us,
-               (double)wbytes / (us * 1e-6) / 1e9, "-");
+        printf("%-15s %-5s %-6s %4u %3s %2s %9.1f %8.0f %9s\n", s->what, zn_type_name(s->t), "float", def_wg, "def", "-",
+               us, (double)wbytes / (us * 1e-6) / 1e9, "-");
         sum_i[si] = 0;
         if (!has_int) {
             vkarena_free(&b.a);
             continue;
         }
-        set_config(&b, def_wg, def_nr, true);
+        set_config(&b, def_wg, def_nr, def_u, true);
         if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
-        sum_i[si] = us;
-        printf("%-15s %-5s %-6s %4u %3s %9.1f %8.0f %9.1f  <- default\n", s->what, zn_type_name(s->t), "int", def_wg, "def",
-               us, (double)wbytes / (us * 1e-6) / 1e9, mv);
-        const uint32_t wgs[] = {b.d.info.subgroup_size, 2 * b.d.info.subgroup_size, 4 * b.d.info.subgroup_size,
-                                8 * b.d.info.subgroup_size};
-        const uint32_t nrs[] = {1, 2, 4, 8};
-        for (size_t wi = 0; wi < (quick ? 1 : 4); wi++)
-            for (size_t ni = 0; ni < 4; ni++) {
-                set_config(&b, wgs[wi], nrs[ni], true);
-                if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
-                printf("%-15s %-5s %-6s %4u %3u %9.1f %8.0f %9.1f  (mat-vec alone %.0f GB/s)\n", s->what,
-                       zn_type_name(s->t), "int", wgs[wi], nrs[ni], us, (double)wbytes / (us * 1e-6) / 1e9, mv,
-                       (double)wbytes / (mv * 1e-6) / 1e9);
-            }
+        sum_i[si] = best[si] = us;
+        best_cfg[si][0] = def_wg, best_cfg[si][1] = def_nr, best_cfg[si][2] = def_u;
+        printf("%-15s %-5s %-6s %4u %3s %2s %9.1f %8.0f %9.1f  <- default\n", s->what, zn_type_name(s->t), "int", def_wg,
+               "def", "def", us, (double)wbytes / (us * 1e-6) / 1e9, mv);
+        const uint32_t sg = b.d.info.subgroup_size, wgs[] = {sg, 4 * sg}, nrs[] = {1, 2, 4}, us_[] = {1, 2, 4};
+        for (size_t wi = 0; wi < (quick ? 1 : 2); wi++)
+            for (size_t ni = 0; ni < 3; ni++)
+                for (size_t ui = 0; ui < (quick ? 2 : 3); ui++) {
+                    set_config(&b, wgs[wi], nrs[ni], us_[ui], true);
+                    if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+                    printf("%-15s %-5s %-6s %4u %3u %2u %9.1f %8.0f %9.1f  (mat-vec alone %.0f GB/s)\n", s->what,
+                           zn_type_name(s->t), "int", wgs[wi], nrs[ni], us_[ui], us, (double)wbytes / (us * 1e-6) / 1e9,
+                           mv, (double)wbytes / (mv * 1e-6) / 1e9);
+                    if (us < best[si]) {
+                        best[si] = us;
+                        best_cfg[si][0] = wgs[wi], best_cfg[si][1] = nrs[ni], best_cfg[si][2] = us_[ui];
+                    }
+                }
         vkarena_free(&b.a);
     }
-    printf("\nsummary (defaults, us per call incl. quantising x): matrix, type, MB, float us, int us, speed-up, int GB/s\n");
+    printf("\nsummary (us per call incl. quantising x; 'best' = fastest integer configuration: wg/nr/u)\n");
+    printf("  %-15s %-5s %6s %9s %9s %8s %8s %9s %8s %s\n", "matrix", "type", "MB", "float us", "int us", "speedup",
+           "int GB/s", "best us", "best GB/s", "wg/nr/u");
     for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
         const double mb = (double)vkq_row_bytes(s->t, s->cols) * s->rows / 1e6;
-        printf("  %-15s %-5s %6.1f %9.1f %9.1f %6.2fx %8.0f\n", s->what, zn_type_name(s->t), mb, sum_f[si], sum_i[si],
-               sum_i[si] > 0 ? sum_f[si] / sum_i[si] : 0.0, sum_i[si] > 0 ? mb * 1e6 / (sum_i[si] * 1e-6) / 1e9 : 0.0);
+        if (!has_int) {
+            printf("  %-15s %-5s %6.1f %9.1f\n", s->what, zn_type_name(s->t), mb, sum_f[si]);
+            continue;
+        }
+        printf("  %-15s %-5s %6.1f %9.1f %9.1f %7.2fx %8.0f %9.1f %8.0f  %u/%u/%u\n", s->what, zn_type_name(s->t), mb,
+               sum_f[si], sum_i[si], sum_f[si] / sum_i[si], mb * 1e6 / (sum_i[si] * 1e-6) / 1e9, best[si],
+               mb * 1e6 / (best[si] * 1e-6) / 1e9, best_cfg[si][0], best_cfg[si][1], best_cfg[si][2]);
     }
     vkcmd_free(&b.c);
     vkops_free(&b.o);
