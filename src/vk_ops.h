@@ -60,6 +60,12 @@ typedef struct vkops {
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
     uint32_t xq_turn;         /* which half of xq the next integer mat-vec uses */
+    struct vkop_xq_key {      /* what the last quantise pass wrote (at q; q == 0: nothing) */
+        VkDeviceAddress x, aux, q;
+        uint32_t ncols, rows, nsx, x_stride, x_slot_stride, flags;
+        float eps;
+        uint32_t zero;        /* no padding: keys compare with memcmp */
+    } xq_last;
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -91,6 +97,11 @@ typedef struct vkop_mm {
     /* Mat-vec kernel only: the address of a vkop_group (y, bias, scale,
      * res and ids unused then). */
     VkDeviceAddress group;
+    /* The caller vouches that x (and aux) were read by the previous
+     * vkop_matvec / vkop_matmat call on these ops and not written since:
+     * when that call quantised the same rows the same way, the integer path
+     * reuses them. */
+    bool x_reuse;
 } vkop_mm;
 
 /* A grouped mat-vec (vkop_mm.group): the matrices of up to 4 matmuls that
