@@ -293,13 +293,22 @@ static void f16_types(void) {
     }
 }
 
+/* Emulated in the tile configs picked by shape (lavapipe: 128x64 with 256
+ * threads, 64x64 with 128); on cooperative matrices in every config the
+ * device fits. */
 static void test_matmat_f16(void) {
     f16_cm = false;
     f16_types();
-    if (E.o.coopmat) {
+    const uint32_t cfg = E.o.mm_cfg;
+    for (uint32_t ci = 0; E.o.coopmat && ci < ZN_VK_MM_NCFG; ci++) {
+        const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
+        if (!vkops_mm_cfg_fits(&E.o, ci)) continue;
+        fprintf(stderr, "  coopmat GEMM %ux%u, subgroup %ux%u, %u threads\n", f->bm, f->bn, f->wm, f->wn, f->wg);
+        E.o.mm_cfg = ci;
         f16_cm = true;
         f16_types();
     }
+    E.o.mm_cfg = cfg;
 }
 
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
