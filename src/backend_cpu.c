@@ -154,7 +154,7 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     /* the per-thread score rows must hold the longest context of any sequence */
     if ((size_t)n_ctx > c->att_stride) {
         size_t stride = ((size_t)n_ctx + 15) / 16 * 16;
-        float *att = realloc(c->att, sizeof *att * stride * (size_t)c->n_threads);
+        float *att = realloc(c->att, sizeof *att * stride * CPU_ATT_Q * (size_t)c->n_threads);
         if (!att) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for attention scores");
         c->att = att;
         c->att_stride = stride;

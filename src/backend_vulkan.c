@@ -75,6 +75,7 @@ typedef struct vk_ctx {
     vkref mm_scratch;             /* f16 GEMM operands (vkops.mm_scratch) */
     uint64_t mm_need;
     uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
+    bool x_reuse;                 /* recording: the node's x is the previous matmul's, unchanged */
     uint64_t part_floats;
     int max_tokens;
     /* per-run fusion plan (see plan_fusions), sized for the model's graphs */
@@ -523,6 +524,7 @@ static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_
     a->xmode = f->mode;
     a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w) : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) : 0;
     a->eps = f->eps;
+    a->x_reuse = c->x_reuse;
 }
 
 static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -544,6 +546,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
                      .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
                      .bias_first = n->ip[0] == 1};
         matmul_x(c, g, n, &a);
+        a.x_reuse |= ch > 0;
         zn_status st = vkop_matmul(&c->o, c->rec, &a, n->tag, err);
         if (st) return st;
     }
@@ -895,10 +898,15 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
     c->group_base = group_base;
+    int xq_src = -1; /* the x activation the last matmul read (its quantised copy may serve the next) */
     for (int i = 0; i < g->n_nodes && !st; i++) {
         if (c->skip[i]) continue;
         const int n = group_size(c, g, i);
         for (int k = 0; k < n; k++) node_hazards(c, s, g, &g->nodes[i + k]);
+        const zn_node *nd = &g->nodes[i];
+        const bool mm = nd->op == ZN_OP_MATMUL || nd->op == ZN_OP_MOE_MATMUL;
+        c->x_reuse = mm && nd->src[0] == xq_src;
+        xq_src = mm ? nd->src[0] : -1;
         st = n > 1 ? run_group(c, g, i, n, err) : run_node(c, s, g, &g->nodes[i], err);
         i += n - 1;
         if (st) {

@@ -59,10 +59,11 @@ typedef struct cpu_q80_x8 {
     int8_t qs[8][CPU_PACK_ROWS][4];     /* [k][row][e]: element 4k + e */
 } cpu_q80_x8;
 /* y[t][r] = row r . x[t] for the 8 rows of one packed group and nt >= 1
- * tokens in the packed type's activation format (cpu_xq_format); each
- * result is computed the same way whatever nt is, and bit for bit the same
- * on AVX2 and AVX-VNNI. */
-typedef void (*cpu_pack_tile_fn)(const void *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]);
+ * tokens x[t] = xq + (xi ? xi[t] : t) * xrow in the packed type's
+ * activation format (cpu_xq_format); each result is computed the same way
+ * whatever nt is, and bit for bit the same on AVX2 and AVX-VNNI. */
+typedef void (*cpu_pack_tile_fn)(const void *w, const uint8_t *xq, size_t xrow, const int32_t *xi, int nt, int64_t n,
+                                 float (*y)[CPU_PACK_ROWS]);
 /* Bytes of one packed group of rows of length n (0: t is not packed). */
 size_t cpu_pack_group_bytes(zn_type t, int64_t n);
 /* Packs rows [0, n_rows) of type-t data (row length n) into
@@ -73,19 +74,44 @@ static inline int64_t cpu_pack_groups(int64_t n_rows) { return (n_rows + CPU_PAC
  * type) or this one, Q8_0 blocks with the codes stored + 128. */
 #define CPU_XQ_Q8_0_U ((int)ZN_TYPE_COUNT)
 
+/* Attention of CPU_ATT_Q queries at a time sharing one KV head, so each
+ * f16 key and value row is converted once for all of them. Per query the
+ * arithmetic does not depend on the other queries (nor on nq), so results
+ * do not depend on how queries are grouped.
+ * scores: s[j][i] = scale * (K_j . q[i]) for keys j < n_keys, i < nq (the
+ *   other slots of s[j] get scratch values); K_j = k + j * stride.
+ * softmax: s[j][i] = exp(s[j][i] - max) / sum over j < n[i] (slots of
+ *   keys j >= n[i] get scratch values).
+ * values: y[i] = sum over j < n[i] of s[j][i] * V_j, j ascending; n is
+ *   non-decreasing. */
+#define CPU_ATT_Q 4
+typedef void (*cpu_att_scores_fn)(const zn_half *k, size_t stride, int n_keys, const float *const *q, int nq, int d,
+                                  float scale, float (*s)[CPU_ATT_Q]);
+typedef void (*cpu_att_softmax_fn)(float (*s)[CPU_ATT_Q], const int *n, int nq);
+typedef void (*cpu_att_values_fn)(const zn_half *v, size_t stride, const int *n, const float (*s)[CPU_ATT_Q], int nq,
+                                  int d, float *const *y);
+
 typedef struct cpu_vec {
     cpu_tile_fn (*tile)(zn_type t);  /* NULL result: no tile kernel for t */
     cpu_pack_tile_fn (*packed)(zn_type t); /* NULL result: no packed kernel, t is not packed */
-    float (*dot_f16)(const zn_half *a, const float *b, int n);
-    void (*axpy_f16)(float *y, const zn_half *x, float a, int n);  /* y += a*x */
+    cpu_att_scores_fn att_scores;
+    cpu_att_softmax_fn att_softmax;
+    cpu_att_values_fn att_values;
     void (*to_f16)(zn_half *dst, const float *src, int n);
+    void (*swiglu)(float *y, const float *g, const float *u, int64_t n); /* y = silu(g) * u */
+    double (*sum_sq)(const float *x, int64_t n);                           /* in double, as ggml */
 } cpu_vec;
 
 void cpu_vec_select(cpu_vec *v); /* cpu_vec.c */
 #ifdef __x86_64__
-float cpu_dot_f16_avx2(const zn_half *a, const float *b, int n);
-void cpu_axpy_f16_avx2(float *y, const zn_half *x, float a, int n);
+void cpu_att_scores_avx2(const zn_half *k, size_t stride, int n_keys, const float *const *q, int nq, int d,
+                         float scale, float (*s)[CPU_ATT_Q]);
+void cpu_att_softmax_avx2(float (*s)[CPU_ATT_Q], const int *n, int nq);
+void cpu_att_values_avx2(const zn_half *v, size_t stride, const int *n, const float (*s)[CPU_ATT_Q], int nq, int d,
+                         float *const *y);
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
+void cpu_swiglu_avx2(float *y, const float *g, const float *u, int64_t n);
+double cpu_sum_sq_avx2(const float *x, int64_t n);
 cpu_tile_fn cpu_tile_avx2(zn_type t);
 cpu_tile_fn cpu_tile_vnni(zn_type t); /* the same on AVX-VNNI */
 cpu_pack_tile_fn cpu_packed_avx2(zn_type t);
@@ -114,7 +140,8 @@ typedef struct cpu_ctx {
         int xq_format;      /* a zn_type or CPU_XQ_Q8_0_U */
         int moe_route;
     } *tls;                 /* [n_threads] */
-    /* per-thread scratch: attention scores (grown by seq_init), rope table */
+    /* per-thread scratch: attention scores [att_stride][CPU_ATT_Q] (grown
+     * by seq_init), rope table */
     float *att;
     size_t att_stride;
     float *rope;            /* [n_threads][head_dim] */

@@ -70,12 +70,13 @@ static void dot_packed(const cpu_run *r, zn_type type, const uint8_t *pw, int64_
         const int nr = o1 - o < CPU_PACK_ROWS ? (int)(o1 - o) : CPU_PACK_ROWS;
         for (int i = 0; i < n_x; i += PACK_CHUNK) {
             const int nt = n_x - i < PACK_CHUNK ? n_x - i : PACK_CHUNK;
-            const void *xs[PACK_CHUNK];
             float out[PACK_CHUNK][CPU_PACK_ROWS];
-            for (int j = 0; j < nt; j++) xs[j] = xq + (size_t)(xi ? xi[i + j] : i + j) * xrow;
-            fn(grp, xs, nt, K, out);
-            for (int j = 0; j < nt; j++)
-                memcpy(y + (int64_t)(yi ? yi[i + j] : i + j) * ld + o, out[j], sizeof(float) * (size_t)nr);
+            fn(grp, xi ? xq : xq + (size_t)i * xrow, xrow, xi ? xi + i : NULL, nt, K, out);
+            for (int j = 0; j < nt; j++) {
+                float *dst = y + (int64_t)(yi ? yi[i + j] : i + j) * ld + o;
+                if (nr == CPU_PACK_ROWS) memcpy(dst, out[j], sizeof out[j]); /* inlined: a full group */
+                else memcpy(dst, out[j], sizeof(float) * (size_t)nr);
+            }
         }
     }
 }

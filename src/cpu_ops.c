@@ -29,8 +29,7 @@ void cpu_op_rmsnorm(const cpu_run *r, const zn_node *n, int ith, int nth) {
     for (int64_t gi = g0; gi < g1; gi++) {
         const float *xg = x + gi * group;
         float *yg = y + gi * group;
-        double sum = 0; /* ggml accumulates in double */
-        for (int64_t i = 0; i < group; i++) sum += (double)xg[i] * xg[i];
+        const double sum = r->c->vec.sum_sq(xg, group); /* ggml accumulates in double */
         const float scale = 1.0f / sqrtf((float)(sum / (double)group) + eps);
         if (w)
             for (int64_t i = 0; i < group; i++) yg[i] = (xg[i] * scale) * w[i];
@@ -98,6 +97,9 @@ void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
     }
 }
 
+/* Work item: one KV head and CPU_ATT_Q consecutive tokens, i.e. their
+ * queries of every head sharing that KV head, CPU_ATT_Q at a time (token
+ * major, so the key counts do not decrease). */
 void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const cpu_seq *s = r->s;
     const cpu_vec *vec = &r->c->vec;
@@ -108,30 +110,29 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *qa = cpu_shape(r, n->src[0]);
     const float *q = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
-    float *sc = r->c->att + (size_t)ith * r->c->att_stride;
-    const int64_t items = (int64_t)qa->rows * n_head;
-    /* interleaved so early rows (short histories) and late ones mix */
-    for (int64_t it = ith; it < items; it += nth) {
-        const int64_t t = it / n_head;
-        const int h = (int)(it % n_head), kvh = h / group;
-        const int n_kv = r->g->n_past + (int)t + 1;
-        const float *qh = q + t * qa->cols + (size_t)h * hd_k;
+    float (*sc)[CPU_ATT_Q] = (float (*)[CPU_ATT_Q])(r->c->att + (size_t)ith * r->c->att_stride * CPU_ATT_Q);
+    const int n_blocks = (qa->rows + CPU_ATT_Q - 1) / CPU_ATT_Q;
+    /* interleaved so early tokens (short histories) and late ones mix */
+    for (int it = ith; it < n_blocks * n_head_kv; it += nth) {
+        const int kvh = it % n_head_kv, t0 = it / n_head_kv * CPU_ATT_Q;
+        const int n_tok = qa->rows - t0 < CPU_ATT_Q ? qa->rows - t0 : CPU_ATT_Q;
         const zn_half *kb = s->k[li] + (size_t)kvh * hd_k;
         const zn_half *vb = s->v[li] + (size_t)kvh * hd_v;
-        float mx = -INFINITY;
-        for (int j = 0; j < n_kv; j++) {
-            sc[j] = scale * vec->dot_f16(kb + (size_t)j * s->kv_row_k, qh, hd_k);
-            if (sc[j] > mx) mx = sc[j];
+        for (int q0 = 0; q0 < n_tok * group; q0 += CPU_ATT_Q) {
+            const int nq = n_tok * group - q0 < CPU_ATT_Q ? n_tok * group - q0 : CPU_ATT_Q;
+            const float *qs[CPU_ATT_Q];
+            float *ys[CPU_ATT_Q];
+            int nk[CPU_ATT_Q];
+            for (int i = 0; i < nq; i++) {
+                const int t = t0 + (q0 + i) / group, h = kvh * group + (q0 + i) % group;
+                qs[i] = q + (int64_t)t * qa->cols + (size_t)h * hd_k;
+                ys[i] = y + (int64_t)t * n_head * hd_v + (size_t)h * hd_v;
+                nk[i] = r->g->n_past + t + 1;
+            }
+            vec->att_scores(kb, s->kv_row_k, nk[nq - 1], qs, nq, hd_k, scale, sc);
+            vec->att_softmax(sc, nk, nq);
+            vec->att_values(vb, s->kv_row_v, nk, (const float (*)[CPU_ATT_Q])sc, nq, hd_v, ys);
         }
-        double sum = 0;
-        for (int j = 0; j < n_kv; j++) {
-            sc[j] = expf(sc[j] - mx);
-            sum += sc[j];
-        }
-        float *yh = y + t * (int64_t)n_head * hd_v + (size_t)h * hd_v;
-        memset(yh, 0, sizeof *yh * (size_t)hd_v);
-        const float inv = (float)(1.0 / sum);
-        for (int j = 0; j < n_kv; j++) vec->axpy_f16(yh, vb + (size_t)j * s->kv_row_v, sc[j] * inv, hd_v);
     }
 }
 
@@ -149,8 +150,6 @@ void cpu_op_add(const cpu_run *r, const zn_node *n, int ith, int nth) {
     for (int64_t i = i0; i < i1; i++) y[i] = a[i] + b[i];
 }
 
-static inline float silu(float x) { return x / (1.0f + expf(-x)); }
-
 void cpu_op_swiglu(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *d = cpu_shape(r, n->dst);
     const float *g = cpu_act(r, n->src[0]);
@@ -159,13 +158,13 @@ void cpu_op_swiglu(const cpu_run *r, const zn_node *n, int ith, int nth) {
     cpu_split(d->rows, ith, nth, &r0, &r1);
     if (n->src[1] >= 0) {
         const float *u = cpu_act(r, n->src[1]);
-        for (int64_t i = r0 * d->cols; i < r1 * d->cols; i++) y[i] = silu(g[i]) * u[i];
+        r->c->vec.swiglu(y + r0 * d->cols, g + r0 * d->cols, u + r0 * d->cols, (r1 - r0) * d->cols);
         return;
     }
     for (int64_t row = r0; row < r1; row++) { /* [gate | up] halves */
         const float *gr = g + row * 2 * d->cols;
         float *yr = y + row * d->cols;
-        for (int64_t i = 0; i < d->cols; i++) yr[i] = silu(gr[i]) * gr[d->cols + i];
+        r->c->vec.swiglu(yr, gr, gr + d->cols, d->cols);
     }
 }
 

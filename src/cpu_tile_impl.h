@@ -139,14 +139,14 @@ static ALWAYS_INLINE __m256i pk_dot16(const __m256i w[4], const int8_t *q) {
 }
 
 static ALWAYS_INLINE void q4k_x8_tile(const cpu_q4k_x8 *w, const block_q8_K *const *x, int64_t nb, int nt,
-                                      float (*y)[CPU_PACK_ROWS]) {
+                                      float (*y)[CPU_PACK_ROWS], bool pf) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc[CPU_PACK_TOKENS];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const cpu_q4k_x8 *b = &w[i];
-        prefetch_ahead(b, sizeof *b);
+        if (pf) prefetch_ahead(b, sizeof *b);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d));
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->dmin));
         /* mins: per row, sum_j min_j * (sum of the token's sub-block j) */
@@ -171,21 +171,20 @@ static ALWAYS_INLINE void q4k_x8_tile(const cpu_q4k_x8 *w, const block_q8_K *con
         for (int c = 0; c < 4; c++) {
             const __m256i slo = PK_SCALE(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b->sc[2 * c])));
             const __m256i shi = PK_SCALE(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)b->sc[2 * c + 1])));
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
-                __m256i lo[4], hi[4];
+            /* low nibbles (sub-block 2c), then high (2c+1), 16 codes a row
+             * at a time: 4 weight vectors live, so nothing spills */
+#pragma GCC unroll 4
+            for (int hh = 0; hh < 4; hh++) {
+                const int h = hh / 2, high = hh % 2;
+                __m256i wv[4];
 #pragma GCC unroll 4
                 for (int k = 0; k < 4; k++) {
                     const __m256i bits = load32(b->qs[c][4 * h + k]);
-                    lo[k] = _mm256_and_si256(bits, m4);
-                    hi[k] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                    wv[k] = _mm256_and_si256(high ? _mm256_srli_epi16(bits, 4) : bits, m4);
                 }
 #pragma GCC unroll 4
-                for (int t = 0; t < nt; t++) {
-                    const int8_t *q = x[t][i].qs + 64 * c + 16 * h;
-                    sumi[t] = PK_ACC(sumi[t], pk_dot16(lo, q), slo);
-                    sumi[t] = PK_ACC(sumi[t], pk_dot16(hi, q + 32), shi);
-                }
+                for (int t = 0; t < nt; t++)
+                    sumi[t] = PK_ACC(sumi[t], pk_dot16(wv, x[t][i].qs + 64 * c + 32 * high + 16 * h), high ? shi : slo);
             }
         }
 #pragma GCC unroll 4
@@ -201,13 +200,13 @@ static ALWAYS_INLINE void q4k_x8_tile(const cpu_q4k_x8 *w, const block_q8_K *con
  * (or nothing, on a path that takes it off the token instead). */
 typedef int16_t __attribute__((may_alias, aligned(1))) pk_i16;
 static ALWAYS_INLINE void q80_x8_tile(const cpu_q80_x8 *w, const block_q8_0 *const *x, int64_t nb, int nt,
-                                      float (*y)[CPU_PACK_ROWS]) {
+                                      float (*y)[CPU_PACK_ROWS], bool pf) {
     __m256 acc[CPU_PACK_TOKENS];
 #pragma GCC unroll 4
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         const cpu_q80_x8 *b = &w[i];
-        prefetch_ahead(b, sizeof *b);
+        if (pf) prefetch_ahead(b, sizeof *b);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d));
         const __m256i init = P8_INIT(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)b->wsum)));
         __m256i sumi[CPU_PACK_TOKENS];
@@ -236,16 +235,20 @@ static ALWAYS_INLINE void q80_x8_tile(const cpu_q80_x8 *w, const block_q8_0 *con
 }
 
 /* One instance per token count (so the loops unroll), CPU_PACK_TOKENS at
- * a time. */
+ * a time; only the first pass prefetches (the next ones find the group in
+ * L1). */
 #define PACKED_FN(name, tile, wtype, xtype, blck)                                                       \
-    static void name(const void *w, const void *const *x, int nt, int64_t n, float (*y)[CPU_PACK_ROWS]) { \
-        const xtype *const *xs = (const xtype *const *)x;                                               \
+    static void name(const void *w, const uint8_t *xq, size_t xrow, const int32_t *xi, int nt, int64_t n,   \
+                     float (*y)[CPU_PACK_ROWS]) {                                                        \
         for (int t0 = 0; t0 < nt; t0 += CPU_PACK_TOKENS) {                                             \
-            switch (nt - t0) {                                                                          \
-            case 1: tile((const wtype *)w, xs + t0, n / (blck), 1, y + t0); break;                     \
-            case 2: tile((const wtype *)w, xs + t0, n / (blck), 2, y + t0); break;                     \
-            case 3: tile((const wtype *)w, xs + t0, n / (blck), 3, y + t0); break;                     \
-            default: tile((const wtype *)w, xs + t0, n / (blck), 4, y + t0); break;                    \
+            const xtype *xs[CPU_PACK_TOKENS];                                                           \
+            const int m = nt - t0 < CPU_PACK_TOKENS ? nt - t0 : CPU_PACK_TOKENS;                       \
+            for (int j = 0; j < m; j++) xs[j] = (const xtype *)(xq + (size_t)(xi ? xi[t0 + j] : t0 + j) * xrow); \
+            switch (m) {                                                                                \
+            case 1: tile((const wtype *)w, xs, n / (blck), 1, y + t0, t0 == 0); break;                 \
+            case 2: tile((const wtype *)w, xs, n / (blck), 2, y + t0, t0 == 0); break;                 \
+            case 3: tile((const wtype *)w, xs, n / (blck), 3, y + t0, t0 == 0); break;                 \
+            default: tile((const wtype *)w, xs, n / (blck), 4, y + t0, t0 == 0); break;                \
             }                                                                                           \
         }                                                                                               \
     }

@@ -1,20 +1,56 @@
-/* Small vector kernels of the CPU backend (attention, KV cache): scalar
+/* Small vector kernels of the CPU backend (attention, KV cache, SwiGLU,
+ * RMS norm): scalar
  * versions here, AVX2/FMA/F16C ones in cpu_vec_avx2.c, picked once at init
  * from what the running CPU supports. */
+#include <math.h>
+
 #include "cpu.h"
 
-static float dot_f16(const zn_half *a, const float *b, int n) {
-    float s = 0;
-    for (int i = 0; i < n; i++) s += zn_fp16_to_f32(a[i]) * b[i];
-    return s;
+static void att_scores(const zn_half *k, size_t stride, int n_keys, const float *const *q, int nq, int d, float scale,
+                       float (*s)[CPU_ATT_Q]) {
+    for (int j = 0; j < n_keys; j++)
+        for (int i = 0; i < nq; i++) {
+            float acc = 0;
+            for (int e = 0; e < d; e++) acc += zn_fp16_to_f32(k[(size_t)j * stride + e]) * q[i][e];
+            s[j][i] = scale * acc;
+        }
 }
 
-static void axpy_f16(float *y, const zn_half *x, float a, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * zn_fp16_to_f32(x[i]);
+static void att_softmax(float (*s)[CPU_ATT_Q], const int *n, int nq) {
+    for (int i = 0; i < nq; i++) {
+        float mx = -INFINITY;
+        for (int j = 0; j < n[i]; j++) mx = s[j][i] > mx ? s[j][i] : mx;
+        double sum = 0;
+        for (int j = 0; j < n[i]; j++) {
+            s[j][i] = expf(s[j][i] - mx);
+            sum += s[j][i];
+        }
+        const float inv = (float)(1.0 / sum);
+        for (int j = 0; j < n[i]; j++) s[j][i] *= inv;
+    }
+}
+
+static void att_values(const zn_half *v, size_t stride, const int *n, const float (*s)[CPU_ATT_Q], int nq, int d,
+                       float *const *y) {
+    for (int i = 0; i < nq; i++) {
+        for (int e = 0; e < d; e++) y[i][e] = 0;
+        for (int j = 0; j < n[i]; j++)
+            for (int e = 0; e < d; e++) y[i][e] += s[j][i] * zn_fp16_to_f32(v[(size_t)j * stride + e]);
+    }
 }
 
 static void to_f16(zn_half *dst, const float *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = zn_f32_to_fp16(src[i]);
+}
+
+static void swiglu(float *y, const float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static double sum_sq(const float *x, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
 }
 
 static cpu_tile_fn no_tile(zn_type t) {
@@ -28,11 +64,12 @@ static cpu_pack_tile_fn no_packed(zn_type t) {
 }
 
 void cpu_vec_select(cpu_vec *v) {
-    *v = (cpu_vec){no_tile, no_packed, dot_f16, axpy_f16, to_f16};
+    *v = (cpu_vec){no_tile, no_packed, att_scores, att_softmax, att_values, to_f16, swiglu, sum_sq};
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        *v = (cpu_vec){cpu_tile_avx2, cpu_packed_avx2, cpu_dot_f16_avx2, cpu_axpy_f16_avx2, cpu_to_f16_avx2};
+        *v = (cpu_vec){cpu_tile_avx2,       cpu_packed_avx2,     cpu_att_scores_avx2, cpu_att_softmax_avx2,
+                       cpu_att_values_avx2, cpu_to_f16_avx2,     cpu_swiglu_avx2,     cpu_sum_sq_avx2};
     if (v->tile == cpu_tile_avx2 && __builtin_cpu_supports("avxvnni")) {
         v->tile = cpu_tile_vnni;
         v->packed = cpu_packed_vnni;

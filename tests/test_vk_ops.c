@@ -245,9 +245,11 @@ static void matvec_types(void) {
         /* rows longer than a subgroup's lanes take in one pass */
         double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
         double e5 = mm_case_x(t, 11, cols_for(t, 64), 3, false, K_VEC, 1); /* x rows not 16-byte aligned */
-        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol,
-                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x)", zn_type_name(t),
-                  q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5);
+        /* one block per row: fewer steps than lanes (rows share a subgroup) */
+        double e6 = mm_case(t, 21, zn_type_get(t)->blck == 256 ? 256 : 32, 2, true, K_VEC);
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol && e6 <= tol,
+                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x) %.3g (short rows)",
+                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5, e6);
     }
 }
 static void test_matvec_types(void) { both_matvecs(matvec_types); }
@@ -291,13 +293,22 @@ static void f16_types(void) {
     }
 }
 
+/* Emulated in the tile configs picked by shape (lavapipe: 128x64 with 256
+ * threads, 64x64 with 128); on cooperative matrices in every config the
+ * device fits. */
 static void test_matmat_f16(void) {
     f16_cm = false;
     f16_types();
-    if (E.o.coopmat) {
+    const uint32_t cfg = E.o.mm_cfg;
+    for (uint32_t ci = 0; E.o.coopmat && ci < ZN_VK_MM_NCFG; ci++) {
+        const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
+        if (!vkops_mm_cfg_fits(&E.o, ci)) continue;
+        fprintf(stderr, "  coopmat GEMM %ux%u, subgroup %ux%u, %u threads\n", f->bm, f->bn, f->wm, f->wn, f->wg);
+        E.o.mm_cfg = ci;
         f16_cm = true;
         f16_types();
     }
+    E.o.mm_cfg = cfg;
 }
 
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
@@ -562,6 +573,59 @@ static void matvec_experts(void) {
 }
 
 static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
+
+/* Consecutive integer mat-vecs of one x: the second (x_reuse) reads the
+ * first one's quantised x; a third claims reuse for a different x, which
+ * the key check must refuse (it quantises its own). Each against its
+ * quantised-x reference. */
+static void test_matvec_x_reuse(void) {
+    if (!E.o.intdot) return;
+    const zn_type types[3] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0};
+    const int rows = 13, cols = 512, T = 2;
+    float x[2][2 * 512], wf[3][13 * 512], y[3][2 * 13];
+    fill(x[0], 2 * 512, 1.0f);
+    fill(x[1], 2 * 512, 2.0f);
+    vkref dx[2] = {dev_up(x[0], sizeof x[0]), dev_up(x[1], sizeof x[1])}, dy[3];
+    vkop_mm a[3];
+    for (int k = 0; k < 3; k++) {
+        void *wq = make_weights(types[k], rows, cols, wf[k]);
+        const size_t rb = vkq_row_bytes(types[k], cols);
+        vkref dw = dev_up(wq, rb * rows);
+        free(wq);
+        dy[k] = dev_out(sizeof y[k]);
+        a[k] = (vkop_mm){.type = types[k], .w = dw.addr, .x = dx[k == 2].addr, .y = dy[k].addr, .ncols = cols,
+                         .nrows = rows, .row_bytes = (uint32_t)rb, .n_tok = T, .x_stride = cols, .y_stride = rows,
+                         .x_reuse = k > 0};
+    }
+    zn_err err = {0};
+    bool ok = begin();
+    const uint32_t turn0 = E.o.xq_turn;
+    for (int k = 0; k < 3 && ok; k++) {
+        if (vkop_matvec(&E.o, &E.c, &a[k], "mv", &err)) ok = false, fprintf(stderr, "  %s\n", err.msg);
+        vkcmd_barrier(&E.c);
+    }
+    ok = run() && ok;
+    CHECK(ok);
+    CHECK_MSG(E.o.xq_turn - turn0 == 2, "%u quantise passes for 3 calls (2 expected)", E.o.xq_turn - turn0);
+    for (int k = 0; k < 3 && ok; k++) {
+        double ref[2 * 13];
+        dev_down(dy[k], y[k], sizeof y[k]);
+        for (int tk = 0; tk < T; tk++) {
+            float xr[512];
+            memcpy(xr, x[k == 2] + tk * cols, sizeof xr);
+            q8_round(xr, cols);
+            for (int r = 0; r < rows; r++) {
+                double v = 0;
+                for (int c = 0; c < cols; c++) v += (double)wf[k][r * cols + c] * xr[c];
+                ref[tk * rows + r] = v;
+            }
+        }
+        double e = nmse(y[k], ref, (size_t)T * rows);
+        CHECK_MSG(e <= MM_TOL_Q8, "call %d (%s%s): nmse %.3g", k, zn_type_name(types[k]),
+                  k == 1 ? ", reused x" : k == 2 ? ", other x" : "", e);
+    }
+    reset();
+}
 
 static void test_embed(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -1139,6 +1203,7 @@ int main(void) {
     RUN(test_matvec_fused_x);
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
+    RUN(test_matvec_x_reuse);
     RUN(test_embed);
     RUN(test_norms);
     RUN(test_rope);

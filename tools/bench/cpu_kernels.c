@@ -47,7 +47,6 @@ int main(int argc, char **argv) {
     const size_t wrow = zn_row_size(type, K), xrow = zn_row_size(vt, K), gbytes = cpu_pack_group_bytes(type, K);
     uint8_t *w = malloc(wrow * (size_t)N), *xq = malloc(xrow * (size_t)T), *xu = malloc(xrow * (size_t)T);
     uint8_t *pk = malloc(gbytes * (size_t)(N / CPU_PACK_ROWS));
-    const void **xus = malloc(sizeof *xus * (size_t)T);
     float *f = malloc(sizeof *f * (size_t)K), *y = malloc(sizeof *y * (size_t)N * (size_t)T);
     const void **xs = malloc(sizeof *xs * (size_t)T);
     for (int64_t r = 0; r < N; r++) {
@@ -58,7 +57,6 @@ int main(int argc, char **argv) {
         for (int64_t i = 0; i < K; i++) f[i] = frand();
         quant_quantize_act(vt, f, xq + (size_t)t * xrow, K);
         xs[t] = xq + (size_t)t * xrow;
-        xus[t] = xu + (size_t)t * xrow;
     }
     memcpy(xu, xq, xrow * (size_t)T); /* packed Q8_0 reads the codes + 128 */
     for (int64_t b = 0; type == ZN_TYPE_Q8_0 && b < T * K / QK8_0; b++)
@@ -82,7 +80,7 @@ int main(int argc, char **argv) {
                 for (int64_t g = 0; g < N / CPU_PACK_ROWS; g++)
                     for (int t = 0; t < T; t += 16) {
                         float out[16][CPU_PACK_ROWS];
-                        k[j].packed(pk + g * gbytes, xus + t, T - t < 16 ? T - t : 16, K, out);
+                        k[j].packed(pk + g * gbytes, xu + (size_t)t * xrow, xrow, NULL, T - t < 16 ? T - t : 16, K, out);
                         y[g * T + t] += out[0][0];
                     }
             }
@@ -100,6 +98,5 @@ int main(int argc, char **argv) {
     free(y);
     free(xs);
     free(xu);
-    free(xus);
     return 0;
 }
