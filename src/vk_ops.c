@@ -482,8 +482,15 @@ bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts) {
     return n_tok < o->mm_min_tok;
 }
 
+/* Below this many rows a tiled mat-mat has a single row tile, a handful of
+ * workgroups for the whole GPU (the MoE routers and shared-expert gates,
+ * the delta rule's alpha/beta: 0.2 ms each on an H200 at 512 tokens); the
+ * mat-vec kernel re-reads the small matrix per token from cache instead. */
+#define MM_MIN_ROWS 128
+
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0)) return vkop_matvec(o, c, a, name, err);
+    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0) || (!a->ids && a->nrows < MM_MIN_ROWS))
+        return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
 
