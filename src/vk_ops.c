@@ -281,6 +281,16 @@ void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes) {
     o->xq_bytes = bytes;
 }
 
+/* log2 of the row groups per subgroup of matvec_q.comp: a row of fewer
+ * steps (32 values, 64 for Q6_K) than the subgroup has lanes gets only as
+ * many lanes as the power of two that covers them. */
+static uint32_t matvec_q_groups(const vkops *o, zn_type t, uint32_t ncols) {
+    const uint32_t steps = ncols / (t == ZN_TYPE_Q6_K ? 64 : 32);
+    uint32_t lg = 0;
+    while ((o->d->info.subgroup_size >> (lg + 1)) >= steps && (o->d->info.subgroup_size >> (lg + 1)) >= 1 && lg < 15) lg++;
+    return lg;
+}
+
 /* Records quantx into the next half of the scratch; returns its address
  * (0: this call does not fit, use the float kernel). */
 static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q, zn_err *err) {
@@ -324,13 +334,17 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
+    uint32_t per_sg = mv_rows_for(o, a->type);
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
         pc.x = q;
         pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
         pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+        const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
+        pc.flags |= lg << 8;
+        per_sg = mvq_rows_for(o, a->type) << lg;
     }
     uint32_t gx, gy;
-    const uint32_t per_wg = (q ? mvq_rows_for(o, a->type) : mv_rows_for(o, a->type)) * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
     grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
