@@ -11,8 +11,9 @@
 // padding (mm_prep.comp). Tiles that overhang the rows, the tokens or kp
 // load through clamping layouts (zeros outside); the others through plain
 // ones, which need no per-element bounds. The epilogue runs per element of
-// the accumulator (coopMatPerElementNV), so bias, scale, residual and the
-// bounds go through mm_store exactly as in mmf.glsl.
+// the accumulator (coopMatPerElementNV), so bias, scale, residual, the
+// stacked matmuls of a group and the bounds go through mm_store.glsl
+// exactly as in mmf.glsl.
 //
 // Dense only: the grouped MoE mode (push constant bucket != 0) stays on
 // mmf.glsl, whose gathered B rows a tensor layout cannot express.
@@ -34,10 +35,11 @@ layout(push_constant) uniform PC {
     uint64_t b;          // f16 [tokens][kp]
     uint64_t y, bias, scale, res;
     uint64_t bucket;     // 0: this kernel is dense only
+    uint64_t group;      // 0 or a Group block (mm_store.glsl): row r of A is row r_base + r of the stack
     uint kp, nrows, n_tok, n_slots;
     uint y_stride, y_slot_stride;
     uint b_tok, b_slot;
-    uint e0, n_expert;
+    uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
 } p;
 
@@ -53,7 +55,9 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H1
 // Element (r, c) of the tile at (row0, tok0): row row0 + r of token tok0 + c.
 float store_elem(const in uint r, const in uint c, const in float v, const in uint row0, const in uint tok0) {
     const uint R = row0 + r, n = tok0 + c;
-    if (R < p.nrows && n < p.n_tok) mm_store(n * p.y_stride + R, R, 0u, v);
+    if (R >= p.nrows || n >= p.n_tok) return v;
+    if (p.group != 0) group_store(p.group, n, p.r_base + R, v);
+    else mm_store(n * p.y_stride + R, R, 0u, v);
     return v;
 }
 
