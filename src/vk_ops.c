@@ -567,8 +567,8 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
 }
 
 /* Split-K only for single-token decode over a long context: prefill rows
- * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two:
- * chunks of (chunk/2, chunk] keys. */
+ * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two;
+ * the splits past the keys are empty (cheap: they exit after loading q). */
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
     if (n_tok != 1 || n_kv <= o->attn_chunk) return 1;
     const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
@@ -586,13 +586,15 @@ uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, u
 /* The push constants of attn.comp and attn_fa.comp. */
 typedef struct attn_push {
     uint64_t q, ck, cv, dst, part, step;
-    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_split;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
     float scale;
 } attn_push;
 
-static attn_push attn_pc(const vkop_attn *a, uint32_t n_split) {
+/* One split: every key (UINT32_MAX); more: attn_chunk keys each. */
+static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
     return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
-                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split, a->scale};
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split > 1 ? o->attn_chunk : UINT32_MAX, n_split,
+                       a->scale};
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -608,7 +610,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (fa) {
         zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
         if (st) return st;
-        attn_push pc = attn_pc(a, 1);
+        attn_push pc = attn_pc(o, a, 1);
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + 31) / 32, 1, name);
         return ZN_OK;
     }
@@ -617,7 +619,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (st) return st;
     uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
-    attn_push pc = attn_pc(a, n_split);
+    attn_push pc = attn_pc(o, a, n_split);
     vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);

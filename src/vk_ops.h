@@ -190,10 +190,11 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
  * over more than o->attn_chunk keys (default ZN_VK_ATTN_CHUNK; the env
  * variable of that name overrides it, for tuning and tests) splits them
- * (flash-decoding) into vkop_attn_splits() equal parts: a power of two, so
- * the count (the only thing of the partition a recording fixes) changes
- * only when the context doubles. With step set, the dispatch stays valid
- * for every n_past whose split count is the recorded one. */
+ * (flash-decoding) into chunks of that many keys, over vkop_attn_splits()
+ * workgroups: a power of two, so the count (the only thing of the
+ * partition a recording fixes) changes only when the context doubles; the
+ * splits past the last key are empty. With step set, the dispatch stays
+ * valid for every n_past whose split count is the recorded one. */
 #define ZN_VK_ATTN_MAX_HEAD_DIM 256
 #define ZN_VK_ATTN_CHUNK 256
 typedef struct vkop_attn {
