@@ -539,7 +539,7 @@ static int group_size(const vk_ctx *c, const zn_graph *g, int i) {
     int n = matmul_run(g, i);
     const zn_node *a = &g->nodes[i];
     if (n < 2 || c->no_fusion || c->n_groups == c->cap_groups || !c->groups.map ||
-        !vkops_matvec_for(&c->o, a->w[0]->type, (uint32_t)g->acts[a->src[0]].rows, false))
+        !vkops_group_ok(&c->o, a->w[0]->type, (uint32_t)g->acts[a->src[0]].rows))
         return 1;
     VkDeviceAddress next = 0;
     for (int k = 0; k < n; k++) {
@@ -575,7 +575,7 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
                  .bias_first = a->ip[0] == 1, .group = c->groups.addr + sizeof(vkop_group) * slot};
     c->n_groups++;
     matmul_x(c, g, a, &m);
-    return vkop_matvec(&c->o, c->rec, &m, a->tag, err);
+    return vkop_matmul(&c->o, c->rec, &m, a->tag, err);
 }
 
 static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {

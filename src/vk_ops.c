@@ -412,8 +412,7 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_p
 }
 
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (a->xmode != VKX_PLAIN || a->group)
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x or a group");
+    if (a->xmode != VKX_PLAIN) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x");
     if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
     mm_plan pl;
@@ -429,6 +428,11 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     const vkmm_cfg *cf = &zn_vk_mm_cfgs[ci];
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
     const uint32_t steps = pl.kp / 32;
+    /* x as the previous call converted it (x_reuse: same rows, unchanged) */
+    const struct vkop_mmx_key key = {a->x, sx, a->ncols, pl.kp, pl.xrows, pl.xs, a->x_stride, a->x_slot_stride};
+    _Static_assert(sizeof key == 40, "vkop_mmx_key has padding");
+    const bool have_x = a->x_reuse && !memcmp(&key, &o->mmx_last, sizeof key);
+    o->mmx_last = key;
     vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
     if (a->ids) {
         struct { uint64_t route, bucket; uint32_t n_tok, n_slots, ids_stride, n_expert; } bp = {
@@ -446,23 +450,27 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
             uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
         } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
                    a->ids ? sb : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows, nu * (a->ids ? a->nrows : 1) * steps,
-                   ch ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0};
+                   ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0};
         _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
         uint32_t gx, gy;
         grid2(o, (uint32_t)(((uint64_t)pp_pc.n_a + pp_pc.n_b + o->norm_wg - 1) / o->norm_wg), &gx, &gy);
         vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
         vkcmd_barrier(c);
         struct {
-            uint64_t a, b, y, bias, scale, res, bucket;
-            uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, b_tok, b_slot, e0, n_expert, flags;
+            uint64_t a, b, y, bias, scale, res, bucket, group;
+            uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, b_tok, b_slot, e0, n_expert, r_base, flags;
         } g = {sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
-               a->ids ? sb : 0, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride, a->y_slot_stride,
-               pl.xs, pl.xs > 1 ? 1 : 0, u0, a->n_expert, a->bias_first ? 1u : 0u};
+               a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride,
+               a->y_slot_stride, pl.xs, pl.xs > 1 ? 1 : 0, u0, a->n_expert, (uint32_t)r0, a->bias_first ? 1u : 0u};
         _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
         vkcmd_dispatch(c, pg, &g, sizeof g, (rows + cf->bm - 1) / cf->bm, (a->n_tok + cf->bn - 1) / cf->bn,
                        a->ids ? nu : 1, name);
     }
     return ZN_OK;
+}
+
+bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok) {
+    return vkops_matvec_for(o, t, n_tok, false) || f16_path(o, t);
 }
 
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {

@@ -66,6 +66,10 @@ typedef struct vkops {
         float eps;
         uint32_t zero;        /* no padding: keys compare with memcmp */
     } xq_last;
+    struct vkop_mmx_key {     /* the x the last f16 GEMM converted, and where to (x == 0: none) */
+        VkDeviceAddress x, xh;
+        uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride;
+    } mmx_last;
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -129,6 +133,9 @@ void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 /* Mat-vec kernel for few tokens, tiled mat-mat for many (experts: the
  * grouped GEMM, where the f16 path is available and the type is not F32). */
 bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
+/* Can a grouped matmul (vkop_mm.group) of n_tok tokens run? (the mat-vec
+ * kernel or the f16 GEMM path take groups.) */
+bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
