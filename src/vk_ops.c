@@ -45,6 +45,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* the grouped GEMM dequantises every chosen expert once: it beats
      * re-reading experts per token from a few tokens on */
     o->moe_min_tok = cpu ? 1u << 30 : 16;
+    o->mm_cfg = ZN_VK_MM_AUTO;
     const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
     const char *ch = getenv("ZN_VK_ATTN_CHUNK");
@@ -110,17 +111,30 @@ const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG] = {
 
 #define MMF_LDV 20 /* mmf.glsl: f16vec2 per shared row */
 
-static bool mmf_fits(const vkops *o, uint32_t ci) {
+bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci) {
     const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
     return 2 * (f->bm + f->bn) * MMF_LDV * 4 + 1024 <= o->d->info.max_shared;
 }
 
-/* The GEMM tile config: mm_cfg, or the first one whose shared memory fits
- * the device (lavapipe has 32 KiB). */
-static uint32_t mmf_cfg(const vkops *o) {
-    for (uint32_t i = 0; i < ZN_VK_MM_NCFG && !mmf_fits(o, o->mm_cfg); i++)
-        if (mmf_fits(o, i)) return i;
-    return o->mm_cfg;
+#define MMF_MIN_WGS 256 /* two workgroups per SM of a large GPU (H200: 132 SMs) */
+
+/* The GEMM tile config for `groups` products of rows x toks: mm_cfg when
+ * set and it fits, else the largest tile that still gives MMF_MIN_WGS
+ * workgroups (or the one giving the most): small products need many small
+ * tiles to fill the GPU. */
+static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t groups) {
+    if (o->mm_cfg < ZN_VK_MM_NCFG && vkops_mm_cfg_fits(o, o->mm_cfg)) return o->mm_cfg;
+    static const uint32_t by_size[] = {0, 5, 3, 4}; /* 128x128, 128x64, 64x128, 64x64 */
+    uint32_t best = 0;
+    uint64_t best_n = 0;
+    for (size_t i = 0; i < sizeof by_size / sizeof *by_size; i++) {
+        const vkmm_cfg *f = &zn_vk_mm_cfgs[by_size[i]];
+        if (!vkops_mm_cfg_fits(o, by_size[i])) continue;
+        const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn) * groups;
+        if (n >= MMF_MIN_WGS) return by_size[i];
+        if (n > best_n) best = by_size[i], best_n = n;
+    }
+    return best;
 }
 
 /* mmf.glsl's specialisation: the config, and as many 16x16 f32 epilogue
@@ -267,6 +281,16 @@ void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes) {
     o->xq_bytes = bytes;
 }
 
+/* log2 of the row groups per subgroup of matvec_q.comp: a row of fewer
+ * steps (32 values, 64 for Q6_K) than the subgroup has lanes gets only as
+ * many lanes as the power of two that covers them. */
+static uint32_t matvec_q_groups(const vkops *o, zn_type t, uint32_t ncols) {
+    const uint32_t steps = ncols / (t == ZN_TYPE_Q6_K ? 64 : 32);
+    uint32_t lg = 0;
+    while ((o->d->info.subgroup_size >> (lg + 1)) >= steps && (o->d->info.subgroup_size >> (lg + 1)) >= 1 && lg < 15) lg++;
+    return lg;
+}
+
 /* Records quantx into the next half of the scratch; returns its address
  * (0: this call does not fit, use the float kernel). */
 static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q, zn_err *err) {
@@ -310,13 +334,17 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
+    uint32_t per_sg = mv_rows_for(o, a->type);
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
         pc.x = q;
         pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
         pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+        const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
+        pc.flags |= lg << 8;
+        per_sg = mvq_rows_for(o, a->type) << lg;
     }
     uint32_t gx, gy;
-    const uint32_t per_wg = (q ? mvq_rows_for(o, a->type) : mv_rows_for(o, a->type)) * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
     grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
@@ -354,17 +382,16 @@ static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
 uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap) {
     mm_plan pl;
     mm_plan_shape(o, a, &pl);
-    const uint64_t tile = a->ids ? 1 : zn_vk_mm_cfgs[mmf_cfg(o)].bm, min_units = tile < pl.units ? tile : pl.units;
+    const uint64_t tile = a->ids ? 1 : 128 /* the largest BM */, min_units = tile < pl.units ? tile : pl.units;
     uint64_t units = a_cap / pl.unit_bytes;
     if (units < min_units) units = min_units;
     if (units > pl.units) units = pl.units;
     return pl.a_off + align256(units * pl.unit_bytes);
 }
 
-static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, mm_plan *pl, zn_err *err) {
+static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_plan *pl, zn_err *err) {
     mm_plan_shape(o, a, pl);
     uint64_t cap = o->mm_scratch_bytes > pl->a_off ? (o->mm_scratch_bytes - pl->a_off) / pl->unit_bytes : 0;
-    const uint32_t bm = zn_vk_mm_cfgs[mmf_cfg(o)].bm;
     if (!a->ids && cap > bm) cap -= cap % bm; /* whole row tiles per chunk */
     if (!cap)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM scratch of %llu bytes too small for %u x %u x %u",
@@ -383,9 +410,11 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
     mm_plan pl;
     const vkpipe *pp = NULL, *pg = NULL, *pb = NULL;
-    zn_status st = mm_plan_for(o, a, &pl, err);
+    /* grouped: tokens per expert as if the pairs spread evenly */
+    const uint32_t ci = a->ids ? mmf_cfg(o, a->nrows, (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert, a->n_expert)
+                               : mmf_cfg(o, a->nrows, a->n_tok, 1);
+    zn_status st = mm_plan_for(o, a, zn_vk_mm_cfgs[ci].bm, &pl, err);
     if (!st) st = get_pipe(o, VKO_MM_PREP, a->type, &pp, err);
-    const uint32_t ci = mmf_cfg(o);
     if (!st) st = get_pipe_v(o, o->coopmat ? VKO_MMF : VKO_MMF_EMU, ZN_TYPE_F32, ci, &pg, err);
     if (!st && a->ids) st = get_pipe(o, VKO_MOE_BUCKET, ZN_TYPE_F32, &pb, err);
     if (st) return st;

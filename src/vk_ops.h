@@ -28,6 +28,7 @@ typedef enum vkop_kind {
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
 typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 #define ZN_VK_MM_NCFG 7
+#define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
 typedef struct vkops {
@@ -51,7 +52,7 @@ typedef struct vkops {
     VkDeviceAddress mm_scratch;
     uint64_t mm_scratch_bytes;
     bool mm_emulate;
-    uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs */
+    uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
     uint32_t moe_min_tok;
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
@@ -132,6 +133,9 @@ bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
 uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap);
+/* Does tile config ci fit the device's shared memory? (matmat falls back
+ * to the first one that does.) */
+bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci);
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
 /* Forces one kernel (tests compare both). */
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);

@@ -245,9 +245,11 @@ static void matvec_types(void) {
         /* rows longer than a subgroup's lanes take in one pass */
         double e4 = mm_case(t, 9, t == ZN_TYPE_F32 || t == ZN_TYPE_F16 || t == ZN_TYPE_BF16 ? 1111 : 2304, 2, false, K_VEC);
         double e5 = mm_case_x(t, 11, cols_for(t, 64), 3, false, K_VEC, 1); /* x rows not 16-byte aligned */
-        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol,
-                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x)", zn_type_name(t),
-                  q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5);
+        /* one block per row: fewer steps than lanes (rows share a subgroup) */
+        double e6 = mm_case(t, 21, zn_type_get(t)->blck == 256 ? 256 : 32, 2, true, K_VEC);
+        CHECK_MSG(e1 <= tol && e3 <= tol && e4 <= tol && e5 <= tol && e6 <= tol,
+                  "%s%s: nmse %.3g (T=1) %.3g (T=3, bias/scale/res) %.3g (long rows) %.3g (unaligned x) %.3g (short rows)",
+                  zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5, e6);
     }
 }
 static void test_matvec_types(void) { both_matvecs(matvec_types); }
@@ -291,13 +293,22 @@ static void f16_types(void) {
     }
 }
 
+/* Emulated in the tile configs picked by shape (lavapipe: 128x64 with 256
+ * threads, 64x64 with 128); on cooperative matrices in every config the
+ * device fits. */
 static void test_matmat_f16(void) {
     f16_cm = false;
     f16_types();
-    if (E.o.coopmat) {
+    const uint32_t cfg = E.o.mm_cfg;
+    for (uint32_t ci = 0; E.o.coopmat && ci < ZN_VK_MM_NCFG; ci++) {
+        const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
+        if (!vkops_mm_cfg_fits(&E.o, ci)) continue;
+        fprintf(stderr, "  coopmat GEMM %ux%u, subgroup %ux%u, %u threads\n", f->bm, f->bn, f->wm, f->wn, f->wg);
+        E.o.mm_cfg = ci;
         f16_cm = true;
         f16_types();
     }
+    E.o.mm_cfg = cfg;
 }
 
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by

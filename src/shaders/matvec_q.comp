@@ -130,9 +130,14 @@ float dot_step(uint64_t row, uint s, uint n, const XS x) {
 }
 
 void main() {
-    const uint r0 = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID) * NR;
-    if (r0 >= p.nrows) return;
-    const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots, lane = gl_SubgroupInvocationID;
+    // Rows shorter than a subgroup's lanes (few steps: MoE experts' down
+    // matrices) split the subgroup into G groups of L lanes, each with its
+    // own NR rows (matvec_q_groups in vk_ops.c picks G; flags bits 8-11).
+    const uint G = 1u << ((p.flags >> 8) & 15u), L = SG / G, lane = gl_SubgroupInvocationID, sl = lane % L;
+    const uint rb = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID) * G * NR;
+    if (rb >= p.nrows) return;
+    const uint r0 = rb + (lane / L) * NR;
+    const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots;
     uint e = 0;
     if (p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
@@ -146,21 +151,25 @@ void main() {
     // and full iterations have no bounds checks, so nothing stands between
     // the loads of U steps x NR rows and the compiler can issue them all
     // before the first use.
-    uint s = lane;
-    for (; s + (U - 1u) * SG < nsteps; s += U * SG) {
+    uint s = sl;
+    for (; s + (U - 1u) * L < nsteps; s += U * L) {
         XS x[U];
-        for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, s + u * SG);
+        for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, s + u * L);
         for (uint r = 0; r < NR; r++) {
             const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
-            for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * SG, p.ncols, x[u]);
+            for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * L, p.ncols, x[u]);
         }
     }
-    for (; s < nsteps; s += SG) {
+    for (; s < nsteps; s += L) {
         const XS x = load_x(xr, nb, s);
         for (uint r = 0; r < NR; r++)
             acc[r] += dot_step(w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes, s, p.ncols, x);
     }
-    for (uint r = 0; r < NR; r++) acc[r] = subgroupAdd(acc[r]);
-    if (lane != 0u) return;
+    for (uint r = 0; r < NR; r++) {
+        if (G == 1u) acc[r] = subgroupAdd(acc[r]);
+        else
+            for (uint o = L / 2u; o > 0u; o >>= 1) acc[r] += subgroupShuffleXor(acc[r], o);
+    }
+    if (sl != 0u) return;
     for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r]);
 }

@@ -14,7 +14,8 @@ layout(push_constant) uniform PC {
     uint n_tok, ids_stride;
     uint flags;        // bit 0: y = (acc + bias) * scale, else acc * scale + bias;
                        // bit 1: x rows (and slots) start 16-byte aligned; bits 2-3: x mode;
-                       // bit 4: grouped (matvec.comp)
+                       // bit 4: grouped (matvec.comp); bits 8-11: log2 of the row
+                       // groups per subgroup (matvec_q.comp)
     float eps;         // XM_RMSNORM
 } p;
 

@@ -1,14 +1,15 @@
 /* Prefill GEMM timing on a real GPU (not part of CI):
  *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matmul.c build/libzinc.a -ldl -lm -lpthread -o vk-matmul
- *   ./vk-matmul            (all kernels, 512 tokens: a few seconds on an H200)
- *   ./vk-matmul 8 2        (8 tokens, 2 timed calls: a smoke run on lavapipe)
+ *   ./vk-matmul            (512 tokens, median of 20 calls: seconds on an H200)
+ *   ./vk-matmul 8 2        (8 tokens, 2 timed calls: minutes on lavapipe)
  * Times 512-token matmuls of Qwen3-8B (dense) and one MoE layer of a
  * Qwen3.5-35B-A3B shape (32 experts, top 8) with GPU timestamps: the old
- * tiled kernels, the f16 GEMM path in every tile config (zn_vk_mm_cfgs;
- * "prep" = dequantise + convert, "gemm" = the multiply), and for MoE the
- * per-token expert mat-vec. Median of REPS calls after WARM. Random bytes
- * stand in for the quantised weights: the kernels' cost does not depend on
- * their values. TFLOP/s counts 2 * rows * cols * tokens (* slots). */
+ * tiled kernels (MoE: the per-token expert mat-vec), then the f16 GEMM
+ * path in every tile config (zn_vk_mm_cfgs: rows x tokens per workgroup /
+ * per subgroup / threads) and in the one picked by shape (the default).
+ * "prep" = dequantise + convert, "gemm" = the multiply. Random bytes stand
+ * in for the quantised weights: the kernels' cost does not depend on their
+ * values. TFLOP/s counts 2 * rows * cols * tokens (* slots). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,7 @@ int main(int argc, char **argv) {
         {"8B ffn_gate", ZN_TYPE_Q4_K, 4096, 12288, 0, 0, false},
         {"8B ffn_down", ZN_TYPE_Q6_K, 12288, 4096, 0, 0, false},
         {"8B attn_q", ZN_TYPE_Q4_K, 4096, 4096, 0, 0, false},
+        {"8B attn_k", ZN_TYPE_Q4_K, 4096, 1024, 0, 0, false},
         {"35B moe_gate", ZN_TYPE_Q4_K, 2048, 512, 32, 8, false},
         {"35B moe_down", ZN_TYPE_Q6_K, 512, 2048, 32, 8, true},
     };
@@ -169,18 +171,19 @@ int main(int argc, char **argv) {
         o.coopmat = cm;
         o.mm_emulate = !cm;
         o.mm_scratch = scratch.addr, o.mm_scratch_bytes = need;
-        for (uint32_t ci = 0; ci < ZN_VK_MM_NCFG; ci++) {
-            const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
-            if (2 * (f->bm + f->bn) * 80 + 1024 > d.info.max_shared) continue; /* the driver would refuse it */
-            o.mm_cfg = ci;
+        for (uint32_t ci = 0; ci <= ZN_VK_MM_NCFG; ci++) { /* the last: picked by shape (the default) */
+            const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
+            if (ci < ZN_VK_MM_NCFG && !vkops_mm_cfg_fits(&o, ci)) continue;
+            o.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
             char name[64];
-            snprintf(name, sizeof name, "f16 %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", f->bm, f->bn, f->wm, f->wn, f->wg);
+            if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s auto (default)", cm ? "cm" : "emu");
+            else snprintf(name, sizeof name, "f16 %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", f->bm, f->bn, f->wm, f->wn, f->wg);
             if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
                 printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
                        gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
         }
-        o.mm_cfg = 0, o.mm_emulate = false;
+        o.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
         vkarena_free(&a);
         vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
     }
