@@ -322,6 +322,9 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         st = vkcmd_init(&c->rp.cmd, &c->d, c->o.ps.layout, false, err);
         c->rp.cmd.reusable = true;
     }
+    /* ZN_VK_POLL=0/1: poll for the end of a step (vkcmd_wait); default on
+     * GPUs, off on CPU devices, where polling takes a core from the work */
+    c->c.poll = c->rp.cmd.poll = env_u64("ZN_VK_POLL", strcmp(c->d.info.kind, "cpu") != 0) != 0;
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);
     if (st) {
         vk_free(c);

@@ -214,9 +214,14 @@ int cli_bench(int argc, char **argv) {
     a.backend = cli_backend_or_default(a.backend);
     if (engine_init(&e, &m, a.backend, threads, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK)
         goto fail;
-    /* warm-up: page the weights in, start the threads */
+    /* warm-up: page the weights in, start the threads, and run one prefill
+     * of the measured size (a GPU backend builds that step's pipelines and
+     * scratch on first use: not what a repetition should time) */
     if (engine_decode(&e, &s, toks, 8, NULL, false, &err) != ZN_OK ||
         engine_decode(&e, &s, toks + 8, 1, NULL, false, &err) != ZN_OK)
+        goto fail;
+    if (a.p > 0 && (run_depth(&e, &s, toks, 0, &err) != ZN_OK ||
+                    engine_decode(&e, &s, toks, (int)a.p, NULL, false, &err) != ZN_OK))
         goto fail;
     if (e.be->stats) e.be->stats(e.be_ctx, &bs0);
     for (long r = 0; r < a.reps; r++) {

@@ -28,6 +28,8 @@ typedef struct vkcmd {
     VkCommandBuffer cb;
     VkFence fence;
     bool reusable;                /* set by the owner before vkcmd_begin: may be submitted many times */
+    bool poll;                    /* vkcmd_wait polls near the expected end (set by the owner) */
+    double submit_s, expect_s;    /* when the last submit happened; how long the one before ran */
     bool recording, submitted;
     bool copied;                  /* a transfer since the last barrier */
     VkPipeline bound;
@@ -55,7 +57,11 @@ void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern);
 zn_status vkcmd_run(vkcmd *c, zn_err *err);
 /* The three steps of vkcmd_run. vkcmd_end makes every write visible to the
  * host (mapped buffers are read after vkcmd_wait); a reusable buffer can be
- * submitted again after vkcmd_wait returned. */
+ * submitted again after vkcmd_wait returned. With poll, vkcmd_wait sleeps
+ * in the driver for 3/4 of the previous submission's run time, then polls
+ * the fence (yielding the CPU in between) up to 5/4 of it, then sleeps
+ * again: a sleeping wait can wake up tens of microseconds after the GPU is
+ * done, a fraction of a short decode step (llama.cpp polls too). */
 zn_status vkcmd_end(vkcmd *c, zn_err *err);
 zn_status vkcmd_submit(vkcmd *c, zn_err *err);
 zn_status vkcmd_wait(vkcmd *c, zn_err *err);

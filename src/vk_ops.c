@@ -97,6 +97,14 @@ static uint32_t mvq_unroll_for(const vkops *o, zn_type t) {
     return o->mv_unroll ? o->mv_unroll : 2;
 }
 
+/* Lanes per state row of gdn.comp: 8 (3 shuffle steps per reduction); on
+ * narrower subgroups (lavapipe's 8) half the subgroup, so the op tests still
+ * run two rows per subgroup as GPUs do. */
+static uint32_t gdn_lanes(const vkops *o) {
+    uint32_t sg = o->d->info.subgroup_size;
+    return sg >= 16 ? 8 : sg > 1 ? sg / 2 : 1;
+}
+
 /* log2(d) - 3 for the GDN head dims 8..1024, else -1. */
 static int dim_slot(uint32_t d) {
     for (int i = 0; i < ZN_VK_NTYPES; i++)
@@ -206,10 +214,10 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
     case VKO_CONV1D: shader = "conv1d"; spec[n++] = o->small_wg; break;
     case VKO_GDN: {
-        uint32_t sg = o->d->info.subgroup_size;
-        if (dim % sg) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs subgroup %u", dim, sg);
+        uint32_t sg = o->d->info.subgroup_size, lpr = gdn_lanes(o);
+        if (dim % lpr) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", dim, lpr);
         shader = "gdn";
-        spec[n++] = 4 * sg; spec[n++] = sg; spec[n++] = dim;
+        spec[n++] = 4 * sg; spec[n++] = sg; spec[n++] = dim; spec[n++] = lpr;
         return vkpipe_create(&o->ps, p, shader, spec, n, sg, err);
     }
     default:
@@ -482,8 +490,15 @@ bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts) {
     return n_tok < o->mm_min_tok;
 }
 
+/* Below this many rows a tiled mat-mat has a single row tile, a handful of
+ * workgroups for the whole GPU (the MoE routers and shared-expert gates,
+ * the delta rule's alpha/beta: 0.2 ms each on an H200 at 512 tokens); the
+ * mat-vec kernel re-reads the small matrix per token from cache instead. */
+#define MM_MIN_ROWS 128
+
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0)) return vkop_matvec(o, c, a, name, err);
+    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0) || (!a->ids && a->nrows < MM_MIN_ROWS))
+        return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
 
@@ -672,6 +687,8 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
     } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->n_tok, a->h_k, a->h_v, a->d_v,
             a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
-    dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + 3) / 4, name);
+    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes rows each */
+    const uint32_t rows_wg = 4 * (o->d->info.subgroup_size / gdn_lanes(o));
+    dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + rows_wg - 1) / rows_wg, name);
     return ZN_OK;
 }

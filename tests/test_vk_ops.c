@@ -216,7 +216,12 @@ static int cols_for(zn_type t, int odd) {
 static void mvq_config(uint32_t rows, uint32_t unroll) {
     E.o.mv_rows = rows ? rows : E.mv_rows0;
     E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
-    for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
+    /* the float kernel's rows per subgroup are a specialisation constant
+     * too: a pipeline built for other rows would leave rows unwritten */
+    for (int t = 0; t < ZN_VK_NTYPES; t++) {
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC][t]);
+    }
 }
 
 /* Runs a mat-vec test with the integer kernel (where the device has it):

@@ -32,10 +32,13 @@ static bool pair_init(pair *p, const zn_model *m) {
     memset(p, 0, sizeof *p);
     p->n_vocab = m->hp.n_vocab;
     for (int i = 0; i < 2; i++) {
-        if (i) setenv("ZN_VK_NO_REPLAY", "1", 1); /* both read at backend init */
+        /* all read at backend init; the replaying engine also polls for
+         * the end of each step (vkcmd_wait), the other sleeps */
+        setenv(i ? "ZN_VK_NO_REPLAY" : "ZN_VK_POLL", "1", 1);
         setenv("ZN_VK_ATTN_CHUNK", CHUNK, 1);
         zn_status st = engine_init(&p->e[i], m, "vulkan", 1, &err);
         unsetenv("ZN_VK_NO_REPLAY");
+        unsetenv("ZN_VK_POLL");
         unsetenv("ZN_VK_ATTN_CHUNK");
         if (st == ZN_ERR_DEVICE) no_device = true;
         if (!st) st = seq_init(&p->a[i], &p->e[i], N_TOK + 8, &err);

@@ -1,22 +1,26 @@
 #version 450
 // Gated delta rule (ssm.h ssm_gdn_recurrent), decode and prefill alike: row
-// j of value head h's state (Dk coefficients) lives in the registers of one
-// subgroup, lane l holding elements l + SG m, for all T tokens in order:
+// j of value head h's state (Dk coefficients) lives in the registers of a
+// cluster of LPR lanes, lane l of the cluster holding elements l + LPR m,
+// for all T tokens in order:
 //   S *= exp(g); u = S.k; d = (v - u) beta; S += k d; o = S.q / sqrt(Dk)
-// Rows are independent, so a workgroup of WG / SG subgroups handles as many.
+// The tokens form a dependent chain whose latency is the two dot products'
+// reductions: clusters of 8 lanes need 3 shuffle steps where a whole
+// subgroup needs 5, and a subgroup works on SG / LPR rows at once. A
+// token's inputs are loaded one token ahead so the loads overlap the chain.
 // With l2 set, q and k are first scaled by 1/sqrt(sum(x^2) + eps) (graph.h
-// ZN_OP_GDN) -- the lanes hold the whole head, so that is one subgroup add.
-// Gates: with gate_raw set, g and beta are computed here from the raw
-// projections (ssm_gdn_gates: g = softplus(alpha + dt_bias) a, beta =
-// sigmoid(beta_raw)); else read ready-made.
+// ZN_OP_GDN). Gates: with gate_raw set, g and beta are computed here from
+// the raw projections (ssm_gdn_gates: g = softplus(alpha + dt_bias) a,
+// beta = sigmoid(beta_raw)); else read ready-made.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint SG = 32;   // the subgroup size the pipeline requires
 layout(constant_id = 2) const uint DK = 128;
+layout(constant_id = 3) const uint LPR = 8;   // lanes per row: a power of two dividing SG and DK
 layout(local_size_x_id = 0) in;
 
-#define PL (DK / SG)
+#define PL (DK / LPR)
 
 layout(push_constant) uniform PC {
     uint64_t q, k, v, g, beta, state, dst;
@@ -29,16 +33,22 @@ layout(push_constant) uniform PC {
 
 float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
-// A token's inputs for this row are loaded a token ahead (nk, nq, nv, ng,
-// nb), so the global loads overlap the previous token's dependent chain of
-// subgroup adds.
+float cluster_add(float x) {
+    for (uint o = LPR / 2u; o > 0u; o >>= 1) x += subgroupShuffleXor(x, o);
+    return x;
+}
+
 void main() {
-    const uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID;
-    if (row >= p.h_v * p.d_v) return;
-    const uint h = row / p.d_v, j = row % p.d_v, hk = h % p.h_k, lane = gl_SubgroupInvocationID;
+    const uint lane = gl_SubgroupInvocationID, li = lane % LPR;
+    const uint sg_id = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID;
+    const uint n_rows = p.h_v * p.d_v, row_ = sg_id * (SG / LPR) + lane / LPR;
+    if (sg_id * (SG / LPR) >= n_rows) return;    // whole subgroups only: the shuffles need every lane
+    const bool live = row_ < n_rows;
+    const uint row = live ? row_ : n_rows - 1u;
+    const uint h = row / p.d_v, j = row % p.d_v, hk = h % p.h_k;
     const uint sb = row * DK;
     float S[PL];
-    for (uint m = 0; m < PL; m++) S[m] = F32(p.state).v[sb + lane + SG * m];
+    for (uint m = 0; m < PL; m++) S[m] = F32(p.state).v[sb + li + LPR * m];
     const float qscale = 1.0 / sqrt(float(DK));
     float dtb = 0.0, ah = 0.0;
     if (p.gate_raw != 0u) {
@@ -59,8 +69,8 @@ void main() {
             nb = F32(p.beta).v[t * p.ld_g + h];
             const uint kb = t * p.ld_qk + hk * DK;
             for (uint m = 0; m < PL; m++) {
-                nk[m] = F32(p.k).v[kb + lane + SG * m];
-                nq[m] = F32(p.q).v[kb + lane + SG * m];
+                nk[m] = F32(p.k).v[kb + li + LPR * m];
+                nq[m] = F32(p.q).v[kb + li + LPR * m];
             }
             nv = F32(p.v).v[t * p.ld_v + h * p.d_v + j];
         }
@@ -77,23 +87,24 @@ void main() {
         }
         float kn = 1.0, qn = qscale;
         if (p.l2 != 0u) {
-            kn = 1.0 / sqrt(subgroupAdd(kk) + p.eps);
-            qn = qscale / sqrt(subgroupAdd(qq) + p.eps);
+            kn = 1.0 / sqrt(cluster_add(kk) + p.eps);
+            qn = qscale / sqrt(cluster_add(qq) + p.eps);
         }
         for (uint m = 0; m < PL; m++) {
             kl[m] = ck[m] * kn;
             S[m] *= eg;
             u = fma(S[m], kl[m], u);
         }
-        u = subgroupAdd(u);
+        u = cluster_add(u);
         const float d = (cv - u) * b;
         float o = 0.0;
         for (uint m = 0; m < PL; m++) {
             S[m] = fma(kl[m], d, S[m]);
             o = fma(S[m], cq[m], o);
         }
-        o = subgroupAdd(o);
-        if (lane == 0u) F32(p.dst).v[(t - 1u) * p.ld_o + h * p.d_v + j] = o * qn;
+        o = cluster_add(o);
+        if (live && li == 0u) F32(p.dst).v[(t - 1u) * p.ld_o + h * p.d_v + j] = o * qn;
     }
-    for (uint m = 0; m < PL; m++) F32(p.state).v[sb + lane + SG * m] = S[m];
+    if (live)
+        for (uint m = 0; m < PL; m++) F32(p.state).v[sb + li + LPR * m] = S[m];
 }
