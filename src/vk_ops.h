@@ -13,6 +13,7 @@ typedef enum vkop_kind {
     VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
     VKO_MM_PREP,                                             /* per weight type */
     VKO_MMF, VKO_MMF_EMU,                                    /* per tile config (zn_vk_mm_cfgs) */
+    VKO_MMF_CM2,                                             /* per tile config (zn_vk_cm2_cfgs) */
     VKO_MOE_BUCKET,
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
     VKO_ATTN_FA,                                             /* variant by head dim */
@@ -30,6 +31,12 @@ typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 #define ZN_VK_MM_NCFG 7
 #define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
+
+/* Tile configurations of the dense f16 GEMM on NV cooperative matrix 2
+ * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k step. */
+typedef struct vkcm2_cfg { uint32_t bm, bn, bk; } vkcm2_cfg;
+#define ZN_VK_CM2_NCFG 7
+extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
 
 typedef struct vkops {
     vkdev *d;
@@ -53,6 +60,9 @@ typedef struct vkops {
     uint64_t mm_scratch_bytes;
     bool mm_emulate;
     uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
+    bool mm_cm2;              /* dense GEMMs of that path on mmf_cm2.comp (device coopmat2;
+                                 ZN_VK_MM_CM2=0 clears it at init, for A/B) */
+    uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
@@ -66,6 +76,10 @@ typedef struct vkops {
         float eps;
         uint32_t zero;        /* no padding: keys compare with memcmp */
     } xq_last;
+    struct vkop_mmx_key {     /* the x the last f16 GEMM converted, and where to (x == 0: none) */
+        VkDeviceAddress x, xh;
+        uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride;
+    } mmx_last;
 } vkops;
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
@@ -129,6 +143,9 @@ void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 /* Mat-vec kernel for few tokens, tiled mat-mat for many (experts: the
  * grouped GEMM, where the f16 path is available and the type is not F32). */
 bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
+/* Can a grouped matmul (vkop_mm.group) of n_tok tokens run? (the mat-vec
+ * kernel or the f16 GEMM path take groups.) */
+bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
@@ -190,10 +207,11 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
  * over more than o->attn_chunk keys (default ZN_VK_ATTN_CHUNK; the env
  * variable of that name overrides it, for tuning and tests) splits them
- * (flash-decoding) into vkop_attn_splits() equal parts: a power of two, so
- * the count (the only thing of the partition a recording fixes) changes
- * only when the context doubles. With step set, the dispatch stays valid
- * for every n_past whose split count is the recorded one. */
+ * (flash-decoding) into chunks of that many keys, over vkop_attn_splits()
+ * workgroups: a power of two, so the count (the only thing of the
+ * partition a recording fixes) changes only when the context doubles; the
+ * splits past the last key are empty. With step set, the dispatch stays
+ * valid for every n_past whose split count is the recorded one. */
 #define ZN_VK_ATTN_MAX_HEAD_DIM 256
 #define ZN_VK_ATTN_CHUNK 256
 typedef struct vkop_attn {

@@ -132,15 +132,16 @@ typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT, K_F16 } mm_kernel;
 /* K_F16: the f16 GEMM path (vk_ops.h mm_scratch) on cooperative matrices
  * when f16_cm, else on their emulation. Its scratch (NaN-poisoned, so a
  * missing zero pad shows) holds half the weights: they go in chunks. */
-static bool f16_cm;
+static bool f16_cm, f16_cm2; /* f16_cm2: dense GEMMs on mmf_cm2.comp (NV cooperative matrix 2) */
 static zn_status f16_matmat(vkop_mm *a, uint64_t weight_bytes, zn_err *err) {
     const vkops saved = E.o;
     E.o.coopmat = f16_cm;
     E.o.mm_emulate = !f16_cm;
+    E.o.mm_cm2 = f16_cm && f16_cm2;
     E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, a, weight_bytes / 2);
     E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
     zn_status st = vkop_matmat(&E.o, &E.c, a, "f16", err);
-    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate;
+    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate, E.o.mm_cm2 = saved.mm_cm2;
     E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
     return st;
 }
@@ -294,7 +295,7 @@ static void f16_types(void) {
         double e2 = mm_case(t, 33, cols_for(t, 33), 5, true, K_F16);
         double e3 = mm_case(t, 300, cols_for(t, 72), 131, true, K_F16);
         CHECK_MSG(e1 <= 1e-5 && e2 <= 1e-5 && e3 <= 1e-5, "%s%s: nmse %.3g (70x67) %.3g (33x5, extras) %.3g (300x131, chunks)",
-                  zn_type_name(t), f16_cm ? " (coopmat)" : " (emulated)", e1, e2, e3);
+                  zn_type_name(t), f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e1, e2, e3);
     }
 }
 
@@ -314,6 +315,145 @@ static void test_matmat_f16(void) {
         f16_types();
     }
     E.o.mm_cfg = cfg;
+}
+
+/* The NV cooperative matrix 2 GEMM (devices with it) in every tile config:
+ * the f16_types cases (rows, tokens and kp not multiples of the tiles: the
+ * clamped loads) and 260 x 272 with kp a multiple of 64 (whole tiles: the
+ * unclamped loads), against the same double-precision reference. */
+static void test_matmat_cm2(void) {
+    if (!E.o.coopmat || !E.d.info.coopmat2) {
+        fprintf(stderr, "  no NV cooperative matrix 2 on this device\n");
+        return;
+    }
+    const uint32_t cfg = E.o.cm2_cfg;
+    f16_cm = f16_cm2 = true;
+    for (uint32_t ci = 0; ci < ZN_VK_CM2_NCFG; ci++) {
+        const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
+        fprintf(stderr, "  coopmat2 GEMM %ux%u, k %u\n", f->bm, f->bn, f->bk);
+        E.o.cm2_cfg = ci;
+        f16_types();
+        for (size_t i = 1; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
+            const zn_type t = ALL_TYPES[i];
+            const double e = mm_case(t, 260, zn_type_get(t)->blck == 256 ? 512 : 128, 272, true, K_F16);
+            CHECK_MSG(e <= 1e-5, "%s (coopmat2 %ux%u k %u): nmse %.3g (260x272, whole tiles)", zn_type_name(t), f->bm,
+                      f->bn, f->bk, e);
+        }
+    }
+    f16_cm2 = false;
+    E.o.cm2_cfg = cfg;
+}
+
+/* Three stacked matmuls (13, 7 and 20 rows) as one f16 GEMM with the
+ * grouped epilogue (own outputs with padded strides, bias, scale), its
+ * weights in two chunks (the second starts inside the stack: r_base). */
+static void f16_grouped(void) {
+    const zn_type t = ZN_TYPE_Q4_K;
+    const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 67;
+    float *wf = malloc(sizeof(float) * total * cols), *x = malloc(sizeof(float) * T * cols), bias[40];
+    float scale[3] = {0.5f, 1.5f, -2.0f}, *y = malloc(sizeof(float) * T * 23);
+    double *ref = malloc(sizeof(double) * T * 23);
+    void *wq = make_weights(t, total, cols, wf);
+    fill(x, (size_t)T * cols, 1.0f);
+    fill(bias, 40, 1.0f);
+    const size_t rb = vkq_row_bytes(t, cols);
+    vkref dw = dev_up(wq, rb * total), dx = dev_up(x, sizeof(float) * T * cols), db = dev_up(bias, sizeof bias);
+    vkref ds = dev_up(scale, sizeof scale), dy[3];
+    vkop_group grp = {.n_seg = 3};
+    for (int sg = 0, r0 = 0; sg < 3; r0 += rows[sg++]) {
+        dy[sg] = dev_out(sizeof(float) * T * (rows[sg] + 3));
+        grp.y[sg] = dy[sg].addr;
+        grp.bias[sg] = sg == 1 ? 0 : db.addr + 4 * r0;
+        grp.scale[sg] = ds.addr + 4 * sg;
+        grp.row_end[sg] = (uint32_t)(r0 + rows[sg]);
+        grp.y_stride[sg] = (uint32_t)rows[sg] + 3;
+    }
+    vkref dg = dev_up(&grp, sizeof grp);
+    vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .ncols = cols, .nrows = total, .row_bytes = (uint32_t)rb,
+                 .n_tok = T, .x_stride = cols, .group = dg.addr};
+    zn_err err = {0};
+    bool ok = false;
+    if (begin()) {
+        zn_status st = f16_matmat(&a, rb * total, &err);
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+        ok = run() && !st;
+    }
+    CHECK(ok);
+    for (int sg = 0, r0 = 0; ok && sg < 3; r0 += rows[sg++]) {
+        const int ld = rows[sg] + 3;
+        dev_down(dy[sg], y, sizeof(float) * T * ld);
+        for (int tk = 0; tk < T; tk++)
+            for (int r = 0; r < ld; r++) {
+                if (r >= rows[sg]) { /* padding stays untouched (NaN) */
+                    CHECK(y[tk * ld + r] != y[tk * ld + r]);
+                    ref[tk * ld + r] = 0, y[tk * ld + r] = 0;
+                    continue;
+                }
+                double v = 0;
+                for (int k = 0; k < cols; k++) v += (double)wf[(r0 + r) * cols + k] * x[tk * cols + k];
+                ref[tk * ld + r] = v * scale[sg] + (sg != 1 ? bias[r0 + r] : 0);
+            }
+        const double e = nmse(y, ref, (size_t)T * ld);
+        CHECK_MSG(e <= 1e-5, "segment %d%s: nmse %.3g", sg, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+    }
+    free(wf); free(x); free(y); free(ref); free(wq);
+    reset();
+}
+
+/* Three f16 GEMMs in one command buffer sharing the scratch: the second
+ * reads the first one's converted x (x_reuse); the third claims reuse for
+ * a different x, which the key check must refuse. */
+static void f16_x_reuse(void) {
+    const zn_type t = ZN_TYPE_Q8_0;
+    const int rows = 19, cols = 96, T = 9;
+    float wf[19 * 96], x[2][9 * 96], y[3][9 * 19];
+    double ref[9 * 19];
+    fill(x[0], (size_t)T * cols, 1.0f);
+    fill(x[1], (size_t)T * cols, 2.0f);
+    void *wq = make_weights(t, rows, cols, wf);
+    const size_t rb = vkq_row_bytes(t, cols);
+    vkref dw = dev_up(wq, rb * rows), dx[2] = {dev_up(x[0], sizeof x[0]), dev_up(x[1], sizeof x[1])}, dy[3];
+    const vkops saved = E.o;
+    E.o.coopmat = f16_cm, E.o.mm_emulate = !f16_cm, E.o.mm_cm2 = f16_cm && f16_cm2;
+    vkop_mm a = {.type = t, .w = dw.addr, .ncols = cols, .nrows = rows, .row_bytes = (uint32_t)rb, .n_tok = T,
+                 .x_stride = cols, .y_stride = rows};
+    E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, &a, rb * rows);
+    E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
+    zn_err err = {0};
+    zn_status st = begin() ? ZN_OK : ZN_ERR_DEVICE;
+    for (int i = 0; i < 3 && !st; i++) {
+        dy[i] = dev_out(sizeof y[i]);
+        a.x = dx[i == 2].addr, a.y = dy[i].addr, a.x_reuse = i > 0;
+        st = vkop_matmat(&E.o, &E.c, &a, "f16", &err);
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+    }
+    const bool ok = run() && !st;
+    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate, E.o.mm_cm2 = saved.mm_cm2;
+    E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
+    CHECK(ok);
+    for (int i = 0; ok && i < 3; i++) {
+        dev_down(dy[i], y[i], sizeof y[i]);
+        for (int tk = 0; tk < T; tk++)
+            for (int r = 0; r < rows; r++) {
+                double v = 0;
+                for (int k = 0; k < cols; k++) v += (double)wf[r * cols + k] * x[i == 2][tk * cols + k];
+                ref[tk * rows + r] = v;
+            }
+        const double e = nmse(y[i], ref, (size_t)T * rows);
+        CHECK_MSG(e <= 1e-5, "call %d%s: nmse %.3g", i, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+    }
+    free(wq);
+    reset();
+}
+
+/* Emulated, on cooperative matrices, on NV cooperative matrix 2 (where present). */
+static void test_matmat_f16_grouped(void) {
+    for (int cm = 0; cm <= (E.o.coopmat ? 1 + (int)E.d.info.coopmat2 : 0); cm++) {
+        f16_cm = cm > 0, f16_cm2 = cm == 2;
+        f16_grouped();
+        f16_x_reuse();
+    }
+    f16_cm2 = false;
 }
 
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
@@ -1204,6 +1344,8 @@ int main(void) {
     RUN(test_matvec_types);
     RUN(test_matmat_types);
     RUN(test_matmat_f16);
+    RUN(test_matmat_cm2);
+    RUN(test_matmat_f16_grouped);
     RUN(test_moe_grouped);
     RUN(test_matvec_fused_x);
     RUN(test_matvec_grouped);

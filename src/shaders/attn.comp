@@ -7,10 +7,11 @@
 // 4 value dims over the keys kg, kg + KG, ...; the key groups are added at
 // the end. With n_split > 1 (flash-decoding) each split writes its partial
 // (max, sum, unnormalised output) and attn_merge.comp combines them. The
-// n_kv = n_past + n_tok keys of the step are cut into n_split equal chunks
-// here, so the recorded dispatch only fixes n_split; n_past comes from the
-// step block (vk_ops.h vkop_step) when step is set. A split past the keys
-// of its row is empty: it writes l = 0, which the merge skips.
+// splits take chunk keys each, the last ones none when the split count
+// (a power of two, vk_ops.c) is more than the keys need: such an empty split
+// writes l = 0, which the merge skips. So the recorded dispatch holds for
+// every position of its split count; n_past comes from the step block
+// (vk_ops.h vkop_step) when step is set.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
@@ -21,7 +22,7 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t q, ck, cv, dst, part, step;
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
-    uint n_split;
+    uint chunk, n_split;                  // chunk: keys per split
     float scale;
 } p;
 
@@ -62,8 +63,8 @@ void main() {
     const uint kvh = h / (p.n_head / p.n_head_kv);
     const uint kdim = p.n_head_kv * p.hd_k, vdim = p.n_head_kv * p.hd_v;
     const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
-    const uint end = n_past + r + 1u, chunk = (n_past + p.n_tok + p.n_split - 1u) / p.n_split;
-    const uint j0 = sp * chunk, j1 = min(j0 + chunk, end);
+    const uint end = n_past + r + 1u;
+    const uint j0 = sp * p.chunk, j1 = min(j0 + p.chunk, end);
 
     for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[r * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
     barrier();

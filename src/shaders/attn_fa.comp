@@ -22,7 +22,7 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t q, ck, cv, dst, part, step;   // step: vk_ops.h vkop_step (0: n_past below)
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
-    uint n_split;
+    uint chunk, n_split;                   // as attn.comp's (unused here)
     float scale;
 } p;
 

@@ -30,31 +30,8 @@ uint mm_xmode() { return (p.flags >> 2) & 3u; }
 
 #include "mm_store.glsl"
 
-// The mat-vec kernels' grouped mode (flags bit 4): the weights of several
-// matmuls that read the same x (q/k/v, gate/up) are stacked in one matrix
-// and each row's result goes to its own matmul's output, bias and scale
-// (struct vkop_group).
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Group {
-    uint64_t y[4], bias[4], scale[4];
-    uint row_end[4], y_stride[4];
-    uint n_seg;
-};
-
-// Row R of the stack belongs to segment s.
-void group_store(uint t, uint R, float acc) {
-    Group gb = Group(p.ids);
-    uint s = 0, start = 0;
-    while (s + 1u < gb.n_seg && R >= gb.row_end[s]) start = gb.row_end[s++];
-    const uint row = R - start;
-    float v = acc;
-    if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
-    if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];
-    if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
-    F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
-}
-
 // Row R of token t, expert slot `slot` (expert e): grouped or plain epilogue.
 void mv_store(uint t, uint slot, uint e, uint R, float v) {
-    if (mm_grouped()) group_store(t, R, v);
+    if (mm_grouped()) group_store(p.ids, t, R, v);
     else mm_store(t * p.y_stride + slot * p.y_slot_stride + R, R, e, v);
 }

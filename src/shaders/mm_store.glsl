@@ -12,3 +12,26 @@ void mm_store(uint yi, uint row, uint e, float acc) {
     if (p.res != 0) v += F32(p.res).v[yi];
     F32(p.y).v[yi] = v;
 }
+
+// Grouped matmuls (mat-vec flags bit 4, mmf.glsl's group): the weights of several
+// matmuls that read the same x (q/k/v, gate/up) are stacked in one matrix
+// and each row's result goes to its own matmul's output, bias and scale
+// (struct vkop_group).
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Group {
+    uint64_t y[4], bias[4], scale[4];
+    uint row_end[4], y_stride[4];
+    uint n_seg;
+};
+
+// Row R of the stack belongs to segment s.
+void group_store(uint64_t grp, uint t, uint R, float acc) {
+    Group gb = Group(grp);
+    uint s = 0, start = 0;
+    while (s + 1u < gb.n_seg && R >= gb.row_end[s]) start = gb.row_end[s++];
+    const uint row = R - start;
+    float v = acc;
+    if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
+    if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];
+    if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
+    F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
+}

@@ -13,7 +13,9 @@
 // coalesced) are issued before the current tile is multiplied and stored
 // into the other buffer after it, so one barrier per k-tile suffices.
 //
-// Grouped (MoE, bucket != 0): workgroup z is expert e0 + z of the chunk
+// With a group, the rows are the stacked weights of several matmuls of one
+// x, each row's result going to its own output (mm_store.glsl).
+// Grouped MoE (bucket != 0): workgroup z is expert e0 + z of the chunk
 // whose matrices were dequantised one after another into A; its tokens are
 // the (token, slot) pairs that chose it (moe_bucket.comp), gathered from B
 // and scattered to y by the pair list. Workgroup y strides over its token
@@ -33,10 +35,11 @@ layout(push_constant) uniform PC {
     uint64_t b;          // f16 [b rows][kp]
     uint64_t y, bias, scale, res;
     uint64_t bucket;     // 0 (dense) or moe_bucket.comp's uint counts[n_expert], offsets[n_expert], pairs[]
+    uint64_t group;      // 0 or a Group block (mm_store.glsl): row r of A is row r_base + r of the stack
     uint kp, nrows, n_tok, n_slots;
     uint y_stride, y_slot_stride;
     uint b_tok, b_slot;  // grouped: pair (t, j) reads b row t * b_tok + j * b_slot
-    uint e0, n_expert;
+    uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
 } p;
 
@@ -180,6 +183,10 @@ void main() {
                             const uint x = lane + 32u * q;
                             const uint r = row0 + wr * WM + 16u * i + x % 16u, n = tok0 + wc * WN + 16u * j + x / 16u;
                             if (r >= p.nrows || n >= cnt) continue;
+                            if (p.group != 0) {
+                                group_store(p.group, n, p.r_base + r, st[so + x]);
+                                continue;
+                            }
                             uint yi = n * p.y_stride + r;
                             if (p.bucket != 0) {
                                 const uint pr = U32(p.bucket).v[2u * p.n_expert + off + n];
