@@ -49,7 +49,11 @@ $(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/gen/shaders_embed.h
 # read from the working directory at run time.
 $(BUILD)/spv/%.spv: src/shaders/%.comp $(wildcard src/shaders/*.glsl)
 	@mkdir -p $(dir $@)
-	$(GLSLC) --target-env=vulkan1.2 -O -Isrc/shaders -o $@ $<
+	$(GLSLC) --target-env=$(SPV_ENV) -O -Isrc/shaders -o $@ $<
+
+# GL_NV_cooperative_matrix2 needs SPIR-V 1.6; only devices with it load these.
+SPV_ENV := vulkan1.2
+$(BUILD)/spv/%_cm2.spv: SPV_ENV := vulkan1.3
 
 $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/shaders_embed.S &: $(SPV) scripts/embed_shaders.sh
 	@mkdir -p $(BUILD)/gen

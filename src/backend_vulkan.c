@@ -3,7 +3,8 @@
  * submitted once. A one-token (decode) step is recorded once and replayed:
  * what changes from one step to the next is read by the shaders from
  * host-written memory (the token ids, the step block of vk_ops.h with the
- * position), so later steps only write those and submit (see vk_run).
+ * position), so later steps only write those and submit (see vk_run and
+ * vk_replay.h).
  *
  * Weights are uploaded once at init (the ones the model's graph uses),
  * through a staging buffer, into device-local blocks; a 2-D weight larger
@@ -22,6 +23,7 @@
 #include "backend.h"
 #include "vk_ops.h"
 #include "vk_quant.h"
+#include "vk_replay.h"
 
 #define VK_MAX_CHUNKS 16
 #define VK_HAZARDS 64
@@ -35,28 +37,12 @@ typedef struct vk_weight {
 
 typedef struct range { uint64_t lo, hi; } range;
 
-/* The decode step kept for replay: its command buffer and what it was
- * recorded for. It stays valid for the next one-token step of the same
- * sequence whose graph is the same (compared node by node: cheap next to a
- * recording) and whose attention split count is the same. */
-typedef struct vk_replay {
-    vkcmd cmd;                    /* reusable; cmd.d == NULL: replay off */
-    bool valid;
-    uint64_t seq;                 /* vk_seq.id */
-    uint32_t n_split;             /* vkop_attn_splits of its position */
-    int n_nodes, n_acts, logits;
-    bool all_logits;
-    zn_node *nodes;               /* [cap_nodes]: its graph */
-    zn_act *acts;                 /* [cap_acts] */
-    uint64_t out_off, out_floats; /* what its logits copy put in vk_ctx.out (0 floats: none) */
-} vk_replay;
-
 typedef struct vk_ctx {
     const zn_model *m;
     vkdev d;
     vkops o;
     vkcmd c;                      /* per-step recordings (prefill, profiling, replay off) */
-    vk_replay rp;
+    vkreplay rp;                  /* the decode step kept for replay; rp.cmd.d == NULL: replay off */
     vkcmd *rec;                   /* the command buffer being recorded */
     vkxfer x;
     vkarena wmem;                 /* weights */
@@ -318,13 +304,6 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     vkpipes_default_cache_path(&c->d, cache, sizeof cache);
     st = vkops_init(&c->o, &c->d, cache, err);
     if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, env_u64("ZN_VK_PROFILE", 0) != 0, err);
-    if (!st && !c->c.profile && !env_u64("ZN_VK_NO_REPLAY", 0)) {
-        st = vkcmd_init(&c->rp.cmd, &c->d, c->o.ps.layout, false, err);
-        c->rp.cmd.reusable = true;
-    }
-    /* ZN_VK_POLL=0/1: poll for the end of a step (vkcmd_wait); default on
-     * GPUs, off on CPU devices, where polling takes a core from the work */
-    c->c.poll = c->rp.cmd.poll = env_u64("ZN_VK_POLL", strcmp(c->d.info.kind, "cpu") != 0) != 0;
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);
     if (st) {
         vk_free(c);
@@ -353,9 +332,11 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
     if (!st) st = vkbuf_create(&c->d, &c->groups, 2 * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
-    c->rp.nodes = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rp.nodes);
-    c->rp.acts = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->rp.acts);
-    if (!st && (!c->rp.nodes || !c->rp.acts)) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    if (!st && !c->c.profile && !env_u64("ZN_VK_NO_REPLAY", 0))
+        st = vkreplay_init(&c->rp, &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);
+    /* ZN_VK_POLL=0/1: poll for the end of a step (vkcmd_wait); default on
+     * GPUs, off on CPU devices, where polling takes a core from the work */
+    c->c.poll = c->rp.cmd.poll = env_u64("ZN_VK_POLL", strcmp(c->d.info.kind, "cpu") != 0) != 0;
     if (!st && (!c->step.map || !c->out.map)) st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
         vk_free(c);
@@ -378,7 +359,7 @@ static void vk_free(void *ctx) {
         vkarena_free(&c->wmem);
         vkxfer_free(&c->x);
         vkcmd_free(&c->c);
-        vkcmd_free(&c->rp.cmd);
+        vkreplay_free(&c->rp);
         vkops_free(&c->o);
     }
     vkdev_close(&c->d);
@@ -389,8 +370,6 @@ static void vk_free(void *ctx) {
     free(c->rope_norm);
     free(c->rope_kv);
     free(c->res_add);
-    free(c->rp.nodes);
-    free(c->rp.acts);
     free(c);
 }
 
@@ -928,31 +907,6 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     return st ? st : st2;
 }
 
-/* Can the kept decode recording run graph g for sequence s? */
-static bool replay_fits(const vk_ctx *c, const vk_seq *s, const zn_graph *g) {
-    const vk_replay *r = &c->rp;
-    return r->valid && r->seq == s->id && r->n_split == vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1) &&
-           r->n_nodes == g->n_nodes && r->n_acts == g->n_acts && r->logits == g->logits &&
-           r->all_logits == g->all_logits && !memcmp(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes) &&
-           !memcmp(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
-}
-
-/* Remembers what the replay buffer now holds. */
-static void replay_keep(vk_ctx *c, const vk_seq *s, const zn_graph *g) {
-    vk_replay *r = &c->rp;
-    r->seq = s->id;
-    r->n_split = vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1);
-    r->n_nodes = g->n_nodes;
-    r->n_acts = g->n_acts;
-    r->logits = g->logits;
-    r->all_logits = g->all_logits;
-    memcpy(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes);
-    memcpy(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
-    r->out_off = c->out_off;
-    r->out_floats = c->out_floats;
-    r->valid = true;
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -973,7 +927,8 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
     const double t0 = now_s();
     const bool decode = g->n_tokens == 1, use_rp = decode && c->rp.cmd.d;
     vkcmd *cmd = use_rp ? &c->rp.cmd : &c->c;
-    const bool replay = use_rp && replay_fits(c, s, g);
+    const uint32_t n_split = vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1);
+    const bool replay = use_rp && vkreplay_fits(&c->rp, s->id, n_split, g);
     memcpy(c->io.map, g->tokens, sizeof(int32_t) * (size_t)g->n_tokens);
     *(vkop_step *)c->step.map = (vkop_step){.n_past = (uint32_t)g->n_past};
     zn_status st = ZN_OK;
@@ -983,7 +938,11 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
     } else {
         c->rp.valid &= !use_rp; /* about to be re-recorded */
         st = record(c, s, g, cmd, use_rp ? c->cap_groups : 0, err);
-        if (!st && use_rp) replay_keep(c, s, g);
+        if (!st && use_rp) {
+            vkreplay_keep(&c->rp, s->id, n_split, g);
+            c->rp.out_off = c->out_off;
+            c->rp.out_floats = c->out_floats;
+        }
     }
     const double t1 = now_s();
     if (!st) st = vkcmd_submit(cmd, err);

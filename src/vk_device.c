@@ -61,6 +61,9 @@ static zn_status instance_open(vkdev *d, zn_err *err) {
 #undef LOAD_INST
     d->fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)
         d->fn.vkGetInstanceProcAddr(d->inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    d->fn.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV)d->fn.vkGetInstanceProcAddr(
+            d->inst, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
     return ZN_OK;
 }
 
@@ -77,9 +80,41 @@ typedef struct dev_caps {
     VkPhysicalDeviceVulkan12Features f12;
     VkPhysicalDeviceVulkan13Features f13;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR fcm;
-    bool is13, has_coopmat_ext;
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV fcm2;
+    bool is13, has_coopmat_ext, has_coopmat2_ext;
     uint32_t queue_family;
 } dev_caps;
+
+/* Whether mmf_cm2.comp can run: the features it uses, workgroups of
+ * ZN_VK_CM2_WG threads, and f16 x f16 -> f32 workgroup-scope matrices whose
+ * granularities divide ZN_VK_CM2_GRAIN. */
+static bool coopmat2_usable(const vkdev *d, VkPhysicalDevice pd, const dev_caps *caps,
+                            const VkPhysicalDeviceCooperativeMatrix2PropertiesNV *props) {
+    const VkPhysicalDeviceCooperativeMatrix2FeaturesNV *f = &caps->fcm2;
+    if (!f->cooperativeMatrixWorkgroupScope || !f->cooperativeMatrixFlexibleDimensions ||
+        !f->cooperativeMatrixPerElementOperations || !f->cooperativeMatrixTensorAddressing ||
+        !caps->f12.vulkanMemoryModel || props->cooperativeMatrixWorkgroupScopeMaxWorkgroupSize < ZN_VK_CM2_WG ||
+        props->cooperativeMatrixFlexibleDimensionsMaxDimension < 256)
+        return false;
+    VkCooperativeMatrixFlexibleDimensionsPropertiesNV fl[64];
+    uint32_t n = 64;
+    for (uint32_t i = 0; i < n; i++)
+        fl[i] = (VkCooperativeMatrixFlexibleDimensionsPropertiesNV){
+            .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
+    VkResult r = d->fn.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, &n, fl);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        const VkCooperativeMatrixFlexibleDimensionsPropertiesNV *p = &fl[i];
+        if (p->AType == VK_COMPONENT_TYPE_FLOAT16_KHR && p->BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+            p->CType == VK_COMPONENT_TYPE_FLOAT32_KHR && p->ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+            !p->saturatingAccumulation && (int)p->scope == ZN_VK_SCOPE_WORKGROUP &&
+            p->workgroupInvocations == ZN_VK_CM2_WG && p->MGranularity && ZN_VK_CM2_GRAIN % p->MGranularity == 0 &&
+            p->NGranularity && ZN_VK_CM2_GRAIN % p->NGranularity == 0 && p->KGranularity &&
+            ZN_VK_CM2_GRAIN % p->KGranularity == 0)
+            return true;
+    }
+    return false;
+}
 
 static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, dev_caps *caps) {
     const zn_vk_fns *fn = &d->fn;
@@ -96,6 +131,10 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     fn->vkEnumerateDeviceExtensionProperties(pd, NULL, &n_ext, exts);
     caps->has_coopmat_ext = has_ext(exts, n_ext, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
                             fn->vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR;
+    /* SPIR-V 1.6 (Vulkan 1.3) carries the NV extension's shaders */
+    caps->has_coopmat2_ext = caps->has_coopmat_ext && caps->is13 &&
+                             has_ext(exts, n_ext, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) &&
+                             fn->vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV;
 
     VkPhysicalDeviceVulkan11Properties p11 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES};
     VkPhysicalDeviceVulkan13Properties p13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
@@ -104,13 +143,17 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     VkPhysicalDeviceDriverProperties pdrv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
     void **ptail = &p11.pNext;
     if (base.apiVersion >= VK_API_VERSION_1_2) { *ptail = &pdrv; ptail = &pdrv.pNext; }
-    if (caps->is13) *ptail = &p13;
+    if (caps->is13) { *ptail = &p13; ptail = &p13.pNext; }
+    VkPhysicalDeviceCooperativeMatrix2PropertiesNV pcm2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+    if (caps->has_coopmat2_ext) { *ptail = &pcm2; ptail = &pcm2.pNext; }
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &pm3};
     fn->vkGetPhysicalDeviceProperties2(pd, &p2);
     const VkPhysicalDeviceLimits *lim = &p2.properties.limits;
 
     caps->f13.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES;
     caps->fcm.sType = ZN_VK_STYPE_COOPMAT_FEATURES;
+    caps->fcm2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV;
     caps->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
     caps->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
     caps->f.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
@@ -119,6 +162,7 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     void **tail = &caps->f12.pNext;
     if (caps->is13) { *tail = &caps->f13; tail = &caps->f13.pNext; }
     if (caps->has_coopmat_ext) { *tail = &caps->fcm; tail = &caps->fcm.pNext; }
+    if (caps->has_coopmat2_ext) { *tail = &caps->fcm2; tail = &caps->fcm2.pNext; }
     fn->vkGetPhysicalDeviceFeatures2(pd, &caps->f);
 
     snprintf(info->name, sizeof info->name, "%s", p2.properties.deviceName);
@@ -198,6 +242,7 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
             }
         }
     }
+    info->coopmat2 = info->coopmat && caps->has_coopmat2_ext && coopmat2_usable(d, pd, caps, &pcm2);
 }
 
 static int kind_rank(const char *k) {
@@ -278,6 +323,10 @@ static zn_status create_device(vkdev *d, dev_caps *caps, zn_err *err) {
     f13.maintenance4 = caps->f13.maintenance4;
     VkPhysicalDeviceCooperativeMatrixFeaturesKHR fcm = {.sType = ZN_VK_STYPE_COOPMAT_FEATURES};
     fcm.cooperativeMatrix = in->coopmat;
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV fcm2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
+        .cooperativeMatrixWorkgroupScope = VK_TRUE, .cooperativeMatrixFlexibleDimensions = VK_TRUE,
+        .cooperativeMatrixPerElementOperations = VK_TRUE, .cooperativeMatrixTensorAddressing = VK_TRUE};
     f.pNext = &f11;
     f11.pNext = &f12;
     void **tail = &f12.pNext;
@@ -285,6 +334,7 @@ static zn_status create_device(vkdev *d, dev_caps *caps, zn_err *err) {
     const char *exts[4];
     uint32_t n_ext = 0;
     if (in->coopmat) { *tail = &fcm; tail = &fcm.pNext; exts[n_ext++] = VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME; }
+    if (in->coopmat2) { *tail = &fcm2; tail = &fcm2.pNext; exts[n_ext++] = VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME; }
 
     float prio = 1.0f;
     VkDeviceQueueCreateInfo qci = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
@@ -336,12 +386,12 @@ void vkdev_close(vkdev *d) {
 
 void vkdev_describe(const vkdev_info *in, int index, bool sel, char *buf, size_t cap) {
     snprintf(buf, cap,
-             "%c %d: %s (%s, Vulkan %u.%u, %.1f GiB) subgroup %u [%u..%u]%s fp16 %s, int-dot %s, coopmat %s, "
+             "%c %d: %s (%s, Vulkan %u.%u, %.1f GiB) subgroup %u [%u..%u]%s fp16 %s, int-dot %s, coopmat %s%s, "
              "storage range %.0f MiB, max alloc %.0f MiB%s",
              sel ? '*' : ' ', index, in->name, in->kind, VK_API_VERSION_MAJOR(in->api_version),
              VK_API_VERSION_MINOR(in->api_version), (double)in->vram_bytes / (1 << 30), in->subgroup_size,
              in->subgroup_min, in->subgroup_max, in->subgroup_size_control ? " (controllable)," : ",",
-             in->fp16 ? "yes" : "no", in->int_dot ? "yes" : "no", in->coopmat ? "yes" : "no",
+             in->fp16 ? "yes" : "no", in->int_dot ? "yes" : "no", in->coopmat ? "yes" : "no", in->coopmat2 ? " (+NV coopmat2)" : "",
              (double)in->max_storage_range / (1 << 20), (double)in->max_alloc / (1 << 20),
              in->bda ? "" : " [unusable: no bufferDeviceAddress]");
 }

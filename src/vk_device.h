@@ -17,6 +17,8 @@
 
 #define ZN_VK_MAX_DEVICES 16
 #define ZN_VK_NAME_MAX 256
+#define ZN_VK_CM2_WG 256         /* workgroup of mmf_cm2.comp */
+#define ZN_VK_CM2_GRAIN 32       /* its tiles are multiples of this in M, N and K */
 
 typedef struct vkdev_info {
     char name[ZN_VK_NAME_MAX];
@@ -31,6 +33,9 @@ typedef struct vkdev_info {
     bool bda;                    /* bufferDeviceAddress: required by zinc */
     bool coopmat;                /* VK_KHR_cooperative_matrix with f16 x f16 -> f32 */
     uint32_t coopmat_m, coopmat_n, coopmat_k; /* its subgroup tile */
+    bool coopmat2;               /* VK_NV_cooperative_matrix2: workgroup-scope f16 x f16 -> f32
+                                    matrices of ZN_VK_CM2_WG threads with tensor-addressed loads
+                                    and per-element ops (mmf_cm2.comp) */
     bool timestamps;             /* compute queue writes timestamps */
     float timestamp_period_ns;
     uint64_t max_storage_range, max_alloc, max_buffer;

@@ -53,6 +53,10 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
+    /* mmf_cm2.comp: on top of the KHR path (mm_scratch), dense GEMMs only */
+    const char *c2 = getenv("ZN_VK_MM_CM2"), *c2c = getenv("ZN_VK_CM2_CFG");
+    o->mm_cm2 = o->coopmat && d->info.coopmat2 && !(c2 && !strcmp(c2, "0"));
+    o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
     return vkpipes_init(&o->ps, d, cache_path, err);
@@ -147,6 +151,26 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
     return best;
 }
 
+const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
+    {128, 256, 64}, {128, 128, 64}, {64, 128, 64}, {64, 64, 64}, {128, 256, 32}, {128, 128, 32}, {256, 128, 32},
+};
+
+/* The cm2 tile for rows x toks: cm2_cfg when set, else (as mmf_cfg) the
+ * largest of the BK 64 tiles (llama.cpp's choice on NVIDIA) that still gives
+ * MMF_MIN_WGS workgroups, or the one giving the most. */
+static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks) {
+    if (o->cm2_cfg < ZN_VK_CM2_NCFG) return o->cm2_cfg;
+    uint32_t best = 0;
+    uint64_t best_n = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        const vkcm2_cfg *f = &zn_vk_cm2_cfgs[i];
+        const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn);
+        if (n >= MMF_MIN_WGS) return i;
+        if (n > best_n) best = i, best_n = n;
+    }
+    return best;
+}
+
 /* mmf.glsl's specialisation: the config, and as many 16x16 f32 epilogue
  * staging tiles as fit beside the double-buffered operand tiles. */
 static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *err) {
@@ -164,8 +188,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 /* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
  * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
-    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, by_cfg = k == VKO_MMF || k == VKO_MMF_EMU;
-    int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ZN_VK_MM_NCFG ? (int)dim : -1) : type_slot(t);
+    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2;
+    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : ZN_VK_MM_NCFG;
+    int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
     if (ts < 0) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no kernel for weight type %s", zn_type_name(t));
@@ -201,6 +226,11 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         zn_status st = mmf_spec(o, dim, spec, err);
         if (st) return st;
         return vkpipe_create(&o->ps, p, k == VKO_MMF ? "mmf_cm" : "mmf_emu", spec, 6, k == VKO_MMF ? 32 : 0, err);
+    }
+    case VKO_MMF_CM2: {
+        const vkcm2_cfg *f = &zn_vk_cm2_cfgs[dim];
+        spec[n++] = ZN_VK_CM2_WG; spec[n++] = f->bm; spec[n++] = f->bn; spec[n++] = f->bk;
+        return vkpipe_create(&o->ps, p, "mmf_cm2", spec, n, 0, err);
     }
     case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;
     case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
@@ -422,12 +452,16 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     /* grouped: tokens per expert as if the pairs spread evenly */
     const uint32_t ci = a->ids ? mmf_cfg(o, a->nrows, (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert, a->n_expert)
                                : mmf_cfg(o, a->nrows, a->n_tok, 1);
-    zn_status st = mm_plan_for(o, a, zn_vk_mm_cfgs[ci].bm, &pl, err);
+    /* dense GEMMs on NV coopmat2 when the device has it (same operands and push constants) */
+    const bool cm2 = o->mm_cm2 && !a->ids;
+    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, a->n_tok) : 0;
+    const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
+    const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
+    zn_status st = mm_plan_for(o, a, bm, &pl, err);
     if (!st) st = get_pipe(o, VKO_MM_PREP, a->type, &pp, err);
-    if (!st) st = get_pipe_v(o, o->coopmat ? VKO_MMF : VKO_MMF_EMU, ZN_TYPE_F32, ci, &pg, err);
+    if (!st) st = get_pipe_v(o, cm2 ? VKO_MMF_CM2 : o->coopmat ? VKO_MMF : VKO_MMF_EMU, ZN_TYPE_F32, cm2 ? c2 : ci, &pg, err);
     if (!st && a->ids) st = get_pipe(o, VKO_MOE_BUCKET, ZN_TYPE_F32, &pb, err);
     if (st) return st;
-    const vkmm_cfg *cf = &zn_vk_mm_cfgs[ci];
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
     const uint32_t steps = pl.kp / 32;
     /* x as the previous call converted it (x_reuse: same rows, unchanged) */
@@ -465,8 +499,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
                a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride,
                a->y_slot_stride, pl.xs, pl.xs > 1 ? 1 : 0, u0, a->n_expert, (uint32_t)r0, a->bias_first ? 1u : 0u};
         _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
-        vkcmd_dispatch(c, pg, &g, sizeof g, (rows + cf->bm - 1) / cf->bm, (a->n_tok + cf->bn - 1) / cf->bn,
-                       a->ids ? nu : 1, name);
+        vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : 1, name);
     }
     return ZN_OK;
 }

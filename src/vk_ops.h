@@ -13,6 +13,7 @@ typedef enum vkop_kind {
     VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
     VKO_MM_PREP,                                             /* per weight type */
     VKO_MMF, VKO_MMF_EMU,                                    /* per tile config (zn_vk_mm_cfgs) */
+    VKO_MMF_CM2,                                             /* per tile config (zn_vk_cm2_cfgs) */
     VKO_MOE_BUCKET,
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
     VKO_ATTN_FA,                                             /* variant by head dim */
@@ -30,6 +31,12 @@ typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 #define ZN_VK_MM_NCFG 8
 #define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
+
+/* Tile configurations of the dense f16 GEMM on NV cooperative matrix 2
+ * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k step. */
+typedef struct vkcm2_cfg { uint32_t bm, bn, bk; } vkcm2_cfg;
+#define ZN_VK_CM2_NCFG 7
+extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
 
 typedef struct vkops {
     vkdev *d;
@@ -53,6 +60,9 @@ typedef struct vkops {
     uint64_t mm_scratch_bytes;
     bool mm_emulate;
     uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
+    bool mm_cm2;              /* dense GEMMs of that path on mmf_cm2.comp (device coopmat2;
+                                 ZN_VK_MM_CM2=0 clears it at init, for A/B) */
+    uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the

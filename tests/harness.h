@@ -37,6 +37,26 @@ static inline int harness_report(const char *suite) {
     return h_failed ? 1 : 0;
 }
 
+/* The whole file, NUL-terminated (so text can be parsed in place); its
+ * length in *n when n is set. NULL when it cannot be opened or read, or
+ * memory runs out. The caller frees it. */
+static inline char *harness_read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len + 1)) &&
+        fread(buf, 1, (size_t)len, f) == (size_t)len) {
+        buf[len] = 0;
+        if (n) *n = (size_t)len;
+    } else {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
 /* Path of a shared asset ("models/tiny/x.gguf"), from $ZN_SHARED or ../shared. */
 static inline const char *shared_path(const char *rel) {
     static char buf[4096];

@@ -5,10 +5,9 @@
 build=${1:-build}
 zinc=$(realpath "$build/zinc")
 py=${PYTHON:-/usr/bin/python3}
-P=0; F=0
-ok() { echo "ok: $1"; P=$((P+1)); }
+. "$(dirname "$0")/lib.sh"
+# a failure here also shows the last command's stderr
 bad() { echo "FAIL: $1"; [ -f "$tmp/err" ] && tail -5 "$tmp/err" | sed 's/^/    /'; F=$((F+1)); }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else bad "$name"; fi; }
 
 tmp=$(mktemp -d)
 srv_pid=
@@ -116,5 +115,4 @@ timeout 60 "$tmp/bin/zinc" --check >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "zinc --check without any model: NOT READY [FAIL] naming what is missing (rc $rc)" \
   bash -c '[ $0 -eq 1 ] && tail -1 "$1" | grep -q "^NOT READY \[FAIL\]: missing a model"' $rc "$tmp/out"
 
-echo "catalog_sh: $P passed, $F failed"
-[ "$F" -eq 0 ]
+finish catalog_sh

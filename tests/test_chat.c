@@ -8,19 +8,6 @@
 
 #define TDIR "tests/templates/"
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    size_t got = fread(buf, 1, (size_t)len, f);
-    fclose(f);
-    buf[got] = 0;
-    if (n) *n = got;
-    return buf;
-}
 
 static const struct tm *fixed_now(void) {
     static struct tm tm;  /* 2026-01-15 10:30:00, as gen_expected.py */
@@ -49,7 +36,7 @@ static void run_case(char *line, int *count) {
     char *tmpl = NULL;
     if (strcmp(col[1], "-")) {
         snprintf(path, sizeof path, TDIR "%s", col[1]);
-        tmpl = slurp(path, NULL);
+        tmpl = harness_read_file(path, NULL);
         CHECK_MSG(tmpl != NULL, "%s: cannot read %s", name, path);
         if (!tmpl) return;
     }
@@ -68,7 +55,7 @@ static void run_case(char *line, int *count) {
     CHECK_MSG(fallback == (tmpl == NULL), "%s: fallback flag %d", name, fallback);
     snprintf(path, sizeof path, TDIR "expected/%s.txt", name);
     size_t want_len = 0;
-    char *want = slurp(path, &want_len);
+    char *want = harness_read_file(path, &want_len);
     if (want) {
         CHECK_MSG(s == ZN_OK, "%s: %s", name, err.msg);
         if (s == ZN_OK) {
@@ -77,7 +64,7 @@ static void run_case(char *line, int *count) {
         }
     } else {
         snprintf(path, sizeof path, TDIR "expected/%s.err", name);
-        want = slurp(path, NULL);
+        want = harness_read_file(path, NULL);
         CHECK_MSG(want != NULL, "%s: no expected output", name);
         CHECK_MSG(s == ZN_ERR_ARG && want && strstr(err.msg, want), "%s: want error [%s], got status %d [%s]", name,
                   want ? want : "", s, s ? err.msg : out);
@@ -90,7 +77,7 @@ static void run_case(char *line, int *count) {
 
 static void test_real_templates(void) {
     size_t n;
-    char *tsv = slurp(TDIR "cases.tsv", &n);
+    char *tsv = harness_read_file(TDIR "cases.tsv", &n);
     CHECK(tsv != NULL);
     if (!tsv) return;
     int count = 0;
@@ -120,8 +107,8 @@ static void test_struct_api(void) {
         {.role = "user", .content = "Thanks! Now search for umbrellas."},
     };
     size_t tn;
-    char *tmpl = slurp(TDIR "qwen3.jinja", NULL), *want = slurp(TDIR "expected/qwen3_tools.txt", &tn);
-    char *tsv = slurp(TDIR "cases.tsv", NULL);
+    char *tmpl = harness_read_file(TDIR "qwen3.jinja", NULL), *want = harness_read_file(TDIR "expected/qwen3_tools.txt", &tn);
+    char *tsv = harness_read_file(TDIR "cases.tsv", NULL);
     CHECK(tmpl && want && tsv);
     if (!tmpl || !want || !tsv) { free(tmpl); free(want); free(tsv); return; }
     /* the tools column of the qwen3_tools case */
@@ -210,10 +197,10 @@ static void test_thinking(void) {
     CHECK(!chat_prompt_opens_thinking("<|im_start|>assistant\n", 22));
     /* the Qwen3.5 generation prompt opens the block unless thinking is off */
     size_t n;
-    char *on = slurp(TDIR "expected/qwen3.5_simple.txt", &n);
+    char *on = harness_read_file(TDIR "expected/qwen3.5_simple.txt", &n);
     CHECK(on && chat_prompt_opens_thinking(on, n));
     free(on);
-    char *off = slurp(TDIR "expected/qwen3.5_no_think.txt", &n);
+    char *off = harness_read_file(TDIR "expected/qwen3.5_no_think.txt", &n);
     CHECK(off && !chat_prompt_opens_thinking(off, n));
     free(off);
 }

@@ -4,14 +4,8 @@ build=${1:-build}
 zinc=$build/zinc
 [ -x "$zinc" ] || zinc=./zinc
 V=${ZN_SHARED:-../shared}/tokenizers/ggml-vocab
-P=0; F=0
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok() { P=$((P+1)); }
-bad() { F=$((F+1)); echo "  FAIL: $*" >&2; }
-expect() { # name, want, got
-  if [ "$2" == "$3" ]; then ok; else bad "$1: want '$2', got '$3'"; fi
-}
-rc_of() { "$@" >/dev/null 2>&1; echo $?; }
 
 expect "spm with BOS" "[1, 15043, 3186]" "$($zinc tokenize -m "$V/ggml-vocab-llama-spm.gguf" "Hello world")"
 expect "spm --no-bos" "[15043, 3186]" "$($zinc tokenize -m "$V/ggml-vocab-llama-spm.gguf" --no-bos "Hello world")"
@@ -47,5 +41,4 @@ expect "id out of range" 1 "$(rc_of $zinc detokenize -m "$V/ggml-vocab-gpt-2.ggu
 msg=$($zinc tokenize -m /nonexistent.gguf hello 2>&1)
 case "$msg" in *nonexistent.gguf*) ok ;; *) bad "error names the file: '$msg'" ;; esac
 
-echo "cli_tokenize: $P passed, $F failed"
-[ "$F" -eq 0 ]
+finish cli_tokenize

@@ -5,12 +5,7 @@ build=${1:-build}
 py=${PYTHON:-/usr/bin/python3}
 dir=tools/demo-model
 model=models/zinc-demo-qwen35.gguf
-P=0; F=0
-check() { # name, command...
-  local name=$1; shift
-  local out; out=$("$@" 2>&1); local rc=$?
-  if [ $rc -eq 0 ]; then echo "ok: $name"; P=$((P+1)); else echo "FAIL: $name"; printf '%s\n' "$out" | tail -20 | sed 's/^/    /'; F=$((F+1)); fi
-}
+. "$(dirname "$0")/lib.sh"
 
 size=$(stat -c %s "$model" 2>/dev/null || echo 0)
 check "shipped model exists and is at most 10 MB ($size bytes)" test "$size" -gt 0 -a "$size" -le 10000000
@@ -52,5 +47,4 @@ check "zinc tokenize == bpe.py, the tokenizer the model was trained with" \
 check "export: value-head reorder for H_v > H_k" "$py" $dir/test_export.py
 check "demo-pack: manifest -> GGUF round trip (F32, Q8_0)" "$py" $dir/test_pack.py "$build/demo-pack"
 
-echo "demo_model: $P passed, $F failed"
-[ "$F" -eq 0 ]
+finish demo_model

@@ -5,17 +5,8 @@ build=${1:-build}
 zinc=$build/zinc
 [ -x "$zinc" ] || zinc=./zinc
 M=${ZN_SHARED:-../shared}/models/llama-2-tiny-random.gguf
-P=0; F=0
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-ok() { P=$((P+1)); }
-bad() { F=$((F+1)); echo "  FAIL: $*" >&2; }
-expect() { # name, want, got
-  if [ "$2" == "$3" ]; then ok; else bad "$1: want '$2', got '$3'"; fi
-}
-has() { # name, file, text
-  if grep -qF -- "$3" "$2"; then ok; else bad "$1: '$3' not in: $(head -c 400 "$2")"; fi
-}
-rc_of() { "$@" >/dev/null 2>&1; echo $?; }
 
 # the same seed gives the same text; another seed another text
 $zinc -m "$M" -p "Once upon a time" -n 24 --seed 42 --temp 0.8 > "$tmp/a1" 2> "$tmp/e1"; expect "rc" 0 $?
@@ -84,5 +75,4 @@ msg=$($zinc -m "$M" -p "a long prompt that cannot fit" --ctx 4 --seed 1 2>&1); e
 case "$msg" in *"does not fit the context"*) ok ;; *) bad "too-long prompt message: '$msg'" ;; esac
 expect "bad backend" 1 "$(rc_of $zinc -m "$M" -p hi --backend nope --seed 1)"
 
-echo "generate: $P passed, $F failed"
-[ "$F" -eq 0 ]
+finish generate

@@ -498,22 +498,11 @@ static void test_malformed(void) {
 #undef BASE
 }
 
-static uint8_t *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)sz + 1);
-    *n = fread(p, 1, (size_t)sz, f);
-    fclose(f);
-    return p;
-}
 
 static void test_fixture_truncations(void) {
     /* a real model: many prefixes in the metadata, plus the data section */
     size_t n = 0;
-    uint8_t *p = read_file(shared_path("models/tiny/qwen35-dense-q4_0.gguf"), &n);
+    uint8_t *p = (uint8_t *)harness_read_file(shared_path("models/tiny/qwen35-dense-q4_0.gguf"), &n);
     CHECK(p != NULL);
     if (!p) return;
     gguf_ctx g;

@@ -40,19 +40,8 @@ static int read_ints(const char *p, int32_t *out, int cap) {
 
 static int load_golden(const char *path, golden *g) {
     memset(g, 0, sizeof *g);
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)size + 1);
-    int ok = s && fread(s, 1, (size_t)size, f) == (size_t)size;
-    fclose(f);
-    if (!ok) {
-        free(s);
-        return 0;
-    }
-    s[size] = 0;
+    char *s = harness_read_file(path, NULL);
+    if (!s) return 0;
     const char *p = skip_to(s, "\"n_vocab\":");
     g->n_vocab = p ? atoi(p) : 0;
     p = skip_to(s, "\"prompt\":");

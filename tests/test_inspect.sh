@@ -10,9 +10,7 @@ zinc="$build/zinc"
 shared=${ZN_SHARED:-../shared}
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-P=0; F=0
-ok() { P=$((P+1)); }
-bad() { F=$((F+1)); echo "  FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-inspect.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -203,5 +201,4 @@ for f in "$tmp"/*.gguf; do
   [ $rc -ne 0 ] && [ $rc -lt 128 ] && ok || bad "inspect --json $f: exit $rc"
 done
 
-echo "inspect: $P passed, $F failed"
-[ "$F" -eq 0 ]
+finish inspect

@@ -9,9 +9,7 @@ build=${1:-build}
 zinc="$build/zinc"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
-P=0; F=0
-ok() { P=$((P+1)); }
-bad() { F=$((F+1)); echo "  FAIL: $*" >&2; }
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-synth.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -91,5 +89,4 @@ grep -q "24 tensors" "$tmp/q3.out" && ok || bad "summary: $(cat "$tmp/q3.out")"
 "$zinc" synth --like nope -o "$tmp/x.gguf" >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] && [ ! -e "$tmp/x.gguf" ] && grep -q "unknown model 'nope'" "$tmp/err" && ok || bad "bad --like: $(cat "$tmp/err")"
 
-echo "synth_cli: $P passed, $F failed"
-[ "$F" -eq 0 ]
+finish synth_cli

@@ -14,18 +14,6 @@
 #define VOCAB_DIR "tokenizers/ggml-vocab"
 #define MAX_IDS 65536
 
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) free(buf), buf = NULL;
-    fclose(f);
-    if (buf) buf[n] = 0, *len = (size_t)n;
-    return buf;
-}
 
 typedef struct loaded {
     gguf_ctx g;
@@ -90,7 +78,7 @@ static int run_vocab(const char *name, int *failed_cases) {
     snprintf(inp_path, sizeof inp_path, "%s.inp", shared_path(rel));
     snprintf(out_path, sizeof out_path, "%s.out", shared_path(rel));
     size_t ni, no;
-    char *inp = read_all(inp_path, &ni), *out = read_all(out_path, &no);
+    char *inp = harness_read_file(inp_path, &ni), *out = harness_read_file(out_path, &no);
     loaded l;
     CHECK_MSG(inp && out, "%s: cannot read .inp/.out", name);
     if (!inp || !out || !load(&l, rel)) {
@@ -540,7 +528,7 @@ static double now_ms(void) {
 /* Load time of the largest vocab, speed and lossless round trip on prose. */
 static void test_corpus_round_trip(void) {
     size_t len;
-    char *book = read_all(shared_path("corpora/war-and-peace.txt"), &len);
+    char *book = harness_read_file(shared_path("corpora/war-and-peace.txt"), &len);
     CHECK(book != NULL);
     if (!book) return;
     if (len > 16384) len = 16384;

@@ -22,18 +22,6 @@ typedef struct golden {
     float *logits; /* [NPOS][n_vocab] */
 } golden;
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
 
 /* Reads up to cap numbers following "key": (nested arrays flattened). */
 static int numbers(const char *json, const char *key, float *out, int cap) {
@@ -60,7 +48,7 @@ static int numbers(const char *json, const char *key, float *out, int cap) {
 }
 
 static bool golden_load(golden *gd, const char *path) {
-    char *s = slurp(path);
+    char *s = harness_read_file(path, NULL);
     if (!s) return false;
     float tmp[NPOS], nv;
     bool ok = numbers(s, "n_vocab", &nv, 1) == 1;

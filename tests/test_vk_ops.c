@@ -158,15 +158,16 @@ typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT, K_F16 } mm_kernel;
 /* K_F16: the f16 GEMM path (vk_ops.h mm_scratch) on cooperative matrices
  * when f16_cm, else on their emulation. Its scratch (NaN-poisoned, so a
  * missing zero pad shows) holds half the weights: they go in chunks. */
-static bool f16_cm;
+static bool f16_cm, f16_cm2; /* f16_cm2: dense GEMMs on mmf_cm2.comp (NV cooperative matrix 2) */
 static zn_status f16_matmat(vkop_mm *a, uint64_t weight_bytes, zn_err *err) {
     const vkops saved = E.o;
     E.o.coopmat = f16_cm;
     E.o.mm_emulate = !f16_cm;
+    E.o.mm_cm2 = f16_cm && f16_cm2;
     E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, a, weight_bytes / 2);
     E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
     zn_status st = vkop_matmat(&E.o, &E.c, a, "f16", err);
-    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate;
+    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate, E.o.mm_cm2 = saved.mm_cm2;
     E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
     return st;
 }
@@ -320,7 +321,7 @@ static void f16_types(void) {
         double e2 = mm_case(t, 33, cols_for(t, 33), 5, true, K_F16);
         double e3 = mm_case(t, 300, cols_for(t, 72), 131, true, K_F16);
         CHECK_MSG(e1 <= 1e-5 && e2 <= 1e-5 && e3 <= 1e-5, "%s%s: nmse %.3g (70x67) %.3g (33x5, extras) %.3g (300x131, chunks)",
-                  zn_type_name(t), f16_cm ? " (coopmat)" : " (emulated)", e1, e2, e3);
+                  zn_type_name(t), f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e1, e2, e3);
     }
 }
 
@@ -340,6 +341,33 @@ static void test_matmat_f16(void) {
         f16_types();
     }
     E.o.mm_cfg = cfg;
+}
+
+/* The NV cooperative matrix 2 GEMM (devices with it) in every tile config:
+ * the f16_types cases (rows, tokens and kp not multiples of the tiles: the
+ * clamped loads) and 260 x 272 with kp a multiple of 64 (whole tiles: the
+ * unclamped loads), against the same double-precision reference. */
+static void test_matmat_cm2(void) {
+    if (!E.o.coopmat || !E.d.info.coopmat2) {
+        fprintf(stderr, "  no NV cooperative matrix 2 on this device\n");
+        return;
+    }
+    const uint32_t cfg = E.o.cm2_cfg;
+    f16_cm = f16_cm2 = true;
+    for (uint32_t ci = 0; ci < ZN_VK_CM2_NCFG; ci++) {
+        const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
+        fprintf(stderr, "  coopmat2 GEMM %ux%u, k %u\n", f->bm, f->bn, f->bk);
+        E.o.cm2_cfg = ci;
+        f16_types();
+        for (size_t i = 1; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
+            const zn_type t = ALL_TYPES[i];
+            const double e = mm_case(t, 260, zn_type_get(t)->blck == 256 ? 512 : 128, 272, true, K_F16);
+            CHECK_MSG(e <= 1e-5, "%s (coopmat2 %ux%u k %u): nmse %.3g (260x272, whole tiles)", zn_type_name(t), f->bm,
+                      f->bn, f->bk, e);
+        }
+    }
+    f16_cm2 = false;
+    E.o.cm2_cfg = cfg;
 }
 
 /* Three stacked matmuls (13, 7 and 20 rows) as one f16 GEMM with the
@@ -392,7 +420,7 @@ static void f16_grouped(void) {
                 ref[tk * ld + r] = v * scale[sg] + (sg != 1 ? bias[r0 + r] : 0);
             }
         const double e = nmse(y, ref, (size_t)T * ld);
-        CHECK_MSG(e <= 1e-5, "segment %d%s: nmse %.3g", sg, f16_cm ? " (coopmat)" : " (emulated)", e);
+        CHECK_MSG(e <= 1e-5, "segment %d%s: nmse %.3g", sg, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
     }
     free(wf); free(x); free(y); free(ref); free(wq);
     reset();
@@ -412,7 +440,7 @@ static void f16_x_reuse(void) {
     const size_t rb = vkq_row_bytes(t, cols);
     vkref dw = dev_up(wq, rb * rows), dx[2] = {dev_up(x[0], sizeof x[0]), dev_up(x[1], sizeof x[1])}, dy[3];
     const vkops saved = E.o;
-    E.o.coopmat = f16_cm, E.o.mm_emulate = !f16_cm;
+    E.o.coopmat = f16_cm, E.o.mm_emulate = !f16_cm, E.o.mm_cm2 = f16_cm && f16_cm2;
     vkop_mm a = {.type = t, .w = dw.addr, .ncols = cols, .nrows = rows, .row_bytes = (uint32_t)rb, .n_tok = T,
                  .x_stride = cols, .y_stride = rows};
     E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, &a, rb * rows);
@@ -426,7 +454,7 @@ static void f16_x_reuse(void) {
         if (st) fprintf(stderr, "  %s\n", err.msg);
     }
     const bool ok = run() && !st;
-    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate;
+    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate, E.o.mm_cm2 = saved.mm_cm2;
     E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
     CHECK(ok);
     for (int i = 0; ok && i < 3; i++) {
@@ -438,18 +466,20 @@ static void f16_x_reuse(void) {
                 ref[tk * rows + r] = v;
             }
         const double e = nmse(y[i], ref, (size_t)T * rows);
-        CHECK_MSG(e <= 1e-5, "call %d%s: nmse %.3g", i, f16_cm ? " (coopmat)" : " (emulated)", e);
+        CHECK_MSG(e <= 1e-5, "call %d%s: nmse %.3g", i, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
     }
     free(wq);
     reset();
 }
 
+/* Emulated, on cooperative matrices, on NV cooperative matrix 2 (where present). */
 static void test_matmat_f16_grouped(void) {
-    for (int cm = 0; cm <= (int)E.o.coopmat; cm++) {
-        f16_cm = cm;
+    for (int cm = 0; cm <= (E.o.coopmat ? 1 + (int)E.d.info.coopmat2 : 0); cm++) {
+        f16_cm = cm > 0, f16_cm2 = cm == 2;
         f16_grouped();
         f16_x_reuse();
     }
+    f16_cm2 = false;
 }
 
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
@@ -1322,6 +1352,7 @@ int main(void) {
     RUN(test_matvec_types);
     RUN(test_matmat_types);
     RUN(test_matmat_f16);
+    RUN(test_matmat_cm2);
     RUN(test_matmat_f16_grouped);
     RUN(test_moe_grouped);
     RUN(test_matvec_fused_x);

@@ -7,7 +7,9 @@
  * mat-vec kernel (integer dot products where the device has them) and the
  * old tiled kernels (MoE: the expert mat-vec), then the f16 GEMM path in
  * every tile config (zn_vk_mm_cfgs: rows x tokens per workgroup / per
- * subgroup / threads) and in the one picked by shape (the default).
+ * subgroup / threads) and in the one picked by shape (the default), then
+ * (dense shapes, devices with VK_NV_cooperative_matrix2) the same for
+ * mmf_cm2.comp (zn_vk_cm2_cfgs: rows x tokens per workgroup, k step).
  * "prep" = dequantise + convert, "gemm" = the multiply. Random bytes stand
  * in for the quantised weights: the kernels' cost does not depend on their
  * values. TFLOP/s counts 2 * rows * cols * tokens (* slots). */
@@ -94,8 +96,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    printf("device: %s, coopmat %s, shared memory %u bytes, %d tokens, median of %d\n", d.info.name, o.coopmat ? "yes" : "no",
-           d.info.max_shared, T, REPS);
+    const bool cm2 = o.mm_cm2; /* ZN_VK_MM_CM2=0 skips its rows */
+    printf("device: %s, coopmat %s, NV coopmat2 %s, shared memory %u bytes, %d tokens, median of %d\n", d.info.name,
+           o.coopmat ? "yes" : "no", d.info.coopmat2 ? "yes" : "no", d.info.max_shared, T, REPS);
     vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
     const shape shapes[] = {
         {"8B ffn_gate", ZN_TYPE_Q4_K, 4096, 12288, 0, 0, false},
@@ -177,6 +180,7 @@ int main(int argc, char **argv) {
         o.coopmat = cm;
         o.mm_emulate = !cm;
         o.mm_scratch = scratch.addr, o.mm_scratch_bytes = need;
+        o.mm_cm2 = false;
         for (uint32_t ci = 0; ci <= ZN_VK_MM_NCFG; ci++) { /* the last: picked by shape (the default) */
             const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
             if (ci < ZN_VK_MM_NCFG && !vkops_mm_cfg_fits(&o, ci)) continue;
@@ -190,6 +194,20 @@ int main(int argc, char **argv) {
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
         }
         o.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
+        /* dense: the NV cooperative matrix 2 kernel in every config, then by shape */
+        for (uint32_t ci = 0; cm2 && !s->n_expert && ci <= ZN_VK_CM2_NCFG; ci++) {
+            const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci < ZN_VK_CM2_NCFG ? ci : 0];
+            o.mm_cm2 = true;
+            o.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
+            char name[64];
+            if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 auto (default)");
+            else snprintf(name, sizeof name, "f16 cm2 %ux%u k%u", f->bm, f->bn, f->bk);
+            if (time_calls(&m, 0, false, &tot, &prep, &gemm))
+                printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
+                       gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
+            else fprintf(stderr, "  %s: %s\n", name, err.msg);
+        }
+        o.mm_cm2 = cm2, o.cm2_cfg = ZN_VK_MM_AUTO;
         vkarena_free(&a);
         vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
     }

@@ -9,7 +9,9 @@
  * copies (ZN_BENCH_MB in total, default 256) that the L2 cache cannot serve
  * them, and prints the median GPU time per call from timestamps and the
  * weight bytes per second. For the integer kernel, "us" is the whole call
- * (quantising x, barrier, mat-vec) and "mv us" the mat-vec alone. The
+ * (quantising x, barrier, mat-vec) and "mv us" the mat-vec alone; MoE
+ * shapes read 8 of 32 experts, each slot with its own x (GB/s counts the
+ * chosen experts' bytes). The
  * "copy" line is vkCmdCopyBuffer over the same bytes (read + write counted)
  * timed on the host: the memory system's reach on this device. Random bytes
  * stand in for the quantised weights: the kernels' cost does not depend on
@@ -41,7 +43,16 @@ typedef struct shape {
     zn_type t;
     uint32_t rows, cols;
     const char *what;
+    uint32_t n_expert, n_used; /* MoE: a stack of n_expert matrices, n_used slots with their own x (0: dense) */
 } shape;
+
+/* Bytes of one weight copy, and the bytes one call reads. */
+static uint64_t stack_bytes(const shape *s) {
+    return (uint64_t)vkq_row_bytes(s->t, s->cols) * s->rows * (s->n_expert ? s->n_expert : 1);
+}
+static uint64_t read_bytes(const shape *s) {
+    return (uint64_t)vkq_row_bytes(s->t, s->cols) * s->rows * (s->n_used ? s->n_used : 1);
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -50,8 +61,8 @@ static double now_s(void) {
 }
 
 /* Median us per call and per mat-vec dispatch alone (the call's last one). */
-static int time_calls(bench *b, const shape *s, const vkref *w, int copies, vkref x, vkref y, double *call_us,
-                      double *mv_us) {
+static int time_calls(bench *b, const shape *s, const vkref *w, int copies, vkref x, vkref y, vkref ids,
+                      double *call_us, double *mv_us) {
     zn_err err = {0};
     const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols);
     const int n = b->reps + b->warm;
@@ -60,6 +71,15 @@ static int time_calls(bench *b, const shape *s, const vkref *w, int copies, vkre
     for (int r = 0; r < n; r++) {
         vkop_mm m = {.type = s->t, .w = w[r % copies].addr, .x = x.addr, .y = y.addr, .ncols = s->cols, .nrows = s->rows,
                      .row_bytes = rb, .n_tok = 1, .x_stride = s->cols, .y_stride = s->rows};
+        if (s->n_expert) {
+            m.ids = ids.addr;
+            m.expert_bytes = (uint64_t)rb * s->rows;
+            m.n_slots = m.ids_stride = s->n_used;
+            m.x_stride = s->n_used * s->cols;
+            m.x_slot_stride = s->cols;
+            m.y_stride = s->n_used * s->rows;
+            m.y_slot_stride = s->rows;
+        }
         if (vkop_matvec(&b->o, &b->c, &m, "mv", &err)) goto fail;
         end[r] = b->c.n_ts - 1;
         vkcmd_barrier(&b->c);
@@ -132,10 +152,13 @@ int main(void) {
            has_int ? "yes" : "NO (integer kernel not run)");
     vkarena_init(&b.a, &b.d, VKMEM_DEVICE, 0, 0);
     static const shape shapes[] = {
-        {ZN_TYPE_Q4_K, 12288, 4096, "8B ffn_gate"}, {ZN_TYPE_Q6_K, 4096, 12288, "8B ffn_down"},
-        {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate"},  {ZN_TYPE_Q8_0, 4096, 4096, "8B attn_q"},
-        {ZN_TYPE_Q5_K, 12288, 4096, "8B ffn_gate"}, {ZN_TYPE_Q4_K, 4096, 4096, "8B attn_output"},
-        {ZN_TYPE_Q4_0, 12288, 4096, "8B ffn_gate"},
+        {ZN_TYPE_Q4_K, 12288, 4096, "8B ffn_gate", 0, 0}, {ZN_TYPE_Q6_K, 4096, 12288, "8B ffn_down", 0, 0},
+        {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate", 0, 0},  {ZN_TYPE_Q8_0, 4096, 4096, "8B attn_q", 0, 0},
+        {ZN_TYPE_Q5_K, 12288, 4096, "8B ffn_gate", 0, 0}, {ZN_TYPE_Q4_K, 4096, 4096, "8B attn_output", 0, 0},
+        {ZN_TYPE_Q4_0, 12288, 4096, "8B ffn_gate", 0, 0},
+        /* 35B-A3B expert down matrices: 8 of 32 experts, each slot its own x */
+        {ZN_TYPE_Q6_K, 2048, 512, "35B moe_down", 32, 8}, {ZN_TYPE_Q4_K, 2048, 512, "35B moe_down", 32, 8},
+        {ZN_TYPE_Q4_K, 512, 2048, "35B moe_gate", 32, 8},
     };
     const size_t n_shapes = sizeof shapes / sizeof *shapes;
     double sum_f[16], sum_i[16], best[16];
@@ -143,20 +166,25 @@ int main(void) {
     printf("%-15s %-5s %-6s %4s %3s %2s %9s %8s %9s\n", "matrix", "type", "kernel", "wg", "nr", "u", "us", "GB/s", "mv us");
     for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
-        const uint64_t wbytes = (uint64_t)vkq_row_bytes(s->t, s->cols) * s->rows;
+        const uint64_t wbytes = stack_bytes(s), rbytes = read_bytes(s), nx = s->n_used ? s->n_used : 1;
         int copies = (int)((budget + wbytes - 1) / wbytes);
         if (copies < 2) copies = 2;
         if (copies > MAX_COPIES) copies = MAX_COPIES;
-        vkref w[MAX_COPIES], x, y, xq;
+        vkref w[MAX_COPIES], x, y, xq, ids = {0};
         uint8_t *junk = malloc(wbytes);
         for (uint64_t i = 0; i < wbytes; i++) junk[i] = (uint8_t)(i * 2654435761u >> 13);
         vkxfer xf;
         int bad = vkxfer_init(&xf, &b.d, 64ull << 20, &err);
         for (int k = 0; k < copies && !bad; k++)
             bad = vkarena_alloc(&b.a, wbytes, 256, &w[k], &err) || vkxfer_upload(&xf, w[k], junk, wbytes, &err);
-        const uint64_t xqb = vkops_xq_bytes(s->cols, 1);
-        bad = bad || vkarena_alloc(&b.a, 4ull * s->cols, 256, &x, &err) || vkarena_alloc(&b.a, 4ull * s->rows, 256, &y, &err) ||
-              vkarena_alloc(&b.a, xqb, 256, &xq, &err) || vkxfer_fill(&xf, x, 0x3c000000u, &err) || vkxfer_flush(&xf, &err);
+        const uint64_t xqb = vkops_xq_bytes(s->cols, (uint32_t)nx);
+        float idv[16];
+        for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
+        bad = bad || vkarena_alloc(&b.a, 4ull * s->cols * nx, 256, &x, &err) ||
+              vkarena_alloc(&b.a, 4ull * s->rows * nx, 256, &y, &err) || vkarena_alloc(&b.a, xqb, 256, &xq, &err) ||
+              vkxfer_fill(&xf, x, 0x3c000000u, &err) ||
+              (s->n_expert && (vkarena_alloc(&b.a, sizeof idv, 256, &ids, &err) || vkxfer_upload(&xf, ids, idv, sizeof idv, &err))) ||
+              vkxfer_flush(&xf, &err);
         vkxfer_free(&xf);
         free(junk);
         if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
@@ -167,30 +195,30 @@ int main(void) {
                (double)wbytes / 1e6);
         double us, mv;
         set_config(&b, def_wg, def_nr, def_u, false);
-        if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+        if (time_calls(&b, s, w, copies, x, y, ids, &us, &mv)) return 1;
         sum_f[si] = us;
         printf("%-15s %-5s %-6s %4u %3s %2s %9.1f %8.0f %9s\n", s->what, zn_type_name(s->t), "float", def_wg, "def", "-",
-               us, (double)wbytes / (us * 1e-6) / 1e9, "-");
+               us, (double)rbytes / (us * 1e-6) / 1e9, "-");
         sum_i[si] = 0;
         if (!has_int) {
             vkarena_free(&b.a);
             continue;
         }
         set_config(&b, def_wg, def_nr, def_u, true);
-        if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+        if (time_calls(&b, s, w, copies, x, y, ids, &us, &mv)) return 1;
         sum_i[si] = best[si] = us;
         best_cfg[si][0] = def_wg, best_cfg[si][1] = def_nr, best_cfg[si][2] = def_u;
         printf("%-15s %-5s %-6s %4u %3s %2s %9.1f %8.0f %9.1f  <- default\n", s->what, zn_type_name(s->t), "int", def_wg,
-               "def", "def", us, (double)wbytes / (us * 1e-6) / 1e9, mv);
+               "def", "def", us, (double)rbytes / (us * 1e-6) / 1e9, mv);
         const uint32_t sg = b.d.info.subgroup_size, wgs[] = {sg, 4 * sg}, nrs[] = {1, 2, 4}, us_[] = {1, 2, 4};
         for (size_t wi = 0; wi < (quick ? 1 : 2); wi++)
             for (size_t ni = 0; ni < 3; ni++)
                 for (size_t ui = 0; ui < (quick ? 2 : 3); ui++) {
                     set_config(&b, wgs[wi], nrs[ni], us_[ui], true);
-                    if (time_calls(&b, s, w, copies, x, y, &us, &mv)) return 1;
+                    if (time_calls(&b, s, w, copies, x, y, ids, &us, &mv)) return 1;
                     printf("%-15s %-5s %-6s %4u %3u %2u %9.1f %8.0f %9.1f  (mat-vec alone %.0f GB/s)\n", s->what,
-                           zn_type_name(s->t), "int", wgs[wi], nrs[ni], us_[ui], us, (double)wbytes / (us * 1e-6) / 1e9,
-                           mv, (double)wbytes / (mv * 1e-6) / 1e9);
+                           zn_type_name(s->t), "int", wgs[wi], nrs[ni], us_[ui], us, (double)rbytes / (us * 1e-6) / 1e9,
+                           mv, (double)rbytes / (mv * 1e-6) / 1e9);
                     if (us < best[si]) {
                         best[si] = us;
                         best_cfg[si][0] = wgs[wi], best_cfg[si][1] = nrs[ni], best_cfg[si][2] = us_[ui];
@@ -203,7 +231,7 @@ int main(void) {
            "int GB/s", "best us", "best GB/s", "wg/nr/u");
     for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
-        const double mb = (double)vkq_row_bytes(s->t, s->cols) * s->rows / 1e6;
+        const double mb = (double)read_bytes(s) / 1e6;
         if (!has_int) {
             printf("  %-15s %-5s %6.1f %9.1f\n", s->what, zn_type_name(s->t), mb, sum_f[si]);
             continue;
