@@ -48,7 +48,7 @@ static int load_golden(const char *path, golden *g) {
     g->n_prompt = p ? read_ints(p, g->prompt, 64) : -1;
     p = skip_to(s, "\"greedy\":");
     g->n_greedy = p ? read_ints(p, g->greedy, 64) : -1;
-    ok = g->n_vocab > 0 && g->n_prompt > 0 && g->n_greedy > 0;
+    int ok = g->n_vocab > 0 && g->n_prompt > 0 && g->n_greedy > 0;
     p = skip_to(s, "\"prompt_logits\":");
     if (ok && p) {
         g->logits = malloc(sizeof *g->logits * (size_t)g->n_prompt * g->n_vocab);
