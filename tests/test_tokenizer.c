@@ -77,7 +77,7 @@ static int run_vocab(const char *name, int *failed_cases) {
     snprintf(rel, sizeof rel, VOCAB_DIR "/%s", name);
     snprintf(inp_path, sizeof inp_path, "%s.inp", shared_path(rel));
     snprintf(out_path, sizeof out_path, "%s.out", shared_path(rel));
-    size_t ni, no;
+    size_t ni = 0, no = 0;
     char *inp = harness_read_file(inp_path, &ni), *out = harness_read_file(out_path, &no);
     loaded l;
     CHECK_MSG(inp && out, "%s: cannot read .inp/.out", name);
@@ -527,7 +527,7 @@ static double now_ms(void) {
 
 /* Load time of the largest vocab, speed and lossless round trip on prose. */
 static void test_corpus_round_trip(void) {
-    size_t len;
+    size_t len = 0;
     char *book = harness_read_file(shared_path("corpora/war-and-peace.txt"), &len);
     CHECK(book != NULL);
     if (!book) return;
