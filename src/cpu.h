@@ -24,16 +24,7 @@ void cpu_pool_barrier(cpu_pool *p);
 
 /* ---- vector kernels (AVX2 or scalar, chosen at init) ---- */
 
-/* Matmul tile: y[r][j] = W[r] . x[j] for the nr (1..CPU_TILE_ROWS) weight
- * rows at w + r * wrow and the nt (1..CPU_TILE) tokens x[j], the x[j] in the
- * weight's vec-dot format (cpu_tile_avx2.c, cpu_tile_vnni_avx2.c). Each
- * (row, token) result is computed the same way whatever nr and nt are. */
-#define CPU_TILE 8
-#define CPU_TILE_ROWS 4
-typedef void (*cpu_tile_fn)(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
-                            float (*y)[CPU_TILE]);
-
-/* Q4_K and Q8_0 weights repacked at init (cpu_pack.c): 8 rows interleaved
+/* Q4_K, Q6_K and Q8_0 weights repacked at init (cpu_pack.c): 8 rows interleaved
  * per block, so one 32-byte load holds 4 weights of each of the 8 rows and
  * a GEMM step takes 8 rows x up to 4 tokens with each token's 4 activations
  * broadcast (no per-row unpacking or horizontal sums). A tensor's rows are
@@ -50,6 +41,15 @@ typedef struct cpu_q4k_x8 {
      * Q4_K byte order, rows interleaved 4 bytes at a time */
     uint8_t qs[4][8][CPU_PACK_ROWS][4];
 } cpu_q4k_x8;
+/* Q6_K: the 6-bit codes (stored + 32) as Q4_K-ordered nibbles plus their
+ * top two bits, four codes' worth per byte of qh. */
+typedef struct cpu_q6k_x8 {
+    zn_half d[CPU_PACK_ROWS];
+    int8_t sc[8][CPU_PACK_ROWS][2];     /* [p][row][g - 2p]: scales of the 16-code groups 2p, 2p+1 */
+    uint8_t ql[4][8][CPU_PACK_ROWS][4]; /* as cpu_q4k_x8.qs: low 4 bits of the codes */
+    /* [p][k][row][e]: bits 2m, 2m+1 = top bits of element 128p + 32m + 4k + e */
+    uint8_t qh[2][8][CPU_PACK_ROWS][4];
+} cpu_q6k_x8;
 /* Q8_0: the token's codes come as unsigned (code + 128, CPU_XQ_Q8_0_U) so
  * that vpdpbusd multiplies them with the signed weights directly; wsum
  * takes the 128 * sum of the row's codes back off. */
@@ -92,7 +92,6 @@ typedef void (*cpu_att_values_fn)(const zn_half *v, size_t stride, const int *n,
                                   int d, float *const *y);
 
 typedef struct cpu_vec {
-    cpu_tile_fn (*tile)(zn_type t);  /* NULL result: no tile kernel for t */
     cpu_pack_tile_fn (*packed)(zn_type t); /* NULL result: no packed kernel, t is not packed */
     cpu_att_scores_fn att_scores;
     cpu_att_softmax_fn att_softmax;
@@ -112,8 +111,6 @@ void cpu_att_values_avx2(const zn_half *v, size_t stride, const int *n, const fl
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
 void cpu_swiglu_avx2(float *y, const float *g, const float *u, int64_t n);
 double cpu_sum_sq_avx2(const float *x, int64_t n);
-cpu_tile_fn cpu_tile_avx2(zn_type t);
-cpu_tile_fn cpu_tile_vnni(zn_type t); /* the same on AVX-VNNI */
 cpu_pack_tile_fn cpu_packed_avx2(zn_type t);
 cpu_pack_tile_fn cpu_packed_vnni(zn_type t);
 #endif
@@ -146,7 +143,7 @@ typedef struct cpu_ctx {
     size_t att_stride;
     float *rope;            /* [n_threads][head_dim] */
     int rope_stride;
-    /* packed copies of the Q4_K / Q8_0 matmul weights, by weight id (NULL:
+    /* packed copies of the Q4_K / Q6_K / Q8_0 matmul weights, by weight id (NULL:
      * use the mapped rows), and their total size */
     void **packed;
     size_t packed_bytes;

@@ -1,8 +1,9 @@
 /* Matmuls of the CPU backend. The activations are quantized once to the
  * weight's vec-dot type (kept while the same activation feeds the next
  * matmul, e.g. q/k/v), then each thread takes a contiguous band of weight
- * rows and, block by block, dots every row of the block with every token,
- * so a prefill reads each weight row from memory once. */
+ * rows and, block by block (a packed group of 8, or ROW_BLOCK unpacked
+ * rows), dots every row of the block with every token, so a prefill reads
+ * each weight row from memory once. */
 #include <string.h>
 
 #include "cpu.h"
@@ -93,24 +94,8 @@ static void dot_band(const cpu_run *r, const gguf_tensor *w, const uint8_t *wdat
         return;
     }
     const size_t wrow = zn_row_size(w->type, K);
-    const cpu_tile_fn tile = r->c->vec.tile(w->type);
     for (int64_t ob = o0; ob < o1; ob += ROW_BLOCK) {
         const int64_t oe = ob + ROW_BLOCK < o1 ? ob + ROW_BLOCK : o1;
-        if (tile) {
-            for (int i = 0; i < n_x; i += CPU_TILE) {
-                const int nt = n_x - i < CPU_TILE ? n_x - i : CPU_TILE;
-                const void *xs[CPU_TILE];
-                for (int j = 0; j < nt; j++) xs[j] = xq + (size_t)(xi ? xi[i + j] : i + j) * xrow;
-                for (int64_t o = ob; o < oe; o += CPU_TILE_ROWS) {
-                    const int nr = oe - o < CPU_TILE_ROWS ? (int)(oe - o) : CPU_TILE_ROWS;
-                    float out[CPU_TILE_ROWS][CPU_TILE];
-                    tile(wdata + (size_t)o * wrow, wrow, nr, xs, nt, K, out);
-                    for (int j = 0; j < nt; j++)
-                        for (int k = 0; k < nr; k++) y[(int64_t)(yi ? yi[i + j] : i + j) * ld + o + k] = out[k][j];
-                }
-            }
-            continue;
-        }
         for (int i = 0; i < n_x; i++) {
             const uint8_t *x = xq + (size_t)(xi ? xi[i] : i) * xrow;
             float *yr = y + (int64_t)(yi ? yi[i] : i) * ld;

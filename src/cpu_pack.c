@@ -1,4 +1,4 @@
-/* Repacking of Q4_K and Q8_0 matmul weights for the CPU backend (layouts
+/* Repacking of Q4_K, Q6_K and Q8_0 matmul weights for the CPU backend (layouts
  * in cpu.h).
  * The model stays immutable and mapped; the packed copy belongs to the
  * backend context. Packing only moves bytes (scales and mins unpacked from
@@ -29,6 +29,34 @@ static void pack_q4k(const block_q4_K *const *rows, int nr, int64_t i, cpu_q4k_x
     }
 }
 
+/* Element e (0..255) of a Q6_K block: its 6-bit code (stored + 32). */
+static int q6_code(const block_q6_K *b, int e) {
+    const int h = e / 128, l = e % 32, q = (e % 128) / 32;
+    const uint8_t lo = b->ql[h * 64 + l + (q & 1) * 32];
+    return (q >= 2 ? lo >> 4 : lo & 0xF) | (((b->qh[h * 32 + l] >> (2 * q)) & 3) << 4);
+}
+
+static void pack_q6k(const block_q6_K *const *rows, int nr, int64_t i, cpu_q6k_x8 *o) {
+    for (int r = 0; r < nr; r++) {
+        const block_q6_K *b = rows[r] + i;
+        o->d[r] = b->d;
+        for (int g = 0; g < 16; g++) o->sc[g / 2][r][g % 2] = b->scales[g];
+        for (int c = 0; c < 4; c++)
+            for (int k = 0; k < 8; k++)
+                for (int e = 0; e < 4; e++) {
+                    const int lo = q6_code(b, 64 * c + 4 * k + e), hi = q6_code(b, 64 * c + 32 + 4 * k + e);
+                    o->ql[c][k][r][e] = (uint8_t)((lo & 0xF) | (hi & 0xF) << 4);
+                }
+        for (int p = 0; p < 2; p++)
+            for (int k = 0; k < 8; k++)
+                for (int e = 0; e < 4; e++) {
+                    int v = 0;
+                    for (int m = 0; m < 4; m++) v |= (q6_code(b, 128 * p + 32 * m + 4 * k + e) >> 4) << (2 * m);
+                    o->qh[p][k][r][e] = (uint8_t)v;
+                }
+    }
+}
+
 static void pack_q80(const block_q8_0 *const *rows, int nr, int64_t i, cpu_q80_x8 *o) {
     for (int r = 0; r < nr; r++) {
         const block_q8_0 *b = rows[r] + i;
@@ -43,6 +71,7 @@ static void pack_q80(const block_q8_0 *const *rows, int nr, int64_t i, cpu_q80_x
 size_t cpu_pack_group_bytes(zn_type t, int64_t n) {
     switch (t) {
     case ZN_TYPE_Q4_K: return (size_t)(n / QK_K) * sizeof(cpu_q4k_x8);
+    case ZN_TYPE_Q6_K: return (size_t)(n / QK_K) * sizeof(cpu_q6k_x8);
     case ZN_TYPE_Q8_0: return (size_t)(n / QK8_0) * sizeof(cpu_q80_x8);
     default: return 0;
     }
@@ -59,6 +88,7 @@ void cpu_pack_rows(zn_type t, const void *rows, int64_t n_rows, int64_t n, void 
         memset(o, 0, gbytes);
         for (int64_t i = 0; i < nb; i++) {
             if (t == ZN_TYPE_Q4_K) pack_q4k((const block_q4_K *const *)r8, nr, i, (cpu_q4k_x8 *)o + i);
+            else if (t == ZN_TYPE_Q6_K) pack_q6k((const block_q6_K *const *)r8, nr, i, (cpu_q6k_x8 *)o + i);
             else pack_q80((const block_q8_0 *const *)r8, nr, i, (cpu_q80_x8 *)o + i);
         }
     }

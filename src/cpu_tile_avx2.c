@@ -1,4 +1,4 @@
-/* Matmul tiles (kernels in cpu_tile_impl.h) with AVX2 integer products.
+/* Packed matmul kernels (cpu_tile_impl.h) with AVX2 integer products.
  * Compiled with -mavx2 -mfma -mf16c; used only when the CPU has them. */
 #include <immintrin.h>
 
@@ -19,6 +19,5 @@ static inline __m256i p8_dot(__m256i acc, __m256i w, __m256i xu) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
 #define P8_DOT(acc, w, xu) p8_dot((acc), (w), (xu))
-#define TILE_SELECT cpu_tile_avx2
 #define PACK_SELECT cpu_packed_avx2
 #include "cpu_tile_impl.h"

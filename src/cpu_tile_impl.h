@@ -1,4 +1,4 @@
-/* The matmul kernels, included by cpu_tile_avx2.c and (compiled for
+/* The packed matmul kernels, included by cpu_tile_avx2.c and (compiled for
  * AVX-VNNI) cpu_tile_vnni_avx2.c, which define:
  *   ACC_MADD(acc, p, s)   acc + pairwise int16 products of p and s (int32)
  *   PK_FIRST(w, x), PK_DOT(acc, w, x)
@@ -12,116 +12,32 @@
  *                         P8_INIT(row code sums) and P8_DOT adds the 4
  *                         products of s8 w and u8 xu (token code + 128)
  *                         per lane, so that they end at the sums of w * code
- *   TILE_SELECT, PACK_SELECT the names of the type -> tile and type ->
- *                         packed kernel selectors
+ *   PACK_SELECT           the name of the type -> packed kernel selector
  * Both give the same exact integers, so results do not depend on the path.
  *
- * Q4_K and Q8_0 weights are packed 8 rows at a time (cpu_pack.c): a step
- * dots 8 rows (one per 32-bit lane) with a token's 4 broadcast codes, so
- * nothing is unpacked per row and nothing is summed across lanes.
- * Q6_K: one weight row against up to four tokens at once, so the row's
- * codes and scales are unpacked once per block instead of once per token
- * (prefill is bound by that unpacking, not by memory).
- * Each (row, token) result is computed the same way for every tile shape
- * and token count, so it does not depend on how the batch was grouped. */
-#if !defined(ACC_MADD) || !defined(TILE_SELECT) || !defined(PK_DOT) || !defined(P8_DOT) || !defined(PACK_SELECT)
-#error "define ACC_MADD, PK_*, P8_*, TILE_SELECT and PACK_SELECT before including cpu_tile_impl.h"
+ * The weights are packed 8 rows at a time (cpu_pack.c): a step dots 8 rows
+ * (one per 32-bit lane) with a token's 4 broadcast codes, for up to 4
+ * tokens, so a block's codes and scales are unpacked once for 8 rows x 4
+ * tokens and nothing is summed across lanes.
+ * Each (row, token) result is computed the same way for every token count,
+ * so it does not depend on how the batch was grouped. */
+#if !defined(ACC_MADD) || !defined(PK_DOT) || !defined(P8_DOT) || !defined(PACK_SELECT)
+#error "define ACC_MADD, PK_*, P8_* and PACK_SELECT before including cpu_tile_impl.h"
 #endif
 #include <immintrin.h>
 #include <string.h>
 
 #include "quant_impl.h"
-#include "quant_avx2_codes.h"
 
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 
-static ALWAYS_INLINE float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-static ALWAYS_INLINE float hsum4(__m128 s) {
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
 static ALWAYS_INLINE __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-
-/* int16 lane j of v (replicated in both 128-bit halves) in every lane */
-static ALWAYS_INLINE __m256i lane16(__m256i v, int j) {
-    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 + 0x0202 * j)));
-}
 
 /* Decode streams the weights from memory: ask for the cache lines a few
  * KiB ahead of the block being read (past a row's end is the next row). */
 #define PREFETCH_AHEAD 4096
 static ALWAYS_INLINE void prefetch_ahead(const void *block, size_t size) {
     for (size_t o = 0; o < size; o += 64) _mm_prefetch((const char *)block + PREFETCH_AHEAD + o, _MM_HINT_T0);
-}
-
-/* ---- Q6_K x Q8_K ---- */
-
-static ALWAYS_INLINE void q6k_tile(const block_q6_K *w, const block_q8_K *const *x, int64_t nb, float *y, int nt) {
-    __m256 acc[4];
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nb; i++) {
-        prefetch_ahead(&w[i], sizeof w[i]);
-        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w[i].scales));
-        const float d = _cvtsh_ss(w[i].d);
-        __m256i sumi[4];
-        /* codes are stored +32: start from -32 * sum_g scale_g * ysum_g */
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++)
-            sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                       _mm256_slli_epi32(_mm256_madd_epi16(sc16, load32(x[t][i].bsums)), 5));
-        const __m256i sch2[2] = {_mm256_permute2x128_si256(sc16, sc16, 0x00),
-                                 _mm256_permute2x128_si256(sc16, sc16, 0x11)};
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            const __m256i sch = sch2[h];
-            __m256i q[4];
-            q6k_codes(w[i].ql + 64 * h, w[i].qh + 32 * h, q);
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                /* 32 codes = groups 2k (low 128 bits) and 2k+1 (high) */
-                const __m256i s = _mm256_shuffle_epi8(
-                    sch, _mm256_setr_m128i(_mm_set1_epi16((short)(0x0100 + 0x0202 * 2 * k)),
-                                           _mm_set1_epi16((short)(0x0100 + 0x0202 * (2 * k + 1)))));
-#pragma GCC unroll 4
-                for (int t = 0; t < nt; t++) {
-                    const __m256i p = _mm256_maddubs_epi16(q[k], load32(x[t][i].qs + 128 * h + 32 * k));
-                    sumi[t] = ACC_MADD(sumi[t], p, s);
-                }
-            }
-        }
-#pragma GCC unroll 4
-        for (int t = 0; t < nt; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * x[t][i].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-    }
-#pragma GCC unroll 4
-    for (int t = 0; t < nt; t++) y[t] = hsum8(acc[t]);
-}
-
-/* Q6_K goes Q6K_TOKENS at a time to keep its accumulators in registers. */
-#define Q6K_TOKENS 4
-static void tile_q6_K(const void *w, size_t wrow, int nr, const void *const *x, int nt, int64_t n,
-                      float (*y)[CPU_TILE]) {
-    const block_q8_K *const *xs = (const block_q8_K *const *)x;
-    for (int r = 0; r < nr; r++) {
-        const block_q6_K *row = (const block_q6_K *)((const uint8_t *)w + (size_t)r * wrow);
-        for (int t0 = 0; t0 < nt; t0 += Q6K_TOKENS) {
-            switch (nt - t0) {
-            case 1: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 1); break;
-            case 2: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 2); break;
-            case 3: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 3); break;
-            default: q6k_tile(row, xs + t0, n / QK_K, y[r] + t0, 4); break;
-            }
-        }
-    }
 }
 
 /* ---- packed Q4_K (8 rows) x Q8_K ---- */
@@ -195,6 +111,77 @@ static ALWAYS_INLINE void q4k_x8_tile(const cpu_q4k_x8 *w, const block_q8_K *con
     for (int t = 0; t < nt; t++) _mm256_storeu_ps(y[t], acc[t]);
 }
 
+/* ---- packed Q6_K (8 rows) x Q8_K ---- */
+
+/* Per row lane: sum over the 8 codes of 2 weight dwords x the token's 8
+ * activations at q, as int16 pairs (2 x 2 x 63 x 127 fits). */
+static ALWAYS_INLINE __m256i q6_dot8(__m256i w0, __m256i w1, const int8_t *q) {
+    const pk_i32 *v = (const pk_i32 *)q;
+    return _mm256_add_epi16(_mm256_maddubs_epi16(w0, _mm256_set1_epi32(v[0])),
+                            _mm256_maddubs_epi16(w1, _mm256_set1_epi32(v[1])));
+}
+
+static ALWAYS_INLINE void q6k_x8_tile(const cpu_q6k_x8 *w, const block_q8_K *const *x, int64_t nb, int nt,
+                                      float (*y)[CPU_PACK_ROWS], bool pf) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+    /* int16 pair (a, b) of each lane -> (a, a) or (b, b) */
+    const __m256i dup_a = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8,
+                                           9, 8, 9, 12, 13, 12, 13);
+    const __m256i dup_b = _mm256_add_epi8(dup_a, _mm256_set1_epi8(2));
+    __m256 acc[CPU_PACK_TOKENS];
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        const cpu_q6k_x8 *b = &w[i];
+        if (pf) prefetch_ahead(b, sizeof *b);
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b->d));
+        __m256i sc2[8]; /* per row: the scales of groups 2p, 2p+1 as an int16 pair */
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; p++) sc2[p] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->sc[p]));
+        /* codes are stored + 32: start from -32 * sum_g scale_g * (the token's group sum) */
+        __m256i sumi[CPU_PACK_TOKENS];
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++) {
+            const pk_i32 *bs = (const pk_i32 *)x[t][i].bsums;
+            __m256i c = _mm256_madd_epi16(sc2[0], _mm256_set1_epi32(bs[0]));
+#pragma GCC unroll 8
+            for (int p = 1; p < 8; p++) c = _mm256_add_epi32(c, _mm256_madd_epi16(sc2[p], _mm256_set1_epi32(bs[p])));
+            sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(c, 5));
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+#pragma GCC unroll 4
+            for (int hh = 0; hh < 4; hh++) {
+                const int high = hh / 2, h = hh % 2, m = 2 * (c % 2) + high;
+                const int g = 4 * c + 2 * high + h; /* the 16 codes' group */
+                const __m256i s = _mm256_shuffle_epi8(sc2[g / 2], g % 2 ? dup_b : dup_a);
+                __m256i wv[4];
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; k++) {
+                    const __m256i lo = load32(b->ql[c][4 * h + k]), hb = load32(b->qh[c / 2][4 * h + k]);
+                    const __m256i top = m == 0   ? _mm256_slli_epi16(hb, 4)
+                                        : m == 1 ? _mm256_slli_epi16(hb, 2)
+                                        : m == 2 ? hb
+                                                 : _mm256_srli_epi16(hb, 2);
+                    wv[k] = _mm256_or_si256(_mm256_and_si256(high ? _mm256_srli_epi16(lo, 4) : lo, m4),
+                                            _mm256_and_si256(top, m2));
+                }
+#pragma GCC unroll 4
+                for (int t = 0; t < nt; t++) {
+                    const int8_t *q = x[t][i].qs + 64 * c + 32 * high + 16 * h;
+                    sumi[t] = ACC_MADD(sumi[t], q6_dot8(wv[0], wv[1], q), s);
+                    sumi[t] = ACC_MADD(sumi[t], q6_dot8(wv[2], wv[3], q + 8), s);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < nt; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x[t][i].d)), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < nt; t++) _mm256_storeu_ps(y[t], acc[t]);
+}
+
 /* Q8_0 (8 rows) x unsigned Q8_0 tokens (codes + 128): per row, P8_DOT
  * sums the code products, P8_INIT(wsum) holds what the +128 adds to them
  * (or nothing, on a path that takes it off the token instead). */
@@ -253,20 +240,16 @@ static ALWAYS_INLINE void q80_x8_tile(const cpu_q80_x8 *w, const block_q8_0 *con
         }                                                                                               \
     }
 PACKED_FN(packed_q4_K, q4k_x8_tile, cpu_q4k_x8, block_q8_K, QK_K)
+PACKED_FN(packed_q6_K, q6k_x8_tile, cpu_q6k_x8, block_q8_K, QK_K)
 PACKED_FN(packed_q8_0, q80_x8_tile, cpu_q80_x8, block_q8_0, QK8_0)
 #undef PACKED_FN
 
 cpu_pack_tile_fn PACK_SELECT(zn_type t) {
     switch (t) {
     case ZN_TYPE_Q4_K: return packed_q4_K;
+    case ZN_TYPE_Q6_K: return packed_q6_K;
     case ZN_TYPE_Q8_0: return packed_q8_0;
     default: return NULL;
     }
 }
 
-cpu_tile_fn TILE_SELECT(zn_type t) {
-    switch (t) {
-    case ZN_TYPE_Q6_K: return tile_q6_K;
-    default: return NULL;
-    }
-}

@@ -16,6 +16,5 @@
 /* packed Q8_0: u8 (code + 128) x s8 weight; start from -128 * sum(w) */
 #define P8_INIT(wsum) _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32((wsum), 7))
 #define P8_DOT(acc, w, xu) _mm256_dpbusd_avx_epi32((acc), (xu), (w))
-#define TILE_SELECT cpu_tile_vnni
 #define PACK_SELECT cpu_packed_vnni
 #include "cpu_tile_impl.h"

@@ -53,26 +53,18 @@ static double sum_sq(const float *x, int64_t n) {
     return s;
 }
 
-static cpu_tile_fn no_tile(zn_type t) {
-    (void)t;
-    return NULL;
-}
-
 static cpu_pack_tile_fn no_packed(zn_type t) {
     (void)t;
     return NULL;
 }
 
 void cpu_vec_select(cpu_vec *v) {
-    *v = (cpu_vec){no_tile, no_packed, att_scores, att_softmax, att_values, to_f16, swiglu, sum_sq};
+    *v = (cpu_vec){no_packed, att_scores, att_softmax, att_values, to_f16, swiglu, sum_sq};
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-        *v = (cpu_vec){cpu_tile_avx2,       cpu_packed_avx2,     cpu_att_scores_avx2, cpu_att_softmax_avx2,
-                       cpu_att_values_avx2, cpu_to_f16_avx2,     cpu_swiglu_avx2,     cpu_sum_sq_avx2};
-    if (v->tile == cpu_tile_avx2 && __builtin_cpu_supports("avxvnni")) {
-        v->tile = cpu_tile_vnni;
-        v->packed = cpu_packed_vnni;
-    }
+        *v = (cpu_vec){cpu_packed_avx2,     cpu_att_scores_avx2, cpu_att_softmax_avx2, cpu_att_values_avx2,
+                       cpu_to_f16_avx2,     cpu_swiglu_avx2,     cpu_sum_sq_avx2};
+    if (v->packed == cpu_packed_avx2 && __builtin_cpu_supports("avxvnni")) v->packed = cpu_packed_vnni;
 #endif
 }

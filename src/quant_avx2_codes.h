@@ -1,5 +1,6 @@
-/* AVX2 block decoders shared by the row dots (quant_avx2.c) and the matmul
- * tiles (cpu_tile_impl.h); include only from files built with -mavx2. */
+/* AVX2 block decoders of the row dots (quant_avx2.c; the CPU backend's
+ * packed kernels decode their own layouts); include only from files built
+ * with -mavx2. */
 #ifndef ZINC_QUANT_AVX2_CODES_H
 #define ZINC_QUANT_AVX2_CODES_H
 

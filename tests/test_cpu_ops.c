@@ -163,59 +163,7 @@ static void test_matmul_all_types(void) {
     CHECK_MSG(tested >= 8, "only %d weight types", tested); /* F32 F16 BF16 Q8_0 Q4_0 Q4_K Q5_K Q6_K */
 }
 
-/* The tile kernel directly (Q6_K): every (rows, tokens) shape, and AVX-VNNI,
- * give bit for bit what one row x one token gives, and that is
- * quant's row dot up to float summation order. */
-static void tile_case(const char *path, cpu_tile_fn tile, cpu_tile_fn ref_tile, zn_type type) {
-    enum { K = 512, R = CPU_TILE_ROWS, T = CPU_TILE };
-    static float wf[R * K], x[T * K];
-    static uint8_t wq[R * K * 2], xq[T * K * 2];
-    const zn_type vt = quant_vec_dot_type(type);
-    const size_t row = zn_row_size(type, K), xrow = zn_row_size(vt, K);
-    for (int i = 0; i < R * K; i++) wf[i] = frand();
-    for (int i = 0; i < T * K; i++) x[i] = frand();
-    for (int r = 0; r < R; r++) quant_quantize_row(type, wf + r * K, wq + r * row, K);
-    for (int t = 0; t < T; t++) quant_quantize_act(vt, x + t * K, xq + t * xrow, K);
-    float one[R][T];
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) {
-            const void *xs[1] = {xq + t * xrow};
-            float y[CPU_TILE_ROWS][CPU_TILE];
-            ref_tile(wq + r * row, row, 1, xs, 1, K, y);
-            one[r][t] = y[0][0];
-            const double d = quant_dot_act(type, wq + r * row, xq + t * xrow, K);
-            CHECK_MSG(fabs(one[r][t] - d) <= 1e-5 * (1 + fabs(d)), "%s: %g vs row dot %g", zn_type_name(type),
-                      one[r][t], d);
-        }
-    int bad = 0;
-    for (int nr = 1; nr <= R; nr++)
-        for (int nt = 1; nt <= T; nt++)
-            for (int r0 = 0; r0 + nr <= R; r0++) {
-                const void *xs[CPU_TILE];
-                for (int t = 0; t < nt; t++) xs[t] = xq + (size_t)(T - nt + t) * xrow; /* the last nt tokens */
-                float y[CPU_TILE_ROWS][CPU_TILE];
-                tile(wq + r0 * row, row, nr, xs, nt, K, y);
-                for (int r = 0; r < nr; r++)
-                    for (int t = 0; t < nt; t++) bad += memcmp(&y[r][t], &one[r0 + r][T - nt + t], sizeof(float)) != 0;
-            }
-    CHECK_MSG(bad == 0, "%s %s: %d tile results differ from the 1x1 tile", path, zn_type_name(type), bad);
-}
-
-static void test_tile_kernels(void) {
-#ifdef __x86_64__
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
-        printf("  (no AVX2: the tile kernels are not used on this CPU)\n");
-        return;
-    }
-    /* Q4_K, Q8_0: packed (test_packed_kernels) */
-    tile_case("avx2", cpu_tile_avx2(ZN_TYPE_Q6_K), cpu_tile_avx2(ZN_TYPE_Q6_K), ZN_TYPE_Q6_K);
-    if (__builtin_cpu_supports("avxvnni"))
-        tile_case("vnni", cpu_tile_vnni(ZN_TYPE_Q6_K), cpu_tile_avx2(ZN_TYPE_Q6_K), ZN_TYPE_Q6_K);
-#endif
-}
-
-/* The packed kernels (Q4_K, Q8_0): weights with a row count that is not a
+/* The packed kernels (Q4_K, Q6_K, Q8_0): weights with a row count that is not a
  * multiple of 8 packed into groups; every token count gives bit for bit
  * what one token gives, AVX2 and AVX-VNNI agree bit for bit, pad rows give
  * 0, and the results are the scalar reference row dot up to float
@@ -285,6 +233,7 @@ static void test_packed_kernels(void) {
         return;
     }
     packed_case(ZN_TYPE_Q4_K);
+    packed_case(ZN_TYPE_Q6_K);
     packed_case(ZN_TYPE_Q8_0);
 #endif
 }
@@ -613,7 +562,6 @@ static void test_embed_quantized(void) {
 
 int main(void) {
     RUN(test_matmul_all_types);
-    RUN(test_tile_kernels);
     RUN(test_rmsnorm);
     RUN(test_elementwise);
     RUN(test_rope);

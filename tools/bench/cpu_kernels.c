@@ -1,4 +1,4 @@
-/* Microbenchmark of the CPU Q4_K / Q8_0 matmul kernels on one thread: ns
+/* Microbenchmark of the CPU Q4_K / Q6_K / Q8_0 matmul kernels on one thread: ns
  * per 256 weights x token for the packed 8-row kernels (cpu_packed_*) over rows x
  * tokens like a prefill matmul (each row group against every token,
  * weights hot in L1/L2; TOKENS 1 is decode), and quant's row dot (one row
@@ -6,7 +6,7 @@
  *
  *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -o build/cpu_kernels tools/bench/cpu_kernels.c \
  *       build/libzinc.a -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
- *   build/cpu_kernels [K] [ROWS] [TOKENS] [REPS] [TYPE]   (defaults 768 256 128 20 q4_k; or q8_0)
+ *   build/cpu_kernels [K] [ROWS] [TOKENS] [REPS] [TYPE]   (defaults 768 256 128 20 q4_k; or q6_k, q8_0)
  *
  * Prints the minimum over REPS of each kernel (the least disturbed run). */
 #include <stdio.h>
@@ -33,7 +33,10 @@ int main(int argc, char **argv) {
     const int64_t N = argc > 2 ? atoll(argv[2]) : 256;
     const int T = argc > 3 ? atoi(argv[3]) : 128;
     const int reps = argc > 4 ? atoi(argv[4]) : 20;
-    const zn_type type = argc > 5 && !strcmp(argv[5], "q8_0") ? ZN_TYPE_Q8_0 : ZN_TYPE_Q4_K;
+    const zn_type type = argc <= 5                 ? ZN_TYPE_Q4_K
+                         : !strcmp(argv[5], "q8_0") ? ZN_TYPE_Q8_0
+                         : !strcmp(argv[5], "q6_k") ? ZN_TYPE_Q6_K
+                                                    : ZN_TYPE_Q4_K;
     const zn_type vt = quant_vec_dot_type(type);
     if (K % QK_K || N % CPU_PACK_ROWS || T < 1 || T > 4096 || reps < 1) {
         fprintf(stderr, "K must be a multiple of 256, ROWS of 8\n");
