@@ -31,7 +31,8 @@ layout(push_constant) uniform PC {
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Q32x4 { uvec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer V2 { vec2 v[]; };
 
-// The 32 values of block b of the row at x, 16 bytes at a time when aligned.
+// The 32 values of block b of the row at x, 16 bytes at a time when x and
+// aux rows are aligned (flags bit 1, as mm_fill decides it).
 void load32(uint64_t x, uint b, out float v[32]) {
     if ((p.flags & 2u) != 0u) {
         for (uint j = 0; j < 8u; j++) {
@@ -64,10 +65,10 @@ void main() {
     for (uint b = gl_LocalInvocationID.x; b < nb; b += WG) {
         float v[32];
         load32(x, b, v);
-        if (mode == XM_RMSNORM) {
-            for (uint j = 0; j < 32u; j++) v[j] = v[j] * inv * F32(p.aux).v[32u * b + j];
-        } else if (mode == XM_SWIGLU) {
-            for (uint j = 0; j < 32u; j++) v[j] = silu(v[j]) * F32(p.aux + xo).v[32u * b + j];
+        if (mode != XM_PLAIN) { // the norm weight [ncols], or the "up" rows laid out like x
+            float a[32];
+            load32(mode == XM_RMSNORM ? p.aux : p.aux + xo, b, a);
+            for (uint j = 0; j < 32u; j++) v[j] = mode == XM_RMSNORM ? v[j] * inv * a[j] : silu(v[j]) * a[j];
         }
         float amax = 0.0;
         for (uint j = 0; j < 32u; j++) amax = max(amax, abs(v[j]));
