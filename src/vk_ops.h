@@ -67,6 +67,7 @@ typedef struct vkops {
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+    char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
     uint32_t xq_turn;         /* which half of xq the next integer mat-vec uses */
