@@ -120,7 +120,9 @@ static int dim_slot(uint32_t d) {
 const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG] = {
     {256, 128, 128, 64, 32}, {256, 128, 128, 32, 64}, {128, 128, 128, 64, 64}, {256, 64, 128, 32, 32},
     {128, 64, 64, 32, 32},   {256, 128, 64, 32, 32},  {128, 64, 128, 32, 64},
+    {256, 128, 256, 64, 64}, /* only where shared memory exceeds 48 KiB */
 };
+_Static_assert(ZN_VK_MM_NCFG <= ZN_VK_NTYPES, "GEMM pipelines live in the per-type slots");
 
 #define MMF_LDV 20 /* mmf.glsl: f16vec2 per shared row */
 

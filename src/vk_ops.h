@@ -28,7 +28,7 @@ typedef enum vkop_kind {
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
 typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
-#define ZN_VK_MM_NCFG 7
+#define ZN_VK_MM_NCFG 8
 #define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
