@@ -96,7 +96,8 @@ static void check_vulkan(doctor *d) {
         char what[512];
         snprintf(what, sizeof what, "vulkan device %d%s: %s (%s, driver %s, %.1f GiB, Vulkan %u.%u, cooperative matrix %s)",
                  i, i == def ? " (default)" : "", v->name, v->kind, *v->driver ? v->driver : "?", (double)v->vram_bytes / (1 << 30),
-                 v->api_version >> 22, (v->api_version >> 12) & 0x3ff, v->coopmat ? "yes" : "no");
+                 v->api_version >> 22, (v->api_version >> 12) & 0x3ff,
+                 v->coopmat ? (v->coopmat2 ? "yes, NV coopmat2" : "yes") : "no");
         if (!v->bda) {
             d->warns++;
             say("[WARN]", "%s: no bufferDeviceAddress, zinc cannot use it; update the driver", what);

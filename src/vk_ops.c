@@ -463,14 +463,17 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     const uint32_t toks = a->ids ? (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert : a->n_tok;
     const uint32_t groups = a->ids ? a->n_expert : 1;
     const uint32_t ci = mmf_cfg(o, a->nrows, toks, groups);
-    /* on NV coopmat2 when the device has it (same operands and push constants) */
-    const bool cm2 = o->mm_cm2 && o->coopmat;
+    /* on NV coopmat2 when the device has it (same operands and push
+     * constants); should the driver refuse that pipeline, the KHR kernel
+     * from then on (test_vk_ops checks every config is built) */
+    bool cm2 = o->mm_cm2 && o->coopmat;
     const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, groups) : 0;
+    if (cm2 && get_pipe_v(o, VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
     const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
     zn_status st = mm_plan_for(o, a, bm, &pl, err);
     if (!st) st = get_pipe(o, VKO_MM_PREP, a->type, &pp, err);
-    if (!st) st = get_pipe_v(o, cm2 ? VKO_MMF_CM2 : o->coopmat ? VKO_MMF : VKO_MMF_EMU, ZN_TYPE_F32, cm2 ? c2 : ci, &pg, err);
+    if (!st && !cm2) st = get_pipe_v(o, o->coopmat ? VKO_MMF : VKO_MMF_EMU, ZN_TYPE_F32, ci, &pg, err);
     if (!st && a->ids) st = get_pipe(o, VKO_MOE_BUCKET, ZN_TYPE_F32, &pb, err);
     if (st) return st;
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;

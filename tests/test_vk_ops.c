@@ -363,6 +363,8 @@ static void test_matmat_cm2(void) {
         fprintf(stderr, "  coopmat2 GEMM %ux%u, k %u x %u\n", f->bm, f->bn, f->bk, f->unroll);
         E.o.cm2_cfg = ci;
         f16_types();
+        /* vk_ops falls back to the KHR kernel when the driver refuses the pipeline: it must not have */
+        CHECK_MSG(E.o.pipes[VKO_MMF_CM2][ci].pipe, "coopmat2 %ux%u k %u x %u: no pipeline", f->bm, f->bn, f->bk, f->unroll);
         for (size_t i = 1; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
             const zn_type t = ALL_TYPES[i];
             const double e = mm_case(t, 260, zn_type_get(t)->blck == 256 ? 512 : 128, 272, true, K_F16);

@@ -202,7 +202,10 @@ int main(int argc, char **argv) {
             char name[64];
             if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 auto (default)");
             else snprintf(name, sizeof name, "f16 cm2 %ux%u k%ux%u", f->bm, f->bn, f->bk, f->unroll);
-            if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
+            const bool ran = time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm);
+            if (ran && !o.mm_cm2) /* vk_ops fell back to the KHR kernel */
+                printf("%-13s %-5s %-26s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
+            else if (ran)
                 printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
                        gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
