@@ -1,6 +1,7 @@
 /* Op recording (see vk_ops.h): pipeline variants per op and weight type,
  * created on first use, and the push-constant blocks of each shader. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,7 +120,9 @@ static int dim_slot(uint32_t d) {
 const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG] = {
     {256, 128, 128, 64, 32}, {256, 128, 128, 32, 64}, {128, 128, 128, 64, 64}, {256, 64, 128, 32, 32},
     {128, 64, 64, 32, 32},   {256, 128, 64, 32, 32},  {128, 64, 128, 32, 64},
+    {256, 128, 256, 64, 64}, /* only where shared memory exceeds 48 KiB */
 };
+_Static_assert(ZN_VK_MM_NCFG <= ZN_VK_NTYPES, "GEMM pipelines live in the per-type slots");
 
 #define MMF_LDV 20 /* mmf.glsl: f16vec2 per shared row */
 
@@ -329,25 +332,32 @@ static uint32_t matvec_q_groups(const vkops *o, zn_type t, uint32_t ncols) {
     return lg;
 }
 
-/* Records quantx into the next half of the scratch; returns its address
- * (0: this call does not fit, use the float kernel). */
-static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q, zn_err *err) {
+/* Records quantx into the next half of the scratch (or finds the previous
+ * call's copy, x_reuse); *q = its address, 0: use the float kernel (no
+ * scratch for this size, or no integer pipelines on this device). */
+static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q) {
     const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
     const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
     *q = 0;
-    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull)) return ZN_OK;
+    if (!o->xq || half > ((o->xq_bytes / 2) & ~255ull)) return;
     _Static_assert(sizeof(struct vkop_xq_key) == 56, "vkop_xq_key has padding");
     struct vkop_xq_key key = {a->x, a->aux, 0, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, mp->flags & 14u, a->eps, 0};
     if (a->x_reuse && o->xq_last.q) {
         key.q = o->xq_last.q;
         if (!memcmp(&key, &o->xq_last, sizeof key)) { /* written and made visible by an earlier call */
             *q = key.q;
-            return ZN_OK;
+            return;
         }
     }
-    const vkpipe *p = NULL;
-    zn_status st = get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, err);
-    if (st) return st;
+    /* both pipelines before recording anything: a driver that rejects
+     * them leaves the float kernel in charge (vkops.intdot_err says why) */
+    const vkpipe *p = NULL, *pm = NULL;
+    zn_err e2 = {0};
+    if (get_pipe(o, VKO_QUANTX, ZN_TYPE_F32, &p, &e2) || get_pipe(o, VKO_MATVEC_Q, a->type, &pm, &e2)) {
+        snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
+        o->intdot = false;
+        return;
+    }
     *q = o->xq + (o->xq_turn++ & 1) * ((o->xq_bytes / 2) & ~255ull);
     key.q = *q;
     o->xq_last = key;
@@ -359,7 +369,6 @@ static zn_status quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push 
             mp->flags, a->eps};
     dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
     vkcmd_barrier(c);
-    return ZN_OK;
 }
 
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
@@ -368,7 +377,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     VkDeviceAddress q = 0;
-    if (o->intdot && is_quant(a->type)) st = quantize_x(o, c, a, &pc, &q, err);
+    if (o->intdot && is_quant(a->type)) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;

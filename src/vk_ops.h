@@ -28,7 +28,7 @@ typedef enum vkop_kind {
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
 typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
-#define ZN_VK_MM_NCFG 7
+#define ZN_VK_MM_NCFG 8
 #define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
@@ -67,6 +67,7 @@ typedef struct vkops {
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+    char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
     uint32_t xq_turn;         /* which half of xq the next integer mat-vec uses */

@@ -76,7 +76,7 @@ static void run_case(char *line, int *count) {
 }
 
 static void test_real_templates(void) {
-    size_t n;
+    size_t n = 0;
     char *tsv = harness_read_file(TDIR "cases.tsv", &n);
     CHECK(tsv != NULL);
     if (!tsv) return;
@@ -196,7 +196,7 @@ static void test_thinking(void) {
     CHECK(!chat_prompt_opens_thinking("<|im_start|>assistant\n<think>\n\n</think>\n\n", 41));
     CHECK(!chat_prompt_opens_thinking("<|im_start|>assistant\n", 22));
     /* the Qwen3.5 generation prompt opens the block unless thinking is off */
-    size_t n;
+    size_t n = 0;
     char *on = harness_read_file(TDIR "expected/qwen3.5_simple.txt", &n);
     CHECK(on && chat_prompt_opens_thinking(on, n));
     free(on);

@@ -527,7 +527,7 @@ static double now_ms(void) {
 
 /* Load time of the largest vocab, speed and lossless round trip on prose. */
 static void test_corpus_round_trip(void) {
-    size_t len;
+    size_t len = 0;
     char *book = harness_read_file(shared_path("corpora/war-and-peace.txt"), &len);
     CHECK(book != NULL);
     if (!book) return;

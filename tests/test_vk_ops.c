@@ -127,6 +127,32 @@ static void *make_weights(zn_type t, int rows, int cols, float *wf) {
     return g;
 }
 
+/* ne expert matrices of rows x cols stacked (GPU layout), as MoE weights;
+ * wf gets them dequantised, expert after expert. */
+static uint8_t *make_experts(zn_type t, int ne, int rows, int cols, float *wf) {
+    const size_t eb = vkq_row_bytes(t, cols) * (size_t)rows;
+    uint8_t *wq = malloc(eb * (size_t)ne);
+    for (int e = 0; e < ne; e++) {
+        void *q = make_weights(t, rows, cols, wf + (size_t)e * rows * cols);
+        memcpy(wq + eb * e, q, eb);
+        free(q);
+    }
+    return wq;
+}
+
+/* The matmul of MoE experts (make_experts) over T tokens x k slots, routed
+ * by route ([T][2k]: ids, weights), x shared or per slot. */
+static vkop_mm moe_args(zn_type t, int ne, int rows, int cols, int T, int k, bool per_slot, vkref w, vkref x,
+                        vkref route, vkref scales, vkref y) {
+    const size_t rb = vkq_row_bytes(t, cols);
+    return (vkop_mm){.type = t, .w = w.addr, .x = x.addr, .y = y.addr, .scale = scales.addr, .ids = route.addr,
+                     .expert_bytes = rb * (size_t)rows, .n_expert = (uint32_t)ne, .ncols = (uint32_t)cols,
+                     .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .n_slots = (uint32_t)k,
+                     .ids_stride = (uint32_t)(2 * k), .x_stride = (uint32_t)(per_slot ? k * cols : cols),
+                     .x_slot_stride = (uint32_t)(per_slot ? cols : 0), .y_stride = (uint32_t)(k * rows),
+                     .y_slot_stride = (uint32_t)rows};
+}
+
 typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT, K_F16 } mm_kernel;
 
 /* K_F16: the f16 GEMM path (vk_ops.h mm_scratch) on cooperative matrices
@@ -258,7 +284,11 @@ static void matvec_types(void) {
                   zn_type_name(t), q8_path(t) ? " (int8 x)" : "", e1, e3, e4, e5, e6);
     }
 }
-static void test_matvec_types(void) { both_matvecs(matvec_types); }
+static void test_matvec_types(void) {
+    both_matvecs(matvec_types);
+    /* the integer kernel falls back to the float one if its pipelines fail */
+    CHECK_MSG(!E.o.intdot_err[0], "integer mat-vec off: %s", E.o.intdot_err);
+}
 
 static void matmat_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -465,12 +495,7 @@ static double moe_case(zn_type t, bool per_slot) {
     float *wf = malloc(sizeof(float) * ne * rows * cols), *x = malloc(sizeof(float) * T * k * cols);
     float *route = malloc(sizeof(float) * T * 2 * k), scales[6], *y = malloc(sizeof(float) * T * k * rows);
     double *ref = malloc(sizeof(double) * T * k * rows);
-    uint8_t *wq = malloc(eb * ne);
-    for (int e = 0; e < ne; e++) {
-        void *q = make_weights(t, rows, cols, wf + (size_t)e * rows * cols);
-        memcpy(wq + eb * e, q, eb);
-        free(q);
-    }
+    uint8_t *wq = make_experts(t, ne, rows, cols, wf);
     fill(x, (size_t)T * k * cols, 1.0f);
     fill(scales, 6, 1.0f);
     for (int tk = 0; tk < T; tk++) /* distinct experts per token: {0, 5} and one of 1..3 */
@@ -492,11 +517,7 @@ static double moe_case(zn_type t, bool per_slot) {
         }
     vkref dw = dev_up(wq, eb * ne), dx = dev_up(x, sizeof(float) * T * k * cols), dr = dev_up(route, sizeof(float) * T * 2 * k);
     vkref ds = dev_up(scales, sizeof scales), dy = dev_out(sizeof(float) * T * k * rows);
-    vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .scale = ds.addr, .ids = dr.addr, .expert_bytes = eb,
-                 .n_expert = (uint32_t)ne, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb,
-                 .n_tok = (uint32_t)T, .n_slots = (uint32_t)k, .ids_stride = (uint32_t)(2 * k),
-                 .x_stride = (uint32_t)(per_slot ? k * cols : cols), .x_slot_stride = (uint32_t)(per_slot ? cols : 0),
-                 .y_stride = (uint32_t)(k * rows), .y_slot_stride = (uint32_t)rows};
+    vkop_mm a = moe_args(t, ne, rows, cols, T, k, per_slot, dw, dx, dr, ds, dy);
     zn_err err = {0};
     double e = INFINITY;
     if (begin()) {
@@ -665,12 +686,7 @@ static void matvec_experts(void) {
         int ne = 5, rows = 11, cols = cols_for(t, 64), T = 3, k = 2;
         size_t rb = vkq_row_bytes(t, cols), eb = rb * rows;
         float *wf = malloc(sizeof(float) * ne * rows * cols);
-        uint8_t *wq = malloc(eb * ne);
-        for (int e = 0; e < ne; e++) {
-            void *q = make_weights(t, rows, cols, wf + (size_t)e * rows * cols);
-            memcpy(wq + eb * e, q, eb);
-            free(q);
-        }
+        uint8_t *wq = make_experts(t, ne, rows, cols, wf);
         float x[3 * 2 * 512], xq[3 * 2 * 512], route[3 * 4], scales[5], y[3 * 2 * 11];
         double ref[3 * 2 * 11];
         fill(x, sizeof x / sizeof *x, 1.0f);
@@ -693,11 +709,7 @@ static void matvec_experts(void) {
                     }
             vkref dw = dev_up(wq, eb * ne), dx = dev_up(x, sizeof x), dr = dev_up(route, sizeof route);
             vkref ds = dev_up(scales, sizeof scales), dy = dev_out(sizeof y);
-            vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .scale = ds.addr, .ids = dr.addr,
-                         .expert_bytes = eb, .ncols = (uint32_t)cols, .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb,
-                         .n_tok = (uint32_t)T, .n_slots = (uint32_t)k, .ids_stride = (uint32_t)(2 * k),
-                         .x_stride = (uint32_t)(per_slot ? k * cols : cols), .x_slot_stride = (uint32_t)(per_slot ? cols : 0),
-                         .y_stride = (uint32_t)(k * rows), .y_slot_stride = (uint32_t)rows};
+            vkop_mm a = moe_args(t, ne, rows, cols, T, k, per_slot, dw, dx, dr, ds, dy);
             zn_err err = {0};
             double e = INFINITY;
             if (begin()) {

@@ -4,12 +4,14 @@
 // SwiGLU; the mm_push.glsl x modes), quantised to blocks of 32 int8 with
 // one f32 scale d = max|v| / 127 and the block's d * sum(q) (ggml's Q8_1).
 // Row layout (xq_row_bytes in vk_ops.c): qs [nb][32] | (d, d * sum q) [nb],
-// 16-byte aligned. One workgroup per row, one block per thread at a time;
-// for the RMS norm a first pass sums the row's squares (the second pass
-// re-reads x from cache).
+// 16-byte aligned. One workgroup per row. In decode this runs before
+// every mat-vec, so it is built for latency: 8 consecutive lanes share a
+// block, 4 values each (coalesced 16-byte loads, the block's max and sum by
+// 3 shuffle steps), and a thread keeps its first KEEP vec4s in registers so
+// the RMS norm's second pass does not read x again.
 #include "common.glsl"
 
-layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 0) const uint WG = 64;   // a multiple of 8
 layout(local_size_x_id = 0) in;
 
 #define NV 1
@@ -20,70 +22,86 @@ layout(push_constant) uniform PC {
     uint ncols, n_rows, n_slots;  // rows are (token, slot) pairs, n_slots per token
     uint x_stride, x_slot_stride; // floats
     uint q_row;                   // bytes per quantised row
-    uint flags;                   // bit 1: x rows 16-byte aligned; bits 2-3: x mode (mm_push.glsl)
+    uint flags;                   // bit 1: x (and aux) 16-byte aligned; bits 2-3: x mode (mm_push.glsl)
     float eps;
 } p;
 
 #define XM_PLAIN 0u
 #define XM_RMSNORM 1u
 #define XM_SWIGLU 2u
+#define KEEP 16u
 
-layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer Q32x4 { uvec4 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer QU32 { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer V2 { vec2 v[]; };
 
-// The 32 values of block b of the row at x, 16 bytes at a time when aligned.
-void load32(uint64_t x, uint b, out float v[32]) {
-    if ((p.flags & 2u) != 0u) {
-        for (uint j = 0; j < 8u; j++) {
-            vec4 f = F32x4(x + 128ul * b + 16u * j).v[0];
-            for (uint k = 0; k < 4u; k++) v[4u * j + k] = f[k];
-        }
-    } else {
-        for (uint j = 0; j < 32u; j++) v[j] = F32(x).v[32u * b + j];
+vec4 load4(uint64_t a, uint i) { // floats 4i .. 4i+3 of the row at a
+    if ((p.flags & 2u) != 0u) return F32x4(a + 16ul * i).v[0];
+    return vec4(F32(a).v[4u * i], F32(a).v[4u * i + 1u], F32(a).v[4u * i + 2u], F32(a).v[4u * i + 3u]);
+}
+
+float cluster8_max(float v) {
+    v = max(v, subgroupShuffleXor(v, 1u));
+    v = max(v, subgroupShuffleXor(v, 2u));
+    return max(v, subgroupShuffleXor(v, 4u));
+}
+int cluster8_add(int v) {
+    v += subgroupShuffleXor(v, 1u);
+    v += subgroupShuffleXor(v, 2u);
+    return v + subgroupShuffleXor(v, 4u);
+}
+
+// Quantises vec4 i of the row (x values v) with its block's other 7 lanes.
+void put(vec4 v, uint i, uint mode, float inv, uint64_t xo, uint64_t row) {
+    const bool live = i < p.ncols / 4u;
+    if (live && mode == XM_RMSNORM) v *= inv * load4(p.aux, i);
+    else if (live && mode == XM_SWIGLU) {
+        vec4 u = load4(p.aux + xo, i);
+        v = vec4(silu(v.x), silu(v.y), silu(v.z), silu(v.w)) * u;
     }
+    const float amax = cluster8_max(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
+    const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
+    const ivec4 qv = ivec4(roundEven(v * id));
+    const int sum = cluster8_add(qv.x + qv.y + qv.z + qv.w);
+    if (!live) return;
+    const uint b = i / 8u;   // block of this vec4; i % 8 = its place in the block
+    QU32(row + 4ul * i).v[0] = uint(qv.x & 255) | uint(qv.y & 255) << 8 | uint(qv.z & 255) << 16 | uint(qv.w & 255) << 24;
+    if (i % 8u == 0u) V2(row + 32ul * (p.ncols / 32u) + 8ul * b).v[0] = vec2(d, d * float(sum));
 }
 
 void main() {
     const uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    if (r >= p.n_rows) return;
-    const uint mode = (p.flags >> 2) & 3u, nb = p.ncols / 32u;
+    if (r >= p.n_rows) return;   // uniform per workgroup
+    const uint mode = (p.flags >> 2) & 3u, nv = p.ncols / 4u, tid = gl_LocalInvocationID.x;
     const uint64_t xo = 4ul * (uint64_t(r / p.n_slots) * p.x_stride + uint64_t(r % p.n_slots) * p.x_slot_stride);
     const uint64_t x = p.x + xo, row = p.q + uint64_t(r) * p.q_row;
+    vec4 kept[KEEP];
+    float s[1];
+    s[0] = 0.0;
+    for (uint k = 0; k < KEEP; k++) {
+        const uint i = tid + k * WG;
+        kept[k] = i < nv ? load4(x, i) : vec4(0.0);
+        s[0] += dot(kept[k], kept[k]);
+    }
     float inv = 1.0;
     if (mode == XM_RMSNORM) {
-        float s[1];
-        s[0] = 0.0;
-        for (uint b = gl_LocalInvocationID.x; b < nb; b += WG) {
-            float v[32];
-            load32(x, b, v);
-            for (uint j = 0; j < 32u; j++) s[0] = fma(v[j], v[j], s[0]);
+        for (uint i = tid + KEEP * WG; i < nv; i += WG) { // rows longer than the registers hold
+            vec4 v = load4(x, i);
+            s[0] += dot(v, v);
         }
         wg_sum(s);
         inv = 1.0 / sqrt(s[0] / float(p.ncols) + p.eps);
     }
-    for (uint b = gl_LocalInvocationID.x; b < nb; b += WG) {
-        float v[32];
-        load32(x, b, v);
-        if (mode == XM_RMSNORM) {
-            for (uint j = 0; j < 32u; j++) v[j] = v[j] * inv * F32(p.aux).v[32u * b + j];
-        } else if (mode == XM_SWIGLU) {
-            for (uint j = 0; j < 32u; j++) v[j] = silu(v[j]) * F32(p.aux + xo).v[32u * b + j];
-        }
-        float amax = 0.0;
-        for (uint j = 0; j < 32u; j++) amax = max(amax, abs(v[j]));
-        const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
-        uint w[8];
-        int sum = 0;
-        for (uint j = 0; j < 8u; j++) {
-            w[j] = 0u;
-            for (uint k = 0; k < 4u; k++) {
-                int qv = int(roundEven(v[4u * j + k] * id));
-                sum += qv;
-                w[j] |= uint(qv & 255) << (8u * k);
-            }
-        }
-        Q32x4(row + 32ul * b).v[0] = uvec4(w[0], w[1], w[2], w[3]);
-        Q32x4(row + 32ul * b + 16u).v[0] = uvec4(w[4], w[5], w[6], w[7]);
-        V2(row + 32ul * nb + 8ul * b).v[0] = vec2(d, d * float(sum));
+    // every lane of a subgroup runs the same number of iterations (the
+    // shuffles need all 8 lanes of a block): lanes past the end work on
+    // zeros. The first KEEP iterations have a constant bound, so kept[]
+    // stays in registers.
+    const uint iters = (nv + WG - 1u) / WG;
+    for (uint k = 0; k < KEEP; k++) {
+        if (k >= iters) break;
+        put(kept[k], tid + k * WG, mode, inv, xo, row);
+    }
+    for (uint k = KEEP; k < iters; k++) {
+        const uint i = tid + k * WG;
+        put(i < nv ? load4(x, i) : vec4(0.0), i, mode, inv, xo, row);
     }
 }

@@ -3,11 +3,12 @@
  *   ./vk-matmul            (512 tokens, median of 20 calls: seconds on an H200)
  *   ./vk-matmul 8 2        (8 tokens, 2 timed calls: minutes on lavapipe)
  * Times 512-token matmuls of Qwen3-8B (dense) and one MoE layer of a
- * Qwen3.5-35B-A3B shape (32 experts, top 8) with GPU timestamps: the old
- * tiled kernels (MoE: the per-token expert mat-vec), then the f16 GEMM
- * path in every tile config (zn_vk_mm_cfgs: rows x tokens per workgroup /
- * per subgroup / threads) and in the one picked by shape (the default),
- * then (dense shapes, devices with VK_NV_cooperative_matrix2) the same for
+ * Qwen3.5-35B-A3B shape (32 experts, top 8) with GPU timestamps: the
+ * mat-vec kernel (integer dot products where the device has them) and the
+ * old tiled kernels (MoE: the expert mat-vec), then the f16 GEMM path in
+ * every tile config (zn_vk_mm_cfgs: rows x tokens per workgroup / per
+ * subgroup / threads) and in the one picked by shape (the default), then
+ * (dense shapes, devices with VK_NV_cooperative_matrix2) the same for
  * mmf_cm2.comp (zn_vk_cm2_cfgs: rows x tokens per workgroup, k step).
  * "prep" = dequantise + convert, "gemm" = the multiply. Random bytes stand
  * in for the quantised weights: the kernels' cost does not depend on their
@@ -48,7 +49,7 @@ static bool time_calls(const vkop_mm *a, int mode, bool grouped, double *tot, do
     if (vkcmd_begin(&c, &err)) return false;
     for (int r = 0; r < WARM + REPS; r++) {
         start[r] = c.n_ts;
-        zn_status st = mode == 0 ? vkop_matmat(&o, &c, a, "mm", &err) : vkop_matmul(&o, &c, a, "mm", &err);
+        zn_status st = mode == 0 ? vkop_matmat(&o, &c, a, "mm", &err) : vkop_matvec(&o, &c, a, "mm", &err);
         if (st) {
             vkcmd_run(&c, &err);
             return false;
@@ -114,7 +115,7 @@ int main(int argc, char **argv) {
         const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), ne = s->n_expert ? s->n_expert : 1;
         const uint32_t slots = s->k ? s->k : 1, xrows = T * (s->per_slot ? slots : 1);
         const uint64_t wbytes = (uint64_t)rb * s->rows * ne;
-        vkref w, x, y, route = {0}, scratch = {0};
+        vkref w, x, y, route = {0}, scratch = {0}, xq = {0};
         vkxfer xf;
         if (vkxfer_init(&xf, &d, 64ull << 20, &err)) return 1;
         uint8_t *junk = malloc(wbytes);
@@ -154,22 +155,27 @@ int main(int argc, char **argv) {
             m.x_slot_stride = s->per_slot ? s->cols : 0, m.y_slot_stride = s->rows;
         const uint64_t need = ok ? vkops_mm_scratch_bytes(&o, &m, ZN_VK_MM_SCRATCH) : 0;
         ok = ok && !vkarena_alloc(&a, need, 256, &scratch, &err);
+        const uint64_t xq_need = vkops_xq_bytes(s->cols, xrows);
+        ok = ok && !vkarena_alloc(&a, xq_need, 256, &xq, &err);
+        vkops_set_xq(&o, xq.addr, xq_need);
         if (!ok) {
             fprintf(stderr, "%s: %s\n", s->what, err.msg);
             return 1;
         }
         const double flop = 2.0 * s->rows * s->cols * T * slots;
         double tot, prep, gemm;
-        /* the kernels without the f16 path: old tiled (dense) / per-token mat-vec (MoE) */
+        /* the kernels without the f16 path: mat-vec (per token; MoE: per token
+         * and slot), the old tiled ones (dense) */
         o.mm_scratch = 0, o.mm_scratch_bytes = 0;
         const bool cm = o.coopmat;
-        for (int old = 0; old < (s->n_expert ? 1 : 1 + cm); old++) {
-            o.coopmat = cm && old == 0;
-            if (time_calls(&m, s->n_expert ? 1 : 0, false, &tot, &prep, &gemm))
-                printf("%-13s %-5s %-26s %9.1f %9s %9s %8.1f %8s\n", s->what, zn_type_name(s->t),
-                       s->n_expert ? "expert mat-vec" : o.coopmat ? "old coopmat tile" : "old f32 tile", tot, "", "",
+        for (int v = 0; v < (s->n_expert ? 1 : 2 + cm); v++) {
+            o.coopmat = cm && v == 1;
+            const char *name = v == 0 ? (s->n_expert ? "expert mat-vec" : "mat-vec") : o.coopmat ? "old coopmat tile"
+                                                                                              : "old f32 tile";
+            if (time_calls(&m, v == 0 ? 1 : 0, false, &tot, &prep, &gemm))
+                printf("%-13s %-5s %-26s %9.1f %9s %9s %8.1f %8s\n", s->what, zn_type_name(s->t), name, tot, "", "",
                        flop / tot * 1e-6, "");
-            else fprintf(stderr, "  %s\n", err.msg);
+            else fprintf(stderr, "  %s: %s\n", name, err.msg);
         }
         o.coopmat = cm;
         o.mm_emulate = !cm;

@@ -226,6 +226,7 @@ int main(void) {
                 }
         vkarena_free(&b.a);
     }
+    if (b.o.intdot_err[0]) printf("\nTHE INTEGER KERNEL FAILED, float kernel used instead: %s\n", b.o.intdot_err);
     printf("\nsummary (us per call incl. quantising x; 'best' = fastest integer configuration: wg/nr/u)\n");
     printf("  %-15s %-5s %6s %9s %9s %8s %8s %9s %8s %s\n", "matrix", "type", "MB", "float us", "int us", "speedup",
            "int GB/s", "best us", "best GB/s", "wg/nr/u");
