@@ -54,7 +54,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
-    /* mmf_cm2.comp: on top of the KHR path (mm_scratch), dense GEMMs only */
+    /* mmf_cm2.comp: the f16 path's GEMM on NV cooperative matrix 2 */
     const char *c2 = getenv("ZN_VK_MM_CM2"), *c2c = getenv("ZN_VK_CM2_CFG");
     o->mm_cm2 = o->coopmat && d->info.coopmat2 && !(c2 && !strcmp(c2, "0"));
     o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
@@ -156,16 +156,16 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64}, {128, 128, 64}, {64, 128, 64}, {64, 64, 64}, {128, 256, 32}, {128, 128, 32}, {256, 128, 32},
 };
 
-/* The cm2 tile for rows x toks: cm2_cfg when set, else (as mmf_cfg) the
- * largest of the BK 64 tiles (llama.cpp's choice on NVIDIA) that still gives
- * MMF_MIN_WGS workgroups, or the one giving the most. */
-static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks) {
+/* The cm2 tile for `groups` products of rows x toks: cm2_cfg when set, else
+ * (as mmf_cfg) the largest of the BK 64 tiles (llama.cpp's choice on NVIDIA)
+ * that still gives MMF_MIN_WGS workgroups, or the one giving the most. */
+static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t groups) {
     if (o->cm2_cfg < ZN_VK_CM2_NCFG) return o->cm2_cfg;
     uint32_t best = 0;
     uint64_t best_n = 0;
     for (uint32_t i = 0; i < 4; i++) {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[i];
-        const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn);
+        const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn) * groups;
         if (n >= MMF_MIN_WGS) return i;
         if (n > best_n) best = i, best_n = n;
     }
@@ -457,11 +457,12 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     mm_plan pl;
     const vkpipe *pp = NULL, *pg = NULL, *pb = NULL;
     /* grouped: tokens per expert as if the pairs spread evenly */
-    const uint32_t ci = a->ids ? mmf_cfg(o, a->nrows, (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert, a->n_expert)
-                               : mmf_cfg(o, a->nrows, a->n_tok, 1);
-    /* dense GEMMs on NV coopmat2 when the device has it (same operands and push constants) */
-    const bool cm2 = o->mm_cm2 && !a->ids;
-    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, a->n_tok) : 0;
+    const uint32_t toks = a->ids ? (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert : a->n_tok;
+    const uint32_t groups = a->ids ? a->n_expert : 1;
+    const uint32_t ci = mmf_cfg(o, a->nrows, toks, groups);
+    /* on NV coopmat2 when the device has it (same operands and push constants) */
+    const bool cm2 = o->mm_cm2 && o->coopmat;
+    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, groups) : 0;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
     const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
     zn_status st = mm_plan_for(o, a, bm, &pl, err);

@@ -32,7 +32,7 @@ typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 #define ZN_VK_MM_AUTO 0xffffffffu
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
-/* Tile configurations of the dense f16 GEMM on NV cooperative matrix 2
+/* Tile configurations of the f16 GEMM on NV cooperative matrix 2
  * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k step. */
 typedef struct vkcm2_cfg { uint32_t bm, bn, bk; } vkcm2_cfg;
 #define ZN_VK_CM2_NCFG 7
@@ -60,7 +60,7 @@ typedef struct vkops {
     uint64_t mm_scratch_bytes;
     bool mm_emulate;
     uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
-    bool mm_cm2;              /* dense GEMMs of that path on mmf_cm2.comp (device coopmat2;
+    bool mm_cm2;              /* GEMMs of that path on mmf_cm2.comp (device coopmat2;
                                  ZN_VK_MM_CM2=0 clears it at init, for A/B) */
     uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;

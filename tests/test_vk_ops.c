@@ -489,8 +489,8 @@ static void test_matmat_f16_grouped(void) {
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
  * no token, one by all: more than one token tile), shared or per-slot x,
  * per-expert scales; weights dequantised two experts at a time. */
-static double moe_case(zn_type t, bool per_slot) {
-    const int ne = 6, rows = 40, cols = cols_for(t, 72), T = 133, k = 3;
+static double moe_case_r(zn_type t, bool per_slot, int rows, int cols) {
+    const int ne = 6, T = 133, k = 3;
     const size_t rb = vkq_row_bytes(t, cols), eb = rb * rows;
     float *wf = malloc(sizeof(float) * ne * rows * cols), *x = malloc(sizeof(float) * T * k * cols);
     float *route = malloc(sizeof(float) * T * 2 * k), scales[6], *y = malloc(sizeof(float) * T * k * rows);
@@ -533,13 +533,15 @@ static double moe_case(zn_type t, bool per_slot) {
     return e;
 }
 
+static double moe_case(zn_type t, bool per_slot) { return moe_case_r(t, per_slot, 40, cols_for(t, 72)); }
+
 static void moe_types(void) {
     for (size_t i = 0; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
         zn_type t = ALL_TYPES[i];
         if (t == ZN_TYPE_F32) continue;
         double e0 = moe_case(t, false), e1 = moe_case(t, true);
         CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "%s%s: nmse %.3g (shared x) %.3g (per-slot x)", zn_type_name(t),
-                  f16_cm ? " (coopmat)" : " (emulated)", e0, e1);
+                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e0, e1);
     }
 }
 
@@ -550,6 +552,21 @@ static void test_moe_grouped(void) {
         f16_cm = true;
         moe_types();
     }
+    /* NV cooperative matrix 2: B rows gathered by its decode function, in every tile config */
+    const uint32_t cfg = E.o.cm2_cfg;
+    f16_cm2 = true;
+    for (uint32_t ci = 0; E.o.coopmat && E.d.info.coopmat2 && ci < ZN_VK_CM2_NCFG; ci++) {
+        const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
+        E.o.cm2_cfg = ci;
+        fprintf(stderr, "  coopmat2 grouped GEMM %ux%u, k %u\n", f->bm, f->bn, f->bk);
+        moe_types();
+        /* whole row tiles with kp a multiple of BK: the unclamped A loads */
+        const double e0 = moe_case_r(ZN_TYPE_Q4_K, false, 260, 512), e1 = moe_case_r(ZN_TYPE_F16, true, 256, 128);
+        CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "coopmat2 %ux%u k %u: nmse %.3g (Q4_K, 260 rows) %.3g (F16, 256 rows)",
+                  f->bm, f->bn, f->bk, e0, e1);
+    }
+    f16_cm2 = false;
+    E.o.cm2_cfg = cfg;
 }
 
 /* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a

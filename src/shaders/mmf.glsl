@@ -71,6 +71,21 @@ float emu_dot(uint ao, uint bo) { // 16 products of A row (ao) and B row (bo), o
 }
 #endif
 
+// Orders a subgroup's epilogue staging writes and reads. With a staging
+// tile per subgroup (cooperative matrices, NST >= NSG) the subgroup alone
+// needs to meet; otherwise subgroups take turns, and the emulation's
+// virtual subgroups span hardware ones: the whole workgroup meets.
+void stage_sync() {
+#ifdef CM
+    if (NST >= NSG) {
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        return;
+    }
+#endif
+    barrier();
+}
+
 void store_tile(uint buf, uint i, uvec4 v, bool is_a) { // 16 bytes of row i / 4 of a tile
     const uint o = buf * (is_a ? BM : BN) * LDV + (i / 4u) * LDV + (i % 4u) * 4u;
     for (uint c = 0; c < 4u; c++) {
@@ -177,7 +192,7 @@ void main() {
                         for (uint q = 0; q < 8u; q++) st[so + lane + 32u * q] = acc[i][j][q];
 #endif
                     }
-                    barrier();
+                    stage_sync();
                     if (mine) {
                         for (uint q = 0; q < 8u; q++) {
                             const uint x = lane + 32u * q;
@@ -195,7 +210,7 @@ void main() {
                             mm_store(yi, r, e, st[so + x]);
                         }
                     }
-                    barrier();
+                    stage_sync();
                 }
     }
 }

@@ -15,8 +15,11 @@
 // stacked matmuls of a group and the bounds go through mm_store.glsl
 // exactly as in mmf.glsl.
 //
-// Dense only: the grouped MoE mode (push constant bucket != 0) stays on
-// mmf.glsl, whose gathered B rows a tensor layout cannot express.
+// Grouped MoE (bucket != 0) as in mmf.glsl: workgroup z is expert e0 + z
+// of the chunk, its tokens the (token, slot) pairs that chose it; their B
+// rows are gathered by a decode function on the B loads (the row of each
+// token of the tile staged in shared memory) and the results scattered by
+// the pair list in the epilogue.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -34,11 +37,11 @@ layout(push_constant) uniform PC {
     uint64_t a;          // f16 [rows][kp]
     uint64_t b;          // f16 [tokens][kp]
     uint64_t y, bias, scale, res;
-    uint64_t bucket;     // 0: this kernel is dense only
+    uint64_t bucket;     // 0 (dense) or moe_bucket.comp's uint counts[n_expert], offsets[n_expert], pairs[]
     uint64_t group;      // 0 or a Group block (mm_store.glsl): row r of A is row r_base + r of the stack
     uint kp, nrows, n_tok, n_slots;
     uint y_stride, y_slot_stride;
-    uint b_tok, b_slot;
+    uint b_tok, b_slot;  // grouped: pair (t, j) reads b row t * b_tok + j * b_slot
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
 } p;
@@ -47,55 +50,93 @@ layout(push_constant) uniform PC {
 
 // 16-byte alignment lets the driver use wide loads (rows start at multiples of 64 bytes).
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H16 { float16_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer H2 { float16_t v[]; };
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
 #define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
 #define MAT_B coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB>
+#define CLAMPED tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV>
+
+uint g_e = 0, g_off = 0, g_cnt;  // grouped: this workgroup's expert, its first pair, its pairs
+shared uint brow[BN];            // grouped: the B row of each token of the current tile
 
 // Element (r, c) of the tile at (row0, tok0): row row0 + r of token tok0 + c.
 float store_elem(const in uint r, const in uint c, const in float v, const in uint row0, const in uint tok0) {
     const uint R = row0 + r, n = tok0 + c;
-    if (R >= p.nrows || n >= p.n_tok) return v;
-    if (p.group != 0) group_store(p.group, n, p.r_base + R, v);
-    else mm_store(n * p.y_stride + R, R, 0u, v);
+    if (R >= p.nrows || n >= g_cnt) return v;
+    if (p.group != 0) {
+        group_store(p.group, n, p.r_base + R, v);
+        return v;
+    }
+    uint yi = n * p.y_stride + R;
+    if (p.bucket != 0) {
+        const uint pr = U32(p.bucket).v[2u * p.n_expert + g_off + n];
+        yi = (pr / p.n_slots) * p.y_stride + (pr % p.n_slots) * p.y_slot_stride + R;
+    }
+    mm_store(yi, R, g_e, v);
     return v;
 }
 
-// acc += A[row0.., k..] x B[tok0.., k..]^T over all of kp; B is read through
-// a transposing view (its rows are tokens, the matrix wants k x tokens).
-#define K_LOOP(LA, LB)                                                                                          \
+// Grouped B: element (i, k) of the tile is element k of B row brow[i] (k
+// past kp: the clamping layout's zero, tested again in case the driver
+// decodes before it clamps).
+float16_t gather_b(const in H2 bl, const in uint bc[2], const in uint ic[2]) {
+    return bc[1] < p.kp ? H16(p.b).v[brow[bc[0]] * p.kp + bc[1]] : float16_t(0.0);
+}
+
+// acc += A[row0.., k..] x B[tokens of the tile, k..]^T over all of kp; B is
+// read through a transposing view (its rows are tokens, the matrix wants
+// k x tokens).
+#define K_LOOP(LA, LOAD_B)                                                                                      \
     for (uint k = 0; k < kp; k += BK) {                                                                         \
         MAT_A ma;                                                                                               \
         MAT_B mb;                                                                                               \
-        coopMatLoadTensorNV(ma, H16(p.a).v, 0, sliceTensorLayoutNV(LA, row0, BM, k, BK));                       \
-        coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(LB, tok0, BN, k, BK), tr);                   \
+        coopMatLoadTensorNV(ma, H16(abase).v, 0, sliceTensorLayoutNV(LA, row0, BM, k, BK));                     \
+        LOAD_B;                                                                                                 \
         acc = coopMatMulAdd(ma, mb, acc);                                                                       \
     }
+#define B_DENSE(LB) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(LB, tok0, BN, k, BK), tr)
+#define B_GATHER coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lg, 0, BN, k, BK), tr, gather_b)
 
 void main() {
     const uint kp = p.kp & ~31u; // a multiple of 32 (tells the compiler rows stay 64-byte aligned)
     const uint row0 = gl_WorkGroupID.x * BM;
+    uint64_t abase = p.a;
+    g_cnt = p.n_tok;
+    if (p.bucket != 0) {
+        g_e = p.e0 + gl_WorkGroupID.z;
+        g_cnt = U32(p.bucket).v[g_e];
+        g_off = U32(p.bucket).v[p.n_expert + g_e];
+        abase += 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * kp;
+    }
+    // plain layouts where the tile lies inside the operands, clamping ones
+    // (zeros outside) where it overhangs; lg: the grouped tile's gathered B
+    tensorLayoutNV<2> la = createTensorLayoutNV(2), lb = createTensorLayoutNV(2);
+    CLAMPED lac = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    CLAMPED lbc = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    CLAMPED lg = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    la = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(la, p.nrows, kp), kp, 1);
+    lac = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lac, p.nrows, kp), kp, 1);
+    lb = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lb, p.n_tok, kp), kp, 1);
+    lbc = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lbc, p.n_tok, kp), kp, 1);
+    lg = setTensorLayoutDimensionNV(lg, BN, kp);
     tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
-    for (uint tile = gl_WorkGroupID.y; tile * BN < p.n_tok; tile += gl_NumWorkGroups.y) {
+    const bool a_inside = row0 + BM <= p.nrows && kp % BK == 0u;
+    for (uint tile = gl_WorkGroupID.y; tile * BN < g_cnt; tile += gl_NumWorkGroups.y) {
         const uint tok0 = tile * BN;
         ACC acc = ACC(0.0);
-        if (row0 + BM <= p.nrows && tok0 + BN <= p.n_tok && kp % BK == 0u) {
-            tensorLayoutNV<2> la = createTensorLayoutNV(2), lb = createTensorLayoutNV(2);
-            la = setTensorLayoutDimensionNV(la, p.nrows, kp);
-            la = setTensorLayoutStrideNV(la, kp, 1);
-            lb = setTensorLayoutDimensionNV(lb, p.n_tok, kp);
-            lb = setTensorLayoutStrideNV(lb, kp, 1);
-            K_LOOP(la, lb)
+        if (p.bucket != 0) {
+            barrier(); // the previous tile's loads are done with brow
+            for (uint i = gl_LocalInvocationID.x; i < BN; i += WG) {
+                const uint pr = U32(p.bucket).v[2u * p.n_expert + g_off + min(tok0 + i, g_cnt - 1u)];
+                brow[i] = (pr / p.n_slots) * p.b_tok + (pr % p.n_slots) * p.b_slot;
+            }
+            barrier();
+            if (a_inside) K_LOOP(la, B_GATHER) else K_LOOP(lac, B_GATHER)
+        } else if (a_inside && tok0 + BN <= p.n_tok) {
+            K_LOOP(la, B_DENSE(lb))
         } else {
-            tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> la =
-                createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-            tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lb =
-                createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-            la = setTensorLayoutDimensionNV(la, p.nrows, kp);
-            la = setTensorLayoutStrideNV(la, kp, 1);
-            lb = setTensorLayoutDimensionNV(lb, p.n_tok, kp);
-            lb = setTensorLayoutStrideNV(lb, kp, 1);
-            K_LOOP(la, lb)
+            K_LOOP(lac, B_DENSE(lbc))
         }
         coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
     }

@@ -8,7 +8,7 @@
  * old tiled kernels (MoE: the expert mat-vec), then the f16 GEMM path in
  * every tile config (zn_vk_mm_cfgs: rows x tokens per workgroup / per
  * subgroup / threads) and in the one picked by shape (the default), then
- * (dense shapes, devices with VK_NV_cooperative_matrix2) the same for
+ * (devices with VK_NV_cooperative_matrix2) the same for
  * mmf_cm2.comp (zn_vk_cm2_cfgs: rows x tokens per workgroup, k step).
  * "prep" = dequantise + convert, "gemm" = the multiply. Random bytes stand
  * in for the quantised weights: the kernels' cost does not depend on their
@@ -194,15 +194,15 @@ int main(int argc, char **argv) {
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
         }
         o.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
-        /* dense: the NV cooperative matrix 2 kernel in every config, then by shape */
-        for (uint32_t ci = 0; cm2 && !s->n_expert && ci <= ZN_VK_CM2_NCFG; ci++) {
+        /* the NV cooperative matrix 2 kernel in every config, then by shape */
+        for (uint32_t ci = 0; cm2 && ci <= ZN_VK_CM2_NCFG; ci++) {
             const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci < ZN_VK_CM2_NCFG ? ci : 0];
             o.mm_cm2 = true;
             o.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
             char name[64];
             if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 auto (default)");
             else snprintf(name, sizeof name, "f16 cm2 %ux%u k%u", f->bm, f->bn, f->bk);
-            if (time_calls(&m, 0, false, &tot, &prep, &gemm))
+            if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
                 printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
                        gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
