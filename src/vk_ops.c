@@ -154,9 +154,12 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
     return best;
 }
 
+/* The first four: the auto choice, largest first; the rest for sweeps. */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
-    {128, 256, 64}, {128, 128, 64}, {64, 128, 64}, {64, 64, 64}, {128, 256, 32}, {128, 128, 32}, {256, 128, 32},
+    {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
+    {128, 256, 64, 1}, {128, 128, 64, 1}, {128, 128, 32, 8}, {256, 128, 32, 4},
 };
+_Static_assert(ZN_VK_CM2_NCFG <= ZN_VK_NTYPES, "pipeline slots");
 
 /* The cm2 tile for `groups` products of rows x toks: cm2_cfg when set, else
  * (as mmf_cfg) the largest of the BK 64 tiles (llama.cpp's choice on NVIDIA)
@@ -232,7 +235,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     }
     case VKO_MMF_CM2: {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[dim];
-        spec[n++] = ZN_VK_CM2_WG; spec[n++] = f->bm; spec[n++] = f->bn; spec[n++] = f->bk;
+        spec[n++] = ZN_VK_CM2_WG; spec[n++] = f->bm; spec[n++] = f->bn; spec[n++] = f->bk; spec[n++] = f->unroll;
         return vkpipe_create(&o->ps, p, "mmf_cm2", spec, n, 0, err);
     }
     case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;

@@ -33,9 +33,10 @@ typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
 /* Tile configurations of the f16 GEMM on NV cooperative matrix 2
- * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k step. */
-typedef struct vkcm2_cfg { uint32_t bm, bn, bk; } vkcm2_cfg;
-#define ZN_VK_CM2_NCFG 7
+ * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k
+ * step, k steps per loop iteration. */
+typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll; } vkcm2_cfg;
+#define ZN_VK_CM2_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
 extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
 
 typedef struct vkops {

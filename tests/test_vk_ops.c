@@ -360,7 +360,7 @@ static void test_matmat_cm2(void) {
     f16_cm = f16_cm2 = true;
     for (uint32_t ci = 0; ci < ZN_VK_CM2_NCFG; ci++) {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
-        fprintf(stderr, "  coopmat2 GEMM %ux%u, k %u\n", f->bm, f->bn, f->bk);
+        fprintf(stderr, "  coopmat2 GEMM %ux%u, k %u x %u\n", f->bm, f->bn, f->bk, f->unroll);
         E.o.cm2_cfg = ci;
         f16_types();
         for (size_t i = 1; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
@@ -558,7 +558,7 @@ static void test_moe_grouped(void) {
     for (uint32_t ci = 0; E.o.coopmat && E.d.info.coopmat2 && ci < ZN_VK_CM2_NCFG; ci++) {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
         E.o.cm2_cfg = ci;
-        fprintf(stderr, "  coopmat2 grouped GEMM %ux%u, k %u\n", f->bm, f->bn, f->bk);
+        fprintf(stderr, "  coopmat2 grouped GEMM %ux%u, k %u x %u\n", f->bm, f->bn, f->bk, f->unroll);
         moe_types();
         /* whole row tiles with kp a multiple of BK: the unclamped A loads */
         const double e0 = moe_case_r(ZN_TYPE_Q4_K, false, 260, 512), e1 = moe_case_r(ZN_TYPE_F16, true, 256, 128);

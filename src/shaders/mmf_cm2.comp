@@ -30,6 +30,7 @@ layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint BM = 128;
 layout(constant_id = 2) const uint BN = 128;
 layout(constant_id = 3) const uint BK = 32;
+layout(constant_id = 4) const uint UNR = 1;   // k steps per loop iteration
 layout(local_size_x_id = 0) in;
 
 // The block of mmf.glsl (struct in vk_ops.c mm_f16), so both kernels take one push.
@@ -84,19 +85,29 @@ float16_t gather_b(const in H2 bl, const in uint bc[2], const in uint ic[2]) {
     return bc[1] < p.kp ? H16(p.b).v[brow[bc[0]] * p.kp + bc[1]] : float16_t(0.0);
 }
 
-// acc += A[row0.., k..] x B[tokens of the tile, k..]^T over all of kp; B is
-// read through a transposing view (its rows are tokens, the matrix wants
-// k x tokens).
-#define K_LOOP(LA, LOAD_B)                                                                                      \
-    for (uint k = 0; k < kp; k += BK) {                                                                         \
+// acc += A[row0.., kk..] x B[tokens of the tile, kk..]^T for one k step;
+// B is read through a transposing view (its rows are tokens, the matrix
+// wants k x tokens).
+#define K_STEP(LA, LOAD_B, KK)                                                                                  \
+    {                                                                                                           \
         MAT_A ma;                                                                                               \
         MAT_B mb;                                                                                               \
-        coopMatLoadTensorNV(ma, H16(abase).v, 0, sliceTensorLayoutNV(LA, row0, BM, k, BK));                     \
-        LOAD_B;                                                                                                 \
+        coopMatLoadTensorNV(ma, H16(abase).v, 0, sliceTensorLayoutNV(LA, row0, BM, KK, BK));                    \
+        LOAD_B(KK);                                                                                             \
         acc = coopMatMulAdd(ma, mb, acc);                                                                       \
     }
-#define B_DENSE(LB) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(LB, tok0, BN, k, BK), tr)
-#define B_GATHER coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lg, 0, BN, k, BK), tr, gather_b)
+// Over all of kp, UNR steps per iteration (loads of later steps can be
+// issued before earlier products finish), then the rest one at a time.
+#define K_LOOP(LA, LOAD_B)                                                                                      \
+    {                                                                                                           \
+        uint k = 0;                                                                                             \
+        for (; k + UNR * BK <= kp; k += UNR * BK)                                                               \
+            [[unroll]] for (uint u = 0; u < UNR; u++) K_STEP(LA, LOAD_B, k + u * BK)                            \
+        for (; k < kp; k += BK) K_STEP(LA, LOAD_B, k)                                                           \
+    }
+#define B_PLAIN(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lb, tok0, BN, KK, BK), tr)
+#define B_CLAMP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lbc, tok0, BN, KK, BK), tr)
+#define B_GATHER(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lg, 0, BN, KK, BK), tr, gather_b)
 
 void main() {
     const uint kp = p.kp & ~31u; // a multiple of 32 (tells the compiler rows stay 64-byte aligned)
@@ -134,9 +145,9 @@ void main() {
             barrier();
             if (a_inside) K_LOOP(la, B_GATHER) else K_LOOP(lac, B_GATHER)
         } else if (a_inside && tok0 + BN <= p.n_tok) {
-            K_LOOP(la, B_DENSE(lb))
+            K_LOOP(la, B_PLAIN)
         } else {
-            K_LOOP(lac, B_DENSE(lbc))
+            K_LOOP(lac, B_CLAMP)
         }
         coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
     }

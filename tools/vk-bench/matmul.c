@@ -201,7 +201,7 @@ int main(int argc, char **argv) {
             o.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
             char name[64];
             if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 auto (default)");
-            else snprintf(name, sizeof name, "f16 cm2 %ux%u k%u", f->bm, f->bn, f->bk);
+            else snprintf(name, sizeof name, "f16 cm2 %ux%u k%ux%u", f->bm, f->bn, f->bk, f->unroll);
             if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
                 printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
                        gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
