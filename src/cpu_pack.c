@@ -29,29 +29,38 @@ static void pack_q4k(const block_q4_K *const *rows, int nr, int64_t i, cpu_q4k_x
     }
 }
 
-/* Element e (0..255) of a Q6_K block: its 6-bit code (stored + 32). */
-static int q6_code(const block_q6_K *b, int e) {
-    const int h = e / 128, l = e % 32, q = (e % 128) / 32;
-    const uint8_t lo = b->ql[h * 64 + l + (q & 1) * 32];
-    return (q >= 2 ? lo >> 4 : lo & 0xF) | (((b->qh[h * 32 + l] >> (2 * q)) & 3) << 4);
+/* The 256 6-bit codes (stored + 32) of a Q6_K block, in element order:
+ * half h holds elements 128h + 32q + l, q = 0..3, from ql's low (q = 0, 1)
+ * or high (q = 2, 3) nibbles and bits 2q, 2q+1 of qh. */
+static void q6_codes(const block_q6_K *b, uint8_t c[QK_K]) {
+    for (int h = 0; h < 2; h++)
+        for (int l = 0; l < 32; l++) {
+            const uint8_t q0 = b->ql[64 * h + l], q1 = b->ql[64 * h + 32 + l], hb = b->qh[32 * h + l];
+            c[128 * h + l] = (uint8_t)((q0 & 0xF) | (hb & 3) << 4);
+            c[128 * h + 32 + l] = (uint8_t)((q1 & 0xF) | (hb >> 2 & 3) << 4);
+            c[128 * h + 64 + l] = (uint8_t)((q0 >> 4) | (hb >> 4 & 3) << 4);
+            c[128 * h + 96 + l] = (uint8_t)((q1 >> 4) | (hb >> 6 & 3) << 4);
+        }
 }
 
 static void pack_q6k(const block_q6_K *const *rows, int nr, int64_t i, cpu_q6k_x8 *o) {
     for (int r = 0; r < nr; r++) {
         const block_q6_K *b = rows[r] + i;
+        uint8_t c[QK_K];
+        q6_codes(b, c);
         o->d[r] = b->d;
         for (int g = 0; g < 16; g++) o->sc[g / 2][r][g % 2] = b->scales[g];
-        for (int c = 0; c < 4; c++)
+        for (int q = 0; q < 4; q++)
             for (int k = 0; k < 8; k++)
                 for (int e = 0; e < 4; e++) {
-                    const int lo = q6_code(b, 64 * c + 4 * k + e), hi = q6_code(b, 64 * c + 32 + 4 * k + e);
-                    o->ql[c][k][r][e] = (uint8_t)((lo & 0xF) | (hi & 0xF) << 4);
+                    const int at = 64 * q + 4 * k + e;
+                    o->ql[q][k][r][e] = (uint8_t)((c[at] & 0xF) | (c[at + 32] & 0xF) << 4);
                 }
         for (int p = 0; p < 2; p++)
             for (int k = 0; k < 8; k++)
                 for (int e = 0; e < 4; e++) {
                     int v = 0;
-                    for (int m = 0; m < 4; m++) v |= (q6_code(b, 128 * p + 32 * m + 4 * k + e) >> 4) << (2 * m);
+                    for (int m = 0; m < 4; m++) v |= (c[128 * p + 32 * m + 4 * k + e] >> 4) << (2 * m);
                     o->qh[p][k][r][e] = (uint8_t)v;
                 }
     }

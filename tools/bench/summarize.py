@@ -3,8 +3,8 @@
 
 usage: summarize.py RUN.jsonl
 Per model and thread count: prefill and decode tok/s of zinc and llama.cpp
-as the mean of the per-round means +- their sd, and the best round; zinc as
-a fraction of llama.cpp (best rounds); decode as GB/s of weights read per
+as the mean of the per-round means +- their sd, their median and the best
+round; zinc as a fraction of llama.cpp (best rounds; median rounds); decode as GB/s of weights read per
 token (zinc's count, the same file for both) over the best read bandwidth
 the probe measured with as many threads."""
 import json
@@ -17,7 +17,7 @@ from collections import defaultdict
 def fmt(xs):
     m = st.mean(xs)
     sd = st.stdev(xs) if len(xs) > 1 else 0.0
-    return f"{m:.1f} ± {sd:.1f} (best {max(xs):.1f})"
+    return f"{m:.1f} ± {sd:.1f} (median {st.median(xs):.1f}, best {max(xs):.1f})"
 
 
 def main(path):
@@ -45,7 +45,7 @@ def main(path):
     for t in sorted(bw):
         print(f"| {t} | {', '.join(f'{x:.1f}' for x in bw[t])} | {max(bw[t]):.1f} |")
     print()
-    print("| model | t | engine | pp tok/s | tg tok/s | zinc/llama pp, tg (best) | decode GB/s (best) | % of bandwidth |")
+    print("| model | t | engine | pp tok/s | tg tok/s | zinc/llama pp, tg (best; medians) | decode GB/s (best) | % of bandwidth |")
     print("|---|---|---|---|---|---|---|---|")
     for key in sorted(zinc):
         model, t = key
@@ -56,7 +56,8 @@ def main(path):
                 continue
             ratio = ""
             if name == "zinc" and ll and ll["pp"] and ll["tg"]:
-                ratio = f"{max(z['pp']) / max(ll['pp']):.2f}, {max(z['tg']) / max(ll['tg']):.2f}"
+                ratio = (f"{max(z['pp']) / max(ll['pp']):.2f}, {max(z['tg']) / max(ll['tg']):.2f}; medians "
+                         f"{st.median(z['pp']) / st.median(ll['pp']):.2f}, {st.median(z['tg']) / st.median(ll['tg']):.2f}")
             gbs = max(d["tg"]) * z["gb_tok"]
             print(f"| {model} | {t} | {name} | {fmt(d['pp'])} | {fmt(d['tg'])} | {ratio} | {gbs:.1f} | "
                   f"{100 * gbs / best_bw:.0f}% |")
