@@ -80,29 +80,31 @@ void main() {
             b = sigmoid(b);
         }
         const float eg = exp(g);
-        float kl[PL], u = 0.0, kk = 0.0, qq = 0.0;
+        // The chain from one token to the next is S -> u -> d -> S: keep it
+        // short. The k norm is applied to the reduced u (u = kn S.k) and
+        // to d, so its own reduction runs beside the chain, and the dot
+        // products use 4 partial sums instead of one serial FMA chain.
+        float kk = 0.0, qq = 0.0;
+        vec4 u4 = vec4(0.0);
         for (uint m = 0; m < PL; m++) {
             kk = fma(ck[m], ck[m], kk);
             qq = fma(cq[m], cq[m], qq);
+            S[m] *= eg;
+            u4[m % 4u] = fma(S[m], ck[m], u4[m % 4u]);
         }
         float kn = 1.0, qn = qscale;
         if (p.l2 != 0u) {
             kn = 1.0 / sqrt(cluster_add(kk) + p.eps);
             qn = qscale / sqrt(cluster_add(qq) + p.eps);
         }
+        const float u = cluster_add((u4.x + u4.y) + (u4.z + u4.w)) * kn;
+        const float dk = (cv - u) * b * kn;   // d, times the k norm of k d
+        vec4 o4 = vec4(0.0);
         for (uint m = 0; m < PL; m++) {
-            kl[m] = ck[m] * kn;
-            S[m] *= eg;
-            u = fma(S[m], kl[m], u);
+            S[m] = fma(ck[m], dk, S[m]);
+            o4[m % 4u] = fma(S[m], cq[m], o4[m % 4u]);
         }
-        u = cluster_add(u);
-        const float d = (cv - u) * b;
-        float o = 0.0;
-        for (uint m = 0; m < PL; m++) {
-            S[m] = fma(kl[m], d, S[m]);
-            o = fma(S[m], cq[m], o);
-        }
-        o = cluster_add(o);
+        const float o = cluster_add((o4.x + o4.y) + (o4.z + o4.w));
         if (live && li == 0u) F32(p.dst).v[(t - 1u) * p.ld_o + h * p.d_v + j] = o * qn;
     }
     if (live)
