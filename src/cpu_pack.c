@@ -86,10 +86,11 @@ size_t cpu_pack_group_bytes(zn_type t, int64_t n) {
     }
 }
 
-void cpu_pack_rows(zn_type t, const void *rows, int64_t n_rows, int64_t n, void *out) {
+/* Groups [g0, g1) of cpu_pack_rows. */
+static void pack_groups(zn_type t, const void *rows, int64_t n_rows, int64_t n, void *out, int64_t g0, int64_t g1) {
     const size_t wrow = zn_row_size(t, n), gbytes = cpu_pack_group_bytes(t, n);
     const int64_t nb = n / zn_type_get(t)->blck;
-    for (int64_t g = 0; g < cpu_pack_groups(n_rows); g++) {
+    for (int64_t g = g0; g < g1; g++) {
         const void *r8[CPU_PACK_ROWS];
         const int nr = n_rows - g * CPU_PACK_ROWS < CPU_PACK_ROWS ? (int)(n_rows - g * CPU_PACK_ROWS) : CPU_PACK_ROWS;
         for (int r = 0; r < nr; r++) r8[r] = (const uint8_t *)rows + (size_t)(g * CPU_PACK_ROWS + r) * wrow;
@@ -103,11 +104,33 @@ void cpu_pack_rows(zn_type t, const void *rows, int64_t n_rows, int64_t n, void 
     }
 }
 
+void cpu_pack_rows(zn_type t, const void *rows, int64_t n_rows, int64_t n, void *out) {
+    pack_groups(t, rows, n_rows, n, out, 0, cpu_pack_groups(n_rows));
+}
+
 /* Weights that matmuls read, of a type with a packed kernel: everything
  * but a token embedding that only the embedding lookup uses. */
 static bool packable(const cpu_ctx *c, const gguf_tensor *t) {
     return c->vec.packed(t->type) && cpu_pack_group_bytes(t->type, (int64_t)t->ne[0]) &&
            (t != c->m->tok_embd || c->m->tied_output);
+}
+
+/* Every thread packs its share of each tensor's groups (per expert). */
+static void pack_thread(void *arg, int ith, int nth) {
+    const cpu_ctx *c = arg;
+    const zn_model *m = c->m;
+    for (uint64_t i = 0; i < m->gguf.n_tensors; i++) {
+        const gguf_tensor *t = &m->gguf.tensors[i];
+        if (!c->packed[i]) continue;
+        const int64_t K = (int64_t)t->ne[0], N = (int64_t)t->ne[1], E = (int64_t)(t->ne[2] * t->ne[3]);
+        const size_t expert = (size_t)cpu_pack_groups(N) * cpu_pack_group_bytes(t->type, K);
+        const size_t src_expert = zn_row_size(t->type, K) * (size_t)N;
+        int64_t g0, g1;
+        cpu_split(cpu_pack_groups(N), ith, nth, &g0, &g1);
+        for (int64_t e = 0; e < E; e++)
+            pack_groups(t->type, (const uint8_t *)t->data + (size_t)e * src_expert, N, K,
+                        (uint8_t *)c->packed[i] + (size_t)e * expert, g0, g1);
+    }
 }
 
 zn_status cpu_pack_init(cpu_ctx *c, zn_err *err) {
@@ -123,11 +146,8 @@ zn_status cpu_pack_init(cpu_ctx *c, zn_err *err) {
         c->packed[i] = aligned_alloc(64, (expert * (size_t)E + 63) / 64 * 64);
         if (!c->packed[i]) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory packing '%s'", t->name);
         c->packed_bytes += expert * (size_t)E;
-        const size_t src_expert = zn_row_size(t->type, K) * (size_t)N;
-        for (int64_t e = 0; e < E; e++)
-            cpu_pack_rows(t->type, (const uint8_t *)t->data + (size_t)e * src_expert, N, K,
-                          (uint8_t *)c->packed[i] + (size_t)e * expert);
     }
+    cpu_pool_run(c->pool, pack_thread, c); /* a multi-GB model packs in seconds on one thread */
     return ZN_OK;
 }
 
