@@ -243,7 +243,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
     case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
-    case VKO_ATTN_FA: /* K + V tiles of 16 KiB in all: within every device's 32 KiB of shared memory */
+    case VKO_ATTN_FA: /* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
         break;

@@ -13,7 +13,7 @@
 
 layout(constant_id = 0) const uint WG = 128;   // 4 threads x BR rows
 layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
-layout(constant_id = 2) const uint BC = 32;    // keys per tile (K + V tiles: 4 * BC * HD bytes)
+layout(constant_id = 2) const uint BC = 32;    // keys per tile (K + V tiles: 8 * BC * HD bytes)
 layout(local_size_x_id = 0) in;
 
 #define BR 32u
@@ -26,8 +26,10 @@ layout(push_constant) uniform PC {
     float scale;
 } p;
 
-shared uvec2 ks[BC * HD / 4u];   // [key][dim / 4]: 4 halves per word pair
-shared uvec2 vs[BC * HD / 4u];
+// [key][dim / 4], converted to f32 once when staged (each value is read by
+// all 32 rows of the block): K + V tiles of 8 BC HD bytes, 32 KiB
+shared vec4 ks[BC * HD / 4u];
+shared vec4 vs[BC * HD / 4u];
 
 uint dim_of(uint i, uint part) { return 16u * (i / 4u) + 4u * part + (i % 4u); } // i < PER
 
@@ -51,8 +53,13 @@ void main() {
         for (uint w = tid; w < BC * HD / 4u; w += WG) {
             const uint key = jt + w / (HD / 4u), d4 = w % (HD / 4u);
             const uint64_t off = 2ul * (uint64_t(key) * kdim + kvh * HD + 4u * d4);
-            ks[w] = key < kv_end ? U32x2(p.ck + off).v[0] : uvec2(0);
-            vs[w] = key < kv_end ? U32x2(p.cv + off).v[0] : uvec2(0);
+            uvec2 kw = uvec2(0), vw = uvec2(0);
+            if (key < kv_end) {
+                kw = U32x2(p.ck + off).v[0];
+                vw = U32x2(p.cv + off).v[0];
+            }
+            ks[w] = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y));
+            vs[w] = vec4(unpackHalf2x16(vw.x), unpackHalf2x16(vw.y));
         }
         barrier();
         float s[BC];
@@ -60,8 +67,7 @@ void main() {
         for (uint c = 0; c < BC; c++) {
             float a = 0.0;
             for (uint i = 0; i < PER; i += 4u) {
-                const uvec2 kw = ks[c * (HD / 4u) + 4u * (i / 4u) + part];
-                const vec4 kv = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y));
+                const vec4 kv = ks[c * (HD / 4u) + 4u * (i / 4u) + part];
                 a += dot(kv, vec4(q[i], q[i + 1u], q[i + 2u], q[i + 3u]));
             }
             a += subgroupShuffleXor(a, 1u);
@@ -76,8 +82,7 @@ void main() {
             const float e = exp(s[c] - mn);
             l += e;
             for (uint i = 0; i < PER; i += 4u) {
-                const uvec2 vw = vs[c * (HD / 4u) + 4u * (i / 4u) + part];
-                const vec4 vv = vec4(unpackHalf2x16(vw.x), unpackHalf2x16(vw.y));
+                const vec4 vv = vs[c * (HD / 4u) + 4u * (i / 4u) + part];
                 o[i] = fma(e, vv.x, o[i]);
                 o[i + 1u] = fma(e, vv.y, o[i + 1u]);
                 o[i + 2u] = fma(e, vv.z, o[i + 2u]);
