@@ -93,7 +93,9 @@ static bool coopmat2_usable(const vkdev *d, VkPhysicalDevice pd, const dev_caps 
     const VkPhysicalDeviceCooperativeMatrix2FeaturesNV *f = &caps->fcm2;
     if (!f->cooperativeMatrixWorkgroupScope || !f->cooperativeMatrixFlexibleDimensions ||
         !f->cooperativeMatrixPerElementOperations || !f->cooperativeMatrixTensorAddressing ||
-        !caps->f12.vulkanMemoryModel || props->cooperativeMatrixWorkgroupScopeMaxWorkgroupSize < ZN_VK_CM2_WG ||
+        !f->cooperativeMatrixBlockLoads /* decode functions: the MoE gather */ ||
+        !caps->f12.vulkanMemoryModel || !caps->f13.maintenance4 /* SPIR-V 1.6 LocalSizeId */ ||
+        props->cooperativeMatrixWorkgroupScopeMaxWorkgroupSize < ZN_VK_CM2_WG ||
         props->cooperativeMatrixFlexibleDimensionsMaxDimension < 256)
         return false;
     VkCooperativeMatrixFlexibleDimensionsPropertiesNV fl[64];
@@ -326,7 +328,8 @@ static zn_status create_device(vkdev *d, dev_caps *caps, zn_err *err) {
     VkPhysicalDeviceCooperativeMatrix2FeaturesNV fcm2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
         .cooperativeMatrixWorkgroupScope = VK_TRUE, .cooperativeMatrixFlexibleDimensions = VK_TRUE,
-        .cooperativeMatrixPerElementOperations = VK_TRUE, .cooperativeMatrixTensorAddressing = VK_TRUE};
+        .cooperativeMatrixPerElementOperations = VK_TRUE, .cooperativeMatrixTensorAddressing = VK_TRUE,
+        .cooperativeMatrixBlockLoads = VK_TRUE};
     f.pNext = &f11;
     f11.pNext = &f12;
     void **tail = &f12.pNext;
