@@ -47,8 +47,6 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
      * re-reading experts per token from a few tokens on */
     o->moe_min_tok = cpu ? 1u << 30 : 16;
     o->mm_cfg = ZN_VK_MM_AUTO;
-    const char *np = getenv("ZN_VK_MM_NOPAD"); /* A/B of mm_plan_shape's stride padding */
-    o->mm_nopad = np && atoi(np) > 0;
     const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
     const char *ch = getenv("ZN_VK_ATTN_CHUNK");
@@ -422,17 +420,13 @@ typedef struct mm_plan {
 static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
     memset(pl, 0, sizeof *pl);
     pl->kp = (a->ncols + 31) / 32 * 32;
-    /* A row stride of a multiple of 2 KiB sends every row of a tile to the
-     * same memory partitions: on the H200 the coopmat2 GEMM ran 4096-wide
-     * rows at 35 TFLOP/s and 12288-wide ones at 166. 64 zero columns more
-     * (mm_prep writes zeros past ncols) break the pattern. */
-    if (pl->kp % 1024 == 0 && !o->mm_nopad) pl->kp += 64;
     pl->xs = a->ids && a->x_slot_stride ? a->n_slots : 1;
     pl->xrows = a->n_tok * pl->xs;
     pl->b_off = a->ids ? align256(4ull * (2ull * a->n_expert + (uint64_t)a->n_tok * a->n_slots)) : 0;
     pl->a_off = pl->b_off + align256(2ull * pl->xrows * pl->kp);
     pl->unit_bytes = 2ull * pl->kp * (a->ids ? a->nrows : 1);
     pl->units = a->ids ? a->n_expert : a->nrows;
+    (void)o;
 }
 
 uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap) {

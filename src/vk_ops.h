@@ -65,7 +65,6 @@ typedef struct vkops {
                                  ZN_VK_MM_CM2=0 clears it at init, for A/B) */
     uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;
-    bool mm_nopad;            /* f16 GEMM rows of exactly round-up(ncols, 32) halves (ZN_VK_MM_NOPAD=1) */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
