@@ -466,7 +466,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     /* on NV coopmat2 when the device has it (same operands and push
      * constants); should the driver refuse that pipeline, the KHR kernel
      * from then on (test_vk_ops checks every config is built) */
-    bool cm2 = o->mm_cm2 && o->coopmat;
+    bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->mm_cm2_moe);
     const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, groups) : 0;
     if (cm2 && get_pipe_v(o, VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;

@@ -63,6 +63,9 @@ typedef struct vkops {
     uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
     bool mm_cm2;              /* GEMMs of that path on mmf_cm2.comp (device coopmat2;
                                  ZN_VK_MM_CM2=0 clears it at init, for A/B) */
+    bool mm_cm2_moe;          /* the grouped MoE GEMM on mmf_cm2.comp too: off by default (H200, 35B
+                                 shape: experts 74 ms per prefill there vs 57 on the KHR kernel);
+                                 the op tests turn it on */
     uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;
     bool intdot;              /* quantised weights: mat-vec on integer dot products of

@@ -1343,6 +1343,7 @@ static bool setup(void) {
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
     E.mv_rows0 = E.o.mv_rows;
+    E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
     E.mv_unroll0 = E.o.mv_unroll;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);

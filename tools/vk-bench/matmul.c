@@ -97,6 +97,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     const bool cm2 = o.mm_cm2; /* ZN_VK_MM_CM2=0 skips its rows */
+    o.mm_cm2_moe = true;       /* its cm2 rows time the MoE shapes on cm2 too */
     printf("device: %s, coopmat %s, NV coopmat2 %s, shared memory %u bytes, %d tokens, median of %d\n", d.info.name,
            o.coopmat ? "yes" : "no", d.info.coopmat2 ? "yes" : "no", d.info.max_shared, T, REPS);
     vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
