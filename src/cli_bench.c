@@ -224,13 +224,15 @@ int cli_bench(int argc, char **argv) {
                     engine_decode(&e, &s, toks, (int)a.p, NULL, false, &err) != ZN_OK))
         goto fail;
     if (e.be->stats) e.be->stats(e.be_ctx, &bs0);
+    /* all prefill repetitions, then all decode ones, as llama-bench runs
+     * its pp and tg tests */
+    for (long r = 0; r < a.reps && a.p > 0; r++) {
+        if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
+        double t0 = now_s();
+        if (engine_decode(&e, &s, toks + a.depth, (int)a.p, NULL, false, &err) != ZN_OK) goto fail;
+        pp[r] = a.p / (now_s() - t0);
+    }
     for (long r = 0; r < a.reps; r++) {
-        if (a.p > 0) {
-            if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
-            double t0 = now_s();
-            if (engine_decode(&e, &s, toks + a.depth, (int)a.p, NULL, false, &err) != ZN_OK) goto fail;
-            pp[r] = a.p / (now_s() - t0);
-        }
         if (a.n > 0) {
             if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
             double t0 = now_s();
