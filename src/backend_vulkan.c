@@ -17,13 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "vk_ops.h"
 #include "vk_quant.h"
 #include "vk_replay.h"
+#include "timer.h"
 
 #define VK_MAX_CHUNKS 16
 #define VK_HAZARDS 64
@@ -907,12 +907,6 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     return st ? st : st2;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A one-token step replays the kept recording when it fits, else records
  * into the replay buffer; other steps (and all of them with replay off) are
  * recorded into c->c. Either way the host writes only the token ids and the
@@ -924,7 +918,7 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
     if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
     if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
-    const double t0 = now_s();
+    const double t0 = timer_now();
     const bool decode = g->n_tokens == 1, use_rp = decode && c->rp.cmd.d;
     vkcmd *cmd = use_rp ? &c->rp.cmd : &c->c;
     const uint32_t n_split = vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1);
@@ -944,13 +938,13 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
             c->rp.out_floats = c->out_floats;
         }
     }
-    const double t1 = now_s();
+    const double t1 = timer_now();
     if (!st) st = vkcmd_submit(cmd, err);
-    const double t2 = now_s();
+    const double t2 = timer_now();
     if (!st) st = vkcmd_wait(cmd, err);
     if (st) c->out_floats = 0;
     if (decode) {
-        const double t3 = now_s();
+        const double t3 = timer_now();
         c->stats.steps++;
         c->stats.replayed += replay;
         c->stats.prepare_s += t1 - t0;
@@ -965,7 +959,7 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
  * them); anything else is downloaded. */
 static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
     vk_ctx *c = ctx;
-    const double t0 = now_s();
+    const double t0 = timer_now();
     uint64_t nf = (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
     zn_status st = ZN_OK;
     if (c->out_floats && g->acts[act].off == c->out_off && nf == c->out_floats)
@@ -973,7 +967,7 @@ static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_e
     else
         st = vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * g->acts[act].off, sizeof(float) * nf), out,
                              sizeof(float) * nf, err);
-    if (g->n_tokens == 1) c->stats.read_s += now_s() - t0;
+    if (g->n_tokens == 1) c->stats.read_s += timer_now() - t0;
     return st;
 }
 

@@ -8,10 +8,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
+#include "timer.h"
 
 #define DL_DISK_MARGIN (64ull << 20)  /* keep this much free after the download */
 
@@ -32,12 +32,6 @@ typedef struct dl {
     double t0, last_line;
     int last_decile;
 } dl;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static zn_status disk_check(dl *d, uint64_t need) {
     char dir[ZN_PATH_MAX];
@@ -97,7 +91,7 @@ static void fmt_eta(double s, char *out, size_t cap) {
 }
 
 static void show(dl *d, bool final) {
-    double t = now_s(), dt = t - d->t0;
+    double t = timer_now(), dt = t - d->t0;
     uint64_t done = d->have + d->got;
     double rate = dt > 0 ? d->got / dt : 0;
     char eta[32];
@@ -152,7 +146,7 @@ static CURLcode transfer(dl *d, char *curl_msg) {
     d->got = 0;
     d->total = 0;
     d->fail = ZN_OK;
-    d->t0 = d->last_line = now_s();
+    d->t0 = d->last_line = timer_now();
     d->last_decile = -1;
     curl_msg[0] = 0;
     return curl_easy_perform(d->c);

@@ -16,20 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "engine.h"
+#include "timer.h"
 
 #define PROBE_BYTES (512u << 20) /* well past any cache */
 #define PROBE_REPS 5
 #define MAX_REPS 100
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- memory bandwidth: every thread sums its slice of a large buffer ---- */
 
@@ -62,7 +56,7 @@ static double probe_bandwidth(int threads) {
     for (size_t i = 0; i < n; i++) buf[i] = i; /* fault every page in */
     double best = 0;
     for (int rep = 0; rep < PROBE_REPS; rep++) {
-        double t0 = now_s();
+        double t0 = timer_now();
         int started = 0;
         for (int i = 0; i < threads; i++) {
             size_t a = n * (size_t)i / (size_t)threads, b = n * (size_t)(i + 1) / (size_t)threads;
@@ -72,7 +66,7 @@ static double probe_bandwidth(int threads) {
         }
         probe_read(&parts[0]);
         for (int i = 1; i <= started; i++) pthread_join(th[i], NULL);
-        double dt = now_s() - t0, gbs = PROBE_BYTES / dt / 1e9;
+        double dt = timer_now() - t0, gbs = PROBE_BYTES / dt / 1e9;
         if (started == threads - 1 && gbs > best) best = gbs;
         uint64_t s = 0;
         for (int i = 0; i < threads; i++) s ^= parts[i].sink;
@@ -228,18 +222,18 @@ int cli_bench(int argc, char **argv) {
      * its pp and tg tests */
     for (long r = 0; r < a.reps && a.p > 0; r++) {
         if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
-        double t0 = now_s();
+        double t0 = timer_now();
         if (engine_decode(&e, &s, toks + a.depth, (int)a.p, NULL, false, &err) != ZN_OK) goto fail;
-        pp[r] = a.p / (now_s() - t0);
+        pp[r] = a.p / (timer_now() - t0);
     }
     for (long r = 0; r < a.reps; r++) {
         if (a.n > 0) {
             if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
-            double t0 = now_s();
+            double t0 = timer_now();
             for (long i = 0; i < a.n; i++)
                 if (engine_decode(&e, &s, toks + a.depth + i, 1, logits, false, &err) != ZN_OK) goto fail;
-            tg_wall += now_s() - t0;
-            tg[r] = a.n / (now_s() - t0);
+            tg_wall += timer_now() - t0;
+            tg[r] = a.n / (timer_now() - t0);
         }
     }
     if (e.be->stats) e.be->stats(e.be_ctx, &bs1);

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -17,6 +16,7 @@
 #include "engine.h"
 #include "tokenizer.h"
 #include "vk_device.h"
+#include "timer.h"
 
 #define SMOKE_TOKENS 4
 #define SMOKE_CTX 64
@@ -161,8 +161,7 @@ static bool smoke(const zn_model *m, zn_err *err, char *text, size_t cap, double
     if (tokenizer_load(&tok, &m->gguf, err) || engine_init(&e, m, "cpu", 0, err) || seq_init(&s, &e, SMOKE_CTX, err) ||
         tokenizer_encode(tok, "The", 3, true, false, ids, SMOKE_CTX - SMOKE_TOKENS, &n, err))
         goto done;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = timer_now();
     const int32_t *in = ids;
     int n_in = (int)n;
     for (int k = 0; k < SMOKE_TOKENS; k++) {
@@ -179,8 +178,7 @@ static bool smoke(const zn_model *m, zn_err *err, char *text, size_t cap, double
         in = &out[k];
         n_in = 1;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    const double dt = timer_now() - t0;
     *tps = dt > 0 ? SMOKE_TOKENS / dt : 0;
     if (tokenizer_decode(tok, out, SMOKE_TOKENS, false, text, cap - 1, &tn, err)) goto done;
     text[tn] = 0;

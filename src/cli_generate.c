@@ -17,6 +17,7 @@
 #include "engine.h"
 #include "sampler.h"
 #include "tokenizer.h"
+#include "timer.h"
 
 #define DEFAULT_N_PREDICT 256
 
@@ -61,12 +62,6 @@ static void usage(FILE *f) {
             "and why generation stopped (eos: end of text, length: -n reached, ctx: context full).\n",
             DEFAULT_N_PREDICT, d.temperature, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.penalty_last_n,
             d.presence_penalty, d.frequency_penalty, engine_default_threads(), ZN_DEFAULT_CTX, backend_names());
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static bool parse_long(const char *s, long lo, long hi, long *out) {
@@ -186,7 +181,7 @@ static void gen_close(gen *g) {
 static int gen_open(gen *g, const gen_opts *o) {
     memset(g, 0, sizeof *g);
     g->o = o;
-    double t0 = now_s();
+    double t0 = timer_now();
     if (model_load(&g->m, o->model, &g->err)) return 1;
     if (tokenizer_load(&g->tok, &g->m.gguf, &g->err) ||
         engine_init(&g->e, &g->m, o->backend, (int)o->threads, &g->err) ||
@@ -212,7 +207,7 @@ static int gen_open(gen *g, const gen_opts *o) {
         g->tmpl[t.len] = 0;
     }
     fprintf(stderr, "zinc: loaded %s (%s, %.1fM parameters) in %.2f s; backend %s, %d threads, context %d\n",
-            o->model, model_arch_name(g->m.arch), (double)g->m.n_params / 1e6, now_s() - t0, o->backend,
+            o->model, model_arch_name(g->m.arch), (double)g->m.n_params / 1e6, timer_now() - t0, o->backend,
             g->e.n_threads, g->n_ctx);
     return 0;
 }
@@ -237,9 +232,9 @@ static int gen_feed(gen *g, const char *text, size_t len, bool add_special) {
         seq_reset(&g->s);
         keep = 0;
     }
-    double t0 = now_s();
+    double t0 = timer_now();
     if (engine_decode(&g->e, &g->s, g->input + keep, (int)n - keep, g->logits, false, &g->err)) return 1;
-    double dt = now_s() - t0;
+    double dt = timer_now() - t0;
     memcpy(g->cache, g->input, n * sizeof *g->cache);
     g->n_cache = (int)n;
     for (size_t i = (size_t)keep; i < n; i++) sampler_accept(&g->smp, g->input[i]);
@@ -258,7 +253,7 @@ static int gen_reply(gen *g, int *first, int *count) {
     *first = g->n_cache;
     const char *why = "length";
     long produced = 0;
-    double t0 = now_s();
+    double t0 = timer_now();
     while (g->o->n_predict < 0 || produced < g->o->n_predict) {
         int32_t id = sampler_sample(&g->smp, g->logits);
         if (tokenizer_is_eog(g->tok, id)) {
@@ -279,7 +274,7 @@ static int gen_reply(gen *g, int *first, int *count) {
         if (engine_decode(&g->e, &g->s, &id, 1, g->logits, false, &g->err)) return 1;
         g->n_cache++;
     }
-    double dt = now_s() - t0;
+    double dt = timer_now() - t0;
     size_t k = detok_flush(&d, piece);
     fwrite(piece, 1, k, stdout);
     putchar('\n');

@@ -2,9 +2,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "vk_cmd.h"
+#include "timer.h"
 
 zn_status vkcmd_init(vkcmd *c, vkdev *d, VkPipelineLayout layout, bool profile, zn_err *err) {
     memset(c, 0, sizeof *c);
@@ -124,14 +124,8 @@ zn_status vkcmd_end(vkcmd *c, zn_err *err) {
     return vkdev_check(fn->vkEndCommandBuffer(c->cb), err, "vkEndCommandBuffer");
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 zn_status vkcmd_submit(vkcmd *c, zn_err *err) {
-    c->submit_s = now_s();
+    c->submit_s = timer_now();
     VkSubmitInfo si = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &c->cb};
     zn_status st = vkdev_check(c->d->fn.vkQueueSubmit(c->d->queue, 1, &si, c->fence), err, "vkQueueSubmit");
     if (!st) c->submitted = true;
@@ -142,9 +136,9 @@ zn_status vkcmd_wait(vkcmd *c, zn_err *err) {
     const zn_vk_fns *fn = &c->d->fn;
     VkResult r = VK_TIMEOUT;
     if (c->poll && c->expect_s > 0) {
-        const double sleep = 0.75 * c->expect_s - (now_s() - c->submit_s);
+        const double sleep = 0.75 * c->expect_s - (timer_now() - c->submit_s);
         if (sleep > 0) r = fn->vkWaitForFences(c->d->dev, 1, &c->fence, VK_TRUE, (uint64_t)(sleep * 1e9));
-        while (r == VK_TIMEOUT && now_s() - c->submit_s < 1.25 * c->expect_s) {
+        while (r == VK_TIMEOUT && timer_now() - c->submit_s < 1.25 * c->expect_s) {
             r = fn->vkGetFenceStatus(c->d->dev, c->fence);
             if (r == VK_NOT_READY) {
                 r = VK_TIMEOUT;
@@ -153,7 +147,7 @@ zn_status vkcmd_wait(vkcmd *c, zn_err *err) {
         }
     }
     if (r == VK_TIMEOUT) r = fn->vkWaitForFences(c->d->dev, 1, &c->fence, VK_TRUE, UINT64_MAX);
-    c->expect_s = now_s() - c->submit_s;
+    c->expect_s = timer_now() - c->submit_s;
     zn_status st = vkdev_check(r, err, "vkWaitForFences");
     fn->vkResetFences(c->d->dev, 1, &c->fence);
     c->submitted = false;

@@ -72,7 +72,8 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
-#define ATTN_FA_MIN_TOK 16 /* query rows from which attn_fa.comp's 32-row blocks pay */
+#define ATTN_FA_ROWS 32    /* query rows per workgroup of attn_fa.comp (its BR) */
+#define ATTN_FA_MIN_TOK 16 /* query rows from which those blocks pay */
 #define ELT_WG 256
 
 /* Rows per subgroup of the mat-vec kernel. Measured on an H200 (bench/
@@ -91,8 +92,10 @@ static bool is_quant(zn_type t) {
 
 /* Rows per subgroup and steps per loop iteration of the integer mat-vec:
  * per lane, NR x U row steps of loads in flight (16 bytes of quants per
- * step for Q4_0 and the 4/5-bit K-quants, 32 for Q8_0, 48 for Q6_K). Not
- * yet measured on a GPU: tools/vk-bench/matvec.c sweeps both. */
+ * step for Q4_0 and the 4/5-bit K-quants, 32 for Q8_0, 48 for Q6_K). The
+ * same for every type: on the H200 (bench/results/2026-11-30-h200-vulkan-s2)
+ * 1 row x 4 steps was +1.7 % on an 8B decode and even on a 2B one, per-shape
+ * sweeps (tools/vk-bench/matvec.c) disagreed by type, so 2 x 2 stays. */
 static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
     (void)t;
     return o->mv_rows ? o->mv_rows : 2;
@@ -668,7 +671,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
         if (st) return st;
         attn_push pc = attn_pc(o, a, 1);
-        vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + 31) / 32, 1, name);
+        vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + ATTN_FA_ROWS - 1) / ATTN_FA_ROWS, 1, name);
         return ZN_OK;
     }
     zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);

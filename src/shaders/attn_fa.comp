@@ -16,7 +16,7 @@ layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
 layout(constant_id = 2) const uint BC = 32;    // keys per tile (K + V tiles: 8 * BC * HD bytes)
 layout(local_size_x_id = 0) in;
 
-#define BR 32u
+#define BR 32u   // query rows per workgroup (vk_ops.c ATTN_FA_ROWS)
 #define PER (HD / 4u)
 
 layout(push_constant) uniform PC {
