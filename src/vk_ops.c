@@ -24,6 +24,21 @@ static int type_slot(zn_type t) {
 
 bool vkops_type_ok(zn_type t) { return type_slot(t) >= 0; }
 
+/* The fused integer mat-vec (matvec_q.comp with XB > 0) sized for x rows
+ * of up to 4096 and 16384 columns (1.25 bytes each in shared memory: small
+ * pipelines leave room for more workgroups per SM), and the largest the
+ * device's shared memory holds (beside reduce.glsl's 128 bytes). */
+static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
+    const uint32_t sh = o->d->info.max_shared, most = sh > 256 ? (sh - 256) / 40 * 32 : 0;
+    const uint32_t cap = k == VKO_MATVEC_QX_S ? 4096 : k == VKO_MATVEC_QX_M ? 16384 : most;
+    return cap < most ? cap : most;
+}
+
+/* Workgroups per token of the fused integer mat-vec by default: a few per
+ * SM of a large GPU (H200: 132), so that the redundant quantisation of x is
+ * paid a few hundred times, not once per row block. */
+#define MVX_WGS 1024
+
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);
     o->d = d;
@@ -63,6 +78,13 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
+    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
+    o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
+    o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
+    /* each workgroup quantises its x row again: on lavapipe that is CPU
+     * time, on a GPU latency before its weight loads */
+    o->mvx_wgs = cpu ? 16 : MVX_WGS;
+    if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -254,6 +276,12 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         spec[n++] = mvq_unroll_for(o, t);
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
+    case VKO_MATVEC_QX_S:
+    case VKO_MATVEC_QX_M:
+    case VKO_MATVEC_QX_L:
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = mvq_unroll_for(o, t); spec[n++] = mvx_cap(o, k) / 32;
+        return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
     case VKO_MATMUL:
         shader = "matmul";
@@ -421,28 +449,53 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
     vkcmd_barrier(c);
 }
 
+/* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
+ * fit, or the device rejected the pipeline: then vkops.mvx goes off and
+ * intdot_err says why). */
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols) {
+    if (!o->mvx || ncols > o->mvx_max_cols) return NULL;
+    vkop_kind k = VKO_MATVEC_QX_S;
+    while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
+    const vkpipe *p = NULL;
+    zn_err e2 = {0};
+    if (get_pipe(o, k, t, &p, &e2)) {
+        snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
+        o->mvx = false;
+        return NULL;
+    }
+    return p;
+}
+
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
     if (st) return st;
     mm_push pc = mm_fill(a);
+    const bool iq = o->intdot && is_quant(a->type);
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols) : NULL;
     VkDeviceAddress q = 0;
-    if (o->intdot && is_quant(a->type)) quantize_x(o, c, a, &pc, &q);
+    if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
-    if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
+    if (px) p = px;
+    else st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     uint32_t per_sg = mv_rows_for(o, a->type);
-    if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
-        pc.x = q;
-        pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
-        pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+    if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
         per_sg = mvq_rows_for(o, a->type) << lg;
     }
-    uint32_t gx, gy;
+    if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
+        pc.x = q;
+        pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
+        pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+    }
     const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
-    grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
+    uint32_t n_wg = (a->nrows + per_wg - 1) / per_wg, gx, gy;
+    /* the fused kernel loops over row blocks: fewer workgroups, each
+     * quantising x once */
+    if (px && o->mvx_wgs && n_wg > o->mvx_wgs) n_wg = o->mvx_wgs;
+    grid2(o, n_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
 }

@@ -20,6 +20,8 @@ typedef enum vkop_kind {
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
     VKO_GDN,                                                 /* variant by head dim */
     VKO_MATVEC_Q, VKO_QUANTX,                                /* integer mat-vec (typed), its x (untyped) */
+    VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
+                                                                by the x row it holds (vkops.mvx) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
     VKO_COUNT
 } vkop_kind;
@@ -86,6 +88,12 @@ typedef struct vkops {
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+    bool mvx;                 /* the integer mat-vec quantises x itself, per workgroup into
+                                 shared memory (no quantx dispatch and barrier), for rows of
+                                 at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
+    uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
+                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;

@@ -248,20 +248,33 @@ static void mvq_config(uint32_t rows, uint32_t unroll) {
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC][t]);
+        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][t]);
     }
 }
 
-/* Runs a mat-vec test with the integer kernel (where the device has it):
- * the defaults, and 3 rows per subgroup (a partial last group) with 2
- * steps per iteration (what GPUs run, with a remainder); then with the
- * float kernel. */
+/* Runs a mat-vec test with the integer kernel (where the device has it),
+ * both ways of quantising x: in the mat-vec's workgroups (the default) and
+ * by quantx.comp first. Each with the defaults, and with 3 rows per
+ * subgroup (a partial last group) and 2 steps per iteration (what GPUs
+ * run, with a remainder); the fused one then also on 2 workgroups per
+ * token (each looping over row blocks), quantx.comp for rows over 256
+ * (fused below: both in one test). Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
-    const bool had = E.o.intdot;
+    const bool had = E.o.intdot, mvx = E.o.mvx;
+    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols;
     if (had) {
         fn();
         mvq_config(3, 2);
+        E.o.mvx_wgs = 2;
         fn();
+        E.o.mvx_wgs = wgs;
+        E.o.mvx_max_cols = 256;
+        fn();
+        E.o.mvx_max_cols = max_cols;
+        E.o.mvx = false;
         mvq_config(0, 0);
+        fn();
+        E.o.mvx = mvx;
     }
     E.o.intdot = false;
     fn();
@@ -754,8 +767,7 @@ static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
  * first one's quantised x; a third claims reuse for a different x, which
  * the key check must refuse (it quantises its own). Each against its
  * quantised-x reference. */
-static void test_matvec_x_reuse(void) {
-    if (!E.o.intdot) return;
+static void matvec_x_reuse(void) {
     const zn_type types[3] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0};
     const int rows = 13, cols = 512, T = 2;
     float x[2][2 * 512], wf[3][13 * 512], y[3][2 * 13];
@@ -775,14 +787,18 @@ static void test_matvec_x_reuse(void) {
     }
     zn_err err = {0};
     bool ok = begin();
-    const uint32_t turn0 = E.o.xq_turn;
+    const uint32_t turn0 = E.o.xq_turn, disp0 = E.c.n_dispatch;
     for (int k = 0; k < 3 && ok; k++) {
         if (vkop_matvec(&E.o, &E.c, &a[k], "mv", &err)) ok = false, fprintf(stderr, "  %s\n", err.msg);
         vkcmd_barrier(&E.c);
     }
+    const uint32_t disp = E.c.n_dispatch - disp0;
     ok = run() && ok;
     CHECK(ok);
-    CHECK_MSG(E.o.xq_turn - turn0 == 2, "%u quantise passes for 3 calls (2 expected)", E.o.xq_turn - turn0);
+    /* quantised in the mat-vecs' workgroups: no quantise pass at all */
+    const uint32_t passes = E.o.mvx ? 0 : 2;
+    CHECK_MSG(E.o.xq_turn - turn0 == passes && disp == 3 + passes, "%u quantise passes, %u dispatches for 3 calls (%u, %u expected)",
+              E.o.xq_turn - turn0, disp, passes, 3 + passes);
     for (int k = 0; k < 3 && ok; k++) {
         double ref[2 * 13];
         dev_down(dy[k], y[k], sizeof y[k]);
@@ -797,10 +813,38 @@ static void test_matvec_x_reuse(void) {
             }
         }
         double e = nmse(y[k], ref, (size_t)T * rows);
-        CHECK_MSG(e <= MM_TOL_Q8, "call %d (%s%s): nmse %.3g", k, zn_type_name(types[k]),
-                  k == 1 ? ", reused x" : k == 2 ? ", other x" : "", e);
+        CHECK_MSG(e <= MM_TOL_Q8, "call %d (%s%s%s): nmse %.3g", k, zn_type_name(types[k]),
+                  k == 1 ? ", reused x" : k == 2 ? ", other x" : "", E.o.mvx ? ", fused" : "", e);
     }
     reset();
+}
+
+static void test_matvec_x_reuse(void) {
+    if (!E.o.intdot) return;
+    const bool mvx = E.o.mvx;
+    matvec_x_reuse();
+    E.o.mvx = false;
+    matvec_x_reuse();
+    E.o.mvx = mvx;
+}
+
+/* The fused integer mat-vec's pipelines by the x row they hold in shared
+ * memory: rows past the small one's 4096 columns take the next, and rows
+ * past what the device holds go to quantx.comp. */
+static void test_matvec_mvx_sizes(void) {
+    if (!E.o.mvx) return;
+    const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
+    const uint32_t lim = E.o.mvx_max_cols, cols[3] = {4352, lim >= 16640 ? 16640 : 0, (lim / 256 + 1) * 256};
+    for (int ti = 0; ti < 2; ti++)
+        for (int k = 0; k < 3; k++) {
+            if (!cols[k]) continue;
+            const int slot = types[ti] == ZN_TYPE_Q4_K ? 5 : 7, kind = k == 0 ? VKO_MATVEC_QX_M : VKO_MATVEC_QX_L;
+            const uint32_t turn0 = E.o.xq_turn;
+            double e = mm_case(types[ti], 5, (int)cols[k], 2, true, K_VEC);
+            const bool fused = k < 2 ? E.o.pipes[kind][slot].pipe != VK_NULL_HANDLE : E.o.xq_turn != turn0;
+            CHECK_MSG(e <= MM_TOL_Q8 && fused, "%s, %u columns: nmse %.3g, %s", zn_type_name(types[ti]), cols[k], e,
+                      k < 2 ? (fused ? "fused" : "no fused pipeline") : (fused ? "quantx" : "no quantx pass"));
+        }
 }
 
 static void test_embed(void) {
@@ -1376,7 +1420,8 @@ static bool setup(void) {
     vkarena_init(&E.a, &E.d, VKMEM_DEVICE, 16u << 20, 0);
     vkarena_init(&E.xa, &E.d, VKMEM_DEVICE, 0, 0);
     vkref xq;
-    const uint64_t xqb = vkops_xq_bytes(2304, 8);
+    /* test_matvec_mvx_sizes: 2 rows just past the fused kernel's limit */
+    const uint64_t xqb = vkops_xq_bytes(E.o.mvx_max_cols + 512 > 2304 ? E.o.mvx_max_cols + 512 : 2304, 8);
     if (vkarena_alloc(&E.xa, xqb, 256, &xq, &err)) {
         fprintf(stderr, "test_vk_ops: %s\n", err.msg);
         return false;
@@ -1423,6 +1468,7 @@ int main(void) {
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
     RUN(test_matvec_x_reuse);
+    RUN(test_matvec_mvx_sizes);
     RUN(test_embed);
     RUN(test_norms);
     RUN(test_rope);
