@@ -76,6 +76,9 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     const char *c2 = getenv("ZN_VK_MM_CM2"), *c2c = getenv("ZN_VK_CM2_CFG");
     o->mm_cm2 = o->coopmat && d->info.coopmat2 && !(c2 && !strcmp(c2, "0"));
     o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
+    const char *fc = getenv("ZN_VK_FA_CM"), *fg = getenv("ZN_VK_FA_CFG");
+    o->fa_cm = !(fc && !strcmp(fc, "0"));
+    o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
     const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
@@ -203,6 +206,39 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
     return best;
 }
 
+/* Per head dim, the preferred first (the H200 has 48 KiB of shared
+ * memory, lavapipe 32 KiB). */
+const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
+    {64, 64, 32},  {64, 64, 64},  {128, 64, 32}, {128, 32, 32},
+    {128, 32, 64}, {256, 32, 32}, {256, 16, 32}, {256, 16, 64},
+};
+#define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */
+
+/* attn_fa_cm.glsl's ss array (floats): S rows, or the 4 staging tiles */
+static uint32_t fa_ss_floats(const vkfa_cfg *f) {
+    const uint32_t s = f->br * (f->bc + 4);
+    return s > 4 * 256 ? s : 4 * 256;
+}
+
+uint32_t vkops_fa_cfg_bytes(uint32_t ci) {
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+    /* Q and one K/V tile (rows padded by 8 halves), S, P (padded), alpha */
+    return (f->br + f->bc) * (f->hd + 8) * 2 + fa_ss_floats(f) * 4 + f->br * (f->bc + 8) * 2 + f->br * 4;
+}
+
+bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
+    /* a row's softmax threads reduce through shuffles: within one subgroup */
+    return ci < ZN_VK_FA_NCFG && vkops_fa_cfg_bytes(ci) <= o->d->info.max_shared &&
+           FA_WG / zn_vk_fa_cfgs[ci].br <= o->d->info.subgroup_size;
+}
+
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
+    if (o->fa_cfg < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[o->fa_cfg].hd == hd && vkops_fa_cfg_ok(o, o->fa_cfg)) return o->fa_cfg;
+    for (uint32_t i = 0; i < ZN_VK_FA_NCFG; i++)
+        if (zn_vk_fa_cfgs[i].hd == hd && vkops_fa_cfg_ok(o, i)) return i;
+    return ZN_VK_MM_AUTO;
+}
+
 /* mmf.glsl's specialisation: the config, and as many 16x16 f32 epilogue
  * staging tiles as fit beside the double-buffered operand tiles. */
 static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *err) {
@@ -220,8 +256,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 /* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
  * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
-    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2;
-    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : ZN_VK_MM_NCFG;
+    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2 || fa;
+    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -279,6 +316,13 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
         break;
+    case VKO_ATTN_FA_CM:
+    case VKO_ATTN_FA_EMU: {
+        const vkfa_cfg *f = &zn_vk_fa_cfgs[dim];
+        spec[n++] = FA_WG; spec[n++] = f->hd; spec[n++] = f->br; spec[n++] = f->bc; spec[n++] = fa_ss_floats(f);
+        const bool cm = k == VKO_ATTN_FA_CM;
+        return vkpipe_create(&o->ps, p, cm ? "attn_fa_cm" : "attn_fa_emu", spec, n, cm ? 32 : 0, err);
+    }
     case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
     case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
@@ -723,6 +767,21 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     const vkpipe *p = NULL, *pm = NULL;
     const bool fa = a->n_tok >= ATTN_FA_MIN_TOK && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
                     !(a->hd_k & (a->hd_k - 1));
+    /* on matrix products (or their emulation) where a tile config fits and
+     * the rows are 16-byte aligned */
+    const vkop_kind fk = !o->fa_cm ? VKO_ATTN_FA : o->coopmat ? VKO_ATTN_FA_CM : o->mm_emulate ? VKO_ATTN_FA_EMU : VKO_ATTN_FA;
+    const uint32_t ci = fa && fk != VKO_ATTN_FA ? vkops_fa_cfg_for(o, a->hd_k) : ZN_VK_MM_AUTO;
+    const uint32_t G = a->n_head / a->n_head_kv;
+    if (ci != ZN_VK_MM_AUTO && !((a->q | a->ck | a->cv) % 16)) {
+        const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
+        if (nb <= 65535) {
+            zn_status st = get_pipe_v(o, fk, ZN_TYPE_F32, ci, &p, err);
+            if (st) return st;
+            attn_push pc = attn_pc(o, a, 1);
+            vkcmd_dispatch(c, p, &pc, sizeof pc, nb, a->n_head_kv, 1, name);
+            return ZN_OK;
+        }
+    }
     if (fa) {
         zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
         if (st) return st;

@@ -1116,6 +1116,8 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 
 static void test_attention(void) {
     const double tol = 1e-10;
+    const bool fa_cm = E.o.fa_cm;
+    E.o.fa_cm = false; /* the f32 kernels (matrix products: test_attention_mm) */
     double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
     double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
     double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
@@ -1140,6 +1142,44 @@ static void test_attention(void) {
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
     CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
+    E.o.fa_cm = fa_cm;
+}
+
+/* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config
+ * the device runs, on cooperative matrices where it has them, else on their
+ * emulation. Q and P are rounded to f16 for the products, so the bound is
+ * that of f16 operands (lavapipe, emulated: 1.5e-8 .. 4.3e-8), not the f32 kernels' 1e-10. */
+static void test_attention_mm(void) {
+    const double tol = 5e-7;
+    const vkops saved = E.o;
+    const vkop_kind k = E.o.coopmat ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
+    E.o.mm_emulate = !E.o.coopmat;
+    E.o.fa_cm = true;
+    int n_run = 0;
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) {
+        if (!vkops_fa_cfg_ok(&E.o, ci)) continue;
+        const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+        const int hd = (int)f->hd;
+        E.o.fa_cfg = ci;
+        CHECK(vkops_fa_cfg_for(&E.o, f->hd) == ci);
+        const double e[] = {
+            attn_case(4, 4, hd, hd, 0, 37, false),   /* GQA 1, odd length */
+            attn_case(8, 2, hd, hd, 21, 130, false), /* GQA 4 after a prefix */
+            attn_case(8, 1, hd, hd, 5, 37, true),    /* GQA 8, position from the step block */
+            attn_case(6, 2, hd, hd, 0, 16, false),   /* GQA 3: blocks split a token's heads */
+        };
+        for (size_t i = 0; i < sizeof e / sizeof *e; i++)
+            CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys), case %zu: nmse %.3g", ci, f->hd, f->br, f->bc, i, e[i]);
+        CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used", ci);
+        n_run++;
+    }
+    /* lavapipe (32 KiB of shared memory) fits one config per head dim */
+    CHECK(n_run >= 3);
+    bool dims[3] = {false, false, false};
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
+        if (vkops_fa_cfg_ok(&E.o, ci)) dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;
+    CHECK(dims[0] && dims[1] && dims[2]);
+    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.fa_cfg = saved.fa_cfg;
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -1439,6 +1479,7 @@ int main(void) {
     RUN(test_rope);
     RUN(test_rope_fused);
     RUN(test_attention);
+    RUN(test_attention_mm);
     RUN(test_eltwise);
     RUN(test_moe_route);
     RUN(test_argmax);
