@@ -34,10 +34,13 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
     return cap < most ? cap : most;
 }
 
-/* Workgroups per token of the fused integer mat-vec by default: a few per
- * SM of a large GPU (H200: 132), so that the redundant quantisation of x is
- * paid a few hundred times, not once per row block. */
-#define MVX_WGS 1024
+/* Workgroups per token of the fused integer mat-vec by default: 4 per SM of
+ * an H200 (132 SMs), all resident at once (no second wave to wait for),
+ * so that the redundant reads and quantisation of x (up to 96 KB of f32 x
+ * and aux per workgroup) are paid a few hundred times, not once per row
+ * block: an 8B's gate+up has 3072 blocks. (A guess until measured:
+ * tools/vk-bench/matvec.c sweeps it.) */
+#define MVX_WGS 528
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);

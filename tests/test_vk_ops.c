@@ -20,7 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
-    uint32_t mv_rows0, mv_unroll0; /* vkops_init's mat-vec tuning */
+    uint32_t mv_rows0, mv_unroll0, mv_wg0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -240,7 +240,8 @@ static int cols_for(zn_type t, int odd) {
 
 /* Integer mat-vec pipelines for rows per subgroup / steps per iteration
  * (0: the device defaults). */
-static void mvq_config(uint32_t rows, uint32_t unroll) {
+static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
+    E.o.mv_wg = wg ? wg : E.mv_wg0;
     E.o.mv_rows = rows ? rows : E.mv_rows0;
     E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
     /* the float kernel's rows per subgroup are a specialisation constant
@@ -256,23 +257,26 @@ static void mvq_config(uint32_t rows, uint32_t unroll) {
  * both ways of quantising x: in the mat-vec's workgroups (the default) and
  * by quantx.comp first. Each with the defaults, and with 3 rows per
  * subgroup (a partial last group) and 2 steps per iteration (what GPUs
- * run, with a remainder); the fused one then also on 2 workgroups per
- * token (each looping over row blocks), quantx.comp for rows over 256
+ * run, with a remainder); the fused one then also with 3 subgroups per
+ * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
+ * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
+ * token (each looping over row blocks), and quantx.comp for rows over 256
  * (fused below: both in one test). Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
     const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols;
     if (had) {
         fn();
-        mvq_config(3, 2);
+        mvq_config(3, 2, 3 * E.d.info.subgroup_size);
         E.o.mvx_wgs = 2;
         fn();
         E.o.mvx_wgs = wgs;
+        mvq_config(3, 2, 0);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
         E.o.mvx = false;
-        mvq_config(0, 0);
+        mvq_config(0, 0, 0);
         fn();
         E.o.mvx = mvx;
     }
@@ -1428,6 +1432,7 @@ static bool setup(void) {
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
     E.mv_rows0 = E.o.mv_rows;
+    E.mv_wg0 = E.o.mv_wg;
     E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
     E.mv_unroll0 = E.o.mv_unroll;
     /* every upload through the double-buffered staging copy (lavapipe's

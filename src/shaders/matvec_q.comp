@@ -153,21 +153,50 @@ float dot_step(uint64_t row, uint s, uint n, const XS x) {
 }
 
 // Quantises row (t, slot) of x into xs_q / xs_d (XB > 0; the whole
-// workgroup, before any of it returns).
+// workgroup, before any of it returns). XK vec4s of x (and of aux) per
+// thread are loaded at a time, all in flight together; the RMS norm's
+// first XK stay in registers from its sum of squares on.
+#define XK 8u
 void x_to_shared(uint t, uint slot) {
-    const uint nv = p.ncols / 4u, mode = mm_xmode();
+    const uint nv = p.ncols / 4u, mode = mm_xmode(), tid = gl_LocalInvocationID.x, iters = (nv + WG - 1u) / WG;
     const uint64_t xo = 4ul * (uint64_t(t) * p.x_stride + uint64_t(slot) * p.x_slot_stride), x = p.x + xo;
-    const float inv = mode == XM_RMSNORM ? q8_rms_inv(x, nv, p.ncols) : 1.0;
-    // lanes past the end quantise zeros: all 8 lanes of a block shuffle
-    const uint iters = (nv + WG - 1u) / WG;
-    for (uint k = 0; k < iters; k++) {
-        const uint i = gl_LocalInvocationID.x + k * WG;
-        const bool live = i < nv;
-        vec2 ds;
-        const uint q = q8_quant(live ? q8_xmode(q8_load4(x, i), i, mode, inv, xo) : vec4(0.0), ds);
-        if (!live) continue;
-        xs_q[i / 4u][i % 4u] = q;
-        if (i % 8u == 0u) xs_d[i / 8u] = ds;
+    const uint64_t aux = q8_aux(mode, xo);
+    vec4 xv[XK], av[XK];
+    float inv = 1.0;
+    if (mode == XM_RMSNORM) {
+        float s[1];
+        s[0] = 0.0;
+        for (uint k = 0; k < XK; k++) {
+            const uint i = tid + k * WG;
+            xv[k] = i < nv ? q8_load4(x, i) : vec4(0.0);
+            av[k] = i < nv ? q8_load4(aux, i) : vec4(0.0);
+            s[0] += dot(xv[k], xv[k]);
+        }
+        for (uint i = tid + XK * WG; i < nv; i += WG) {
+            const vec4 v = q8_load4(x, i);
+            s[0] += dot(v, v);
+        }
+        wg_sum(s);
+        inv = 1.0 / sqrt(s[0] / float(p.ncols) + p.eps);
+    }
+    // every lane runs the same iterations (all 8 lanes of a block shuffle):
+    // lanes past the end quantise zeros
+    for (uint k0 = 0; k0 < iters; k0 += XK) {
+        if (k0 > 0u || mode != XM_RMSNORM)
+            for (uint k = 0; k < XK; k++) {
+                const uint i = tid + (k0 + k) * WG;
+                xv[k] = i < nv ? q8_load4(x, i) : vec4(0.0);
+                av[k] = i < nv && mode != XM_PLAIN ? q8_load4(aux, i) : vec4(0.0);
+            }
+        for (uint k = 0; k < XK; k++) {
+            if (k0 + k >= iters) break;
+            const uint i = tid + (k0 + k) * WG;
+            vec2 ds;
+            const uint q = q8_quant(q8_apply(xv[k], av[k], mode, inv), ds);
+            if (i >= nv) continue;
+            xs_q[i / 4u][i % 4u] = q;
+            if (i % 8u == 0u) xs_d[i / 8u] = ds;
+        }
     }
     barrier();
 }

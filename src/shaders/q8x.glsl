@@ -24,25 +24,20 @@ int cluster8_add(int v) {
     return v + subgroupShuffleXor(v, 4u);
 }
 
-// The x mode's value of vec4 i of a row of ncols (x row v; xo: the row's
-// byte offset from p.x, where SwiGLU's up row sits in aux; inv: RMS 1/norm).
-vec4 q8_xmode(vec4 v, uint i, uint mode, float inv, uint64_t xo) {
-    if (mode == XM_RMSNORM) return v * inv * q8_load4(p.aux, i);
-    if (mode == XM_SWIGLU) return vec4(silu(v.x), silu(v.y), silu(v.z), silu(v.w)) * q8_load4(p.aux + xo, i);
+// The x mode's value of x v with its aux a (RMS: the norm weight, inv the
+// row's 1 / norm; SwiGLU: the up value).
+vec4 q8_apply(vec4 v, vec4 a, uint mode, float inv) {
+    if (mode == XM_RMSNORM) return v * inv * a;
+    if (mode == XM_SWIGLU) return vec4(silu(v.x), silu(v.y), silu(v.z), silu(v.w)) * a;
     return v;
 }
 
-// 1 / sqrt(mean(x^2) + eps) of the row at x (ncols / 4 = nv vec4s), summed
-// over the workgroup (reduce.glsl's wg_sum, NV 1).
-float q8_rms_inv(uint64_t x, uint nv, uint ncols) {
-    float s[1];
-    s[0] = 0.0;
-    for (uint i = gl_LocalInvocationID.x; i < nv; i += gl_WorkGroupSize.x) {
-        const vec4 v = q8_load4(x, i);
-        s[0] += dot(v, v);
-    }
-    wg_sum(s);
-    return 1.0 / sqrt(s[0] / float(ncols) + p.eps);
+// Where aux of the row at byte offset xo from p.x sits (SwiGLU: laid out like x).
+uint64_t q8_aux(uint mode, uint64_t xo) { return mode == XM_SWIGLU ? p.aux + xo : p.aux; }
+
+// The x mode's value of vec4 i of a row (x row v).
+vec4 q8_xmode(vec4 v, uint i, uint mode, float inv, uint64_t xo) {
+    return mode == XM_PLAIN ? v : q8_apply(v, q8_load4(q8_aux(mode, xo), i), mode, inv);
 }
 
 // Quantises v with its block's other 7 lanes: the 4 int8 packed, and the
