@@ -81,9 +81,10 @@ typedef struct vkops {
         float eps;
         uint32_t zero;        /* no padding: keys compare with memcmp */
     } xq_last;
-    struct vkop_mmx_key {     /* the x the last f16 GEMM converted, and where to (x == 0: none) */
-        VkDeviceAddress x, xh;
-        uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride;
+    struct vkop_mmx_key {     /* the x the last f16 GEMM converted, and where to (x == 0: none); */
+        VkDeviceAddress x, xh;    /* grouped: in the order of the bucket of routing ids (kept with it) */
+        VkDeviceAddress ids;
+        uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride, n_expert, pad;
     } mmx_last;
 } vkops;
 

@@ -16,10 +16,10 @@
 // exactly as in mmf.glsl.
 //
 // Grouped MoE (bucket != 0) as in mmf.glsl: workgroup z is expert e0 + z
-// of the chunk, its tokens the (token, slot) pairs that chose it; their B
-// rows are gathered by a decode function on the B loads (the row of each
-// token of the tile staged in shared memory) and the results scattered by
-// the pair list in the epilogue.
+// of the chunk, its tokens the (token, slot) pairs that chose it, which
+// mm_prep.comp laid out as consecutive rows of B from the expert's offset
+// on (plain tile loads through a layout of its rows), and the results are
+// scattered by the pair list in the epilogue.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -36,13 +36,12 @@ layout(local_size_x_id = 0) in;
 // The block of mmf.glsl (struct in vk_ops.c mm_f16), so both kernels take one push.
 layout(push_constant) uniform PC {
     uint64_t a;          // f16 [rows][kp]
-    uint64_t b;          // f16 [tokens][kp]
+    uint64_t b;          // f16 [tokens][kp]; grouped: one row per (token, slot) pair, in the bucket's order
     uint64_t y, bias, scale, res;
     uint64_t bucket;     // 0 (dense) or moe_bucket.comp's uint counts[n_expert], offsets[n_expert], pairs[]
     uint64_t group;      // 0 or a Group block (mm_store.glsl): row r of A is row r_base + r of the stack
     uint kp, nrows, n_tok, n_slots;
     uint y_stride, y_slot_stride;
-    uint b_tok, b_slot;  // grouped: pair (t, j) reads b row t * b_tok + j * b_slot
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
 } p;
@@ -51,7 +50,6 @@ layout(push_constant) uniform PC {
 
 // 16-byte alignment lets the driver use wide loads (rows start at multiples of 64 bytes).
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H16 { float16_t v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer H2 { float16_t v[]; };
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
 #define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
@@ -59,7 +57,6 @@ layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer H2 
 #define CLAMPED tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV>
 
 uint g_e = 0, g_off = 0, g_cnt;  // grouped: this workgroup's expert, its first pair, its pairs
-shared uint brow[BN];            // grouped: the B row of each token of the current tile
 
 // Element (r, c) of the tile at (row0, tok0): row row0 + r of token tok0 + c.
 float store_elem(const in uint r, const in uint c, const in float v, const in uint row0, const in uint tok0) {
@@ -76,13 +73,6 @@ float store_elem(const in uint r, const in uint c, const in float v, const in ui
     }
     mm_store(yi, R, g_e, v);
     return v;
-}
-
-// Grouped B: element (i, k) of the tile is element k of B row brow[i] (k
-// past kp: the clamping layout's zero, tested again in case the driver
-// decodes before it clamps).
-float16_t gather_b(const in H2 bl, const in uint bc[2], const in uint ic[2]) {
-    return bc[1] < p.kp ? H16(p.b).v[brow[bc[0]] * p.kp + bc[1]] : float16_t(0.0);
 }
 
 // acc += A[row0.., kk..] x B[tokens of the tile, kk..]^T for one k step;
@@ -107,7 +97,7 @@ float16_t gather_b(const in H2 bl, const in uint bc[2], const in uint ic[2]) {
     }
 #define B_PLAIN(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lb, tok0, BN, KK, BK), tr)
 #define B_CLAMP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lbc, tok0, BN, KK, BK), tr)
-#define B_GATHER(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lg, 0, BN, KK, BK), tr, gather_b)
+#define B_GROUP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, g_off * kp, sliceTensorLayoutNV(lg, tok0, BN, KK, BK), tr)
 
 void main() {
     const uint kp = p.kp & ~31u; // a multiple of 32 (tells the compiler rows stay 64-byte aligned)
@@ -121,7 +111,7 @@ void main() {
         abase += 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * kp;
     }
     // plain layouts where the tile lies inside the operands, clamping ones
-    // (zeros outside) where it overhangs; lg: the grouped tile's gathered B
+    // (zeros outside) where it overhangs; lg: the expert's rows of B
     tensorLayoutNV<2> la = createTensorLayoutNV(2), lb = createTensorLayoutNV(2);
     CLAMPED lac = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     CLAMPED lbc = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
@@ -130,20 +120,14 @@ void main() {
     lac = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lac, p.nrows, kp), kp, 1);
     lb = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lb, p.n_tok, kp), kp, 1);
     lbc = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lbc, p.n_tok, kp), kp, 1);
-    lg = setTensorLayoutDimensionNV(lg, BN, kp);
+    lg = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lg, g_cnt, kp), kp, 1);
     tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
     const bool a_inside = row0 + BM <= p.nrows && kp % BK == 0u;
     for (uint tile = gl_WorkGroupID.y; tile * BN < g_cnt; tile += gl_NumWorkGroups.y) {
         const uint tok0 = tile * BN;
         ACC acc = ACC(0.0);
         if (p.bucket != 0) {
-            barrier(); // the previous tile's loads are done with brow
-            for (uint i = gl_LocalInvocationID.x; i < BN; i += WG) {
-                const uint pr = U32(p.bucket).v[2u * p.n_expert + g_off + min(tok0 + i, g_cnt - 1u)];
-                brow[i] = (pr / p.n_slots) * p.b_tok + (pr % p.n_slots) * p.b_slot;
-            }
-            barrier();
-            if (a_inside) K_LOOP(la, B_GATHER) else K_LOOP(lac, B_GATHER)
+            if (a_inside) K_LOOP(la, B_GROUP) else K_LOOP(lac, B_GROUP)
         } else if (a_inside && tok0 + BN <= p.n_tok) {
             K_LOOP(la, B_PLAIN)
         } else {
