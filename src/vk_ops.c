@@ -24,6 +24,24 @@ static int type_slot(zn_type t) {
 
 bool vkops_type_ok(zn_type t) { return type_slot(t) >= 0; }
 
+/* The fused integer mat-vec (matvec_q.comp with XB > 0) sized for x rows
+ * of up to 4096 and 16384 columns (1.25 bytes each in shared memory: small
+ * pipelines leave room for more workgroups per SM), and the largest the
+ * device's shared memory holds (beside reduce.glsl's 128 bytes). */
+static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
+    const uint32_t sh = o->d->info.max_shared, most = sh > 256 ? (sh - 256) / 40 * 32 : 0;
+    const uint32_t cap = k == VKO_MATVEC_QX_S ? 4096 : k == VKO_MATVEC_QX_M ? 16384 : most;
+    return cap < most ? cap : most;
+}
+
+/* Workgroups per token of the fused integer mat-vec by default: 4 per SM of
+ * an H200 (132 SMs), all resident at once (no second wave to wait for),
+ * so that the redundant reads and quantisation of x (up to 96 KB of f32 x
+ * and aux per workgroup) are paid a few hundred times, not once per row
+ * block: an 8B's gate+up has 3072 blocks. (A guess until measured:
+ * tools/vk-bench/matvec.c sweeps it.) */
+#define MVX_WGS 528
+
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);
     o->d = d;
@@ -60,8 +78,18 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     const char *c2m = getenv("ZN_VK_MM_CM2_MOE"); /* A/B: the grouped MoE GEMM on coopmat2 too */
     o->mm_cm2_moe = c2m && atoi(c2m) > 0;
     o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
+    const char *fc = getenv("ZN_VK_FA_CM"), *fg = getenv("ZN_VK_FA_CFG");
+    o->fa_cm = !(fc && !strcmp(fc, "0"));
+    o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
+    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
+    o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
+    o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
+    /* each workgroup quantises its x row again: on lavapipe that is CPU
+     * time, on a GPU latency before its weight loads */
+    o->mvx_wgs = cpu ? 16 : MVX_WGS;
+    if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -184,6 +212,39 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
     return groups == 1 && k >= CM2_LONG_K && wgs >= CM2_MIN_WGS ? 1 : 3;
 }
 
+/* Per head dim, the preferred first (the H200 has 48 KiB of shared
+ * memory, lavapipe 32 KiB). */
+const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
+    {64, 64, 32},  {64, 64, 64},  {128, 64, 32}, {128, 32, 32},
+    {128, 32, 64}, {256, 32, 32}, {256, 16, 32}, {256, 16, 64},
+};
+#define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */
+
+/* attn_fa_cm.glsl's ss array (floats): S rows, or the 4 staging tiles */
+static uint32_t fa_ss_floats(const vkfa_cfg *f) {
+    const uint32_t s = f->br * (f->bc + 4);
+    return s > 4 * 256 ? s : 4 * 256;
+}
+
+uint32_t vkops_fa_cfg_bytes(uint32_t ci) {
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+    /* Q and one K/V tile (rows padded by 8 halves), S, P (padded), alpha */
+    return (f->br + f->bc) * (f->hd + 8) * 2 + fa_ss_floats(f) * 4 + f->br * (f->bc + 8) * 2 + f->br * 4;
+}
+
+bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
+    /* a row's softmax threads reduce through shuffles: within one subgroup */
+    return ci < ZN_VK_FA_NCFG && vkops_fa_cfg_bytes(ci) <= o->d->info.max_shared &&
+           FA_WG / zn_vk_fa_cfgs[ci].br <= o->d->info.subgroup_size;
+}
+
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
+    if (o->fa_cfg < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[o->fa_cfg].hd == hd && vkops_fa_cfg_ok(o, o->fa_cfg)) return o->fa_cfg;
+    for (uint32_t i = 0; i < ZN_VK_FA_NCFG; i++)
+        if (zn_vk_fa_cfgs[i].hd == hd && vkops_fa_cfg_ok(o, i)) return i;
+    return ZN_VK_MM_AUTO;
+}
+
 /* mmf.glsl's specialisation: the config, and as many 16x16 f32 epilogue
  * staging tiles as fit beside the double-buffered operand tiles. */
 static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *err) {
@@ -201,8 +262,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 /* The pipeline of op `k` for weight type t (F32 for untyped ops; the head
  * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
-    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2;
-    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : ZN_VK_MM_NCFG;
+    const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2 || fa;
+    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -222,6 +284,12 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         spec[n++] = mvq_unroll_for(o, t);
+        return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
+    case VKO_MATVEC_QX_S:
+    case VKO_MATVEC_QX_M:
+    case VKO_MATVEC_QX_L:
+        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = mvq_unroll_for(o, t); spec[n++] = mvx_cap(o, k) / 32;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
     case VKO_MATMUL:
@@ -254,6 +322,13 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
         break;
+    case VKO_ATTN_FA_CM:
+    case VKO_ATTN_FA_EMU: {
+        const vkfa_cfg *f = &zn_vk_fa_cfgs[dim];
+        spec[n++] = FA_WG; spec[n++] = f->hd; spec[n++] = f->br; spec[n++] = f->bc; spec[n++] = fa_ss_floats(f);
+        const bool cm = k == VKO_ATTN_FA_CM;
+        return vkpipe_create(&o->ps, p, cm ? "attn_fa_cm" : "attn_fa_emu", spec, n, cm ? 32 : 0, err);
+    }
     case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
     case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
@@ -383,28 +458,53 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
     vkcmd_barrier(c);
 }
 
+/* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
+ * fit, or the device rejected the pipeline: then vkops.mvx goes off and
+ * intdot_err says why). */
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols) {
+    if (!o->mvx || ncols > o->mvx_max_cols) return NULL;
+    vkop_kind k = VKO_MATVEC_QX_S;
+    while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
+    const vkpipe *p = NULL;
+    zn_err e2 = {0};
+    if (get_pipe(o, k, t, &p, &e2)) {
+        snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
+        o->mvx = false;
+        return NULL;
+    }
+    return p;
+}
+
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = mm_check(a, err);
     if (st) return st;
     mm_push pc = mm_fill(a);
+    const bool iq = o->intdot && is_quant(a->type);
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols) : NULL;
     VkDeviceAddress q = 0;
-    if (o->intdot && is_quant(a->type)) quantize_x(o, c, a, &pc, &q);
+    if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
-    if (!st) st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
+    if (px) p = px;
+    else st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     uint32_t per_sg = mv_rows_for(o, a->type);
-    if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
-        pc.x = q;
-        pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
-        pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+    if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
         per_sg = mvq_rows_for(o, a->type) << lg;
     }
-    uint32_t gx, gy;
+    if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
+        pc.x = q;
+        pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
+        pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
+    }
     const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
-    grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
+    uint32_t n_wg = (a->nrows + per_wg - 1) / per_wg, gx, gy;
+    /* the fused kernel loops over row blocks: fewer workgroups, each
+     * quantising x once */
+    if (px && o->mvx_wgs && n_wg > o->mvx_wgs) n_wg = o->mvx_wgs;
+    grid2(o, n_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
 }
@@ -678,6 +778,21 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     const vkpipe *p = NULL, *pm = NULL;
     const bool fa = a->n_tok >= ATTN_FA_MIN_TOK && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
                     !(a->hd_k & (a->hd_k - 1));
+    /* on matrix products (or their emulation) where a tile config fits and
+     * the rows are 16-byte aligned */
+    const vkop_kind fk = !o->fa_cm ? VKO_ATTN_FA : o->coopmat ? VKO_ATTN_FA_CM : o->mm_emulate ? VKO_ATTN_FA_EMU : VKO_ATTN_FA;
+    const uint32_t ci = fa && fk != VKO_ATTN_FA ? vkops_fa_cfg_for(o, a->hd_k) : ZN_VK_MM_AUTO;
+    const uint32_t G = a->n_head / a->n_head_kv;
+    if (ci != ZN_VK_MM_AUTO && !((a->q | a->ck | a->cv) % 16)) {
+        const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
+        if (nb <= 65535) {
+            zn_status st = get_pipe_v(o, fk, ZN_TYPE_F32, ci, &p, err);
+            if (st) return st;
+            attn_push pc = attn_pc(o, a, 1);
+            vkcmd_dispatch(c, p, &pc, sizeof pc, nb, a->n_head_kv, 1, name);
+            return ZN_OK;
+        }
+    }
     if (fa) {
         zn_status st = get_pipe_v(o, VKO_ATTN_FA, ZN_TYPE_F32, a->hd_k, &p, err);
         if (st) return st;

@@ -20,6 +20,9 @@ typedef enum vkop_kind {
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
     VKO_GDN,                                                 /* variant by head dim */
     VKO_MATVEC_Q, VKO_QUANTX,                                /* integer mat-vec (typed), its x (untyped) */
+    VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
+                                                                by the x row it holds (vkops.mvx) */
+    VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
     VKO_COUNT
 } vkop_kind;
 
@@ -38,6 +41,14 @@ extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll; } vkcm2_cfg;
 #define ZN_VK_CM2_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
 extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
+
+/* Tile configurations of prefill attention on matrix products
+ * (attn_fa_cm.glsl): head dim, (token, head) rows per workgroup (16, 32 or
+ * 64), keys per tile. Per head dim the first one that fits the device's
+ * shared memory is the default. */
+typedef struct vkfa_cfg { uint32_t hd, br, bc; } vkfa_cfg;
+#define ZN_VK_FA_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
+extern const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG];
 
 typedef struct vkops {
     vkdev *d;
@@ -68,9 +79,21 @@ typedef struct vkops {
                                  the op tests turn it on */
     uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;
+    /* Prefill attention (16+ rows, head dims 64/128/256) on attn_fa_cm.glsl:
+     * on cooperative matrices where the device has them, else on their
+     * emulation when mm_emulate (tests), else on attn_fa.comp. ZN_VK_FA_CM=0
+     * clears fa_cm at init (the scalar kernel, for A/B). */
+    bool fa_cm;
+    uint32_t fa_cfg;          /* index into zn_vk_fa_cfgs (ZN_VK_FA_CFG), or ZN_VK_MM_AUTO */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+    bool mvx;                 /* the integer mat-vec quantises x itself, per workgroup into
+                                 shared memory (no quantx dispatch and barrier), for rows of
+                                 at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
+    uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
+                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
@@ -225,6 +248,12 @@ typedef struct vkop_attn {
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     float scale;
 } vkop_attn;
+/* Shared memory bytes of tile config ci, and whether the device runs it;
+ * the config prefill attention of head dim hd takes (ZN_VK_MM_AUTO: the
+ * scalar kernel). */
+uint32_t vkops_fa_cfg_bytes(uint32_t ci);
+bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci);
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd);
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
 uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);

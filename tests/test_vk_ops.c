@@ -20,7 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
-    uint32_t mv_rows0, mv_unroll0; /* vkops_init's mat-vec tuning */
+    uint32_t mv_rows0, mv_unroll0, mv_wg0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -240,7 +240,8 @@ static int cols_for(zn_type t, int odd) {
 
 /* Integer mat-vec pipelines for rows per subgroup / steps per iteration
  * (0: the device defaults). */
-static void mvq_config(uint32_t rows, uint32_t unroll) {
+static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
+    E.o.mv_wg = wg ? wg : E.mv_wg0;
     E.o.mv_rows = rows ? rows : E.mv_rows0;
     E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
     /* the float kernel's rows per subgroup are a specialisation constant
@@ -248,20 +249,36 @@ static void mvq_config(uint32_t rows, uint32_t unroll) {
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC][t]);
+        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][t]);
     }
 }
 
-/* Runs a mat-vec test with the integer kernel (where the device has it):
- * the defaults, and 3 rows per subgroup (a partial last group) with 2
- * steps per iteration (what GPUs run, with a remainder); then with the
- * float kernel. */
+/* Runs a mat-vec test with the integer kernel (where the device has it),
+ * both ways of quantising x: in the mat-vec's workgroups (the default) and
+ * by quantx.comp first. Each with the defaults, and with 3 rows per
+ * subgroup (a partial last group) and 2 steps per iteration (what GPUs
+ * run, with a remainder); the fused one then also with 3 subgroups per
+ * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
+ * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
+ * token (each looping over row blocks), and quantx.comp for rows over 256
+ * (fused below: both in one test). Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
-    const bool had = E.o.intdot;
+    const bool had = E.o.intdot, mvx = E.o.mvx;
+    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols;
     if (had) {
         fn();
-        mvq_config(3, 2);
+        mvq_config(3, 2, 3 * E.d.info.subgroup_size);
+        E.o.mvx_wgs = 2;
         fn();
-        mvq_config(0, 0);
+        E.o.mvx_wgs = wgs;
+        mvq_config(3, 2, 0);
+        E.o.mvx_max_cols = 256;
+        fn();
+        E.o.mvx_max_cols = max_cols;
+        E.o.mvx = false;
+        mvq_config(0, 0, 0);
+        fn();
+        E.o.mvx = mvx;
     }
     E.o.intdot = false;
     fn();
@@ -826,8 +843,7 @@ static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
  * first one's quantised x; a third claims reuse for a different x, which
  * the key check must refuse (it quantises its own). Each against its
  * quantised-x reference. */
-static void test_matvec_x_reuse(void) {
-    if (!E.o.intdot) return;
+static void matvec_x_reuse(void) {
     const zn_type types[3] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0};
     const int rows = 13, cols = 512, T = 2;
     float x[2][2 * 512], wf[3][13 * 512], y[3][2 * 13];
@@ -847,14 +863,18 @@ static void test_matvec_x_reuse(void) {
     }
     zn_err err = {0};
     bool ok = begin();
-    const uint32_t turn0 = E.o.xq_turn;
+    const uint32_t turn0 = E.o.xq_turn, disp0 = E.c.n_dispatch;
     for (int k = 0; k < 3 && ok; k++) {
         if (vkop_matvec(&E.o, &E.c, &a[k], "mv", &err)) ok = false, fprintf(stderr, "  %s\n", err.msg);
         vkcmd_barrier(&E.c);
     }
+    const uint32_t disp = E.c.n_dispatch - disp0;
     ok = run() && ok;
     CHECK(ok);
-    CHECK_MSG(E.o.xq_turn - turn0 == 2, "%u quantise passes for 3 calls (2 expected)", E.o.xq_turn - turn0);
+    /* quantised in the mat-vecs' workgroups: no quantise pass at all */
+    const uint32_t passes = E.o.mvx ? 0 : 2;
+    CHECK_MSG(E.o.xq_turn - turn0 == passes && disp == 3 + passes, "%u quantise passes, %u dispatches for 3 calls (%u, %u expected)",
+              E.o.xq_turn - turn0, disp, passes, 3 + passes);
     for (int k = 0; k < 3 && ok; k++) {
         double ref[2 * 13];
         dev_down(dy[k], y[k], sizeof y[k]);
@@ -869,10 +889,38 @@ static void test_matvec_x_reuse(void) {
             }
         }
         double e = nmse(y[k], ref, (size_t)T * rows);
-        CHECK_MSG(e <= MM_TOL_Q8, "call %d (%s%s): nmse %.3g", k, zn_type_name(types[k]),
-                  k == 1 ? ", reused x" : k == 2 ? ", other x" : "", e);
+        CHECK_MSG(e <= MM_TOL_Q8, "call %d (%s%s%s): nmse %.3g", k, zn_type_name(types[k]),
+                  k == 1 ? ", reused x" : k == 2 ? ", other x" : "", E.o.mvx ? ", fused" : "", e);
     }
     reset();
+}
+
+static void test_matvec_x_reuse(void) {
+    if (!E.o.intdot) return;
+    const bool mvx = E.o.mvx;
+    matvec_x_reuse();
+    E.o.mvx = false;
+    matvec_x_reuse();
+    E.o.mvx = mvx;
+}
+
+/* The fused integer mat-vec's pipelines by the x row they hold in shared
+ * memory: rows past the small one's 4096 columns take the next, and rows
+ * past what the device holds go to quantx.comp. */
+static void test_matvec_mvx_sizes(void) {
+    if (!E.o.mvx) return;
+    const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
+    const uint32_t lim = E.o.mvx_max_cols, cols[3] = {4352, lim >= 16640 ? 16640 : 0, (lim / 256 + 1) * 256};
+    for (int ti = 0; ti < 2; ti++)
+        for (int k = 0; k < 3; k++) {
+            if (!cols[k]) continue;
+            const int slot = types[ti] == ZN_TYPE_Q4_K ? 5 : 7, kind = k == 0 ? VKO_MATVEC_QX_M : VKO_MATVEC_QX_L;
+            const uint32_t turn0 = E.o.xq_turn;
+            double e = mm_case(types[ti], 5, (int)cols[k], 2, true, K_VEC);
+            const bool fused = k < 2 ? E.o.pipes[kind][slot].pipe != VK_NULL_HANDLE : E.o.xq_turn != turn0;
+            CHECK_MSG(e <= MM_TOL_Q8 && fused, "%s, %u columns: nmse %.3g, %s", zn_type_name(types[ti]), cols[k], e,
+                      k < 2 ? (fused ? "fused" : "no fused pipeline") : (fused ? "quantx" : "no quantx pass"));
+        }
 }
 
 static void test_embed(void) {
@@ -1140,6 +1188,8 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 
 static void test_attention(void) {
     const double tol = 1e-10;
+    const bool fa_cm = E.o.fa_cm;
+    E.o.fa_cm = false; /* the f32 kernels (matrix products: test_attention_mm) */
     double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
     double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
     double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
@@ -1164,6 +1214,44 @@ static void test_attention(void) {
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
     CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
+    E.o.fa_cm = fa_cm;
+}
+
+/* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config
+ * the device runs, on cooperative matrices where it has them, else on their
+ * emulation. Q and P are rounded to f16 for the products, so the bound is
+ * that of f16 operands (lavapipe, emulated: 1.5e-8 .. 4.3e-8), not the f32 kernels' 1e-10. */
+static void test_attention_mm(void) {
+    const double tol = 5e-7;
+    const vkops saved = E.o;
+    const vkop_kind k = E.o.coopmat ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
+    E.o.mm_emulate = !E.o.coopmat;
+    E.o.fa_cm = true;
+    int n_run = 0;
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) {
+        if (!vkops_fa_cfg_ok(&E.o, ci)) continue;
+        const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+        const int hd = (int)f->hd;
+        E.o.fa_cfg = ci;
+        CHECK(vkops_fa_cfg_for(&E.o, f->hd) == ci);
+        const double e[] = {
+            attn_case(4, 4, hd, hd, 0, 37, false),   /* GQA 1, odd length */
+            attn_case(8, 2, hd, hd, 21, 130, false), /* GQA 4 after a prefix */
+            attn_case(8, 1, hd, hd, 5, 37, true),    /* GQA 8, position from the step block */
+            attn_case(6, 2, hd, hd, 0, 16, false),   /* GQA 3: blocks split a token's heads */
+        };
+        for (size_t i = 0; i < sizeof e / sizeof *e; i++)
+            CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys), case %zu: nmse %.3g", ci, f->hd, f->br, f->bc, i, e[i]);
+        CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used", ci);
+        n_run++;
+    }
+    /* lavapipe (32 KiB of shared memory) fits one config per head dim */
+    CHECK(n_run >= 3);
+    bool dims[3] = {false, false, false};
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
+        if (vkops_fa_cfg_ok(&E.o, ci)) dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;
+    CHECK(dims[0] && dims[1] && dims[2]);
+    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.fa_cfg = saved.fa_cfg;
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -1408,13 +1496,15 @@ static bool setup(void) {
     vkarena_init(&E.a, &E.d, VKMEM_DEVICE, 16u << 20, 0);
     vkarena_init(&E.xa, &E.d, VKMEM_DEVICE, 0, 0);
     vkref xq;
-    const uint64_t xqb = vkops_xq_bytes(2304, 8);
+    /* test_matvec_mvx_sizes: 2 rows just past the fused kernel's limit */
+    const uint64_t xqb = vkops_xq_bytes(E.o.mvx_max_cols + 512 > 2304 ? E.o.mvx_max_cols + 512 : 2304, 8);
     if (vkarena_alloc(&E.xa, xqb, 256, &xq, &err)) {
         fprintf(stderr, "test_vk_ops: %s\n", err.msg);
         return false;
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
     E.mv_rows0 = E.o.mv_rows;
+    E.mv_wg0 = E.o.mv_wg;
     E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
     E.mv_unroll0 = E.o.mv_unroll;
     /* every upload through the double-buffered staging copy (lavapipe's
@@ -1455,11 +1545,13 @@ int main(void) {
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
     RUN(test_matvec_x_reuse);
+    RUN(test_matvec_mvx_sizes);
     RUN(test_embed);
     RUN(test_norms);
     RUN(test_rope);
     RUN(test_rope_fused);
     RUN(test_attention);
+    RUN(test_attention_mm);
     RUN(test_eltwise);
     RUN(test_moe_route);
     RUN(test_argmax);

@@ -1,14 +1,20 @@
 #version 450
 // The mat-vec of matvec.comp (same push constants, grid, grouped / expert /
 // epilogue features) for the quantised weight types, on integer dot
-// products: x arrives quantised by quantx.comp (blocks of 32 int8 with a
-// scale d and d * sum q), so a lane's weights are multiplied four at a time
+// products: x comes quantised (blocks of 32 int8 with a scale d and
+// d * sum q), so a lane's weights are multiplied four at a time
 // by dotPacked4x8EXT without converting any quant to float, and x costs a
 // quarter of the bytes of f32 x. Each subgroup owns NR rows; a lane takes
 // one "step" of each row (32 values, 64 for Q6_K) with one 16-byte load per
 // weight plane, and the x of that step (shared by the NR rows).
-// Here p.x is the quantised x and p.x_stride / p.x_slot_stride count its
-// rows (vkop_matvec sets them).
+// Two ways to get x. XB = 0: p.x is x quantised by quantx.comp in global
+// memory, and p.x_stride / p.x_slot_stride count its rows (vkop_matvec
+// sets them). XB > 0 (rows of at most XB blocks of 32): p.x is the f32 x
+// (mm_push.glsl, x mode and all) and each workgroup quantises its row
+// itself into shared memory first (q8x.glsl, as quantx.comp would): in
+// decode that saves a dispatch and a barrier per mat-vec, which cost more
+// than the workgroups' redundant reads of x from L2. Workgroups then loop
+// over row blocks (grid smaller than the rows: fewer copies of that work).
 #extension GL_EXT_integer_dot_product : require
 #include "common.glsl"
 
@@ -17,9 +23,18 @@ layout(constant_id = 1) const uint TYPE = 0;
 layout(constant_id = 2) const uint NR = 2;
 layout(constant_id = 3) const uint SG = 32;
 layout(constant_id = 4) const uint U = 1; // steps per loop iteration (their loads issued together)
+layout(constant_id = 5) const uint XB = 0; // x quantised in shared memory: its capacity in blocks of 32
 layout(local_size_x_id = 0) in;
 
 #include "mm_push.glsl"
+
+#define NV 1
+#include "reduce.glsl"
+#include "q8x.glsl"
+
+// The quantised x row (XB > 0): qs as 16-byte halves of blocks, (d, d * sum q) per block.
+shared uvec4 xs_q[2u * XB + 1u];
+shared vec2 xs_d[XB + 1u];
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer V2 { vec2 v[]; };
 
@@ -39,31 +54,39 @@ int idot(uvec4 a, uvec4 b) {
            dotPacked4x8EXT(int(a.z), int(b.z)) + dotPacked4x8EXT(int(a.w), int(b.w));
 }
 
+// 16 bytes of quants (half h of block b) and a block's (d, d * sum q) of
+// the x row at xr (global; nb blocks) or in shared memory.
+uvec4 xq16(uint64_t xr, uint b, uint h) { return XB > 0u ? xs_q[2u * b + h] : U32x4(xr + 32ul * b + 16u * h).v[0]; }
+vec2 xds(uint64_t xr, uint nb, uint b) { return XB > 0u ? xs_d[b] : V2(xr + 32ul * nb + 8ul * b).v[0]; }
+
 XS load_x(uint64_t xr, uint nb, uint s) {
     XS x;
-    const uint64_t ds = xr + 32ul * nb;
     if (TYPE == T_Q8_0 || TYPE == T_Q4_0) {
-        x.q[0] = U32x4(xr + 32ul * s).v[0];
-        x.q[1] = U32x4(xr + 32ul * s + 16u).v[0];
-        vec2 a = V2(ds + 8ul * s).v[0];
+        x.q[0] = xq16(xr, s, 0u);
+        x.q[1] = xq16(xr, s, 1u);
+        vec2 a = xds(xr, nb, s);
         x.d.x = a.x;
         x.s.x = a.y;
     } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) { // blocks 2 pair, 2 pair + 1 of super-block ib; half h
         const uint b0 = 8u * (s >> 3) + 2u * ((s & 7u) >> 1), h = s & 1u;
-        x.q[0] = U32x4(xr + 32ul * b0 + 16u * h).v[0];
-        x.q[1] = U32x4(xr + 32ul * (b0 + 1u) + 16u * h).v[0];
-        vec4 a = F32x4(ds + 8ul * b0).v[0];
+        x.q[0] = xq16(xr, b0, h);
+        x.q[1] = xq16(xr, b0 + 1u, h);
+        const vec4 a = XB > 0u ? vec4(xs_d[b0], xs_d[b0 + 1u]) : F32x4(xr + 32ul * nb + 8ul * b0).v[0];
         x.d.xy = a.xz;
         x.s.xy = a.yw;
     } else { // Q6_K: blocks b0 .. b0+3 (one 128-value half), 16 quants each
         const uint b0 = 8u * (s >> 2) + 4u * ((s >> 1) & 1u), lg = s & 1u;
         const uvec4 ones = uvec4(0x01010101u);
         for (uint k = 0; k < 4u; k++) {
-            x.q[k] = U32x4(xr + 32ul * (b0 + k) + 16u * lg).v[0];
+            x.q[k] = xq16(xr, b0 + k, lg);
             x.is[k] = idot(x.q[k], ones);
         }
-        vec4 a = F32x4(ds + 8ul * b0).v[0], c = F32x4(ds + 8ul * b0 + 16u).v[0];
-        x.d = vec4(a.x, a.z, c.x, c.z);
+        if (XB > 0u) x.d = vec4(xs_d[b0].x, xs_d[b0 + 1u].x, xs_d[b0 + 2u].x, xs_d[b0 + 3u].x);
+        else {
+            const uint64_t ds = xr + 32ul * nb + 8ul * b0;
+            const vec4 a = F32x4(ds).v[0], c = F32x4(ds + 16u).v[0];
+            x.d = vec4(a.x, a.z, c.x, c.z);
+        }
     }
     return x;
 }
@@ -129,47 +152,100 @@ float dot_step(uint64_t row, uint s, uint n, const XS x) {
     }
 }
 
+// Quantises row (t, slot) of x into xs_q / xs_d (XB > 0; the whole
+// workgroup, before any of it returns). XK vec4s of x (and of aux) per
+// thread are loaded at a time, all in flight together; the RMS norm's
+// first XK stay in registers from its sum of squares on.
+#define XK 8u
+void x_to_shared(uint t, uint slot) {
+    const uint nv = p.ncols / 4u, mode = mm_xmode(), tid = gl_LocalInvocationID.x, iters = (nv + WG - 1u) / WG;
+    const uint64_t xo = 4ul * (uint64_t(t) * p.x_stride + uint64_t(slot) * p.x_slot_stride), x = p.x + xo;
+    const uint64_t aux = q8_aux(mode, xo);
+    vec4 xv[XK], av[XK];
+    float inv = 1.0;
+    if (mode == XM_RMSNORM) {
+        float s[1];
+        s[0] = 0.0;
+        for (uint k = 0; k < XK; k++) {
+            const uint i = tid + k * WG;
+            xv[k] = i < nv ? q8_load4(x, i) : vec4(0.0);
+            av[k] = i < nv ? q8_load4(aux, i) : vec4(0.0);
+            s[0] += dot(xv[k], xv[k]);
+        }
+        for (uint i = tid + XK * WG; i < nv; i += WG) {
+            const vec4 v = q8_load4(x, i);
+            s[0] += dot(v, v);
+        }
+        wg_sum(s);
+        inv = 1.0 / sqrt(s[0] / float(p.ncols) + p.eps);
+    }
+    // every lane runs the same iterations (all 8 lanes of a block shuffle):
+    // lanes past the end quantise zeros
+    for (uint k0 = 0; k0 < iters; k0 += XK) {
+        if (k0 > 0u || mode != XM_RMSNORM)
+            for (uint k = 0; k < XK; k++) {
+                const uint i = tid + (k0 + k) * WG;
+                xv[k] = i < nv ? q8_load4(x, i) : vec4(0.0);
+                av[k] = i < nv && mode != XM_PLAIN ? q8_load4(aux, i) : vec4(0.0);
+            }
+        for (uint k = 0; k < XK; k++) {
+            if (k0 + k >= iters) break;
+            const uint i = tid + (k0 + k) * WG;
+            vec2 ds;
+            const uint q = q8_quant(q8_apply(xv[k], av[k], mode, inv), ds);
+            if (i >= nv) continue;
+            xs_q[i / 4u][i % 4u] = q;
+            if (i % 8u == 0u) xs_d[i / 8u] = ds;
+        }
+    }
+    barrier();
+}
+
 void main() {
     // Rows shorter than a subgroup's lanes (few steps: MoE experts' down
     // matrices) split the subgroup into G groups of L lanes, each with its
     // own NR rows (matvec_q_groups in vk_ops.c picks G; flags bits 8-11).
     const uint G = 1u << ((p.flags >> 8) & 15u), L = SG / G, lane = gl_SubgroupInvocationID, sl = lane % L;
-    const uint rb = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * (WG / SG) + gl_SubgroupID) * G * NR;
-    if (rb >= p.nrows) return;
-    const uint r0 = rb + (lane / L) * NR;
     const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots;
+    if (XB > 0u) x_to_shared(t, slot);
     uint e = 0;
     if (p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
     const uint nb = p.ncols / 32u;
-    const uint64_t xr = p.x + uint64_t(t * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
-
-    float acc[NR];
-    for (uint r = 0; r < NR; r++) acc[r] = 0.0;
+    const uint64_t xr = XB > 0u ? 0ul : p.x + uint64_t(t * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
     const uint nsteps = p.ncols / STEP();
-    // Rows past the end repeat the last one (their results are not stored)
-    // and full iterations have no bounds checks, so nothing stands between
-    // the loads of U steps x NR rows and the compiler can issue them all
-    // before the first use.
-    uint s = sl;
-    for (; s + (U - 1u) * L < nsteps; s += U * L) {
-        XS x[U];
-        for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, s + u * L);
-        for (uint r = 0; r < NR; r++) {
-            const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
-            for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * L, p.ncols, x[u]);
+    // row blocks of WG / SG subgroups; the grid may have fewer workgroups
+    for (uint blk = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;; blk += gl_NumWorkGroups.x * gl_NumWorkGroups.y) {
+        const uint rb = (blk * (WG / SG) + gl_SubgroupID) * G * NR;
+        if (rb >= p.nrows) return;
+        const uint r0 = rb + (lane / L) * NR;
+        float acc[NR];
+        for (uint r = 0; r < NR; r++) acc[r] = 0.0;
+        // Rows past the end repeat the last one (their results are not
+        // stored) and full iterations have no bounds checks, so nothing
+        // stands between the loads of U steps x NR rows and the compiler
+        // can issue them all before the first use.
+        uint s = sl;
+        for (; s + (U - 1u) * L < nsteps; s += U * L) {
+            XS x[U];
+            for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, s + u * L);
+            for (uint r = 0; r < NR; r++) {
+                const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
+                for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * L, p.ncols, x[u]);
+            }
         }
+        for (; s < nsteps; s += L) {
+            const XS x = load_x(xr, nb, s);
+            for (uint r = 0; r < NR; r++)
+                acc[r] += dot_step(w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes, s, p.ncols, x);
+        }
+        for (uint r = 0; r < NR; r++) {
+            if (G == 1u) acc[r] = subgroupAdd(acc[r]);
+            else
+                for (uint o = L / 2u; o > 0u; o >>= 1) acc[r] += subgroupShuffleXor(acc[r], o);
+        }
+        if (sl == 0u)
+            for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r]);
+        if (XB == 0u) return; // one row block per workgroup
     }
-    for (; s < nsteps; s += L) {
-        const XS x = load_x(xr, nb, s);
-        for (uint r = 0; r < NR; r++)
-            acc[r] += dot_step(w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes, s, p.ncols, x);
-    }
-    for (uint r = 0; r < NR; r++) {
-        if (G == 1u) acc[r] = subgroupAdd(acc[r]);
-        else
-            for (uint o = L / 2u; o > 0u; o >>= 1) acc[r] += subgroupShuffleXor(acc[r], o);
-    }
-    if (sl != 0u) return;
-    for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r]);
 }

@@ -26,7 +26,7 @@ layout(push_constant) uniform PC {
     float eps;
 } p;
 
-#define XM_PLAIN 0u
+#define XM_PLAIN 0u  // the x modes of mm_push.glsl
 #define XM_RMSNORM 1u
 #define XM_SWIGLU 2u
 #define KEEP 16u
@@ -34,38 +34,17 @@ layout(push_constant) uniform PC {
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer QU32 { uint v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer V2 { vec2 v[]; };
 
-vec4 load4(uint64_t a, uint i) { // floats 4i .. 4i+3 of the row at a
-    if ((p.flags & 2u) != 0u) return F32x4(a + 16ul * i).v[0];
-    return vec4(F32(a).v[4u * i], F32(a).v[4u * i + 1u], F32(a).v[4u * i + 2u], F32(a).v[4u * i + 3u]);
-}
-
-float cluster8_max(float v) {
-    v = max(v, subgroupShuffleXor(v, 1u));
-    v = max(v, subgroupShuffleXor(v, 2u));
-    return max(v, subgroupShuffleXor(v, 4u));
-}
-int cluster8_add(int v) {
-    v += subgroupShuffleXor(v, 1u);
-    v += subgroupShuffleXor(v, 2u);
-    return v + subgroupShuffleXor(v, 4u);
-}
+#include "q8x.glsl"
 
 // Quantises vec4 i of the row (x values v) with its block's other 7 lanes.
 void put(vec4 v, uint i, uint mode, float inv, uint64_t xo, uint64_t row) {
     const bool live = i < p.ncols / 4u;
-    if (live && mode == XM_RMSNORM) v *= inv * load4(p.aux, i);
-    else if (live && mode == XM_SWIGLU) {
-        vec4 u = load4(p.aux + xo, i);
-        v = vec4(silu(v.x), silu(v.y), silu(v.z), silu(v.w)) * u;
-    }
-    const float amax = cluster8_max(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
-    const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
-    const ivec4 qv = ivec4(roundEven(v * id));
-    const int sum = cluster8_add(qv.x + qv.y + qv.z + qv.w);
+    if (live) v = q8_xmode(v, i, mode, inv, xo);
+    vec2 ds;
+    const uint q = q8_quant(v, ds);
     if (!live) return;
-    const uint b = i / 8u;   // block of this vec4; i % 8 = its place in the block
-    QU32(row + 4ul * i).v[0] = uint(qv.x & 255) | uint(qv.y & 255) << 8 | uint(qv.z & 255) << 16 | uint(qv.w & 255) << 24;
-    if (i % 8u == 0u) V2(row + 32ul * (p.ncols / 32u) + 8ul * b).v[0] = vec2(d, d * float(sum));
+    QU32(row + 4ul * i).v[0] = q;
+    if (i % 8u == 0u) V2(row + 32ul * (p.ncols / 32u) + 8ul * (i / 8u)).v[0] = ds;
 }
 
 void main() {
@@ -79,13 +58,13 @@ void main() {
     s[0] = 0.0;
     for (uint k = 0; k < KEEP; k++) {
         const uint i = tid + k * WG;
-        kept[k] = i < nv ? load4(x, i) : vec4(0.0);
+        kept[k] = i < nv ? q8_load4(x, i) : vec4(0.0);
         s[0] += dot(kept[k], kept[k]);
     }
     float inv = 1.0;
     if (mode == XM_RMSNORM) {
         for (uint i = tid + KEEP * WG; i < nv; i += WG) { // rows longer than the registers hold
-            vec4 v = load4(x, i);
+            vec4 v = q8_load4(x, i);
             s[0] += dot(v, v);
         }
         wg_sum(s);
@@ -102,6 +81,6 @@ void main() {
     }
     for (uint k = KEEP; k < iters; k++) {
         const uint i = tid + k * WG;
-        put(i < nv ? load4(x, i) : vec4(0.0), i, mode, inv, xo, row);
+        put(i < nv ? q8_load4(x, i) : vec4(0.0), i, mode, inv, xo, row);
     }
 }

@@ -1,7 +1,12 @@
-/* Mat-vec kernels on a real GPU (not part of CI): the float kernel
- * (matvec.comp) against the integer-dot one (quantx.comp + matvec_q.comp)
- * on decode-shaped matrices of the bench models, then a sweep of the
- * integer kernel's workgroup size and rows per subgroup. Build and run:
+/* Mat-vec kernels on a real GPU (not part of CI). First, the decode
+ * matmuls of an 8B (and the 35B MoE) as a decode step runs them, x fused
+ * (RMS norm / SwiGLU), groups and all: the integer mat-vec quantising x in
+ * its own workgroups (one dispatch; vkops.mvx) against quantx.comp, a
+ * barrier, then matvec_q.comp (ZN_VK_MVX=0), and the fused one over
+ * workgroup caps (ZN_VK_MVX_WGS). With ZN_BENCH_SWEEP=1 then: the float
+ * kernel (matvec.comp) against the integer-dot one on decode-shaped
+ * matrices of the bench models, and a sweep of the integer kernel's
+ * workgroup size and rows per subgroup. Build and run:
  *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matvec.c build/libzinc.a \
  *      -ldl -lm -lpthread -o vk-matvec && ./vk-matvec
  * Each configuration records WARM + REPS calls in one command buffer, with
@@ -9,7 +14,8 @@
  * copies (ZN_BENCH_MB in total, default 256) that the L2 cache cannot serve
  * them, and prints the median GPU time per call from timestamps and the
  * weight bytes per second. For the integer kernel, "us" is the whole call
- * (quantising x, barrier, mat-vec) and "mv us" the mat-vec alone; MoE
+ * (with ZN_VK_MVX=0: quantising x, barrier, mat-vec) and "mv us" the
+ * mat-vec alone; MoE
  * shapes read 8 of 32 experts, each slot with its own x (GB/s counts the
  * chosen experts' bytes). The
  * "copy" line is vkCmdCopyBuffer over the same bytes (read + write counted)
@@ -37,6 +43,7 @@ typedef struct bench {
     vkcmd c;
     vkarena a;
     int reps, warm;
+    bool quick;
 } bench;
 
 typedef struct shape {
@@ -60,26 +67,17 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Median us per call and per mat-vec dispatch alone (the call's last one). */
-static int time_calls(bench *b, const shape *s, const vkref *w, int copies, vkref x, vkref y, vkref ids,
-                      double *call_us, double *mv_us) {
+/* Median us per call (previous call's end to this one's: with the barrier
+ * between, as in a decode step) and per mat-vec dispatch alone (the call's
+ * last one): calls of m on weight copies w[r % copies]. */
+static int time_mm(bench *b, const vkop_mm *m0, const vkref *w, int copies, double *call_us, double *mv_us) {
     zn_err err = {0};
-    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols);
     const int n = b->reps + b->warm;
     uint32_t *end = malloc(sizeof *end * (size_t)n);
     if (vkcmd_begin(&b->c, &err)) goto fail;
     for (int r = 0; r < n; r++) {
-        vkop_mm m = {.type = s->t, .w = w[r % copies].addr, .x = x.addr, .y = y.addr, .ncols = s->cols, .nrows = s->rows,
-                     .row_bytes = rb, .n_tok = 1, .x_stride = s->cols, .y_stride = s->rows};
-        if (s->n_expert) {
-            m.ids = ids.addr;
-            m.expert_bytes = (uint64_t)rb * s->rows;
-            m.n_slots = m.ids_stride = s->n_used;
-            m.x_stride = s->n_used * s->cols;
-            m.x_slot_stride = s->cols;
-            m.y_stride = s->n_used * s->rows;
-            m.y_slot_stride = s->rows;
-        }
+        vkop_mm m = *m0;
+        m.w = w[r % copies].addr;
         if (vkop_matvec(&b->o, &b->c, &m, "mv", &err)) goto fail;
         end[r] = b->c.n_ts - 1;
         vkcmd_barrier(&b->c);
@@ -107,6 +105,23 @@ fail:
     return 1;
 }
 
+static int time_calls(bench *b, const shape *s, const vkref *w, int copies, vkref x, vkref y, vkref ids,
+                      double *call_us, double *mv_us) {
+    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols);
+    vkop_mm m = {.type = s->t, .x = x.addr, .y = y.addr, .ncols = s->cols, .nrows = s->rows,
+                 .row_bytes = rb, .n_tok = 1, .x_stride = s->cols, .y_stride = s->rows};
+    if (s->n_expert) {
+        m.ids = ids.addr;
+        m.expert_bytes = (uint64_t)rb * s->rows;
+        m.n_slots = m.ids_stride = s->n_used;
+        m.x_stride = s->n_used * s->cols;
+        m.x_slot_stride = s->cols;
+        m.y_stride = s->n_used * s->rows;
+        m.y_slot_stride = s->rows;
+    }
+    return time_mm(b, &m, w, copies, call_us, mv_us);
+}
+
 /* vkCmdCopyBuffer between weight copies, wall clock over one submit: us per
  * copy of `bytes`. */
 static double time_copy(bench *b, const vkref *w, int copies, uint64_t bytes) {
@@ -122,6 +137,139 @@ static double time_copy(bench *b, const vkref *w, int copies, uint64_t bytes) {
     return (now_s() - t0) * 1e6 / n;
 }
 
+/* Enough copies of wbytes of junk weights (budget bytes in all, 2 ..
+ * MAX_COPIES) that the L2 cache cannot serve them; *copies = how many. */
+static int weight_copies(bench *b, vkxfer *xf, uint64_t wbytes, uint64_t budget, vkref *w, int *copies, zn_err *err) {
+    int n = (int)((budget + wbytes - 1) / wbytes);
+    n = n < 2 ? 2 : n > MAX_COPIES ? MAX_COPIES : n;
+    uint8_t *junk = malloc(wbytes);
+    for (uint64_t i = 0; i < wbytes; i++) junk[i] = (uint8_t)(i * 2654435761u >> 13);
+    int bad = 0;
+    for (int k = 0; k < n && !bad; k++)
+        bad = vkarena_alloc(&b->a, wbytes, 256, &w[k], err) || vkxfer_upload(xf, w[k], junk, wbytes, err);
+    free(junk);
+    *copies = n;
+    return bad;
+}
+
+/* ---- x quantised in the mat-vec (one dispatch) vs quantx.comp first ---- */
+
+typedef struct fshape {
+    const char *what;
+    zn_type t;
+    uint32_t cols, n_seg, seg[3]; /* rows of each matmul of a group (n_seg 1: not grouped) */
+    int xmode;                    /* VKX_*: the op fused into x */
+    bool res;                     /* a residual add folded in */
+    uint32_t n_expert, n_used;    /* MoE: n_used of n_expert; SwiGLU x per slot, else shared */
+    uint32_t per_layer;           /* calls per 8B layer (0: once per step, or not the 8B) */
+} fshape;
+
+/* Decode of a Qwen3-8B Q4_K_M (36 layers; output Q6_K) and experts of a
+ * 35B-A3B: the matmuls the profile shows behind each quantx dispatch. */
+static const fshape fshapes[] = {
+    {"8B attn_qkv", ZN_TYPE_Q4_K, 4096, 3, {4096, 1024, 1024}, VKX_RMSNORM, false, 0, 0, 1},
+    {"8B attn_output", ZN_TYPE_Q4_K, 4096, 1, {4096}, VKX_PLAIN, true, 0, 0, 1},
+    {"8B ffn_gate+up", ZN_TYPE_Q4_K, 4096, 2, {12288, 12288}, VKX_RMSNORM, false, 0, 0, 1},
+    {"8B ffn_down", ZN_TYPE_Q6_K, 12288, 1, {4096}, VKX_SWIGLU, true, 0, 0, 1},
+    {"8B output", ZN_TYPE_Q6_K, 4096, 1, {151936}, VKX_RMSNORM, false, 0, 0, 0},
+    {"35B moe_gate", ZN_TYPE_Q4_K, 2048, 1, {512}, VKX_RMSNORM, false, 32, 8, 0},
+    {"35B moe_down", ZN_TYPE_Q6_K, 512, 1, {2048}, VKX_SWIGLU, false, 32, 8, 0},
+};
+#define N_FSHAPES (sizeof fshapes / sizeof *fshapes)
+#define N_FCFG 8 /* the pair, then the fused kernel at these workgroup caps (UINT32_MAX: vkops' default) */
+static const uint32_t fcfg_wgs[N_FCFG] = {0, UINT32_MAX, 0, 132, 264, 528, 1056, 2112};
+
+/* Times every fshape both ways; us[shape][config] per call. */
+static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
+    zn_err err = {0};
+    const uint32_t def_wgs = b->o.mvx_wgs;
+    printf("x quantised in the mat-vec (fused, 1 dispatch) vs quantx + barrier + mat-vec (pair); us per call\n");
+    printf("%-15s %-5s %7s %-16s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
+    for (size_t si = 0; si < N_FSHAPES; si++) {
+        const fshape *s = &fshapes[si];
+        uint32_t rows = 0;
+        for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
+        const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
+        const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
+        const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1), rbytes = (uint64_t)rb * rows * nx;
+        for (int ci = 0; ci < N_FCFG; ci++) us[si][ci] = 0;
+        if (b->quick && wbytes > (64ull << 20)) continue; /* the output matrix: minutes on a CPU */
+        vkref w[MAX_COPIES], x, aux, y, res, grp = {0}, ids = {0}, xq;
+        int copies = 0;
+        vkxfer xf;
+        int bad = vkxfer_init(&xf, &b->d, 64ull << 20, &err) || weight_copies(b, &xf, wbytes, budget, w, &copies, &err);
+        const uint64_t xfl = (uint64_t)s->cols * (slot_x ? nx : 1), xqb = vkops_xq_bytes(s->cols, nx);
+        float idv[16];
+        for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
+        bad = bad || vkarena_alloc(&b->a, 4 * xfl, 256, &x, &err) || vkarena_alloc(&b->a, 4 * xfl, 256, &aux, &err) ||
+              vkarena_alloc(&b->a, 4ull * rows * nx, 256, &y, &err) || vkarena_alloc(&b->a, 4ull * rows * nx, 256, &res, &err) ||
+              vkarena_alloc(&b->a, xqb, 256, &xq, &err) || vkxfer_fill(&xf, x, 0x3c000000u, &err) ||
+              vkxfer_fill(&xf, aux, 0x3f000000u, &err) || vkxfer_fill(&xf, res, 0, &err) ||
+              (s->n_expert && (vkarena_alloc(&b->a, sizeof idv, 256, &ids, &err) || vkxfer_upload(&xf, ids, idv, sizeof idv, &err)));
+        vkop_group g = {.n_seg = s->n_seg};
+        for (uint32_t k = 0, r0 = 0; k < s->n_seg && s->n_seg > 1; r0 += s->seg[k++]) {
+            g.y[k] = y.addr + 4ull * r0;
+            g.row_end[k] = r0 + s->seg[k];
+            g.y_stride[k] = s->seg[k];
+        }
+        if (s->n_seg > 1) bad = bad || vkarena_alloc(&b->a, sizeof g, 256, &grp, &err) || vkxfer_upload(&xf, grp, &g, sizeof g, &err);
+        bad = bad || vkxfer_flush(&xf, &err);
+        vkxfer_free(&xf);
+        if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
+        vkops_set_xq(&b->o, xq.addr, xqb);
+        vkop_mm m = {.type = s->t, .x = x.addr, .y = s->n_seg > 1 ? 0 : y.addr, .res = s->res ? res.addr : 0,
+                     .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = 1, .n_slots = 1, .x_stride = s->cols,
+                     .y_stride = rows, .xmode = s->xmode, .aux = s->xmode ? aux.addr : 0, .eps = 1e-6f,
+                     .group = grp.addr};
+        if (s->n_expert) {
+            m.ids = ids.addr;
+            m.expert_bytes = (uint64_t)rb * rows;
+            m.n_slots = m.ids_stride = s->n_used;
+            m.x_stride = (uint32_t)xfl;
+            m.x_slot_stride = slot_x ? s->cols : 0;
+            m.y_stride = s->n_used * rows;
+            m.y_slot_stride = rows;
+            m.n_expert = s->n_expert;
+        }
+        for (int ci = 0; ci < N_FCFG; ci++) {
+            b->o.mvx = ci > 0;
+            b->o.mvx_wgs = fcfg_wgs[ci] == UINT32_MAX ? def_wgs : fcfg_wgs[ci];
+            double mv;
+            if (time_mm(b, &m, w, copies, &us[si][ci], &mv)) return 1;
+            char kname[32];
+            if (!ci) snprintf(kname, sizeof kname, "pair");
+            else if (fcfg_wgs[ci] == UINT32_MAX) snprintf(kname, sizeof kname, "fused wgs %u def", def_wgs);
+            else snprintf(kname, sizeof kname, "fused wgs %u", fcfg_wgs[ci]);
+            printf("%-15s %-5s %7.1f %-16s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
+                   us[si][ci], (double)rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
+        }
+        vkarena_free(&b->a);
+    }
+    b->o.mvx = true;
+    b->o.mvx_wgs = def_wgs;
+    if (b->o.intdot_err[0]) printf("THE FUSED KERNEL FAILED (quantx used): %s\n", b->o.intdot_err);
+    printf("\nsummary: us per call; best = fastest fused cap (0: one row block per workgroup)\n");
+    printf("  %-15s %9s %9s %9s %6s %9s\n", "matmuls", "pair", "fused def", "best", "wgs", "saved");
+    double step[3] = {0, 0, 0};
+    for (size_t si = 0; si < N_FSHAPES; si++) {
+        int bi = 1;
+        for (int ci = 2; ci < N_FCFG; ci++)
+            if (us[si][ci] < us[si][bi]) bi = ci;
+        const uint32_t bw = fcfg_wgs[bi] == UINT32_MAX ? def_wgs : fcfg_wgs[bi];
+        if (!us[si][0]) {
+            printf("  %-15s (skipped)\n", fshapes[si].what);
+            continue;
+        }
+        printf("  %-15s %9.1f %9.1f %9.1f %6u %9.1f\n", fshapes[si].what, us[si][0], us[si][1], us[si][bi], bw,
+               us[si][0] - us[si][1]);
+        const double k = fshapes[si].per_layer ? 36.0 * fshapes[si].per_layer : !strncmp(fshapes[si].what, "8B", 2);
+        step[0] += k * us[si][0], step[1] += k * us[si][1], step[2] += k * us[si][bi];
+    }
+    printf("  8B decode step, these matmuls (36 layers + output): pair %.0f us, fused %.0f us (best caps %.0f us)\n",
+           step[0], step[1], step[2]);
+    return 0;
+}
+
 static void set_config(bench *b, uint32_t wg, uint32_t nr, uint32_t unroll, bool intdot) {
     b->o.mv_wg = wg;
     b->o.mv_rows = nr;
@@ -130,6 +278,7 @@ static void set_config(bench *b, uint32_t wg, uint32_t nr, uint32_t unroll, bool
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC][t]);
         vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC_Q][t]);
+        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
     }
 }
 
@@ -143,6 +292,7 @@ int main(void) {
     }
     const bool quick = getenv("ZN_BENCH_QUICK") && atoi(getenv("ZN_BENCH_QUICK")) > 0;
     const uint64_t budget = (getenv("ZN_BENCH_MB") ? strtoull(getenv("ZN_BENCH_MB"), NULL, 0) : (quick ? 16 : 256)) << 20;
+    b.quick = quick;
     b.reps = quick ? 5 : 50;
     b.warm = quick ? 2 : 400; /* dispatches before the timed ones: let the clocks ramp up */
     /* vkops_init's defaults (0: per type) */
@@ -151,6 +301,16 @@ int main(void) {
     printf("device: %s, subgroup %u, integer dot products %s\n", b.d.info.name, b.d.info.subgroup_size,
            has_int ? "yes" : "NO (integer kernel not run)");
     vkarena_init(&b.a, &b.d, VKMEM_DEVICE, 0, 0);
+    static double fus[N_FSHAPES][N_FCFG];
+    if (has_int && b.o.mvx && fused_section(&b, budget, fus)) return 1;
+    if (!has_int || !b.o.mvx) printf("no fused integer mat-vec on this device (or ZN_VK_MVX=0)\n");
+    if (!(getenv("ZN_BENCH_SWEEP") && atoi(getenv("ZN_BENCH_SWEEP")) > 0)) {
+        vkcmd_free(&b.c);
+        vkops_free(&b.o);
+        vkdev_close(&b.d);
+        return 0;
+    }
+    printf("\n");
     static const shape shapes[] = {
         {ZN_TYPE_Q4_K, 12288, 4096, "8B ffn_gate", 0, 0}, {ZN_TYPE_Q6_K, 4096, 12288, "8B ffn_down", 0, 0},
         {ZN_TYPE_Q4_K, 6144, 2048, "2B ffn_gate", 0, 0},  {ZN_TYPE_Q8_0, 4096, 4096, "8B attn_q", 0, 0},
@@ -167,16 +327,10 @@ int main(void) {
     for (size_t si = 0; si < n_shapes; si++) {
         const shape *s = &shapes[si];
         const uint64_t wbytes = stack_bytes(s), rbytes = read_bytes(s), nx = s->n_used ? s->n_used : 1;
-        int copies = (int)((budget + wbytes - 1) / wbytes);
-        if (copies < 2) copies = 2;
-        if (copies > MAX_COPIES) copies = MAX_COPIES;
+        int copies = 0;
         vkref w[MAX_COPIES], x, y, xq, ids = {0};
-        uint8_t *junk = malloc(wbytes);
-        for (uint64_t i = 0; i < wbytes; i++) junk[i] = (uint8_t)(i * 2654435761u >> 13);
         vkxfer xf;
-        int bad = vkxfer_init(&xf, &b.d, 64ull << 20, &err);
-        for (int k = 0; k < copies && !bad; k++)
-            bad = vkarena_alloc(&b.a, wbytes, 256, &w[k], &err) || vkxfer_upload(&xf, w[k], junk, wbytes, &err);
+        int bad = vkxfer_init(&xf, &b.d, 64ull << 20, &err) || weight_copies(&b, &xf, wbytes, budget, w, &copies, &err);
         const uint64_t xqb = vkops_xq_bytes(s->cols, (uint32_t)nx);
         float idv[16];
         for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
@@ -186,7 +340,6 @@ int main(void) {
               (s->n_expert && (vkarena_alloc(&b.a, sizeof idv, 256, &ids, &err) || vkxfer_upload(&xf, ids, idv, sizeof idv, &err))) ||
               vkxfer_flush(&xf, &err);
         vkxfer_free(&xf);
-        free(junk);
         if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
         vkops_set_xq(&b.o, xq.addr, xqb);
         const double cp = time_copy(&b, w, copies, wbytes);

@@ -1,0 +1,230 @@
+// ZN_OP_ATTN for prefill on 16x16x16 matrix products (f16 in, f32
+// accumulate): S = Q K^T and O += P V. Included by attn_fa_cm.comp (CM
+// defined: KHR cooperative matrices, subgroups of 32) and attn_fa_emu.comp
+// (the same tiling and data movement with each tile product done in scalar
+// code by a "virtual subgroup" of 32 threads, as mmf.glsl: tests on devices
+// without cooperative matrices).
+//
+// A workgroup (4 subgroups) owns BR rows of the (token, head) pairs that
+// share one KV head, pair i = token * G + g for the G = n_head / n_head_kv
+// query heads of the group, so each K/V tile staged serves all of them.
+// Per tile of BC keys:
+//   stage K;          S tiles (RS x BC/16 of them, RS = BR/16 row slices)
+//                     spread over the subgroups, stored to shared (f32);
+//   softmax + stage V: WG / BR threads per row: causal mask, online max,
+//                     P = exp(S - m) as f16 into shared, alpha per row;
+//   O:                each subgroup owns NO fixed 16x16 output tiles of one
+//                     row slice (registers): O = O * alpha + P V.
+// K and V take turns in one buffer. The per-row rescale reaches accumulator
+// elements through a matrix of row indices of the same type (element i of
+// every such matrix is the same (row, column) in an invocation).
+// The first tile holds key 0, which no row masks, so every row's max is
+// finite from then on (rows past the last pair see Q = 0 and are dropped).
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 128;   // 4 subgroups of 32
+layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
+layout(constant_id = 2) const uint BR = 32;    // pair rows per workgroup (16, 32, 64)
+layout(constant_id = 3) const uint BC = 32;    // keys per tile (multiple of 16)
+layout(constant_id = 4) const uint SSZ = 1152; // floats of ss: max(BR * LS, 4 * 256) (vk_ops.c fa_bytes)
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform PC {
+    uint64_t q, ck, cv, dst, part, step;   // step: vk_ops.h vkop_step (0: n_past below)
+    uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
+    uint chunk, n_split;                   // as attn.comp's (unused here)
+    float scale;
+} p;
+
+const uint LQ = (HD + 8u) / 2u;   // f16vec2 per Q / K / V row (8 halves of padding against bank conflicts)
+const uint LP = (BC + 8u) / 2u;   // f16vec2 per P row
+const uint LS = BC + 4u;          // floats per S row
+const uint RS = BR / 16u, KT = BC / 16u, HT = HD / 16u;
+const uint NST = RS * KT, SPS = (NST + 3u) / 4u;   // S tiles, per subgroup (some idle when NST < 4)
+const uint NO = RS * HT / 4u;                      // O tiles per subgroup, all in one row slice
+const uint TPR = WG / BR, CPT = BC / TPR;          // softmax threads per row, columns per thread
+
+shared f16vec2 qs[BR * LQ];
+shared f16vec2 kv[BC * LQ];
+shared float ss[SSZ];       // S; at the end, a 16x16 staging tile per subgroup
+shared f16vec2 ps[BR * LP];
+shared float al[BR];        // per row: alpha of this tile; at the end 1 / l
+
+#ifdef CM
+#define CM_A coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define CM_B coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB>
+#define CM_C coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#else
+// Virtual lane l holds elements (row l % 16, column l / 16 + 2 e), e < 8.
+float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
+    return float(kv[base + i / 2u][i % 2u]);
+}
+#endif
+
+// K or V rows jt.. of this KV head into kv, 16 bytes per load; keys past
+// kv_end zeroed (the cache holds garbage there, and 0 * NaN would poison O).
+void stage(uint64_t base, uint jt, uint kv_end, uint kvh) {
+    const uint kdim = p.n_head_kv * HD;
+    for (uint w = gl_LocalInvocationID.x; w < BC * HD / 8u; w += WG) {
+        const uint key = w / (HD / 8u), c8 = w % (HD / 8u);
+        uvec4 v = uvec4(0);
+        if (jt + key < kv_end) v = U32x4(base + 2ul * (uint64_t(jt + key) * kdim + kvh * HD + 8u * c8)).v[0];
+        for (uint i = 0; i < 4u; i++) kv[key * LQ + 4u * c8 + i] = unpackFloat2x16(v[i]);
+    }
+}
+
+// dst row of pair i of this block (i < n_tok * G)
+uint out_row(uint pr, uint kvh, uint G) { return (pr / G) * p.n_head + kvh * G + pr % G; }
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+#ifdef CM
+    const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+#else
+    const uint sg = tid / 32u, lane = tid % 32u;
+#endif
+    const uint G = p.n_head / p.n_head_kv, kvh = gl_WorkGroupID.y, np = p.n_tok * G;
+    const uint p0 = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * BR; // the longest blocks first
+    const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    const uint kv_end = n_past + (min(p0 + BR, np) - 1u) / G + 1u; // keys the block needs
+
+    for (uint w = tid; w < BR * HD / 4u; w += WG) {
+        const uint r = w / (HD / 4u), c4 = w % (HD / 4u), pr = p0 + r;
+        vec4 x = vec4(0.0);
+        if (pr < np) x = F32x4(p.q + 4ul * (uint64_t(out_row(pr, kvh, G)) * HD + 4u * c4)).v[0] * p.scale;
+        qs[r * LQ + 2u * c4] = f16vec2(x.xy);
+        qs[r * LQ + 2u * c4 + 1u] = f16vec2(x.zw);
+    }
+#ifdef CM
+    for (uint i = tid; i < 256u; i += WG) ss[i] = float(i / 16u);
+    barrier();
+    CM_C rowm;
+    coopMatLoad(rowm, ss, 0, 16, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+
+    // softmax role: row sr, columns CPT * part ..
+    const uint sr = tid / TPR, part = tid % TPR, qpos = n_past + (p0 + sr) / G;
+    float m = -1.0 / 0.0, l = 0.0;
+    // O role: row slice ors, column tiles oct ..
+    const uint ors = sg * NO / HT, oct = sg * NO % HT;
+#ifdef CM
+    CM_C o[NO];
+    for (uint j = 0; j < NO; j++) o[j] = CM_C(0.0);
+#else
+    float o[NO][8];
+    for (uint j = 0; j < NO; j++)
+        for (uint e = 0; e < 8u; e++) o[j][e] = 0.0;
+#endif
+
+    for (uint jt = 0; jt < kv_end; jt += BC) {
+        barrier(); // the previous tile's P V is done with kv (and the rows' ss)
+        stage(p.ck, jt, kv_end, kvh);
+        barrier();
+        for (uint i = 0; i < SPS; i++) {
+            const uint t = sg + 4u * i;
+            if (t >= NST) break;
+            const uint rs = t / KT, kt = t % KT;
+#ifdef CM
+            CM_C s = CM_C(0.0);
+            for (uint k = 0; k < HT; k++) {
+                CM_A a;
+                CM_B b;
+                coopMatLoad(a, qs, 16u * rs * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(b, kv, 16u * kt * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutColumnMajor);
+                s = coopMatMulAdd(a, b, s);
+            }
+            coopMatStore(s, ss, 16u * rs * LS + 16u * kt, LS, gl_CooperativeMatrixLayoutRowMajor);
+#else
+            for (uint e = 0; e < 8u; e++) {
+                const uint qr = (16u * rs + lane % 16u) * LQ, kr = (16u * kt + lane / 16u + 2u * e) * LQ;
+                float a = 0.0;
+                for (uint d = 0; d < HD / 2u; d++) {
+                    const vec2 x = vec2(qs[qr + d]), y = vec2(kv[kr + d]);
+                    a = fma(x.x, y.x, fma(x.y, y.y, a));
+                }
+                ss[(16u * rs + lane % 16u) * LS + 16u * kt + lane / 16u + 2u * e] = a;
+            }
+#endif
+        }
+        barrier();
+        {
+            float sv[CPT];
+            float mt = -1.0 / 0.0;
+            for (uint i = 0; i < CPT; i++) {
+                const uint key = jt + CPT * part + i;
+                sv[i] = key <= qpos && key < kv_end ? ss[sr * LS + CPT * part + i] : -1.0 / 0.0;
+                mt = max(mt, sv[i]);
+            }
+            for (uint x = 1u; x < TPR; x *= 2u) mt = max(mt, subgroupShuffleXor(mt, x));
+            const float mn = max(m, mt), alpha = exp(m - mn);
+            float sum = 0.0;
+            for (uint i = 0; i < CPT; i += 2u) {
+                // l sums the rounded values the P V product multiplies
+                const f16vec2 e = f16vec2(exp(sv[i] - mn), exp(sv[i + 1u] - mn));
+                sum += float(e.x) + float(e.y);
+                ps[sr * LP + (CPT * part + i) / 2u] = e;
+            }
+            for (uint x = 1u; x < TPR; x *= 2u) sum += subgroupShuffleXor(sum, x);
+            l = l * alpha + sum;
+            m = mn;
+            if (part == 0u) al[sr] = alpha;
+        }
+        barrier(); // ss read, kv free for V
+        stage(p.cv, jt, kv_end, kvh);
+        barrier();
+#ifdef CM
+        for (int e = 0; e < rowm.length(); e++) {
+            const float a = al[16u * ors + uint(rowm[e])];
+            for (uint j = 0; j < NO; j++) o[j][e] *= a;
+        }
+        for (uint k = 0; k < KT; k++) {
+            CM_A a;
+            coopMatLoad(a, ps, 16u * ors * LP + 8u * k, LP, gl_CooperativeMatrixLayoutRowMajor);
+            for (uint j = 0; j < NO; j++) {
+                CM_B b;
+                coopMatLoad(b, kv, 16u * k * LQ + 8u * (oct + j), LQ, gl_CooperativeMatrixLayoutRowMajor);
+                o[j] = coopMatMulAdd(a, b, o[j]);
+            }
+        }
+#else
+        {
+            const uint pr = (16u * ors + lane % 16u) * LP;
+            const float a = al[16u * ors + lane % 16u];
+            for (uint j = 0; j < NO; j++)
+                for (uint e = 0; e < 8u; e++) {
+                    const uint col = 16u * (oct + j) + lane / 16u + 2u * e;
+                    float acc = o[j][e] * a;
+                    for (uint k = 0; k < BC; k++) acc = fma(float(ps[pr + k / 2u][k % 2u]), kv_at(k * LQ, col), acc);
+                    o[j][e] = acc;
+                }
+        }
+#endif
+    }
+    barrier();
+    if (part == 0u) al[sr] = 1.0 / l;
+    barrier();
+    // each subgroup's tiles through its own 16x16 staging tile (row-major)
+    const uint so = 256u * sg;
+    for (uint j = 0; j < NO; j++) {
+#ifdef CM
+        for (int e = 0; e < rowm.length(); e++) o[j][e] *= al[16u * ors + uint(rowm[e])];
+        coopMatStore(o[j], ss, so, 16, gl_CooperativeMatrixLayoutRowMajor);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+#else
+        for (uint e = 0; e < 8u; e++)
+            ss[so + (lane % 16u) * 16u + lane / 16u + 2u * e] = o[j][e] * al[16u * ors + lane % 16u];
+        barrier();
+#endif
+        for (uint e = 0; e < 8u; e++) {
+            const uint x = lane + 32u * e, pr = p0 + 16u * ors + x / 16u;
+            if (pr < np) F32(p.dst).v[out_row(pr, kvh, G) * HD + 16u * (oct + j) + x % 16u] = ss[so + x];
+        }
+#ifdef CM
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+#else
+        barrier();
+#endif
+    }
+}

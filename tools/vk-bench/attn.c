@@ -1,0 +1,155 @@
+/* Prefill attention timing on a real GPU (not part of CI):
+ *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/attn.c build/libzinc.a -ldl -lm -lpthread -o vk-attn
+ *   ./vk-attn              (512 tokens from an empty cache, median of 20 calls: seconds on an H200)
+ *   ./vk-attn 64 2 0       (64 tokens, 2 timed calls, no prefix: a minute on lavapipe)
+ *   ./vk-attn 512 20 512   (512 tokens after 512 cached ones)
+ * Times one layer's causal attention for the three benchmark shapes
+ * (Qwen3-8B: head dim 128, 32 query / 8 KV heads; Qwen3.5-2B: 256, 8 / 2;
+ * Qwen3.5-35B-A3B: 256, 16 / 2) with GPU timestamps over many calls
+ * recorded in one command buffer: the scalar kernel (attn_fa.comp), then
+ * attn_fa_cm.glsl in every tile config of the head dim the device runs
+ * (zn_vk_fa_cfgs: rows x keys per workgroup; on cooperative matrices, or
+ * emulated without them) and in the default one. TFLOP/s counts
+ * 4 * head_dim * heads * (causal query-key pairs); "nmse" compares each
+ * output with the scalar kernel's (f16 Q and P: ~1e-7 expected). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_ops.h"
+
+#define MAX_REPS 50
+static int T = 512, REPS = 20, WARM = 5, N_PAST = 0;
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static vkdev d;
+static vkops o;
+static vkcmd c;
+static zn_err err;
+
+/* Records WARM + REPS calls; the median microseconds of one. */
+static bool time_calls(const vkop_attn *a, double *us) {
+    uint32_t start[MAX_REPS + 8];
+    if (vkcmd_begin(&c, &err)) return false;
+    for (int r = 0; r < WARM + REPS; r++) {
+        start[r] = c.n_ts;
+        if (vkop_attn_run(&o, &c, a, "attn", &err)) {
+            vkcmd_run(&c, &err);
+            return false;
+        }
+        vkcmd_barrier(&c);
+    }
+    start[WARM + REPS] = c.n_ts;
+    if (vkcmd_run(&c, &err)) return false;
+    uint64_t *ts = malloc(sizeof *ts * c.n_ts);
+    d.fn.vkGetQueryPoolResults(d.dev, c.qp, 0, c.n_ts, sizeof *ts * c.n_ts, ts, 8,
+                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    double t[MAX_REPS];
+    for (int r = 0; r < REPS; r++) {
+        t[r] = 0;
+        for (uint32_t i = start[WARM + r]; i < start[WARM + r + 1]; i++) /* timestamp 0 opens the buffer */
+            t[r] += (double)(ts[i] - ts[i - 1]) * d.info.timestamp_period_ns * 1e-3;
+    }
+    free(ts);
+    qsort(t, REPS, sizeof *t, cmp);
+    *us = t[REPS / 2];
+    return true;
+}
+
+static float frand(uint64_t *s) {
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return (float)(*s >> 40) / (float)(1 << 23) - 1.0f;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) T = atoi(argv[1]);
+    if (argc > 2) REPS = atoi(argv[2]), WARM = (REPS + 3) / 4;
+    if (argc > 3) N_PAST = atoi(argv[3]);
+    if (T < 16 || REPS < 1 || REPS > MAX_REPS || N_PAST < 0) {
+        fprintf(stderr, "usage: vk-attn [tokens (16..) [timed calls (1..%d) [cached tokens]]]\n", MAX_REPS);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    const bool cm = o.coopmat;
+    printf("device: %s, coopmat %s, shared memory %u bytes, %d tokens after %d, median of %d\n", d.info.name,
+           cm ? "yes" : "no (emulated)", d.info.max_shared, T, N_PAST, REPS);
+    const struct { const char *what; uint32_t n_head, n_kv, hd; } shapes[] = {
+        {"8B   hd128 32/8", 32, 8, 128},
+        {"2B   hd256 8/2", 8, 2, 256},
+        {"35B  hd256 16/2", 16, 2, 256},
+    };
+    printf("%-16s %-26s %10s %8s %10s\n", "shape", "kernel", "us/call", "TFLOP/s", "nmse");
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const uint32_t nh = shapes[si].n_head, nkv = shapes[si].n_kv, hd = shapes[si].hd, n_ctx = (uint32_t)(N_PAST + T);
+        const size_t nq = (size_t)T * nh * hd, nkvv = (size_t)n_ctx * nkv * hd;
+        vkarena a;
+        vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
+        vkref q, ck, cv, y;
+        vkxfer xf;
+        float *qh = malloc(sizeof(float) * nq), *ref = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * nq);
+        zn_half *kh = malloc(sizeof(zn_half) * nkvv), *vh = malloc(sizeof(zn_half) * nkvv);
+        uint64_t s = 88172645463325252ull;
+        for (size_t i = 0; i < nq; i++) qh[i] = frand(&s);
+        for (size_t i = 0; i < nkvv; i++) kh[i] = zn_f32_to_fp16(frand(&s)), vh[i] = zn_f32_to_fp16(frand(&s));
+        bool ok = !vkxfer_init(&xf, &d, 64ull << 20, &err) && !vkarena_alloc(&a, 4 * nq, 256, &q, &err) &&
+                  !vkarena_alloc(&a, 2 * nkvv, 256, &ck, &err) && !vkarena_alloc(&a, 2 * nkvv, 256, &cv, &err) &&
+                  !vkarena_alloc(&a, 4 * nq, 256, &y, &err) && !vkxfer_upload(&xf, q, qh, 4 * nq, &err) &&
+                  !vkxfer_upload(&xf, ck, kh, 2 * nkvv, &err) && !vkxfer_upload(&xf, cv, vh, 2 * nkvv, &err) &&
+                  !vkxfer_flush(&xf, &err);
+        if (!ok) {
+            fprintf(stderr, "%s: %s\n", shapes[si].what, err.msg);
+            return 1;
+        }
+        vkop_attn at = {.q = q.addr, .ck = ck.addr, .cv = cv.addr, .dst = y.addr, .n_tok = (uint32_t)T,
+                        .n_past = (uint32_t)N_PAST, .n_head = nh, .n_head_kv = nkv, .hd_k = hd, .hd_v = hd,
+                        .scale = 1.0f / sqrtf((float)hd)};
+        double pairs = 0;
+        for (int t = 0; t < T; t++) pairs += N_PAST + t + 1;
+        const double flop = 4.0 * hd * nh * pairs;
+        /* -1: the scalar kernel (the reference), 0..NCFG-1: the configs, NCFG: the default */
+        for (int ci = -1; ci <= ZN_VK_FA_NCFG; ci++) {
+            if (ci >= 0 && ci < ZN_VK_FA_NCFG && (zn_vk_fa_cfgs[ci].hd != hd || !vkops_fa_cfg_ok(&o, (uint32_t)ci))) continue;
+            o.fa_cm = ci >= 0;
+            o.mm_emulate = !cm;
+            o.fa_cfg = ci >= 0 && ci < ZN_VK_FA_NCFG ? (uint32_t)ci : ZN_VK_MM_AUTO;
+            char name[64];
+            const uint32_t used = ci >= 0 ? vkops_fa_cfg_for(&o, hd) : ZN_VK_MM_AUTO;
+            if (ci < 0) snprintf(name, sizeof name, "scalar attn_fa");
+            else if (used == ZN_VK_MM_AUTO) snprintf(name, sizeof name, "%s: no config fits", cm ? "cm" : "emu");
+            else snprintf(name, sizeof name, "%s %ux%u%s (%u B)", cm ? "cm" : "emu", zn_vk_fa_cfgs[used].br,
+                          zn_vk_fa_cfgs[used].bc, ci == ZN_VK_FA_NCFG ? " default" : "", vkops_fa_cfg_bytes(used));
+            double us;
+            if (!time_calls(&at, &us)) {
+                fprintf(stderr, "  %s: %s\n", name, err.msg);
+                continue;
+            }
+            if (vkxfer_download(&xf, y, ci < 0 ? ref : out, 4 * nq, &err)) {
+                fprintf(stderr, "  download: %s\n", err.msg);
+                continue;
+            }
+            double num = 0, den = 0;
+            for (size_t i = 0; ci >= 0 && i < nq; i++)
+                num += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]), den += (double)ref[i] * ref[i];
+            char e[32] = "";
+            if (ci >= 0) snprintf(e, sizeof e, "%.3g", den > 0 ? num / den : num);
+            printf("%-16s %-26s %10.1f %8.2f %10s\n", shapes[si].what, name, us, flop / us * 1e-6, e);
+        }
+        o.fa_cm = true, o.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
+        vkxfer_free(&xf);
+        vkarena_free(&a);
+        free(qh); free(ref); free(out); free(kh); free(vh);
+    }
+    vkcmd_free(&c);
+    vkops_free(&o);
+    vkdev_close(&d);
+    return 0;
+}
