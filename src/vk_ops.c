@@ -75,8 +75,8 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* mmf_cm2.comp: the f16 path's GEMM on NV cooperative matrix 2 */
     const char *c2 = getenv("ZN_VK_MM_CM2"), *c2c = getenv("ZN_VK_CM2_CFG");
     o->mm_cm2 = o->coopmat && d->info.coopmat2 && !(c2 && !strcmp(c2, "0"));
-    const char *c2m = getenv("ZN_VK_MM_CM2_MOE"); /* A/B: the grouped MoE GEMM on coopmat2 too */
-    o->mm_cm2_moe = c2m && atoi(c2m) > 0;
+    const char *c2m = getenv("ZN_VK_MM_CM2_MOE"); /* A/B: 0 puts the grouped MoE GEMM on the KHR kernel */
+    o->mm_cm2_moe = !(c2m && !strcmp(c2m, "0"));
     o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
     const char *fc = getenv("ZN_VK_FA_CM"), *fg = getenv("ZN_VK_FA_CFG");
     o->fa_cm = !(fc && !strcmp(fc, "0"));
@@ -187,7 +187,7 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); cm2_cfg() picks 1 or 3, the rest are for
+ * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, the rest are for
  * sweeps (ZN_VK_CM2_CFG). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
@@ -199,17 +199,21 @@ _Static_assert(ZN_VK_CM2_NCFG <= ZN_VK_NTYPES, "pipeline slots");
 #define CM2_LONG_K 8192  /* from this k on the 128 x 128 tile wins */
 
 /* The cm2 tile for `groups` products of rows x toks x k: cm2_cfg when set.
- * On the H200 (tools/vk-bench/matmul.c, bench/results/2026-11-30-h200-
- * vulkan-s3) 64 x 64 is the fastest or within 2 % on every dense shape of
- * the three models up to k = 6144 (8B q/k/v 139 TFLOP/s against 104 for
- * 128 x 128; 2B gate+up 124 against 94) and on the grouped MoE GEMM; at
- * k = 12288 (8B ffn_down) 128 x 128 does 193 where it still gives about a
- * workgroup per SM. 128 x 256 (f32 accumulators: twice the registers) is
- * 1.3-1.8x slower than 128 x 128 everywhere. */
+ * On the H200 (tools/vk-bench/matmul.c runs 7-8,
+ * bench/results/2026-11-30-h200-vulkan-s3): at k = 12288 (8B ffn_down)
+ * 128 x 128 does 191 TFLOP/s where it still gives about a workgroup per SM;
+ * below that 64 x 128 is the fastest or within 5 % on every dense shape of
+ * the three models (8B q/k/v 130 against 103 for 128 x 128, 2B gate+up 121
+ * against 94) and on the grouped MoE GEMM, and 64 x 64 wins where 64 x 128
+ * gives too few workgroups (8B attn_k, 1024 rows: 114 against 76). 128 x
+ * 256 (f32 accumulators: twice the registers) is 1.3-1.8x slower than
+ * 128 x 128 everywhere. */
 static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups) {
     if (o->cm2_cfg < ZN_VK_CM2_NCFG) return o->cm2_cfg;
-    const uint64_t wgs = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
-    return groups == 1 && k >= CM2_LONG_K && wgs >= CM2_MIN_WGS ? 1 : 3;
+    const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
+    const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
+    if (groups == 1 && k >= CM2_LONG_K && wg128 >= CM2_MIN_WGS) return 1;
+    return wg64 >= CM2_MIN_WGS || groups > 1 ? 2 : 3;
 }
 
 /* Per head dim, the preferred first (the H200 has 48 KiB of shared
@@ -263,8 +267,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
  * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
     const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2 || fa;
-    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
+    const bool cm2 = k == VKO_MMF_CM2 || k == VKO_MMF_CM2_MOE;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa;
+    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -308,9 +313,11 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         if (st) return st;
         return vkpipe_create(&o->ps, p, k == VKO_MMF ? "mmf_cm" : "mmf_emu", spec, 6, k == VKO_MMF ? 32 : 0, err);
     }
-    case VKO_MMF_CM2: {
+    case VKO_MMF_CM2:
+    case VKO_MMF_CM2_MOE: {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[dim];
         spec[n++] = ZN_VK_CM2_WG; spec[n++] = f->bm; spec[n++] = f->bn; spec[n++] = f->bk; spec[n++] = f->unroll;
+        spec[n++] = k == VKO_MMF_CM2_MOE;
         return vkpipe_create(&o->ps, p, "mmf_cm2", spec, n, 0, err);
     }
     case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;
@@ -577,7 +584,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
      * from then on (test_vk_ops checks every config is built) */
     bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->mm_cm2_moe);
     const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups) : 0;
-    if (cm2 && get_pipe_v(o, VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
+    if (cm2 && get_pipe_v(o, a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
     const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
     zn_status st = mm_plan_for(o, a, bm, &pl, err);

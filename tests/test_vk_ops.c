@@ -655,6 +655,7 @@ static void test_moe_grouped(void) {
         const double e0 = moe_case_r(ZN_TYPE_Q4_K, false, 260, 512), e1 = moe_case_r(ZN_TYPE_F16, true, 256, 128);
         CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "coopmat2 %ux%u k %u: nmse %.3g (Q4_K, 260 rows) %.3g (F16, 256 rows)",
                   f->bm, f->bn, f->bk, e0, e1);
+        CHECK_MSG(E.o.pipes[VKO_MMF_CM2_MOE][ci].pipe, "coopmat2 grouped %ux%u k %u: no pipeline", f->bm, f->bn, f->bk);
     }
     f16_cm2 = false;
     E.o.cm2_cfg = cfg;
