@@ -85,6 +85,7 @@ typedef struct vkops {
      * clears fa_cm at init (the scalar kernel, for A/B). */
     bool fa_cm;
     uint32_t fa_cfg;          /* index into zn_vk_fa_cfgs (ZN_VK_FA_CFG), or ZN_VK_MM_AUTO */
+    char fa_err[192];         /* why fa_cm went off at run time (pipeline creation failed), or "" */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel, ZN_VK_MV_FLOAT=1 clears it at init */

@@ -1243,11 +1243,12 @@ static void test_attention_mm(void) {
         };
         for (size_t i = 0; i < sizeof e / sizeof *e; i++)
             CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys), case %zu: nmse %.3g", ci, f->hd, f->br, f->bc, i, e[i]);
-        CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used", ci);
+        CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used (%s)", ci, E.o.fa_err);
+        E.o.fa_cm = true;
         n_run++;
     }
-    /* lavapipe (32 KiB of shared memory) fits one config per head dim */
-    CHECK(n_run >= 3);
+    /* lavapipe (32 KiB of shared memory) fits the defaults and 16-row hd 128 */
+    CHECK(n_run >= 4);
     bool dims[3] = {false, false, false};
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
         if (vkops_fa_cfg_ok(&E.o, ci)) dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;

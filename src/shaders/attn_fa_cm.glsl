@@ -9,13 +9,15 @@
 // share one KV head, pair i = token * G + g for the G = n_head / n_head_kv
 // query heads of the group, so each K/V tile staged serves all of them.
 // Per tile of BC keys:
-//   stage K;          S tiles (RS x BC/16 of them, RS = BR/16 row slices)
-//                     spread over the subgroups, stored to shared (f32);
-//   softmax + stage V: WG / BR threads per row: causal mask, online max,
-//                     P = exp(S - m) as f16 into shared, alpha per row;
+//   K into kv;        V loads issued; S tiles (RS x BC/16 of them, RS = BR/16
+//                     row slices) spread over the subgroups, stored to
+//                     shared (f32);
+//   softmax, V in kv: WG / BR threads per row: causal mask, online max,
+//                     P = exp(S - m) as f16 into shared, alpha per row; the
+//                     next K tile's loads issued;
 //   O:                each subgroup owns NO fixed 16x16 output tiles of one
 //                     row slice (registers): O = O * alpha + P V.
-// K and V take turns in one buffer. The per-row rescale reaches accumulator
+// K and V take turns in one buffer, each loaded a phase ahead. The per-row rescale reaches accumulator
 // elements through a matrix of row indices of the same type (element i of
 // every such matrix is the same (row, column) in an invocation).
 // The first tile holds key 0, which no row masks, so every row's max is
@@ -61,15 +63,24 @@ float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
 }
 #endif
 
-// K or V rows jt.. of this KV head into kv, 16 bytes per load; keys past
-// kv_end zeroed (the cache holds garbage there, and 0 * NaN would poison O).
-void stage(uint64_t base, uint jt, uint kv_end, uint kvh) {
+// K or V rows jt.. of this KV head, 16 bytes per load, into registers
+// (in flight while the previous phase's products run), then into kv. Keys
+// past kv_end are zeroed (the cache holds garbage there, and 0 * NaN would
+// poison O).
+const uint NLD = BC * HD / 8u / WG;
+uvec4 rg[NLD];
+void fetch(uint64_t base, uint jt, uint kv_end, uint kvh) {
     const uint kdim = p.n_head_kv * HD;
-    for (uint w = gl_LocalInvocationID.x; w < BC * HD / 8u; w += WG) {
-        const uint key = w / (HD / 8u), c8 = w % (HD / 8u);
-        uvec4 v = uvec4(0);
-        if (jt + key < kv_end) v = U32x4(base + 2ul * (uint64_t(jt + key) * kdim + kvh * HD + 8u * c8)).v[0];
-        for (uint i = 0; i < 4u; i++) kv[key * LQ + 4u * c8 + i] = unpackFloat2x16(v[i]);
+    for (uint i = 0; i < NLD; i++) {
+        const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
+        rg[i] = uvec4(0);
+        if (jt + key < kv_end) rg[i] = U32x4(base + 2ul * (uint64_t(jt + key) * kdim + kvh * HD + 8u * c8)).v[0];
+    }
+}
+void put() {
+    for (uint i = 0; i < NLD; i++) {
+        const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
+        for (uint c = 0; c < 4u; c++) kv[key * LQ + 4u * c8 + c] = unpackFloat2x16(rg[i][c]);
     }
 }
 
@@ -116,10 +127,12 @@ void main() {
         for (uint e = 0; e < 8u; e++) o[j][e] = 0.0;
 #endif
 
+    fetch(p.ck, 0u, kv_end, kvh);
     for (uint jt = 0; jt < kv_end; jt += BC) {
         barrier(); // the previous tile's P V is done with kv (and the rows' ss)
-        stage(p.ck, jt, kv_end, kvh);
+        put();     // K
         barrier();
+        fetch(p.cv, jt, kv_end, kvh);
         for (uint i = 0; i < SPS; i++) {
             const uint t = sg + 4u * i;
             if (t >= NST) break;
@@ -169,8 +182,8 @@ void main() {
             m = mn;
             if (part == 0u) al[sr] = alpha;
         }
-        barrier(); // ss read, kv free for V
-        stage(p.cv, jt, kv_end, kvh);
+        put(); // V: the S products are done with kv
+        if (jt + BC < kv_end) fetch(p.ck, jt + BC, kv_end, kvh);
         barrier();
 #ifdef CM
         for (int e = 0; e < rowm.length(); e++) {

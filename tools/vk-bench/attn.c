@@ -132,6 +132,10 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "  %s: %s\n", name, err.msg);
                 continue;
             }
+            if (ci >= 0 && !o.fa_cm) { /* vk_ops fell back to the scalar kernel */
+                printf("%-16s %-26s pipeline refused: %s\n", shapes[si].what, name, o.fa_err);
+                continue;
+            }
             if (vkxfer_download(&xf, y, ci < 0 ? ref : out, 4 * nq, &err)) {
                 fprintf(stderr, "  download: %s\n", err.msg);
                 continue;
