@@ -60,6 +60,7 @@ typedef struct vk_ctx {
     vkref part;                   /* split-K attention partials */
     vkref mm_scratch;             /* f16 GEMM operands (vkops.mm_scratch) */
     uint64_t mm_need;
+    bool profile_kernels; /* --profile splits each op's time by shader (ZN_VK_PROFILE_KERNELS=1) */
     uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
     bool x_reuse;                 /* recording: the node's x is the previous matmul's, unchanged */
     uint64_t part_floats;
@@ -174,11 +175,15 @@ static bool is_matrix(const zn_node *n, int j) {
 }
 
 /* Scratch of the f16 GEMM path (vk_ops.h): the most any matmul of the
- * graph needs at max_tokens, with at most ZN_VK_MM_SCRATCH bytes of weights
- * per chunk (ZN_VK_MM_SCRATCH_MB overrides that; 0 turns the path off). */
+ * graph needs at max_tokens, with at most 1/64 of the device's memory
+ * (between ZN_VK_MM_SCRATCH and ZN_VK_MM_SCRATCH_MAX) of weights per chunk:
+ * a matrix split into chunks serialises dequantisation and multiplication
+ * (ZN_VK_MM_SCRATCH_MB overrides the cap; 0 turns the path off). */
 static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
     const char *e = getenv("ZN_VK_MM_SCRATCH_MB");
-    const uint64_t cap = e && *e ? strtoull(e, NULL, 0) << 20 : ZN_VK_MM_SCRATCH;
+    uint64_t cap = c->d.info.vram_bytes / 64;
+    cap = cap < ZN_VK_MM_SCRATCH ? ZN_VK_MM_SCRATCH : cap > ZN_VK_MM_SCRATCH_MAX ? ZN_VK_MM_SCRATCH_MAX : cap;
+    if (e && *e) cap = strtoull(e, NULL, 0) << 20;
     uint64_t need = 0;
     if (!(c->o.coopmat || c->o.mm_emulate) || !cap) return 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -290,6 +295,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     c->m = m;
     c->max_tokens = opt->max_tokens;
     c->no_fusion = env_u64("ZN_VK_NO_FUSION", 0) != 0;
+    c->profile_kernels = env_u64("ZN_VK_PROFILE_KERNELS", 0) != 0;
     /* ZN_VK_DEVICE picks a device; ZN_VK_MAX_ALLOC caps one allocation (to
      * exercise split weights on small devices); ZN_VK_PROFILE=1 times ops
      * (every step recorded anew); ZN_VK_NO_REPLAY=1 records every decode
@@ -749,14 +755,14 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
 
 /* --profile: GPU time per op tag of this run, from timestamp queries. */
 static void print_profile(vk_ctx *c, const zn_graph *g) {
-    vkprof_entry e[128];
+    vkprof_entry e[256];
     double total;
-    int n = vkcmd_profile(&c->c, e, 128, &total);
+    int n = vkcmd_profile(&c->c, c->profile_kernels, e, 256, &total);
     fprintf(stderr, "vulkan profile: %s of %d token(s) at position %d: %.3f ms GPU, %u dispatches, %u barriers\n",
             g->n_tokens == 1 ? "decode" : "prefill", g->n_tokens, g->n_past, total, c->c.n_dispatch, c->c.n_barrier);
     for (int i = 0; i < n; i++)
-        fprintf(stderr, "  %-22s %5d x %9.3f ms %5.1f%%\n", e[i].name, e[i].count, e[i].ms,
-                total > 0 ? 100.0 * e[i].ms / total : 0.0);
+        fprintf(stderr, "  %-22s %-10s %5d x %9.3f ms %5.1f%%\n", e[i].name, e[i].kernel ? e[i].kernel : "",
+                e[i].count, e[i].ms, total > 0 ? 100.0 * e[i].ms / total : 0.0);
 }
 
 /* Can node i's result be computed inside each of its consumers instead? An

@@ -29,6 +29,7 @@
 #define ZN_MAX_VOCAB          (1 << 22)
 #define ZN_SSM_MAX_HEAD_DIM   512        /* Gated DeltaNet key head dim (stack scratch) */
 #define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
+#define ZN_VK_MM_SCRATCH_MAX  (1024ull << 20) /* ... at most, on devices with much memory */
 
 /* Text */
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */

@@ -28,7 +28,8 @@ zn_status vkcmd_init(vkcmd *c, vkdev *d, VkPipelineLayout layout, bool profile, 
                                          .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = ZN_VK_MAX_TIMESTAMPS};
             st = vkdev_check(fn->vkCreateQueryPool(d->dev, &qci, NULL, &c->qp), err, "vkCreateQueryPool");
             c->ts_name = calloc(ZN_VK_MAX_TIMESTAMPS, sizeof *c->ts_name);
-            if (!st && !c->ts_name) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: profile names");
+            c->ts_kernel = calloc(ZN_VK_MAX_TIMESTAMPS, sizeof *c->ts_kernel);
+            if (!st && (!c->ts_name || !c->ts_kernel)) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: profile names");
             c->profile = true;
         }
     }
@@ -44,6 +45,7 @@ void vkcmd_free(vkcmd *c) {
     if (c->qp) fn->vkDestroyQueryPool(c->d->dev, c->qp, NULL);
     if (c->pool) fn->vkDestroyCommandPool(c->d->dev, c->pool, NULL);
     free(c->ts_name);
+    free(c->ts_kernel);
     memset(c, 0, sizeof *c);
 }
 
@@ -76,6 +78,7 @@ void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_s
     c->n_dispatch++;
     if (c->profile && c->n_ts < ZN_VK_MAX_TIMESTAMPS) {
         c->ts_name[c->n_ts] = name ? name : p->shader;
+        c->ts_kernel[c->n_ts] = p->shader;
         fn->vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, c->qp, c->n_ts++);
     }
 }
@@ -165,7 +168,7 @@ static int by_ms_desc(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-int vkcmd_profile(const vkcmd *c, vkprof_entry *out, int cap, double *total_ms) {
+int vkcmd_profile(const vkcmd *c, bool by_kernel, vkprof_entry *out, int cap, double *total_ms) {
     *total_ms = 0;
     if (!c->profile || c->n_ts < 2) return 0;
     uint64_t *ts = malloc(sizeof *ts * c->n_ts);
@@ -177,11 +180,12 @@ int vkcmd_profile(const vkcmd *c, vkprof_entry *out, int cap, double *total_ms) 
         *total_ms = (double)(ts[c->n_ts - 1] - ts[0]) * per;
         for (uint32_t i = 1; i < c->n_ts; i++) {
             double ms = (double)(ts[i] - ts[i - 1]) * per;
+            const char *k = by_kernel ? c->ts_kernel[i] : NULL;
             int j = 0;
-            while (j < n && strcmp(out[j].name, c->ts_name[i])) j++;
+            while (j < n && (strcmp(out[j].name, c->ts_name[i]) || (k && strcmp(out[j].kernel, k)))) j++;
             if (j == n) {
                 if (n == cap) continue;
-                out[n++] = (vkprof_entry){.name = c->ts_name[i]};
+                out[n++] = (vkprof_entry){.name = c->ts_name[i], .kernel = k};
             }
             out[j].ms += ms;
             out[j].count++;

@@ -17,6 +17,7 @@
 
 typedef struct vkprof_entry {
     const char *name;
+    const char *kernel; /* the shader, when entries are split by kernel */
     double ms;        /* summed GPU time */
     int count;        /* dispatches */
 } vkprof_entry;
@@ -38,6 +39,7 @@ typedef struct vkcmd {
     VkQueryPool qp;
     uint32_t n_ts;
     const char **ts_name;         /* [ZN_VK_MAX_TIMESTAMPS]: name of the dispatch ending at timestamp i */
+    const char **ts_kernel;       /* [ZN_VK_MAX_TIMESTAMPS]: its shader */
     uint32_t n_dispatch, n_barrier;
 } vkcmd;
 
@@ -65,8 +67,9 @@ zn_status vkcmd_run(vkcmd *c, zn_err *err);
 zn_status vkcmd_end(vkcmd *c, zn_err *err);
 zn_status vkcmd_submit(vkcmd *c, zn_err *err);
 zn_status vkcmd_wait(vkcmd *c, zn_err *err);
-/* Per-name GPU time of the last run (profile mode); returns entries used,
+/* Per-name GPU time of the last run (profile mode), split by shader too
+ * when by_kernel; returns entries used,
  * sorted by time, descending. */
-int vkcmd_profile(const vkcmd *c, vkprof_entry *out, int cap, double *total_ms);
+int vkcmd_profile(const vkcmd *c, bool by_kernel, vkprof_entry *out, int cap, double *total_ms);
 
 #endif

@@ -75,6 +75,8 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     /* mmf_cm2.comp: the f16 path's GEMM on NV cooperative matrix 2 */
     const char *c2 = getenv("ZN_VK_MM_CM2"), *c2c = getenv("ZN_VK_CM2_CFG");
     o->mm_cm2 = o->coopmat && d->info.coopmat2 && !(c2 && !strcmp(c2, "0"));
+    const char *c2m = getenv("ZN_VK_MM_CM2_MOE"); /* A/B: 0 puts the grouped MoE GEMM on the KHR kernel */
+    o->mm_cm2_moe = !(c2m && !strcmp(c2m, "0"));
     o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
     const char *fc = getenv("ZN_VK_FA_CM"), *fg = getenv("ZN_VK_FA_CFG");
     o->fa_cm = !(fc && !strcmp(fc, "0"));
@@ -102,6 +104,7 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
+#define MM_PREP_WG 256 /* mm_prep.comp's workgroup: a multiple of 8 steps */
 #define ATTN_FA_ROWS 32    /* query rows per workgroup of attn_fa.comp (its BR) */
 #define ATTN_FA_MIN_TOK 16 /* query rows from which those blocks pay */
 #define ELT_WG 256
@@ -185,27 +188,34 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
     return best;
 }
 
-/* The first four: the auto choice, largest first; the rest for sweeps. */
+/* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
+ * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, the rest are for
+ * sweeps (ZN_VK_CM2_CFG). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
     {128, 256, 64, 1}, {128, 128, 64, 1}, {128, 128, 32, 8}, {256, 128, 32, 4},
 };
 _Static_assert(ZN_VK_CM2_NCFG <= ZN_VK_NTYPES, "pipeline slots");
 
-/* The cm2 tile for `groups` products of rows x toks: cm2_cfg when set, else
- * (as mmf_cfg) the largest of the BK 64 tiles (llama.cpp's choice on NVIDIA)
- * that still gives MMF_MIN_WGS workgroups, or the one giving the most. */
-static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t groups) {
+#define CM2_MIN_WGS 96   /* about one workgroup per SM of a large GPU (H200: 132 SMs) */
+#define CM2_LONG_K 8192  /* from this k on the 128 x 128 tile wins */
+
+/* The cm2 tile for `groups` products of rows x toks x k: cm2_cfg when set.
+ * On the H200 (tools/vk-bench/matmul.c runs 7-8,
+ * bench/results/2026-11-30-h200-vulkan-s3): at k = 12288 (8B ffn_down)
+ * 128 x 128 does 191 TFLOP/s where it still gives about a workgroup per SM;
+ * below that 64 x 128 is the fastest or within 5 % on every dense shape of
+ * the three models (8B q/k/v 130 against 103 for 128 x 128, 2B gate+up 121
+ * against 94) and on the grouped MoE GEMM, and 64 x 64 wins where 64 x 128
+ * gives too few workgroups (8B attn_k, 1024 rows: 114 against 76). 128 x
+ * 256 (f32 accumulators: twice the registers) is 1.3-1.8x slower than
+ * 128 x 128 everywhere. */
+static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups) {
     if (o->cm2_cfg < ZN_VK_CM2_NCFG) return o->cm2_cfg;
-    uint32_t best = 0;
-    uint64_t best_n = 0;
-    for (uint32_t i = 0; i < 4; i++) {
-        const vkcm2_cfg *f = &zn_vk_cm2_cfgs[i];
-        const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn) * groups;
-        if (n >= MMF_MIN_WGS) return i;
-        if (n > best_n) best = i, best_n = n;
-    }
-    return best;
+    const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
+    const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
+    if (groups == 1 && k >= CM2_LONG_K && wg128 >= CM2_MIN_WGS) return 1;
+    return wg64 >= CM2_MIN_WGS || groups > 1 ? 2 : 3;
 }
 
 /* Per head dim, the default first. Prefill's whole grid is resident at
@@ -275,8 +285,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
  * dim for GDN, the tile config for the GEMM). */
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
     const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || k == VKO_MMF_CM2 || fa;
-    const uint32_t ncfg = k == VKO_MMF_CM2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
+    const bool cm2 = k == VKO_MMF_CM2 || k == VKO_MMF_CM2_MOE;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa;
+    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -312,7 +323,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = 256; spec[n++] = (uint32_t)t;
         return vkpipe_create(&o->ps, p, "matmul_cm", spec, n, 32, err);
     case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
-    case VKO_MM_PREP: shader = "mm_prep"; spec[n++] = o->norm_wg; spec[n++] = (uint32_t)t; break; /* wide */
+    case VKO_MM_PREP: shader = "mm_prep"; spec[n++] = MM_PREP_WG; spec[n++] = (uint32_t)t; break;
     case VKO_MOE_BUCKET: shader = "moe_bucket"; spec[n++] = 256; break;
     case VKO_MMF:
     case VKO_MMF_EMU: {
@@ -320,9 +331,11 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         if (st) return st;
         return vkpipe_create(&o->ps, p, k == VKO_MMF ? "mmf_cm" : "mmf_emu", spec, 6, k == VKO_MMF ? 32 : 0, err);
     }
-    case VKO_MMF_CM2: {
+    case VKO_MMF_CM2:
+    case VKO_MMF_CM2_MOE: {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[dim];
         spec[n++] = ZN_VK_CM2_WG; spec[n++] = f->bm; spec[n++] = f->bn; spec[n++] = f->bk; spec[n++] = f->unroll;
+        spec[n++] = k == VKO_MMF_CM2_MOE;
         return vkpipe_create(&o->ps, p, "mmf_cm2", spec, n, 0, err);
     }
     case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;
@@ -542,7 +555,7 @@ typedef struct mm_plan {
 static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
     memset(pl, 0, sizeof *pl);
     pl->kp = (a->ncols + 31) / 32 * 32;
-    pl->xs = a->ids && a->x_slot_stride ? a->n_slots : 1;
+    pl->xs = a->ids ? a->n_slots : 1; /* grouped: x rows are (token, slot) pairs */
     pl->xrows = a->n_tok * pl->xs;
     pl->b_off = a->ids ? align256(4ull * (2ull * a->n_expert + (uint64_t)a->n_tok * a->n_slots)) : 0;
     pl->a_off = pl->b_off + align256(2ull * pl->xrows * pl->kp);
@@ -589,8 +602,8 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
      * constants); should the driver refuse that pipeline, the KHR kernel
      * from then on (test_vk_ops checks every config is built) */
     bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->mm_cm2_moe);
-    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, groups) : 0;
-    if (cm2 && get_pipe_v(o, VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
+    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups) : 0;
+    if (cm2 && get_pipe_v(o, a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
     const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
     zn_status st = mm_plan_for(o, a, bm, &pl, err);
@@ -600,13 +613,15 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     if (st) return st;
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
     const uint32_t steps = pl.kp / 32;
-    /* x as the previous call converted it (x_reuse: same rows, unchanged) */
-    const struct vkop_mmx_key key = {a->x, sx, a->ncols, pl.kp, pl.xrows, pl.xs, a->x_stride, a->x_slot_stride};
-    _Static_assert(sizeof key == 40, "vkop_mmx_key has padding");
+    /* x as the previous call converted it (x_reuse: same rows, unchanged;
+     * grouped: the same routing too, and its bucket is still in place) */
+    const struct vkop_mmx_key key = {a->x, sx, a->ids, a->ncols, pl.kp, pl.xrows, pl.xs,
+                                     a->x_stride, a->x_slot_stride, a->n_expert, 0};
+    _Static_assert(sizeof key == 56, "vkop_mmx_key has padding");
     const bool have_x = a->x_reuse && !memcmp(&key, &o->mmx_last, sizeof key);
     o->mmx_last = key;
     vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
-    if (a->ids) {
+    if (a->ids && !have_x) {
         struct { uint64_t route, bucket; uint32_t n_tok, n_slots, ids_stride, n_expert; } bp = {
             a->ids, sb, a->n_tok, a->n_slots, a->ids_stride, a->n_expert};
         vkcmd_dispatch(c, pb, &bp, sizeof bp, 1, 1, 1, name);
@@ -620,20 +635,23 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
         struct {
             uint64_t w, x, da, db, bucket;
             uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
+            uint32_t wg_a, n_expert, flags;
         } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
                    a->ids ? sb : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows, nu * (a->ids ? a->nrows : 1) * steps,
-                   ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0};
+                   ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0,
+                   0, a->n_expert, a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0};
         _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
+        pp_pc.wg_a = (pp_pc.n_a + MM_PREP_WG - 1) / MM_PREP_WG;
         uint32_t gx, gy;
-        grid2(o, (uint32_t)(((uint64_t)pp_pc.n_a + pp_pc.n_b + o->norm_wg - 1) / o->norm_wg), &gx, &gy);
+        grid2(o, pp_pc.wg_a + (pp_pc.n_b + MM_PREP_WG - 1) / MM_PREP_WG, &gx, &gy);
         vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
         vkcmd_barrier(c);
         struct {
             uint64_t a, b, y, bias, scale, res, bucket, group;
-            uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, b_tok, b_slot, e0, n_expert, r_base, flags;
+            uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, e0, n_expert, r_base, flags;
         } g = {sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
                a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride,
-               a->y_slot_stride, pl.xs, pl.xs > 1 ? 1 : 0, u0, a->n_expert, (uint32_t)r0, a->bias_first ? 1u : 0u};
+               a->y_slot_stride, u0, a->n_expert, (uint32_t)r0, a->bias_first ? 1u : 0u};
         _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
         vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : 1, name);
     }

@@ -13,7 +13,7 @@ typedef enum vkop_kind {
     VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
     VKO_MM_PREP,                                             /* per weight type */
     VKO_MMF, VKO_MMF_EMU,                                    /* per tile config (zn_vk_mm_cfgs) */
-    VKO_MMF_CM2,                                             /* per tile config (zn_vk_cm2_cfgs) */
+    VKO_MMF_CM2, VKO_MMF_CM2_MOE,                            /* per tile config (zn_vk_cm2_cfgs): dense, grouped */
     VKO_MOE_BUCKET,
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
     VKO_ATTN_FA,                                             /* variant by head dim */
@@ -74,9 +74,9 @@ typedef struct vkops {
     uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
     bool mm_cm2;              /* GEMMs of that path on mmf_cm2.comp (device coopmat2;
                                  ZN_VK_MM_CM2=0 clears it at init, for A/B) */
-    bool mm_cm2_moe;          /* the grouped MoE GEMM on mmf_cm2.comp too: off by default (H200, 35B
-                                 shape: experts 74 ms per prefill there vs 57 on the KHR kernel);
-                                 the op tests turn it on */
+    bool mm_cm2_moe;          /* the grouped MoE GEMM on mmf_cm2.comp too (ZN_VK_MM_CM2_MOE=0 clears
+                                 it: H200, 35B shape, experts 23 ms per prefill there vs 49 on the
+                                 KHR kernel) */
     uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
     uint32_t moe_min_tok;
     /* Prefill attention (16+ rows, head dims 64/128/256) on attn_fa_cm.glsl:
@@ -108,9 +108,10 @@ typedef struct vkops {
         float eps;
         uint32_t zero;        /* no padding: keys compare with memcmp */
     } xq_last;
-    struct vkop_mmx_key {     /* the x the last f16 GEMM converted, and where to (x == 0: none) */
-        VkDeviceAddress x, xh;
-        uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride;
+    struct vkop_mmx_key {     /* the x the last f16 GEMM converted, and where to (x == 0: none); */
+        VkDeviceAddress x, xh;    /* grouped: in the order of the bucket of routing ids (kept with it) */
+        VkDeviceAddress ids;
+        uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride, n_expert, pad;
     } mmx_last;
 } vkops;
 

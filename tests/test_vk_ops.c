@@ -564,12 +564,84 @@ static void moe_types(void) {
     }
 }
 
+/* y[(t, j)][r] of a grouped MoE matmul in double precision (unit scales). */
+static void moe_ref(const float *wf, const float *route, const float *x, int T, int k, int rows, int cols, double *ref) {
+    for (int tk = 0; tk < T; tk++)
+        for (int j = 0; j < k; j++)
+            for (int r = 0; r < rows; r++) {
+                const float *wr = wf + ((size_t)route[tk * 2 * k + j] * rows + r) * cols;
+                double s = 0;
+                for (int c = 0; c < cols; c++) s += (double)wr[c] * x[(size_t)tk * cols + c];
+                ref[(tk * k + j) * rows + r] = s;
+            }
+}
+
+/* Consecutive grouped GEMMs of one x (gate then up): the second reuses the
+ * first's bucket and gathered x (x_reuse); a third claims reuse under other
+ * routing, which the key check must refuse (it buckets and gathers anew). */
+static void moe_x_reuse(void) {
+    const zn_type t = ZN_TYPE_Q4_K;
+    const int ne = 4, T = 37, k = 2, rows = 24, cols = cols_for(t, 64);
+    const size_t rb = vkq_row_bytes(t, cols), eb = rb * rows;
+    float *wf[2], *x = malloc(sizeof(float) * T * cols), route[2][37 * 4], scales[4];
+    float *y = malloc(sizeof(float) * T * k * rows);
+    double *ref = malloc(sizeof(double) * T * k * rows);
+    uint8_t *wq[2];
+    for (int i = 0; i < 2; i++) {
+        wf[i] = malloc(sizeof(float) * ne * rows * cols);
+        wq[i] = make_experts(t, ne, rows, cols, wf[i]);
+    }
+    fill(x, (size_t)T * cols, 1.0f);
+    for (int e = 0; e < ne; e++) scales[e] = 1.0f;
+    for (int tk = 0; tk < T; tk++)
+        for (int j = 0; j < k; j++) {
+            route[0][tk * 2 * k + j] = (float)((tk + j) % ne);
+            route[1][tk * 2 * k + j] = (float)((3 * tk + 2 * j + 1) % ne);
+            route[0][tk * 2 * k + k + j] = route[1][tk * 2 * k + k + j] = 0.5f;
+        }
+    vkref dw[2] = {dev_up(wq[0], eb * ne), dev_up(wq[1], eb * ne)}, dx = dev_up(x, sizeof(float) * T * cols);
+    vkref dr[2] = {dev_up(route[0], sizeof route[0]), dev_up(route[1], sizeof route[1])};
+    vkref ds = dev_up(scales, sizeof scales), dy[3];
+    const int wsel[3] = {0, 1, 1}, rsel[3] = {0, 0, 1};
+    const vkops saved = E.o;
+    E.o.coopmat = f16_cm, E.o.mm_emulate = !f16_cm, E.o.mm_cm2 = f16_cm && f16_cm2, E.o.mm_cm2_moe = true;
+    vkop_mm a = moe_args(t, ne, rows, cols, T, k, false, dw[0], dx, dr[0], ds, ds);
+    E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, &a, eb * ne);
+    E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
+    zn_err err = {0};
+    zn_status st = begin() ? ZN_OK : ZN_ERR_DEVICE;
+    for (int i = 0; i < 3 && !st; i++) {
+        dy[i] = dev_out(sizeof(float) * T * k * rows);
+        a = moe_args(t, ne, rows, cols, T, k, false, dw[wsel[i]], dx, dr[rsel[i]], ds, dy[i]);
+        a.x_reuse = i > 0;
+        st = vkop_matmat(&E.o, &E.c, &a, "moe", &err);
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+    }
+    const bool ok = run() && !st;
+    E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate, E.o.mm_cm2 = saved.mm_cm2;
+    E.o.mm_cm2_moe = saved.mm_cm2_moe, E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
+    CHECK(ok);
+    for (int i = 0; ok && i < 3; i++) {
+        dev_down(dy[i], y, sizeof(float) * T * k * rows);
+        moe_ref(wf[wsel[i]], route[rsel[i]], x, T, k, rows, cols, ref);
+        const double e = nmse(y, ref, (size_t)T * k * rows);
+        CHECK_MSG(e <= 1e-5, "grouped call %d%s: nmse %.3g", i, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+    }
+    for (int i = 0; i < 2; i++) free(wf[i]), free(wq[i]);
+    free(x); free(y); free(ref);
+    reset();
+}
+
 static void test_moe_grouped(void) {
     f16_cm = false;
     moe_types();
+    moe_x_reuse();
     if (E.o.coopmat) {
         f16_cm = true;
         moe_types();
+        moe_x_reuse();
+        f16_cm2 = E.d.info.coopmat2;
+        if (f16_cm2) moe_x_reuse();
     }
     /* NV cooperative matrix 2: B rows gathered by its decode function, in every tile config */
     const uint32_t cfg = E.o.cm2_cfg;
@@ -583,6 +655,7 @@ static void test_moe_grouped(void) {
         const double e0 = moe_case_r(ZN_TYPE_Q4_K, false, 260, 512), e1 = moe_case_r(ZN_TYPE_F16, true, 256, 128);
         CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "coopmat2 %ux%u k %u: nmse %.3g (Q4_K, 260 rows) %.3g (F16, 256 rows)",
                   f->bm, f->bn, f->bk, e0, e1);
+        CHECK_MSG(E.o.pipes[VKO_MMF_CM2_MOE][ci].pipe, "coopmat2 grouped %ux%u k %u: no pipeline", f->bm, f->bn, f->bk);
     }
     f16_cm2 = false;
     E.o.cm2_cfg = cfg;

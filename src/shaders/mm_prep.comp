@@ -1,14 +1,22 @@
 #version 450
-// Operands of mmf.glsl's f16 GEMM, one 32-value step per thread: items
-// [0, n_a) dequantise weight rows (dq.glsl, any TYPE) into f16 rows of kp
-// at da; items [n_a, n_a + n_b) convert activation rows (f32) into f16 rows
-// of kp at db. Steps past ncols are written as zeros, so the GEMM needs no
-// bounds in k. With experts, A row R is row R % nrows of expert
-// e0 + R / nrows, skipped when the bucket says no token chose that expert.
-// Activation row xr is slot xr % xs of token xr / xs.
+// Operands of the f16 GEMMs (mmf.glsl, mmf_cm2.comp), one 32-value step per
+// thread: the first wg_a workgroups dequantise weight rows (dq.glsl, any
+// TYPE) into f16 rows of kp at da (n_a steps); the others convert
+// activation rows (f32) into f16 rows of kp at db (n_b steps). Steps past
+// ncols are written as zeros, so the GEMM needs no bounds in k.
+// With experts, A row R is row R % nrows of expert e0 + R / nrows, skipped
+// when the bucket says no token chose that expert, and B row i is the
+// activation row of the i-th (token, slot) pair in the bucket's order, so
+// each expert's tokens are consecutive rows (plain tile loads in the GEMM).
+//
+// A workgroup's steps are consecutive and start at a multiple of 8 (the
+// eight steps of a 256-value super-block cover it whole), so together they
+// fill one contiguous stretch of the output: the values go through shared
+// memory and out in coalesced 16-byte stores. Written straight from each
+// thread (64 bytes in runs per thread) the stores ran at half the speed.
 #include "common.glsl"
 
-layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 0) const uint WG = 256;   // a multiple of 8
 layout(constant_id = 1) const uint TYPE = 0;
 layout(local_size_x_id = 0) in;
 
@@ -16,16 +24,21 @@ layout(push_constant) uniform PC {
     uint64_t w, x, da, db, bucket;
     uint row_bytes, expert_bytes, nrows, n_a, n_b;
     uint ncols, kp, xs, x_stride, x_slot_stride, e0;
+    uint wg_a;       // workgroups of A steps (the rest: B steps)
+    uint n_expert;   // grouped: the bucket's experts
+    uint flags;      // bit 0: x rows 16-byte aligned
 } p;
 
 #include "dq.glsl"
 
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer W32x4 { uvec4 v[]; };
 
-// Eight values as f16 at dst (16-byte aligned).
-void put8(uint64_t dst, float v0, float v1, float v2, float v3, float v4, float v5, float v6, float v7) {
-    W32x4(dst).v[0] = uvec4(packHalf2x16(vec2(v0, v1)), packHalf2x16(vec2(v2, v3)), packHalf2x16(vec2(v4, v5)),
-                            packHalf2x16(vec2(v6, v7)));
+shared uvec4 tile[4u * WG]; // the workgroup's stretch of output, 64 bytes per step
+
+// Eight values as f16 at 16-byte unit u of the stretch.
+void put8(uint u, float v0, float v1, float v2, float v3, float v4, float v5, float v6, float v7) {
+    tile[u] = uvec4(packHalf2x16(vec2(v0, v1)), packHalf2x16(vec2(v2, v3)), packHalf2x16(vec2(v4, v5)),
+                    packHalf2x16(vec2(v6, v7)));
 }
 
 // Element i of a row of an unblocked type (the partial last step of F16/BF16/F32 rows).
@@ -36,29 +49,40 @@ float elem(uint64_t row, uint i) {
 }
 
 void main() {
-    const uint g = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * WG + gl_LocalInvocationID.x;
-    const uint S = p.kp / 32u;
+    const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
+    const bool is_a = wg < p.wg_a;
+    const uint g0 = (is_a ? wg : wg - p.wg_a) * WG, n = is_a ? p.n_a : p.n_b;
+    if (g0 >= n) return; // the whole workgroup
+    const uint g = g0 + tid, S = p.kp / 32u;
+    const uint R = g / S, s = g % S;
     float v[32];
-    if (g < p.n_a) {
-        const uint R = g / S, s = g % S, e = R / p.nrows, r = R % p.nrows;
-        if (p.bucket != 0 && U32(p.bucket).v[p.e0 + e] == 0u) return;
+    if (is_a && g < n) {
+        const uint e = R / p.nrows, r = R % p.nrows;
+        const bool used = p.bucket == 0 || U32(p.bucket).v[p.e0 + e] != 0u;
         const uint64_t row = p.w + uint64_t(e) * p.expert_bytes + uint64_t(r) * p.row_bytes;
-        if (32u * (s + 1u) <= p.ncols) dq32(row, s, p.ncols, v);
-        else for (uint j = 0; j < 32u; j++) v[j] = 32u * s + j < p.ncols ? elem(row, 32u * s + j) : 0.0;
-        const uint L = 32u / RUNS();
-        const uint64_t dst = p.da + 2ul * uint64_t(R) * p.kp;
+        if (used && 32u * (s + 1u) <= p.ncols) dq32(row, s, p.ncols, v);
+        else for (uint j = 0; j < 32u; j++) v[j] = used && 32u * s + j < p.ncols ? elem(row, 32u * s + j) : 0.0;
+        const uint L = 32u / RUNS(), base = (R * S - g0) * 4u; // 16-byte units: this row's start in the stretch
         for (uint rn = 0; rn < RUNS(); rn++)
             for (uint c = 0; c < L; c += 8u) {
                 const uint i = L * rn + c;
-                put8(dst + 2u * (run_start(s, rn) + c), v[i], v[i + 1u], v[i + 2u], v[i + 3u], v[i + 4u], v[i + 5u],
+                put8(base + (run_start(s, rn) + c) / 8u, v[i], v[i + 1u], v[i + 2u], v[i + 3u], v[i + 4u], v[i + 5u],
                      v[i + 6u], v[i + 7u]);
             }
-    } else if (g - p.n_a < p.n_b) {
-        const uint xr = (g - p.n_a) / S, s = (g - p.n_a) % S;
-        const uint64_t src = p.x + 4ul * (uint64_t(xr / p.xs) * p.x_stride + uint64_t(xr % p.xs) * p.x_slot_stride);
-        for (uint j = 0; j < 32u; j++) v[j] = 32u * s + j < p.ncols ? F32(src + 4ul * (32u * s + j)).v[0] : 0.0;
-        const uint64_t dst = p.db + 2ul * (uint64_t(xr) * p.kp + 32u * s);
+    } else if (g < n) {
+        const uint pr = p.bucket != 0 ? U32(p.bucket).v[2u * p.n_expert + R] : R; // (token, slot) pair
+        const uint64_t src = p.x + 4ul * (uint64_t(pr / p.xs) * p.x_stride + uint64_t(pr % p.xs) * p.x_slot_stride);
+        if ((p.flags & 1u) != 0u && 32u * (s + 1u) <= p.ncols)
+            for (uint j = 0; j < 8u; j++) {
+                const vec4 f = F32x4(src + 128ul * s + 16u * j).v[0];
+                for (uint k = 0; k < 4u; k++) v[4u * j + k] = f[k];
+            }
+        else for (uint j = 0; j < 32u; j++) v[j] = 32u * s + j < p.ncols ? F32(src).v[32u * s + j] : 0.0;
         for (uint c = 0; c < 32u; c += 8u)
-            put8(dst + 2u * c, v[c], v[c + 1u], v[c + 2u], v[c + 3u], v[c + 4u], v[c + 5u], v[c + 6u], v[c + 7u]);
+            put8(tid * 4u + c / 8u, v[c], v[c + 1u], v[c + 2u], v[c + 3u], v[c + 4u], v[c + 5u], v[c + 6u], v[c + 7u]);
     }
+    barrier();
+    const uint units = 4u * min(WG, n - g0);
+    const uint64_t out_ = (is_a ? p.da : p.db) + 64ul * g0;
+    for (uint u = tid; u < units; u += WG) W32x4(out_).v[u] = tile[u];
 }

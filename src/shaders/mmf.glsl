@@ -17,8 +17,8 @@
 // x, each row's result going to its own output (mm_store.glsl).
 // Grouped MoE (bucket != 0): workgroup z is expert e0 + z of the chunk
 // whose matrices were dequantised one after another into A; its tokens are
-// the (token, slot) pairs that chose it (moe_bucket.comp), gathered from B
-// and scattered to y by the pair list. Workgroup y strides over its token
+// the (token, slot) pairs that chose it (moe_bucket.comp), consecutive rows
+// of B (mm_prep.comp gathered them), scattered to y by the pair list. Workgroup y strides over its token
 // tiles (an expert may have more pairs than the grid expects).
 #include "common.glsl"
 
@@ -32,13 +32,12 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
     uint64_t a;          // f16 [rows][kp]; grouped: [experts of the chunk][nrows][kp]
-    uint64_t b;          // f16 [b rows][kp]
+    uint64_t b;          // f16 [b rows][kp]; grouped: one row per (token, slot) pair, in the bucket's order
     uint64_t y, bias, scale, res;
     uint64_t bucket;     // 0 (dense) or moe_bucket.comp's uint counts[n_expert], offsets[n_expert], pairs[]
     uint64_t group;      // 0 or a Group block (mm_store.glsl): row r of A is row r_base + r of the stack
     uint kp, nrows, n_tok, n_slots;
     uint y_stride, y_slot_stride;
-    uint b_tok, b_slot;  // grouped: pair (t, j) reads b row t * b_tok + j * b_slot
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
 } p;
@@ -123,12 +122,7 @@ void main() {
         uint64_t br[BV];
         for (uint q = 0; q < BV; q++) {
             const uint i = tid + q * WG, n = min(tok0 + i / 4u, cnt - 1u);
-            uint brow = n;
-            if (p.bucket != 0) {
-                const uint pr = U32(p.bucket).v[2u * p.n_expert + off + n];
-                brow = (pr / p.n_slots) * p.b_tok + (pr % p.n_slots) * p.b_slot;
-            }
-            br[q] = p.b + 2ul * uint64_t(brow) * p.kp + 16u * (i % 4u);
+            br[q] = p.b + 2ul * uint64_t(off + n) * p.kp + 16u * (i % 4u);
         }
 #ifdef CM
         CM_C acc[TM][TN];

@@ -15,11 +15,14 @@
 // stacked matmuls of a group and the bounds go through mm_store.glsl
 // exactly as in mmf.glsl.
 //
-// Grouped MoE (bucket != 0) as in mmf.glsl: workgroup z is expert e0 + z
-// of the chunk, its tokens the (token, slot) pairs that chose it; their B
-// rows are gathered by a decode function on the B loads (the row of each
-// token of the tile staged in shared memory) and the results scattered by
-// the pair list in the epilogue.
+// Grouped MoE (GROUPED, bucket != 0) as in mmf.glsl: workgroup z is expert
+// e0 + z of the chunk, its tokens the (token, slot) pairs that chose it,
+// which mm_prep.comp laid out as consecutive rows of B from the expert's
+// offset on (plain tile loads through a layout of its rows); the results
+// are scattered by the pair list (each token's y row staged in shared
+// memory per tile). An expert's last tile, when at most half full, runs
+// on a BM x BN/2 accumulator: with experts of a few dozen tokens that
+// halves the work of most tiles.
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -31,18 +34,21 @@ layout(constant_id = 1) const uint BM = 128;
 layout(constant_id = 2) const uint BN = 128;
 layout(constant_id = 3) const uint BK = 32;
 layout(constant_id = 4) const uint UNR = 1;   // k steps per loop iteration
+// The grouped MoE GEMM is its own pipeline: compiled into the dense one,
+// its code cost the dense 64 x 64 tile 40 % (registers) on the H200.
+layout(constant_id = 5) const bool GROUPED = false;
+const uint BNH = BN / 2;
 layout(local_size_x_id = 0) in;
 
 // The block of mmf.glsl (struct in vk_ops.c mm_f16), so both kernels take one push.
 layout(push_constant) uniform PC {
     uint64_t a;          // f16 [rows][kp]
-    uint64_t b;          // f16 [tokens][kp]
+    uint64_t b;          // f16 [tokens][kp]; grouped: one row per (token, slot) pair, in the bucket's order
     uint64_t y, bias, scale, res;
     uint64_t bucket;     // 0 (dense) or moe_bucket.comp's uint counts[n_expert], offsets[n_expert], pairs[]
     uint64_t group;      // 0 or a Group block (mm_store.glsl): row r of A is row r_base + r of the stack
     uint kp, nrows, n_tok, n_slots;
     uint y_stride, y_slot_stride;
-    uint b_tok, b_slot;  // grouped: pair (t, j) reads b row t * b_tok + j * b_slot
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
 } p;
@@ -51,77 +57,71 @@ layout(push_constant) uniform PC {
 
 // 16-byte alignment lets the driver use wide loads (rows start at multiples of 64 bytes).
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H16 { float16_t v[]; };
-layout(buffer_reference, std430, buffer_reference_align = 2) readonly buffer H2 { float16_t v[]; };
 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
+#define ACC2 coopmat<float, gl_ScopeWorkgroup, BM, BNH, gl_MatrixUseAccumulator>
 #define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
 #define MAT_B coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB>
+#define MAT_B2 coopmat<float16_t, gl_ScopeWorkgroup, BK, BNH, gl_MatrixUseB>
 #define CLAMPED tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV>
+#define DECL_B(v) MAT_B v    // K_STEP's B operand, full or half width (a type
+#define DECL_B2(v) MAT_B2 v  // with commas cannot be a macro argument itself)
 
 uint g_e = 0, g_off = 0, g_cnt;  // grouped: this workgroup's expert, its first pair, its pairs
-shared uint brow[BN];            // grouped: the B row of each token of the current tile
+shared uint ybase[BN];           // grouped: y index of row 0 for each token of the tile
 
 // Element (r, c) of the tile at (row0, tok0): row row0 + r of token tok0 + c.
 float store_elem(const in uint r, const in uint c, const in float v, const in uint row0, const in uint tok0) {
     const uint R = row0 + r, n = tok0 + c;
     if (R >= p.nrows || n >= g_cnt) return v;
-    if (p.group != 0) {
+    if (GROUPED) {
+        mm_store(ybase[c] + R, R, g_e, v);
+    } else if (p.group != 0) {
         group_store(p.group, n, p.r_base + R, v);
-        return v;
+    } else {
+        mm_store(n * p.y_stride + R, R, g_e, v);
     }
-    uint yi = n * p.y_stride + R;
-    if (p.bucket != 0) {
-        const uint pr = U32(p.bucket).v[2u * p.n_expert + g_off + n];
-        yi = (pr / p.n_slots) * p.y_stride + (pr % p.n_slots) * p.y_slot_stride + R;
-    }
-    mm_store(yi, R, g_e, v);
     return v;
-}
-
-// Grouped B: element (i, k) of the tile is element k of B row brow[i] (k
-// past kp: the clamping layout's zero, tested again in case the driver
-// decodes before it clamps).
-float16_t gather_b(const in H2 bl, const in uint bc[2], const in uint ic[2]) {
-    return bc[1] < p.kp ? H16(p.b).v[brow[bc[0]] * p.kp + bc[1]] : float16_t(0.0);
 }
 
 // acc += A[row0.., kk..] x B[tokens of the tile, kk..]^T for one k step;
 // B is read through a transposing view (its rows are tokens, the matrix
 // wants k x tokens).
-#define K_STEP(LA, LOAD_B, KK)                                                                                  \
+#define K_STEP(LA, LOAD_B, MB, ACCV, KK)                                                                        \
     {                                                                                                           \
         MAT_A ma;                                                                                               \
-        MAT_B mb;                                                                                               \
+        MB(mb);                                                                                                 \
         coopMatLoadTensorNV(ma, H16(abase).v, 0, sliceTensorLayoutNV(LA, row0, BM, KK, BK));                    \
         LOAD_B(KK);                                                                                             \
-        acc = coopMatMulAdd(ma, mb, acc);                                                                       \
+        ACCV = coopMatMulAdd(ma, mb, ACCV);                                                                     \
     }
 // Over all of kp, UNR steps per iteration (loads of later steps can be
 // issued before earlier products finish), then the rest one at a time.
-#define K_LOOP(LA, LOAD_B)                                                                                      \
+#define K_LOOP(LA, LOAD_B, MB, ACCV)                                                                            \
     {                                                                                                           \
         uint k = 0;                                                                                             \
         for (; k + UNR * BK <= kp; k += UNR * BK)                                                               \
-            [[unroll]] for (uint u = 0; u < UNR; u++) K_STEP(LA, LOAD_B, k + u * BK)                            \
-        for (; k < kp; k += BK) K_STEP(LA, LOAD_B, k)                                                           \
+            [[unroll]] for (uint u = 0; u < UNR; u++) K_STEP(LA, LOAD_B, MB, ACCV, k + u * BK)                  \
+        for (; k < kp; k += BK) K_STEP(LA, LOAD_B, MB, ACCV, k)                                                 \
     }
 #define B_PLAIN(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lb, tok0, BN, KK, BK), tr)
 #define B_CLAMP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lbc, tok0, BN, KK, BK), tr)
-#define B_GATHER(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lg, 0, BN, KK, BK), tr, gather_b)
+#define B_GROUP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, g_off * kp, sliceTensorLayoutNV(lg, tok0, BN, KK, BK), tr)
+#define B_GROUP2(KK) coopMatLoadTensorNV(mb, H16(p.b).v, g_off * kp, sliceTensorLayoutNV(lg, tok0, BNH, KK, BK), tr)
 
 void main() {
     const uint kp = p.kp & ~31u; // a multiple of 32 (tells the compiler rows stay 64-byte aligned)
     const uint row0 = gl_WorkGroupID.x * BM;
     uint64_t abase = p.a;
     g_cnt = p.n_tok;
-    if (p.bucket != 0) {
+    if (GROUPED) {
         g_e = p.e0 + gl_WorkGroupID.z;
         g_cnt = U32(p.bucket).v[g_e];
         g_off = U32(p.bucket).v[p.n_expert + g_e];
         abase += 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * kp;
     }
     // plain layouts where the tile lies inside the operands, clamping ones
-    // (zeros outside) where it overhangs; lg: the grouped tile's gathered B
+    // (zeros outside) where it overhangs; lg: the expert's rows of B
     tensorLayoutNV<2> la = createTensorLayoutNV(2), lb = createTensorLayoutNV(2);
     CLAMPED lac = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     CLAMPED lbc = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
@@ -130,25 +130,31 @@ void main() {
     lac = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lac, p.nrows, kp), kp, 1);
     lb = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lb, p.n_tok, kp), kp, 1);
     lbc = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lbc, p.n_tok, kp), kp, 1);
-    lg = setTensorLayoutDimensionNV(lg, BN, kp);
+    lg = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lg, g_cnt, kp), kp, 1);
     tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
     const bool a_inside = row0 + BM <= p.nrows && kp % BK == 0u;
     for (uint tile = gl_WorkGroupID.y; tile * BN < g_cnt; tile += gl_NumWorkGroups.y) {
         const uint tok0 = tile * BN;
-        ACC acc = ACC(0.0);
-        if (p.bucket != 0) {
-            barrier(); // the previous tile's loads are done with brow
-            for (uint i = gl_LocalInvocationID.x; i < BN; i += WG) {
-                const uint pr = U32(p.bucket).v[2u * p.n_expert + g_off + min(tok0 + i, g_cnt - 1u)];
-                brow[i] = (pr / p.n_slots) * p.b_tok + (pr % p.n_slots) * p.b_slot;
+        if (GROUPED) {
+            barrier(); // the previous tile's epilogue is done with ybase
+            for (uint i = gl_LocalInvocationID.x; i < BN && tok0 + i < g_cnt; i += WG) {
+                const uint pr = U32(p.bucket).v[2u * p.n_expert + g_off + tok0 + i];
+                ybase[i] = (pr / p.n_slots) * p.y_stride + (pr % p.n_slots) * p.y_slot_stride;
             }
             barrier();
-            if (a_inside) K_LOOP(la, B_GATHER) else K_LOOP(lac, B_GATHER)
-        } else if (a_inside && tok0 + BN <= p.n_tok) {
-            K_LOOP(la, B_PLAIN)
+            if (g_cnt - tok0 <= BNH) {
+                ACC2 acc = ACC2(0.0);
+                if (a_inside) K_LOOP(la, B_GROUP2, DECL_B2, acc) else K_LOOP(lac, B_GROUP2, DECL_B2, acc)
+                coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
+            } else {
+                ACC acc = ACC(0.0);
+                if (a_inside) K_LOOP(la, B_GROUP, DECL_B, acc) else K_LOOP(lac, B_GROUP, DECL_B, acc)
+                coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
+            }
         } else {
-            K_LOOP(lac, B_CLAMP)
+            ACC acc = ACC(0.0);
+            if (a_inside && tok0 + BN <= p.n_tok) K_LOOP(la, B_PLAIN, DECL_B, acc) else K_LOOP(lac, B_CLAMP, DECL_B, acc)
+            coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
         }
-        coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
     }
 }

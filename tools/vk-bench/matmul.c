@@ -2,6 +2,7 @@
  *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matmul.c build/libzinc.a -ldl -lm -lpthread -o vk-matmul
  *   ./vk-matmul            (512 tokens, median of 20 calls: seconds on an H200)
  *   ./vk-matmul 8 2        (8 tokens, 2 timed calls: minutes on lavapipe)
+ *   VKB_ONLY_CM2=1 ./vk-matmul   (NV coopmat2 devices: its configs and the KHR kernel's default only)
  * Times 512-token matmuls of Qwen3-8B (dense) and one MoE layer of a
  * Qwen3.5-35B-A3B shape (32 experts, top 8) with GPU timestamps: the
  * mat-vec kernel (integer dot products where the device has them) and the
@@ -97,6 +98,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     const bool cm2 = o.mm_cm2; /* ZN_VK_MM_CM2=0 skips its rows */
+    const char *oc = getenv("VKB_ONLY_CM2"); /* 1: only the coopmat2 configs (and the KHR default) */
+    const bool only_cm2 = oc && atoi(oc) > 0;
     o.mm_cm2_moe = true;       /* its cm2 rows time the MoE shapes on cm2 too */
     printf("device: %s, coopmat %s, NV coopmat2 %s, shared memory %u bytes, %d tokens, median of %d\n", d.info.name,
            o.coopmat ? "yes" : "no", d.info.coopmat2 ? "yes" : "no", d.info.max_shared, T, REPS);
@@ -106,6 +109,10 @@ int main(int argc, char **argv) {
         {"8B ffn_down", ZN_TYPE_Q6_K, 12288, 4096, 0, 0, false},
         {"8B attn_q", ZN_TYPE_Q4_K, 4096, 4096, 0, 0, false},
         {"8B attn_k", ZN_TYPE_Q4_K, 4096, 1024, 0, 0, false},
+        {"8B gate+up", ZN_TYPE_Q4_K, 4096, 24576, 0, 0, false}, /* the stacked group of a prefill */
+        {"8B qkv", ZN_TYPE_Q4_K, 4096, 6144, 0, 0, false},
+        {"2B gate+up", ZN_TYPE_Q4_K, 2048, 12288, 0, 0, false},
+        {"2B ffn_down", ZN_TYPE_Q6_K, 6144, 2048, 0, 0, false},
         {"35B moe_gate", ZN_TYPE_Q4_K, 2048, 512, 32, 8, false},
         {"35B moe_down", ZN_TYPE_Q6_K, 512, 2048, 32, 8, true},
     };
@@ -169,7 +176,7 @@ int main(int argc, char **argv) {
          * and slot), the old tiled ones (dense) */
         o.mm_scratch = 0, o.mm_scratch_bytes = 0;
         const bool cm = o.coopmat;
-        for (int v = 0; v < (s->n_expert ? 1 : 2 + cm); v++) {
+        for (int v = 0; !only_cm2 && v < (s->n_expert ? 1 : 2 + cm); v++) {
             o.coopmat = cm && v == 1;
             const char *name = v == 0 ? (s->n_expert ? "expert mat-vec" : "mat-vec") : o.coopmat ? "old coopmat tile"
                                                                                               : "old f32 tile";
@@ -184,7 +191,7 @@ int main(int argc, char **argv) {
         o.mm_cm2 = false;
         for (uint32_t ci = 0; ci <= ZN_VK_MM_NCFG; ci++) { /* the last: picked by shape (the default) */
             const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
-            if (ci < ZN_VK_MM_NCFG && !vkops_mm_cfg_fits(&o, ci)) continue;
+            if (ci < ZN_VK_MM_NCFG && (!vkops_mm_cfg_fits(&o, ci) || (only_cm2 && cm2))) continue;
             o.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
             char name[64];
             if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s auto (default)", cm ? "cm" : "emu");

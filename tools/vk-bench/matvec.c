@@ -176,15 +176,32 @@ static const fshape fshapes[] = {
     {"35B moe_down", ZN_TYPE_Q6_K, 512, 1, {2048}, VKX_SWIGLU, false, 32, 8, 0},
 };
 #define N_FSHAPES (sizeof fshapes / sizeof *fshapes)
-#define N_FCFG 8 /* the pair, then the fused kernel at these workgroup caps (UINT32_MAX: vkops' default) */
-static const uint32_t fcfg_wgs[N_FCFG] = {0, UINT32_MAX, 0, 132, 264, 528, 1056, 2112};
+/* The pair, then the fused kernel at workgroup caps (DEF: vkops' default;
+ * 0: one row block per workgroup), with the default workgroup size and
+ * twice that (wg2: subgroups per workgroup x 2). */
+#define DEF UINT32_MAX
+typedef struct fcfg { bool fused, wg2; uint32_t wgs; } fcfg;
+static const fcfg fcfgs[] = {
+    {false, false, DEF}, {true, false, DEF}, {true, false, 0},   {true, false, 132}, {true, false, 264},
+    {true, false, 528},  {true, false, 1056}, {true, false, 2112}, {true, true, DEF},   {true, true, 0},
+    {true, true, 264},   {true, true, 1056},
+};
+#define N_FCFG (sizeof fcfgs / sizeof *fcfgs)
+
+static void set_wg(bench *b, uint32_t wg) {
+    if (b->o.mv_wg == wg) return;
+    b->o.mv_wg = wg;
+    for (int t = 0; t < ZN_VK_NTYPES; t++)
+        for (int k = VKO_MATVEC_Q; k < VKO_COUNT; k++)
+            if (k != VKO_QUANTX) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
+}
 
 /* Times every fshape both ways; us[shape][config] per call. */
 static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
     zn_err err = {0};
-    const uint32_t def_wgs = b->o.mvx_wgs;
+    const uint32_t def_wgs = b->o.mvx_wgs, def_wg = b->o.mv_wg;
     printf("x quantised in the mat-vec (fused, 1 dispatch) vs quantx + barrier + mat-vec (pair); us per call\n");
-    printf("%-15s %-5s %7s %-16s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
+    printf("%-15s %-5s %7s %-26s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
     for (size_t si = 0; si < N_FSHAPES; si++) {
         const fshape *s = &fshapes[si];
         uint32_t rows = 0;
@@ -192,7 +209,7 @@ static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
         const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
         const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
         const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1), rbytes = (uint64_t)rb * rows * nx;
-        for (int ci = 0; ci < N_FCFG; ci++) us[si][ci] = 0;
+        for (size_t ci = 0; ci < N_FCFG; ci++) us[si][ci] = 0;
         if (b->quick && wbytes > (64ull << 20)) continue; /* the output matrix: minutes on a CPU */
         vkref w[MAX_COPIES], x, aux, y, res, grp = {0}, ids = {0}, xq;
         int copies = 0;
@@ -231,37 +248,40 @@ static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
             m.y_slot_stride = rows;
             m.n_expert = s->n_expert;
         }
-        for (int ci = 0; ci < N_FCFG; ci++) {
-            b->o.mvx = ci > 0;
-            b->o.mvx_wgs = fcfg_wgs[ci] == UINT32_MAX ? def_wgs : fcfg_wgs[ci];
+        for (size_t ci = 0; ci < N_FCFG; ci++) {
+            const fcfg *f = &fcfgs[ci];
+            b->o.mvx = f->fused;
+            b->o.mvx_wgs = f->wgs == DEF ? def_wgs : f->wgs;
+            set_wg(b, f->wg2 ? 2 * def_wg : def_wg);
             double mv;
             if (time_mm(b, &m, w, copies, &us[si][ci], &mv)) return 1;
-            char kname[32];
-            if (!ci) snprintf(kname, sizeof kname, "pair");
-            else if (fcfg_wgs[ci] == UINT32_MAX) snprintf(kname, sizeof kname, "fused wgs %u def", def_wgs);
-            else snprintf(kname, sizeof kname, "fused wgs %u", fcfg_wgs[ci]);
-            printf("%-15s %-5s %7.1f %-16s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
+            char kname[40];
+            if (f->fused)
+                snprintf(kname, sizeof kname, "fused wg %u wgs %u%s", b->o.mv_wg, b->o.mvx_wgs, f->wgs == DEF ? " (def)" : "");
+            else snprintf(kname, sizeof kname, "pair wg %u", b->o.mv_wg);
+            printf("%-15s %-5s %7.1f %-26s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
                    us[si][ci], (double)rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
         }
+        set_wg(b, def_wg);
         vkarena_free(&b->a);
     }
     b->o.mvx = true;
     b->o.mvx_wgs = def_wgs;
     if (b->o.intdot_err[0]) printf("THE FUSED KERNEL FAILED (quantx used): %s\n", b->o.intdot_err);
-    printf("\nsummary: us per call; best = fastest fused cap (0: one row block per workgroup)\n");
-    printf("  %-15s %9s %9s %9s %6s %9s\n", "matmuls", "pair", "fused def", "best", "wgs", "saved");
+    printf("\nsummary: us per call; best = fastest fused configuration (wg: workgroup size, wgs: workgroup cap, 0: none)\n");
+    printf("  %-15s %9s %9s %9s %5s %6s %9s\n", "matmuls", "pair", "fused def", "best", "wg", "wgs", "saved");
     double step[3] = {0, 0, 0};
     for (size_t si = 0; si < N_FSHAPES; si++) {
-        int bi = 1;
-        for (int ci = 2; ci < N_FCFG; ci++)
+        size_t bi = 1;
+        for (size_t ci = 2; ci < N_FCFG; ci++)
             if (us[si][ci] < us[si][bi]) bi = ci;
-        const uint32_t bw = fcfg_wgs[bi] == UINT32_MAX ? def_wgs : fcfg_wgs[bi];
+        const uint32_t bw = fcfgs[bi].wgs == DEF ? def_wgs : fcfgs[bi].wgs;
         if (!us[si][0]) {
             printf("  %-15s (skipped)\n", fshapes[si].what);
             continue;
         }
-        printf("  %-15s %9.1f %9.1f %9.1f %6u %9.1f\n", fshapes[si].what, us[si][0], us[si][1], us[si][bi], bw,
-               us[si][0] - us[si][1]);
+        printf("  %-15s %9.1f %9.1f %9.1f %5u %6u %9.1f\n", fshapes[si].what, us[si][0], us[si][1], us[si][bi],
+               fcfgs[bi].wg2 ? 2 * def_wg : def_wg, bw, us[si][0] - us[si][1]);
         const double k = fshapes[si].per_layer ? 36.0 * fshapes[si].per_layer : !strncmp(fshapes[si].what, "8B", 2);
         step[0] += k * us[si][0], step[1] += k * us[si][1], step[2] += k * us[si][bi];
     }
