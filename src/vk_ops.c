@@ -34,13 +34,35 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
     return cap < most ? cap : most;
 }
 
-/* Workgroups per token of the fused integer mat-vec by default: 4 per SM of
- * an H200 (132 SMs), all resident at once (no second wave to wait for),
- * so that the redundant reads and quantisation of x (up to 96 KB of f32 x
- * and aux per workgroup) are paid a few hundred times, not once per row
- * block: an 8B's gate+up has 3072 blocks. (A guess until measured:
- * tools/vk-bench/matvec.c sweeps it.) */
+/* The fused integer mat-vec's configuration per weight type (type_slot;
+ * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
+ * set): subgroups per workgroup, rows per subgroup, steps per iteration,
+ * workgroups per token, 32-byte sectors per thread prefetched before x is
+ * quantised. 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
+ * once (no second wave to wait for), so that the redundant reads and
+ * quantisation of x (up to 96 KB of f32 x and aux per workgroup) are paid a
+ * few hundred times, not once per row block: an 8B's gate+up has 3072
+ * blocks. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
+typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf; } mvx_tune;
+static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
+    [3] = {4, 2, 2, MVX_WGS, 0}, /* Q4_0 */
+    [4] = {4, 2, 2, MVX_WGS, 0}, /* Q8_0 */
+    [5] = {4, 2, 2, MVX_WGS, 0}, /* Q4_K */
+    [6] = {4, 2, 2, MVX_WGS, 0}, /* Q5_K */
+    [7] = {4, 2, 2, MVX_WGS, 0}, /* Q6_K */
+};
+
+static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
+    const int ts = type_slot(t);
+    mvx_tune m = mvx_tunes[ts < 0 ? 5 : ts];
+    m.wg = o->mvx_wg ? o->mvx_wg : m.wg * o->d->info.subgroup_size;
+    if (o->mv_rows) m.rows = o->mv_rows;
+    if (o->mv_unroll) m.unroll = o->mv_unroll;
+    if (o->mvx_wgs != ZN_VK_MVX_AUTO) m.wgs = o->mvx_wgs;
+    if (o->mvx_pf != ZN_VK_MVX_AUTO) m.pf = o->mvx_pf;
+    return m;
+}
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);
@@ -85,13 +107,17 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
-    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
+    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS"), *mg = getenv("ZN_VK_MVX_WG"), *mp = getenv("ZN_VK_MVX_PF");
     o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
     /* each workgroup quantises its x row again: on lavapipe that is CPU
      * time, on a GPU latency before its weight loads */
-    o->mvx_wgs = cpu ? 16 : MVX_WGS;
+    o->mvx_wgs = cpu ? 16 : ZN_VK_MVX_AUTO;
     if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
+    o->mvx_wg = cpu ? d->info.subgroup_size : 0;
+    if (mg && atoi(mg) > 0 && (uint32_t)atoi(mg) % d->info.subgroup_size == 0) o->mvx_wg = (uint32_t)atoi(mg);
+    o->mvx_pf = ZN_VK_MVX_AUTO;
+    if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -310,10 +336,12 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
-    case VKO_MATVEC_QX_L:
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = mvq_unroll_for(o, t); spec[n++] = mvx_cap(o, k) / 32;
+    case VKO_MATVEC_QX_L: {
+        const mvx_tune m = mvx_tune_for(o, t);
+        spec[n++] = m.wg; spec[n++] = (uint32_t)t; spec[n++] = m.rows; spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
+    }
     case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
     case VKO_MATMUL:
         shader = "matmul";
@@ -514,22 +542,24 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (px) p = px;
     else st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
-    uint32_t per_sg = mv_rows_for(o, a->type);
+    uint32_t per_sg = mv_rows_for(o, a->type), wg = o->mv_wg;
+    const mvx_tune mt = px ? mvx_tune_for(o, a->type) : (mvx_tune){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
-        per_sg = mvq_rows_for(o, a->type) << lg;
+        per_sg = (px ? mt.rows : mvq_rows_for(o, a->type)) << lg;
     }
+    if (px) wg = mt.wg;
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
         pc.x = q;
         pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
         pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
     }
-    const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = per_sg * (wg / o->d->info.subgroup_size);
     uint32_t n_wg = (a->nrows + per_wg - 1) / per_wg, gx, gy;
     /* the fused kernel loops over row blocks: fewer workgroups, each
      * quantising x once */
-    if (px && o->mvx_wgs && n_wg > o->mvx_wgs) n_wg = o->mvx_wgs;
+    if (px && mt.wgs && n_wg > mt.wgs) n_wg = mt.wgs;
     grid2(o, n_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;

@@ -27,6 +27,8 @@ typedef enum vkop_kind {
 } vkop_kind;
 
 #define ZN_VK_NTYPES 8 /* F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K */
+#define ZN_VK_MVX_AUTO UINT32_MAX /* vkops.mvx_wgs / mvx_pf: per weight type */
+#define ZN_VK_MVX_MAX_PF 64
 
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
@@ -96,8 +98,12 @@ typedef struct vkops {
                                  shared memory (no quantx dispatch and barrier), for rows of
                                  at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
+    uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
+                                 x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
     uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
-                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each) */
+                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each;
+                                 ZN_VK_MVX_AUTO: per type) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;

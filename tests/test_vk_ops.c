@@ -20,7 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
-    uint32_t mv_rows0, mv_unroll0, mv_wg0; /* vkops_init's mat-vec tuning */
+    uint32_t mv_rows0, mv_unroll0, mv_wg0, mvx_wg0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -238,10 +238,11 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-/* Integer mat-vec pipelines for rows per subgroup / steps per iteration
- * (0: the device defaults). */
-static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
+/* Integer mat-vec pipelines for rows per subgroup / steps per iteration /
+ * workgroup size, the fused kernel's workgroup (0: the device defaults). */
+static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg) {
     E.o.mv_wg = wg ? wg : E.mv_wg0;
+    E.o.mvx_wg = xwg ? xwg : E.mvx_wg0;
     E.o.mv_rows = rows ? rows : E.mv_rows0;
     E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
     /* the float kernel's rows per subgroup are a specialisation constant
@@ -260,23 +261,27 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
  * run, with a remainder); the fused one then also with 3 subgroups per
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
- * token (each looping over row blocks), and quantx.comp for rows over 256
- * (fused below: both in one test). Then the float kernel. */
+ * token (each looping over row blocks) prefetching 5 sectors per thread
+ * (past the matrix's end on small ones), and quantx.comp for rows over 256
+ * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
+ * has its default: both in one test). Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
-    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols;
+    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
     if (had) {
         fn();
-        mvq_config(3, 2, 3 * E.d.info.subgroup_size);
+        mvq_config(3, 2, 3 * sg, 3 * sg);
         E.o.mvx_wgs = 2;
+        E.o.mvx_pf = 5;
         fn();
         E.o.mvx_wgs = wgs;
-        mvq_config(3, 2, 0);
+        E.o.mvx_pf = pf;
+        mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
         E.o.mvx = false;
-        mvq_config(0, 0, 0);
+        mvq_config(0, 0, 0, 0);
         fn();
         E.o.mvx = mvx;
     }
@@ -1522,6 +1527,7 @@ static bool setup(void) {
     E.mv_wg0 = E.o.mv_wg;
     E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
     E.mv_unroll0 = E.o.mv_unroll;
+    E.mvx_wg0 = E.o.mvx_wg;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
