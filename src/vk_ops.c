@@ -896,8 +896,8 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
     if (st) return st;
     struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
-    /* conv1d.comp: workgroups of small_wg channels x 32 tokens */
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 31) / 32, 1, name);
+    /* conv1d.comp: workgroups of small_wg channels x 16 tokens */
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 15) / 16, 1, name);
     return ZN_OK;
 }
 
