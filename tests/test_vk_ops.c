@@ -1391,7 +1391,7 @@ static void test_argmax(void) {
 
 
 /* conv1d + SiLU against ssm.c, in two calls (prefill then decode) so the
- * state hand-over is checked too; T1 = 70 spans three token blocks of the
+ * state hand-over is checked too; T1 = 70 spans five 16-token blocks of the
  * kernel, T1 = 1 < K - 1 keeps part of the old state. */
 static void conv1d_case(int T1, int T2) {
     enum { C = 77, K = 4, ld = 80, TMAX = 72 };
