@@ -797,7 +797,9 @@ static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
  * rounded up to a power of two), or -1 where it does not apply. */
 static int attn_dec_slot(const vkops *o, const vkop_attn *a) {
     const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv);
-    if (!o->attn_dec || rows > ZN_VK_ATTN_DEC_MAX_ROWS || a->hd_k % 64 || a->hd_v < 4 || (a->hd_v & (a->hd_v - 1)) ||
+    /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
+     * keeps more of the GPU busy than one per KV head */
+    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || a->hd_k % 64 || a->hd_v < 4 || (a->hd_v & (a->hd_v - 1)) ||
         (a->ck | a->cv) % 16)
         return -1;
     int slot = 0;

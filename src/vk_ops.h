@@ -245,11 +245,12 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * partition a recording fixes) changes only when the context doubles; the
  * splits past the last key are empty. With step set, the dispatch stays
  * valid for every n_past whose split count is the recorded one.
- * With o->attn_dec, steps of up to ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV
- * head (n_tok x n_head / n_head_kv; hd_k a multiple of 64, hd_v a power of
- * two, both at most 256) run attn_dec.comp, one workgroup per (KV head,
- * split), which reads each K/V row once for the whole group; then steps of
- * up to ZN_VK_ATTN_SPLIT_TOK tokens split, attn_chunk defaults to
+ * With o->attn_dec, steps of up to ZN_VK_ATTN_SPLIT_TOK tokens and
+ * ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV head (n_tok x n_head /
+ * n_head_kv; hd_k a multiple of 64, hd_v a power of two, both at most 256)
+ * run attn_dec.comp, one workgroup per (KV head, split), which reads each
+ * K/V row once for the whole group; steps of that many tokens (on either
+ * kernel) split, attn_chunk defaults to
  * ZN_VK_ATTN_DEC_CHUNK and the split count stops at ZN_VK_ATTN_MAX_SPLIT:
  * both kernels then derive the keys per split from the position
  * (ceil(keys / splits)), so the count alone fixes a recording. */
