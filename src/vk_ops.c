@@ -81,6 +81,8 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
     const char *fc = getenv("ZN_VK_FA_CM"), *fg = getenv("ZN_VK_FA_CFG");
     o->fa_cm = !(fc && !strcmp(fc, "0"));
+    const char *k2 = getenv("ZN_VK_FA_KV2");
+    o->fa_kv2 = !(k2 && !strcmp(k2, "0"));
     o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
@@ -240,15 +242,25 @@ static uint32_t fa_ss_floats(const vkfa_cfg *f) {
     return s > 4 * 256 ? s : 4 * 256;
 }
 
-uint32_t vkops_fa_cfg_bytes(uint32_t ci) {
-    const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
-    /* Q and one K/V tile (rows padded by 8 halves), S, P (padded), alpha */
+/* Q and one K/V tile (rows padded by 8 halves), S, P (padded), alpha */
+static uint32_t fa_base_bytes(const vkfa_cfg *f) {
     return (f->br + f->bc) * (f->hd + 8) * 2 + fa_ss_floats(f) * 4 + f->br * (f->bc + 8) * 2 + f->br * 4;
+}
+
+/* A second K/V tile (K and V in buffers of their own) where it fits and
+ * ZN_VK_FA_KV2=0 did not turn it off */
+static bool fa_kv2(const vkops *o, const vkfa_cfg *f) {
+    return o->fa_kv2 && fa_base_bytes(f) + f->bc * (f->hd + 8) * 2 <= o->d->info.max_shared;
+}
+
+uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci) {
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+    return fa_base_bytes(f) + (fa_kv2(o, f) ? f->bc * (f->hd + 8) * 2 : 0);
 }
 
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
     /* a row's softmax threads reduce through shuffles: within one subgroup */
-    return ci < ZN_VK_FA_NCFG && vkops_fa_cfg_bytes(ci) <= o->d->info.max_shared &&
+    return ci < ZN_VK_FA_NCFG && fa_base_bytes(&zn_vk_fa_cfgs[ci]) <= o->d->info.max_shared &&
            FA_WG / zn_vk_fa_cfgs[ci].br <= o->d->info.subgroup_size;
 }
 
@@ -344,6 +356,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ATTN_FA_EMU: {
         const vkfa_cfg *f = &zn_vk_fa_cfgs[dim];
         spec[n++] = FA_WG; spec[n++] = f->hd; spec[n++] = f->br; spec[n++] = f->bc; spec[n++] = fa_ss_floats(f);
+        spec[n++] = fa_kv2(o, f);
         const bool cm = k == VKO_ATTN_FA_CM;
         return vkpipe_create(&o->ps, p, cm ? "attn_fa_cm" : "attn_fa_emu", spec, n, cm ? 32 : 0, err);
     }
@@ -905,8 +918,8 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
     if (st) return st;
     struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
-    /* conv1d.comp: workgroups of small_wg channels x 32 tokens */
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 31) / 32, 1, name);
+    /* conv1d.comp: workgroups of small_wg channels x 16 tokens */
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 15) / 16, 1, name);
     return ZN_OK;
 }
 

@@ -88,6 +88,9 @@ typedef struct vkops {
      * clears fa_cm at init (the scalar kernel, for A/B). */
     bool fa_cm;
     uint32_t fa_cfg;          /* index into zn_vk_fa_cfgs (ZN_VK_FA_CFG), or ZN_VK_MM_AUTO */
+    bool fa_kv2;              /* K and V tiles in buffers of their own where shared memory
+                                 allows (ZN_VK_FA_KV2=0 clears it at init); read when a
+                                 pipeline is built */
     char fa_err[192];         /* why fa_cm went off at run time (pipeline creation failed), or "" */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
@@ -265,10 +268,10 @@ typedef struct vkop_attn {
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     float scale;
 } vkop_attn;
-/* Shared memory bytes of tile config ci, and whether the device runs it;
- * the config prefill attention of head dim hd takes (ZN_VK_MM_AUTO: the
- * scalar kernel). */
-uint32_t vkops_fa_cfg_bytes(uint32_t ci);
+/* Shared memory bytes of tile config ci on this device, and whether the
+ * device runs it; the config prefill attention of head dim hd takes
+ * (ZN_VK_MM_AUTO: the scalar kernel). */
+uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci);
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci);
 uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd);
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);

@@ -1275,41 +1275,54 @@ static void test_attention_dec(void) {
 }
 
 /* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config
- * the device runs, on cooperative matrices where it has them, else on their
+ * the device runs, with K and V in one shared buffer and (where it fits) in
+ * two, on cooperative matrices where the device has them, else on their
  * emulation. Q and P are rounded to f16 for the products, so the bound is
- * that of f16 operands (lavapipe, emulated: 1.5e-8 .. 4.3e-8), not the f32 kernels' 1e-10. */
+ * that of f16 operands (lavapipe, emulated: 1.5e-8 .. 4.3e-8), not the f32
+ * kernels' 1e-10. */
 static void test_attention_mm(void) {
     const double tol = 5e-7;
     const vkops saved = E.o;
     const vkop_kind k = E.o.coopmat ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
     E.o.mm_emulate = !E.o.coopmat;
     E.o.fa_cm = true;
-    int n_run = 0;
+    int n_run = 0, n_kv2 = 0;
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) {
         if (!vkops_fa_cfg_ok(&E.o, ci)) continue;
         const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
         const int hd = (int)f->hd;
         E.o.fa_cfg = ci;
-        CHECK(vkops_fa_cfg_for(&E.o, f->hd) == ci);
-        const double e[] = {
-            attn_case(4, 4, hd, hd, 0, 37, false),   /* GQA 1, odd length */
-            attn_case(8, 2, hd, hd, 21, 130, false), /* GQA 4 after a prefix */
-            attn_case(8, 1, hd, hd, 5, 37, true),    /* GQA 8, position from the step block */
-            attn_case(6, 2, hd, hd, 0, 16, false),   /* GQA 3: blocks split a token's heads */
-        };
-        for (size_t i = 0; i < sizeof e / sizeof *e; i++)
-            CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys), case %zu: nmse %.3g", ci, f->hd, f->br, f->bc, i, e[i]);
-        CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used (%s)", ci, E.o.fa_err);
-        E.o.fa_cm = true;
-        n_run++;
+        E.o.fa_kv2 = true;
+        const uint32_t kv2_bytes = vkops_fa_cfg_bytes(&E.o, ci);
+        for (int v = 1; v >= 0; v--) {
+            E.o.fa_kv2 = v;
+            if (!v && vkops_fa_cfg_bytes(&E.o, ci) == kv2_bytes) break; /* no second buffer here anyway */
+            n_kv2 += v;
+            vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built with this fa_kv2 */
+            CHECK(vkops_fa_cfg_for(&E.o, f->hd) == ci);
+            const double e[] = {
+                attn_case(4, 4, hd, hd, 0, 37, false),   /* GQA 1, odd length */
+                attn_case(8, 2, hd, hd, 21, 130, false), /* GQA 4 after a prefix */
+                attn_case(8, 1, hd, hd, 5, 37, true),    /* GQA 8, position from the step block */
+                attn_case(6, 2, hd, hd, 0, 16, false),   /* GQA 3: blocks split a token's heads */
+            };
+            for (size_t i = 0; i < sizeof e / sizeof *e; i++)
+                CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys, %s), case %zu: nmse %.3g", ci, f->hd,
+                          f->br, f->bc, v ? "K/V buffers" : "one K/V buffer", i, e[i]);
+            CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used (%s)", ci, E.o.fa_err);
+            E.o.fa_cm = true;
+            n_run++;
+        }
     }
-    /* lavapipe (32 KiB of shared memory) fits the defaults and 16-row hd 128 */
-    CHECK(n_run >= 4);
+    /* lavapipe (32 KiB of shared memory) fits the defaults and 16-row hd
+     * 128, which has room for the second buffer */
+    CHECK(n_run >= 5 && n_kv2 >= 1);
     bool dims[3] = {false, false, false};
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
         if (vkops_fa_cfg_ok(&E.o, ci)) dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;
     CHECK(dims[0] && dims[1] && dims[2]);
-    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.fa_cfg = saved.fa_cfg;
+    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.fa_cfg = saved.fa_cfg, E.o.fa_kv2 = saved.fa_kv2;
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built as saved.fa_kv2 says */
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -1429,7 +1442,7 @@ static void test_argmax(void) {
 
 
 /* conv1d + SiLU against ssm.c, in two calls (prefill then decode) so the
- * state hand-over is checked too; T1 = 70 spans three token blocks of the
+ * state hand-over is checked too; T1 = 70 spans five 16-token blocks of the
  * kernel, T1 = 1 < K - 1 keeps part of the old state. */
 static void conv1d_case(int T1, int T2) {
     enum { C = 77, K = 4, ld = 80, TMAX = 72 };

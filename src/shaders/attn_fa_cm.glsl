@@ -9,17 +9,20 @@
 // share one KV head, pair i = token * G + g for the G = n_head / n_head_kv
 // query heads of the group, so each K/V tile staged serves all of them.
 // Per tile of BC keys:
-//   K into kv;        V loads issued; S tiles (RS x BC/16 of them, RS = BR/16
-//                     row slices) spread over the subgroups, stored to
-//                     shared (f32);
-//   softmax, V in kv: WG / BR threads per row: causal mask, online max,
-//                     P = exp(S - m) as f16 into shared, alpha per row; the
-//                     next K tile's loads issued;
-//   O:                each subgroup owns NO fixed 16x16 output tiles of one
-//                     row slice (registers): O = O * alpha + P V.
-// K and V take turns in one buffer, each loaded a phase ahead. The per-row rescale reaches accumulator
-// elements through a matrix of row indices of the same type (element i of
-// every such matrix is the same (row, column) in an invocation).
+//   S:       S tiles (RS x BC/16 of them, RS = BR/16 row slices) spread
+//            over the subgroups, stored to shared (f32);
+//   softmax: WG / BR threads per row: causal mask, online max, P =
+//            exp(S - m) as f16 into shared, alpha per row;
+//   O:       each subgroup owns NO fixed 16x16 output tiles of one row
+//            slice (registers): O = O * alpha + P V.
+// K/V tiles are loaded into registers a phase or two ahead and stored to
+// shared memory while the softmax runs. With KV2 (where shared memory
+// allows), K and V have a buffer each: the next K tile goes in while the
+// softmax of this one runs, two barriers per tile. Without, they take turns
+// in one: K in, barrier, S, barrier, softmax + V in, barrier, P V, barrier.
+// The per-row rescale reaches accumulator elements through a matrix of row
+// indices of the same type (element i of every such matrix is the same
+// (row, column) in an invocation).
 // The first tile holds key 0, which no row masks, so every row's max is
 // finite from then on (rows past the last pair see Q = 0 and are dropped).
 #include "common.glsl"
@@ -28,7 +31,8 @@ layout(constant_id = 0) const uint WG = 128;   // 4 subgroups of 32
 layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
 layout(constant_id = 2) const uint BR = 32;    // pair rows per workgroup (16, 32, 64)
 layout(constant_id = 3) const uint BC = 32;    // keys per tile (multiple of 16)
-layout(constant_id = 4) const uint SSZ = 1152; // floats of ss: max(BR * LS, 4 * 256) (vk_ops.c fa_bytes)
+layout(constant_id = 4) const uint SSZ = 1152; // floats of ss: max(BR * LS, 4 * 256) (vk_ops.c fa_ss_floats)
+layout(constant_id = 5) const uint KV2 = 0;    // 1: separate K and V buffers
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
@@ -47,7 +51,8 @@ const uint NO = RS * HT / 4u;                      // O tiles per subgroup, all 
 const uint TPR = WG / BR, CPT = BC / TPR;          // softmax threads per row, columns per thread
 
 shared f16vec2 qs[BR * LQ];
-shared f16vec2 kv[BC * LQ];
+shared f16vec2 kv[(1u + KV2) * BC * LQ];   // K, then (KV2) V at VO
+const uint VO = KV2 * BC * LQ;
 shared float ss[SSZ];       // S; at the end, a 16x16 staging tile per subgroup
 shared f16vec2 ps[BR * LP];
 shared float al[BR];        // per row: alpha of this tile; at the end 1 / l
@@ -64,23 +69,27 @@ float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
 #endif
 
 // K or V rows jt.. of this KV head, 16 bytes per load, into registers
-// (in flight while the previous phase's products run), then into kv. Keys
-// past kv_end are zeroed (the cache holds garbage there, and 0 * NaN would
+// (in flight while products run), then into kv at offset o. Keys past
+// kv_end are zeroed (the cache holds garbage there, and 0 * NaN would
 // poison O).
 const uint NLD = BC * HD / 8u / WG;
-uvec4 rg[NLD];
-void fetch(uint64_t base, uint jt, uint kv_end, uint kvh) {
+uvec4 rk[NLD], rv[NLD];
+void fetch(bool is_v, uint jt, uint kv_end, uint kvh) {
     const uint kdim = p.n_head_kv * HD;
+    const uint64_t base = is_v ? p.cv : p.ck;
     for (uint i = 0; i < NLD; i++) {
         const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
-        rg[i] = uvec4(0);
-        if (jt + key < kv_end) rg[i] = U32x4(base + 2ul * (uint64_t(jt + key) * kdim + kvh * HD + 8u * c8)).v[0];
+        uvec4 v = uvec4(0);
+        if (jt + key < kv_end) v = U32x4(base + 2ul * (uint64_t(jt + key) * kdim + kvh * HD + 8u * c8)).v[0];
+        if (is_v) rv[i] = v;
+        else rk[i] = v;
     }
 }
-void put() {
+void put(bool is_v) {
     for (uint i = 0; i < NLD; i++) {
         const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
-        for (uint c = 0; c < 4u; c++) kv[key * LQ + 4u * c8 + c] = unpackFloat2x16(rg[i][c]);
+        const uvec4 v = is_v ? rv[i] : rk[i];
+        for (uint c = 0; c < 4u; c++) kv[(is_v ? VO : 0u) + key * LQ + 4u * c8 + c] = unpackFloat2x16(v[c]);
     }
 }
 
@@ -127,12 +136,22 @@ void main() {
         for (uint e = 0; e < 8u; e++) o[j][e] = 0.0;
 #endif
 
-    fetch(p.ck, 0u, kv_end, kvh);
-    for (uint jt = 0; jt < kv_end; jt += BC) {
-        barrier(); // the previous tile's P V is done with kv (and the rows' ss)
-        put();     // K
+    fetch(false, 0u, kv_end, kvh);
+    if (KV2 != 0u) {
+        put(false);
+        fetch(true, 0u, kv_end, kvh);
         barrier();
-        fetch(p.cv, jt, kv_end, kvh);
+    }
+    for (uint jt = 0; jt < kv_end; jt += BC) {
+        const bool more = jt + BC < kv_end;
+        if (KV2 != 0u) {
+            if (more) fetch(false, jt + BC, kv_end, kvh);
+        } else {
+            barrier(); // the previous tile's P V is done with kv
+            put(false);
+            barrier();
+            fetch(true, jt, kv_end, kvh);
+        }
         for (uint i = 0; i < SPS; i++) {
             const uint t = sg + 4u * i;
             if (t >= NST) break;
@@ -182,9 +201,14 @@ void main() {
             m = mn;
             if (part == 0u) al[sr] = alpha;
         }
-        put(); // V: the S products are done with kv
-        if (jt + BC < kv_end) fetch(p.ck, jt + BC, kv_end, kvh);
+        put(true); // the S products are done with kv, the previous P V with V's buffer
+        if (KV2 != 0u) {
+            if (more) put(false);
+        } else if (more) {
+            fetch(false, jt + BC, kv_end, kvh);
+        }
         barrier();
+        if (KV2 != 0u && more) fetch(true, jt + BC, kv_end, kvh);
 #ifdef CM
         for (int e = 0; e < rowm.length(); e++) {
             const float a = al[16u * ors + uint(rowm[e])];
@@ -195,7 +219,7 @@ void main() {
             coopMatLoad(a, ps, 16u * ors * LP + 8u * k, LP, gl_CooperativeMatrixLayoutRowMajor);
             for (uint j = 0; j < NO; j++) {
                 CM_B b;
-                coopMatLoad(b, kv, 16u * k * LQ + 8u * (oct + j), LQ, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(b, kv, VO + 16u * k * LQ + 8u * (oct + j), LQ, gl_CooperativeMatrixLayoutRowMajor);
                 o[j] = coopMatMulAdd(a, b, o[j]);
             }
         }
@@ -207,7 +231,7 @@ void main() {
                 for (uint e = 0; e < 8u; e++) {
                     const uint col = 16u * (oct + j) + lane / 16u + 2u * e;
                     float acc = o[j][e] * a;
-                    for (uint k = 0; k < BC; k++) acc = fma(float(ps[pr + k / 2u][k % 2u]), kv_at(k * LQ, col), acc);
+                    for (uint k = 0; k < BC; k++) acc = fma(float(ps[pr + k / 2u][k % 2u]), kv_at(VO + k * LQ, col), acc);
                     o[j][e] = acc;
                 }
         }

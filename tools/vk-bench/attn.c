@@ -9,7 +9,9 @@
  * recorded in one command buffer: the scalar kernel (attn_fa.comp), then
  * attn_fa_cm.glsl in every tile config of the head dim the device runs
  * (zn_vk_fa_cfgs: rows x keys per workgroup; on cooperative matrices, or
- * emulated without them) and in the default one. TFLOP/s counts
+ * emulated without them) and in the default one, each with K and V in
+ * shared buffers of their own ("K|V", where they fit: the default) and in
+ * one ("KV"; ZN_VK_FA_KV2=0). TFLOP/s counts
  * 4 * head_dim * heads * (causal query-key pairs); "nmse" compares each
  * output with the scalar kernel's (f16 Q and P: ~1e-7 expected). */
 #include <math.h>
@@ -87,7 +89,7 @@ int main(int argc, char **argv) {
         {"2B   hd256 8/2", 8, 2, 256},
         {"35B  hd256 16/2", 16, 2, 256},
     };
-    printf("%-16s %-26s %10s %8s %10s\n", "shape", "kernel", "us/call", "TFLOP/s", "nmse");
+    printf("%-16s %-30s %10s %8s %10s\n", "shape", "kernel", "us/call", "TFLOP/s", "nmse");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const uint32_t nh = shapes[si].n_head, nkv = shapes[si].n_kv, hd = shapes[si].hd, n_ctx = (uint32_t)(N_PAST + T);
         const size_t nq = (size_t)T * nh * hd, nkvv = (size_t)n_ctx * nkv * hd;
@@ -115,39 +117,54 @@ int main(int argc, char **argv) {
         double pairs = 0;
         for (int t = 0; t < T; t++) pairs += N_PAST + t + 1;
         const double flop = 4.0 * hd * nh * pairs;
-        /* -1: the scalar kernel (the reference), 0..NCFG-1: the configs, NCFG: the default */
+        /* -1: the scalar kernel (the reference), 0..NCFG-1: the configs, NCFG:
+         * the default; each with K and V in buffers of their own (where that
+         * fits), then in one */
+        const vkop_kind kind = cm ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
         for (int ci = -1; ci <= ZN_VK_FA_NCFG; ci++) {
             if (ci >= 0 && ci < ZN_VK_FA_NCFG && (zn_vk_fa_cfgs[ci].hd != hd || !vkops_fa_cfg_ok(&o, (uint32_t)ci))) continue;
             o.fa_cm = ci >= 0;
             o.mm_emulate = !cm;
             o.fa_cfg = ci >= 0 && ci < ZN_VK_FA_NCFG ? (uint32_t)ci : ZN_VK_MM_AUTO;
-            char name[64];
             const uint32_t used = ci >= 0 ? vkops_fa_cfg_for(&o, hd) : ZN_VK_MM_AUTO;
-            if (ci < 0) snprintf(name, sizeof name, "scalar attn_fa");
-            else if (used == ZN_VK_MM_AUTO) snprintf(name, sizeof name, "%s: no config fits", cm ? "cm" : "emu");
-            else snprintf(name, sizeof name, "%s %ux%u%s (%u B)", cm ? "cm" : "emu", zn_vk_fa_cfgs[used].br,
-                          zn_vk_fa_cfgs[used].bc, ci == ZN_VK_FA_NCFG ? " default" : "", vkops_fa_cfg_bytes(used));
-            double us;
-            if (!time_calls(&at, &us)) {
-                fprintf(stderr, "  %s: %s\n", name, err.msg);
-                continue;
+            uint32_t b0 = 0, b1 = 0;
+            if (used != ZN_VK_MM_AUTO) {
+                o.fa_kv2 = false, b0 = vkops_fa_cfg_bytes(&o, used);
+                o.fa_kv2 = true, b1 = vkops_fa_cfg_bytes(&o, used);
             }
-            if (ci >= 0 && !o.fa_cm) { /* vk_ops fell back to the scalar kernel */
-                printf("%-16s %-26s pipeline refused: %s\n", shapes[si].what, name, o.fa_err);
-                continue;
+            for (int v = b1 != b0; v >= 0; v--) { /* the second buffer only where it fits */
+                char name[64];
+                o.fa_kv2 = v;
+                if (used != ZN_VK_MM_AUTO) {
+                    vkpipe_destroy(&o.ps, &o.pipes[kind][used]); /* rebuilt with this fa_kv2 */
+                    snprintf(name, sizeof name, "%s %ux%u %s%s (%u B)", cm ? "cm" : "emu", zn_vk_fa_cfgs[used].br,
+                             zn_vk_fa_cfgs[used].bc, v ? "K|V" : "KV", ci == ZN_VK_FA_NCFG ? " default" : "", v ? b1 : b0);
+                } else {
+                    snprintf(name, sizeof name, ci < 0 ? "scalar attn_fa" : "%s: no config fits", cm ? "cm" : "emu");
+                }
+                double us;
+                if (!time_calls(&at, &us)) {
+                    fprintf(stderr, "  %s: %s\n", name, err.msg);
+                    continue;
+                }
+                if (ci >= 0 && !o.fa_cm) { /* vk_ops fell back to the scalar kernel */
+                    printf("%-16s %-30s pipeline refused: %s\n", shapes[si].what, name, o.fa_err);
+                    o.fa_cm = true;
+                    continue;
+                }
+                if (vkxfer_download(&xf, y, ci < 0 ? ref : out, 4 * nq, &err)) {
+                    fprintf(stderr, "  download: %s\n", err.msg);
+                    continue;
+                }
+                double num = 0, den = 0;
+                for (size_t i = 0; ci >= 0 && i < nq; i++)
+                    num += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]), den += (double)ref[i] * ref[i];
+                char e[32] = "";
+                if (ci >= 0) snprintf(e, sizeof e, "%.3g", den > 0 ? num / den : num);
+                printf("%-16s %-30s %10.1f %8.2f %10s\n", shapes[si].what, name, us, flop / us * 1e-6, e);
             }
-            if (vkxfer_download(&xf, y, ci < 0 ? ref : out, 4 * nq, &err)) {
-                fprintf(stderr, "  download: %s\n", err.msg);
-                continue;
-            }
-            double num = 0, den = 0;
-            for (size_t i = 0; ci >= 0 && i < nq; i++)
-                num += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]), den += (double)ref[i] * ref[i];
-            char e[32] = "";
-            if (ci >= 0) snprintf(e, sizeof e, "%.3g", den > 0 ? num / den : num);
-            printf("%-16s %-26s %10.1f %8.2f %10s\n", shapes[si].what, name, us, flop / us * 1e-6, e);
         }
-        o.fa_cm = true, o.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
+        o.fa_cm = true, o.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false, o.fa_kv2 = true;
         vkxfer_free(&xf);
         vkarena_free(&a);
         free(qh); free(ref); free(out); free(kh); free(vh);
