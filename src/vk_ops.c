@@ -236,9 +236,16 @@ const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
 };
 #define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */
 
-/* attn_fa_cm.glsl's ss array (floats): S rows, or the 4 staging tiles */
+/* Parts an S tile's head dims are split into so that all 4 subgroups of
+ * attn_fa_cm.glsl have one: 4 / tiles where there are fewer tiles. */
+static uint32_t fa_kparts(const vkfa_cfg *f) {
+    const uint32_t tiles = f->br / 16 * (f->bc / 16);
+    return tiles < 4 ? 4 / tiles : 1;
+}
+
+/* attn_fa_cm.glsl's ss array (floats): the S parts, or the 4 staging tiles */
 static uint32_t fa_ss_floats(const vkfa_cfg *f) {
-    const uint32_t s = f->br * (f->bc + 4);
+    const uint32_t s = fa_kparts(f) * f->br * (f->bc + 4);
     return s > 4 * 256 ? s : 4 * 256;
 }
 
@@ -356,7 +363,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ATTN_FA_EMU: {
         const vkfa_cfg *f = &zn_vk_fa_cfgs[dim];
         spec[n++] = FA_WG; spec[n++] = f->hd; spec[n++] = f->br; spec[n++] = f->bc; spec[n++] = fa_ss_floats(f);
-        spec[n++] = fa_kv2(o, f);
+        spec[n++] = fa_kv2(o, f); spec[n++] = fa_kparts(f);
         const bool cm = k == VKO_ATTN_FA_CM;
         return vkpipe_create(&o->ps, p, cm ? "attn_fa_cm" : "attn_fa_emu", spec, n, cm ? 32 : 0, err);
     }
