@@ -18,11 +18,11 @@
 //            row;
 //   O:       each subgroup owns NO fixed 16x16 output tiles of one row
 //            slice (registers): O = O * alpha + P V.
-// K/V tiles are loaded into registers a phase or two ahead and stored to
-// shared memory while the softmax runs. With KV2 (where shared memory
-// allows), K and V have a buffer each: the next K tile goes in while the
-// softmax of this one runs, two barriers per tile. Without, they take turns
-// in one: K in, barrier, S, barrier, softmax + V in, barrier, P V, barrier.
+// K/V tiles are loaded into registers a phase or two ahead, so the loads
+// fly while products run. With KV2 (where shared memory allows), K and V
+// have a buffer each: V and the next K tile are stored while the softmax
+// runs, two barriers per tile. Without, they take turns in one: K in,
+// barrier, S, barrier, softmax + V in, barrier, P V, barrier.
 // The per-row rescale reaches accumulator elements through a matrix of row
 // indices of the same type (element i of every such matrix is the same
 // (row, column) in an invocation).
