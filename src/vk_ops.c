@@ -89,8 +89,9 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mm_cfg = ZN_VK_MM_AUTO;
     const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
-    const char *ch = getenv("ZN_VK_ATTN_CHUNK");
-    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : ZN_VK_ATTN_CHUNK;
+    const char *ch = getenv("ZN_VK_ATTN_CHUNK"), *ad = getenv("ZN_VK_ATTN_DEC");
+    o->attn_dec = d->info.subgroup_size >= 8 && !(ad && !strcmp(ad, "0")); /* attn_dec.comp: 8-lane rows */
+    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
@@ -130,6 +131,9 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
+#define ATTN_DEC_SLOTS 5 /* attn_dec.comp for 1, 2, 4, 8, 16 query rows */
+_Static_assert(1 << (ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS && ATTN_DEC_SLOTS <= ZN_VK_NTYPES &&
+                   ZN_VK_ATTN_DEC_MAX_ROWS * 8 <= ATTN_WG, "attn_dec.comp: 8 softmax lanes per row");
 #define MM_PREP_WG 256 /* mm_prep.comp's workgroup: a multiple of 8 steps */
 #define ATTN_FA_ROWS 32    /* query rows per workgroup of attn_fa.comp (its BR) */
 #define ATTN_FA_MIN_TOK 16 /* query rows from which those blocks pay */
@@ -319,8 +323,8 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
     const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
     const bool cm2 = k == VKO_MMF_CM2 || k == VKO_MMF_CM2_MOE;
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa;
-    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa || k == VKO_ATTN_DEC;
+    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : k == VKO_ATTN_DEC ? ATTN_DEC_SLOTS : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -378,6 +382,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
     case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
+    case VKO_ATTN_DEC: shader = "attn_dec"; spec[n++] = ATTN_WG; spec[n++] = 1u << dim; break;
     case VKO_ATTN_FA: /* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
@@ -800,21 +805,27 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
     return ZN_OK;
 }
 
-/* Split-K only for single-token decode over a long context: prefill rows
- * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two;
- * the splits past the keys are empty (cheap: they exit after loading q). */
+/* Split-K only for decode over a long context: prefill rows already fill
+ * the GPU. ceil(n_kv / chunk) rounded up to a power of two. attn.comp alone
+ * (attn_dec off): single tokens, chunk keys per split, those past the keys
+ * empty (cheap: they exit after loading q). With attn_dec: up to
+ * ZN_VK_ATTN_SPLIT_TOK tokens (attn_dec.comp has one workgroup per KV head
+ * and split: too few without), at most ZN_VK_ATTN_MAX_SPLIT splits (the
+ * merge reads them all), the keys spread evenly by the kernels. */
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
-    if (n_tok != 1 || n_kv <= o->attn_chunk) return 1;
+    if (n_tok > (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) || n_kv <= o->attn_chunk) return 1;
     const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
     uint32_t s = 2;
-    while (s < need) s *= 2;
+    while (s < need && !(o->attn_dec && s >= ZN_VK_ATTN_MAX_SPLIT)) s *= 2;
     return s;
 }
 
+/* For every step of a context of n_ctx: the most splits times the most
+ * tokens that split. */
 uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
     (void)n_tok;
     uint32_t s = vkop_attn_splits(o, 1, n_ctx);
-    return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
+    return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) * (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) : 0;
 }
 
 /* The push constants of attn.comp and attn_fa.comp. */
@@ -824,11 +835,26 @@ typedef struct attn_push {
     float scale;
 } attn_push;
 
-/* One split: every key (UINT32_MAX); more: attn_chunk keys each. */
+/* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
+ * with attn_dec) ceil(keys / n_split), derived by the kernel. */
 static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
+    const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->attn_chunk;
     return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
-                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split > 1 ? o->attn_chunk : UINT32_MAX, n_split,
-                       a->scale};
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
+}
+
+/* attn_dec.comp's pipeline slot for this call (log2 of its query rows
+ * rounded up to a power of two), or -1 where it does not apply. */
+static int attn_dec_slot(const vkops *o, const vkop_attn *a) {
+    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv);
+    /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
+     * keeps more of the GPU busy than one per KV head */
+    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || a->hd_k % 64 || a->hd_v < 4 || (a->hd_v & (a->hd_v - 1)) ||
+        (a->ck | a->cv) % 16)
+        return -1;
+    int slot = 0;
+    while (1u << slot < rows) slot++;
+    return slot;
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -868,13 +894,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + ATTN_FA_ROWS - 1) / ATTN_FA_ROWS, 1, name);
         return ZN_OK;
     }
-    zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
+    const int ds = attn_dec_slot(o, a);
+    zn_status st = ds >= 0 ? get_pipe_v(o, VKO_ATTN_DEC, ZN_TYPE_F32, (uint32_t)ds, &p, err)
+                           : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
     uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(o, a, n_split);
-    vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
+    if (ds >= 0) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
+    else vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);
         struct { uint64_t part, dst; uint32_t n_head, hd_v, n_split; } pm_pc = {a->part, a->dst, a->n_head, a->hd_v, n_split};

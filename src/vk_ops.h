@@ -23,6 +23,7 @@ typedef enum vkop_kind {
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
+    VKO_ATTN_DEC,                                            /* per query rows (log2) */
     VKO_COUNT
 } vkop_kind;
 
@@ -62,6 +63,8 @@ typedef struct vkops {
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
     uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
+    bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies;
+                                 ZN_VK_ATTN_DEC=0 clears it at init (attn.comp only, for A/B) */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
     /* The f16 GEMM path (mmf.glsl) for non-F32 weights: the operands are
@@ -250,9 +253,22 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * workgroups: a power of two, so the count (the only thing of the
  * partition a recording fixes) changes only when the context doubles; the
  * splits past the last key are empty. With step set, the dispatch stays
- * valid for every n_past whose split count is the recorded one. */
+ * valid for every n_past whose split count is the recorded one.
+ * With o->attn_dec, steps of up to ZN_VK_ATTN_SPLIT_TOK tokens and
+ * ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV head (n_tok x n_head /
+ * n_head_kv; hd_k a multiple of 64, hd_v a power of two, both at most 256)
+ * run attn_dec.comp, one workgroup per (KV head, split), which reads each
+ * K/V row once for the whole group; steps of that many tokens (on either
+ * kernel) split, attn_chunk defaults to
+ * ZN_VK_ATTN_DEC_CHUNK and the split count stops at ZN_VK_ATTN_MAX_SPLIT:
+ * both kernels then derive the keys per split from the position
+ * (ceil(keys / splits)), so the count alone fixes a recording. */
 #define ZN_VK_ATTN_MAX_HEAD_DIM 256
 #define ZN_VK_ATTN_CHUNK 256
+#define ZN_VK_ATTN_DEC_CHUNK 64
+#define ZN_VK_ATTN_DEC_MAX_ROWS 16
+#define ZN_VK_ATTN_SPLIT_TOK 4
+#define ZN_VK_ATTN_MAX_SPLIT 256
 typedef struct vkop_attn {
     VkDeviceAddress q, ck, cv, dst, part, step;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;

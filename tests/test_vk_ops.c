@@ -1194,8 +1194,10 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 
 static void test_attention(void) {
     const double tol = 1e-10;
-    const bool fa_cm = E.o.fa_cm;
+    const bool fa_cm = E.o.fa_cm, dec = E.o.attn_dec;
+    const uint32_t chunk = E.o.attn_chunk;
     E.o.fa_cm = false; /* the f32 kernels (matrix products: test_attention_mm) */
+    E.o.attn_dec = false, E.o.attn_chunk = ZN_VK_ATTN_CHUNK; /* attn.comp alone (ZN_VK_ATTN_DEC=0) */
     double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
     double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
     double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
@@ -1220,7 +1222,61 @@ static void test_attention(void) {
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
     CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
-    E.o.fa_cm = fa_cm;
+    E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.attn_chunk = chunk;
+}
+
+/* Decode attention per KV head (attn_dec.comp) against the same reference:
+ * head dims 64/128/256, GQA 1..16, contexts of 1, 37, 300 and 4097 keys,
+ * 1 to 4 tokens, with and without splits (a tiny chunk gives splits that
+ * are empty, or empty for the first token's row only); where it does not
+ * apply, attn.comp with the splits of this rule. */
+static void test_attention_dec(void) {
+    const double tol = 1e-10;
+    const bool dec = E.o.attn_dec;
+    const uint32_t chunk = E.o.attn_chunk;
+    E.o.attn_dec = E.d.info.subgroup_size >= 8; /* as vkops_init has it without ZN_VK_ATTN_DEC=0 */
+    if (!E.o.attn_dec) {
+        fprintf(stderr, "  subgroups of %u lanes: no attn_dec.comp on this device\n", E.d.info.subgroup_size);
+        E.o.attn_dec = dec;
+        return;
+    }
+    E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    CHECK(vkop_attn_splits(&E.o, 1, 64) == 1 && vkop_attn_splits(&E.o, 1, 65) == 2 &&
+          vkop_attn_splits(&E.o, 1, 4097) == 128 && vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK, 4097) == 128 &&
+          vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK + 1, 4097) == 1 &&
+          vkop_attn_splits(&E.o, 1, 1u << 24) == ZN_VK_ATTN_MAX_SPLIT);
+    CHECK(vkop_attn_part_floats(&E.o, 1, 4097, 8, 64) == 128ull * 8 * 66 * ZN_VK_ATTN_SPLIT_TOK);
+    static const struct { int n_head, n_kv, n_past, T; uint32_t chunk; bool via_step; } cs[] = {
+        {4, 4, 0, 1, 0, false},      /* one key, GQA 1 */
+        {4, 2, 36, 1, 0, false},     /* 37 keys, GQA 2, one split */
+        {8, 2, 36, 1, 16, true},     /* 37 keys in 4 splits, GQA 4, position from the step block */
+        {8, 1, 299, 1, 0, false},    /* 300 keys in 8 splits, GQA 8 */
+        {16, 1, 36, 1, 0, false},    /* GQA 16 */
+        {8, 2, 4096, 1, 0, true},    /* 4097 keys in 128 splits */
+        {4, 4, 4094, 3, 0, false},   /* 3 tokens (4 rows) over 4097 keys in 128 splits */
+        {8, 2, 296, 4, 0, true},     /* 4 tokens x GQA 4: 16 rows, split */
+        {8, 2, 7, 4, 2, false},      /* chunk 2: a split with keys only for the last rows */
+        {4, 4, 3, 2, 1, false},      /* 5 keys in 8 splits of 1: some empty */
+        {8, 2, 20, 6, 0, false},     /* 6 tokens: attn.comp, one split */
+        {8, 1, 40, 3, 0, false},     /* 24 rows: attn.comp */
+    };
+    static const int hds[][2] = {{64, 64}, {128, 128}, {256, 256}, {128, 64}, {64, 256}};
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+            if (hi >= 3 && i % 3) continue; /* mixed dims: a few cases */
+            E.o.attn_chunk = cs[i].chunk ? cs[i].chunk : ZN_VK_ATTN_DEC_CHUNK;
+            const double e = attn_case(cs[i].n_head, cs[i].n_kv, hds[hi][0], hds[hi][1], cs[i].n_past, cs[i].T, cs[i].via_step);
+            CHECK_MSG(e <= tol, "hd %d/%d, %d/%d heads, %d + %d tokens, chunk %u: nmse %.3g", hds[hi][0], hds[hi][1],
+                      cs[i].n_head, cs[i].n_kv, cs[i].n_past, cs[i].T, E.o.attn_chunk, e);
+        }
+    for (int slot = 0; slot < 5; slot++) /* 1, 2, 4, 8 and 16 rows ran on it */
+        CHECK_MSG(E.o.pipes[VKO_ATTN_DEC][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp for %d rows not used", 1 << slot);
+    /* head dims it does not take: attn.comp with the derived chunk */
+    E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    const double e0 = attn_case(4, 4, 32, 32, 1100, 1, false), e1 = attn_case(4, 2, 96, 96, 300, 3, true);
+    CHECK_MSG(e0 <= tol, "hd 32, split: nmse %.3g", e0);
+    CHECK_MSG(e1 <= tol, "hd 96, 3 tokens split: nmse %.3g", e1);
+    E.o.attn_dec = dec, E.o.attn_chunk = chunk;
 }
 
 /* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config
@@ -1572,6 +1628,7 @@ int main(void) {
     RUN(test_rope);
     RUN(test_rope_fused);
     RUN(test_attention);
+    RUN(test_attention_dec);
     RUN(test_attention_mm);
     RUN(test_eltwise);
     RUN(test_moe_route);
