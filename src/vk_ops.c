@@ -117,6 +117,10 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
     o->mvx_wg = cpu ? d->info.subgroup_size : 0;
     if (mg && atoi(mg) > 0 && (uint32_t)atoi(mg) % d->info.subgroup_size == 0) o->mvx_wg = (uint32_t)atoi(mg);
+    const char *mm = getenv("ZN_VK_MVX_MODES"), *qs = getenv("ZN_VK_QX_SK"), *qw = getenv("ZN_VK_QX_WG");
+    o->mvx_modes = mm && atoi(mm) >= 0 ? (uint32_t)atoi(mm) : 7;
+    o->qx_sk = qs && atoi(qs) > 0 && atoi(qs) <= 16 ? (uint32_t)atoi(qs) : 0;
+    o->qx_wg = qw && atoi(qw) > 0 && atoi(qw) % 8 == 0 && atoi(qw) <= 1024 ? (uint32_t)atoi(qw) : 0;
     o->mvx_pf = ZN_VK_MVX_AUTO;
     if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
     return vkpipes_init(&o->ps, d, cache_path, err);
@@ -147,6 +151,9 @@ static uint32_t mv_rows_for(const vkops *o, zn_type t) {
     if (o->mv_rows) return o->mv_rows;
     return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
 }
+
+/* quantx.comp's workgroup: like norm's (one per row, wide) unless set. */
+static uint32_t qx_wg(const vkops *o) { return o->qx_wg ? o->qx_wg : o->norm_wg; }
 
 /* The weight types of the integer mat-vec (matvec_q.comp). */
 static bool is_quant(zn_type t) {
@@ -353,7 +360,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     }
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->qx_sk; break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -520,15 +527,16 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
+    const uint32_t per = o->qx_sk * qx_wg(o), parts = per ? (a->ncols / 4 + per - 1) / per : 1;
+    dispatch_items(o, c, p, &pc, sizeof pc, rows * parts, "quantx");
     vkcmd_barrier(c);
 }
 
 /* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
  * fit, or the device rejected the pipeline: then vkops.mvx goes off and
  * intdot_err says why). */
-static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols) {
-    if (!o->mvx || ncols > o->mvx_max_cols) return NULL;
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode) {
+    if (!o->mvx || ncols > o->mvx_max_cols || !(o->mvx_modes >> xmode & 1)) return NULL;
     vkop_kind k = VKO_MATVEC_QX_S;
     while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
     const vkpipe *p = NULL;
@@ -547,7 +555,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     const bool iq = o->intdot && is_quant(a->type);
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols) : NULL;
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode) : NULL;
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */

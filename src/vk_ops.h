@@ -101,6 +101,10 @@ typedef struct vkops {
                                  shared memory (no quantx dispatch and barrier), for rows of
                                  at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it (ZN_VK_MVX_MODES; default 7) */
+    uint32_t qx_sk, qx_wg;    /* quantx.comp: vec4s per thread of a workgroup's slice of a row
+                                 (ZN_VK_QX_SK; 0: a workgroup per row), its workgroup size
+                                 (ZN_VK_QX_WG; 0: norm_wg); read when the pipeline is built */
     uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
     uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
                                  x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
