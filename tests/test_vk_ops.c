@@ -393,20 +393,20 @@ static void test_matmat_cm2(void) {
     E.o.cm2_cfg = cfg;
 }
 
-/* Three stacked matmuls (13, 7 and 20 rows) as one f16 GEMM with the
- * grouped epilogue (own outputs with padded strides, bias, scale), its
- * weights in two chunks (the second starts inside the stack: r_base). */
-static void f16_grouped(void) {
+/* Three stacked matmuls as one f16 GEMM with the grouped epilogue (own
+ * outputs with padded strides, bias, scale), its weights in two chunks
+ * (the second starts inside the stack: r_base). */
+static void f16_grouped_case(const int rows[3]) {
     const zn_type t = ZN_TYPE_Q4_K;
-    const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 67;
-    float *wf = malloc(sizeof(float) * total * cols), *x = malloc(sizeof(float) * T * cols), bias[40];
-    float scale[3] = {0.5f, 1.5f, -2.0f}, *y = malloc(sizeof(float) * T * 23);
-    double *ref = malloc(sizeof(double) * T * 23);
+    const int total = rows[0] + rows[1] + rows[2], cols = 256, T = 67, ymax = (rows[0] > rows[2] ? rows[0] : rows[2]) + 3;
+    float *wf = malloc(sizeof(float) * total * cols), *x = malloc(sizeof(float) * T * cols);
+    float *bias = malloc(sizeof(float) * total), scale[3] = {0.5f, 1.5f, -2.0f}, *y = malloc(sizeof(float) * T * ymax);
+    double *ref = malloc(sizeof(double) * T * ymax);
     void *wq = make_weights(t, total, cols, wf);
     fill(x, (size_t)T * cols, 1.0f);
-    fill(bias, 40, 1.0f);
+    fill(bias, (size_t)total, 1.0f);
     const size_t rb = vkq_row_bytes(t, cols);
-    vkref dw = dev_up(wq, rb * total), dx = dev_up(x, sizeof(float) * T * cols), db = dev_up(bias, sizeof bias);
+    vkref dw = dev_up(wq, rb * total), dx = dev_up(x, sizeof(float) * T * cols), db = dev_up(bias, sizeof(float) * total);
     vkref ds = dev_up(scale, sizeof scale), dy[3];
     vkop_group grp = {.n_seg = 3};
     for (int sg = 0, r0 = 0; sg < 3; r0 += rows[sg++]) {
@@ -443,10 +443,20 @@ static void f16_grouped(void) {
                 ref[tk * ld + r] = v * scale[sg] + (sg != 1 ? bias[r0 + r] : 0);
             }
         const double e = nmse(y, ref, (size_t)T * ld);
-        CHECK_MSG(e <= 1e-5, "segment %d%s: nmse %.3g", sg, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        CHECK_MSG(e <= 1e-5, "segment %d of %d/%d/%d rows%s: nmse %.3g", sg, rows[0], rows[1], rows[2],
+                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
     }
-    free(wf); free(x); free(y); free(ref); free(wq);
+    free(wf); free(x); free(y); free(ref); free(wq); free(bias);
     reset();
+}
+
+/* Segments smaller than a tile (every tile spans several), and segments of
+ * whole tiles with one straddled (the per-tile segment lookup of
+ * mmf_cm2.comp), each in two chunks of rows. */
+static void f16_grouped(void) {
+    static const int small[3] = {13, 7, 20}, large[3] = {128, 64, 70};
+    f16_grouped_case(small);
+    f16_grouped_case(large);
 }
 
 /* Three f16 GEMMs in one command buffer sharing the scratch: the second
