@@ -505,12 +505,64 @@ static void f16_x_reuse(void) {
     reset();
 }
 
+/* A SwiGLU fused into the f16 GEMM's x conversion (mm_prep.comp): dense,
+ * and the grouped MoE GEMM with per-slot x (gathered in bucket order, aux
+ * with it), against silu(x) * aux then the matmul in double precision. */
+static void f16_swiglu(void) {
+    const zn_type t = ZN_TYPE_Q4_K;
+    const int ne = 3, rows = 37, cols = 256, T = 21, k = 2;
+    const size_t rb = vkq_row_bytes(t, cols);
+    float *wf = malloc(sizeof(float) * ne * rows * cols), *x = malloc(sizeof(float) * T * k * cols);
+    float *aux = malloc(sizeof(float) * T * k * cols), *h = malloc(sizeof(float) * T * k * cols);
+    float *y = malloc(sizeof(float) * T * k * rows), route[21 * 4], scales[3] = {1, 1, 1};
+    double *ref = malloc(sizeof(double) * T * k * rows);
+    uint8_t *wq = make_experts(t, ne, rows, cols, wf);
+    fill(x, (size_t)T * k * cols, 3.0f);
+    fill(aux, (size_t)T * k * cols, 1.0f);
+    for (int i = 0; i < T * k * cols; i++) h[i] = x[i] / (1.0f + expf(-x[i])) * aux[i];
+    for (int tk = 0; tk < T; tk++)
+        for (int j = 0; j < k; j++) route[tk * 2 * k + j] = (float)((tk + 2 * j) % ne), route[tk * 2 * k + k + j] = 0.5f;
+    for (int moe = 0; moe < 2; moe++) { /* (reset() frees the device buffers) */
+        vkref dw = dev_up(wq, rb * rows * ne), dx = dev_up(x, sizeof(float) * T * k * cols);
+        vkref da = dev_up(aux, sizeof(float) * T * k * cols), dr = dev_up(route, sizeof route);
+        vkref ds = dev_up(scales, sizeof scales), dy = dev_out(sizeof(float) * T * k * rows);
+        vkop_mm a = moe ? moe_args(t, ne, rows, cols, T, k, true, dw, dx, dr, ds, dy)
+                        : (vkop_mm){.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = cols, .nrows = rows,
+                                    .row_bytes = (uint32_t)rb, .n_tok = T * k, .x_stride = cols, .y_stride = rows};
+        a.xmode = VKX_SWIGLU, a.aux = da.addr;
+        for (int tk = 0; tk < T; tk++) /* dense: T * k rows of x; MoE: token tk, slot j reads its own row too */
+            for (int j = 0; j < k; j++)
+                for (int r = 0; r < rows; r++) {
+                    const int e = moe ? (int)route[tk * 2 * k + j] : 0;
+                    const float *wr = wf + ((size_t)e * rows + r) * cols, *hr = h + (size_t)(tk * k + j) * cols;
+                    double v = 0;
+                    for (int c = 0; c < cols; c++) v += (double)wr[c] * hr[c];
+                    ref[(tk * k + j) * rows + r] = v;
+                }
+        zn_err err = {0};
+        double e = INFINITY;
+        if (begin()) {
+            zn_status st = f16_matmat(&a, rb * rows * ne, &err);
+            if (st) fprintf(stderr, "  %s\n", err.msg);
+            if (run() && !st) {
+                dev_down(dy, y, sizeof(float) * T * k * rows);
+                e = nmse(y, ref, (size_t)T * k * rows);
+            }
+        }
+        CHECK_MSG(e <= 1e-5, "SwiGLU x, %s%s: nmse %.3g", moe ? "grouped MoE" : "dense",
+                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        reset();
+    }
+    free(wf); free(x); free(aux); free(h); free(y); free(ref); free(wq);
+}
+
 /* Emulated, on cooperative matrices, on NV cooperative matrix 2 (where present). */
 static void test_matmat_f16_grouped(void) {
     for (int cm = 0; cm <= (E.o.coopmat ? 1 + (int)E.d.info.coopmat2 : 0); cm++) {
         f16_cm = cm > 0, f16_cm2 = cm == 2;
         f16_grouped();
         f16_x_reuse();
+        f16_swiglu();
     }
     f16_cm2 = false;
 }
