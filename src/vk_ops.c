@@ -34,13 +34,35 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
     return cap < most ? cap : most;
 }
 
-/* Workgroups per token of the fused integer mat-vec by default: 4 per SM of
- * an H200 (132 SMs), all resident at once (no second wave to wait for),
- * so that the redundant reads and quantisation of x (up to 96 KB of f32 x
- * and aux per workgroup) are paid a few hundred times, not once per row
- * block: an 8B's gate+up has 3072 blocks. (A guess until measured:
- * tools/vk-bench/matvec.c sweeps it.) */
+/* The fused integer mat-vec's configuration per weight type (type_slot;
+ * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
+ * set): subgroups per workgroup, rows per subgroup, steps per iteration,
+ * workgroups per token, 32-byte sectors per thread prefetched before x is
+ * quantised. 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
+ * once (no second wave to wait for), so that the redundant reads and
+ * quantisation of x (up to 96 KB of f32 x and aux per workgroup) are paid a
+ * few hundred times, not once per row block: an 8B's gate+up has 3072
+ * blocks. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
+typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf; } mvx_tune;
+static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
+    [3] = {4, 2, 2, MVX_WGS, 0}, /* Q4_0 */
+    [4] = {4, 2, 2, MVX_WGS, 0}, /* Q8_0 */
+    [5] = {4, 2, 2, MVX_WGS, 0}, /* Q4_K */
+    [6] = {4, 2, 2, MVX_WGS, 0}, /* Q5_K */
+    [7] = {4, 2, 2, MVX_WGS, 0}, /* Q6_K */
+};
+
+static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
+    const int ts = type_slot(t);
+    mvx_tune m = mvx_tunes[ts < 0 ? 5 : ts];
+    m.wg = o->mvx_wg ? o->mvx_wg : m.wg * o->d->info.subgroup_size;
+    if (o->mv_rows) m.rows = o->mv_rows;
+    if (o->mv_unroll) m.unroll = o->mv_unroll;
+    if (o->mvx_wgs != ZN_VK_MVX_AUTO) m.wgs = o->mvx_wgs;
+    if (o->mvx_pf != ZN_VK_MVX_AUTO) m.pf = o->mvx_pf;
+    return m;
+}
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);
@@ -67,8 +89,9 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mm_cfg = ZN_VK_MM_AUTO;
     const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
-    const char *ch = getenv("ZN_VK_ATTN_CHUNK");
-    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : ZN_VK_ATTN_CHUNK;
+    const char *ch = getenv("ZN_VK_ATTN_CHUNK"), *ad = getenv("ZN_VK_ATTN_DEC");
+    o->attn_dec = d->info.subgroup_size >= 8 && !(ad && !strcmp(ad, "0")); /* attn_dec.comp: 8-lane rows */
+    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
@@ -85,13 +108,21 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
-    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
+    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS"), *mg = getenv("ZN_VK_MVX_WG"), *mp = getenv("ZN_VK_MVX_PF");
     o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
     /* each workgroup quantises its x row again: on lavapipe that is CPU
      * time, on a GPU latency before its weight loads */
-    o->mvx_wgs = cpu ? 16 : MVX_WGS;
+    o->mvx_wgs = cpu ? 16 : ZN_VK_MVX_AUTO;
     if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
+    o->mvx_wg = cpu ? d->info.subgroup_size : 0;
+    if (mg && atoi(mg) > 0 && (uint32_t)atoi(mg) % d->info.subgroup_size == 0) o->mvx_wg = (uint32_t)atoi(mg);
+    const char *mm = getenv("ZN_VK_MVX_MODES"), *qs = getenv("ZN_VK_QX_SK"), *qw = getenv("ZN_VK_QX_WG");
+    o->mvx_modes = mm && atoi(mm) >= 0 ? (uint32_t)atoi(mm) : 7;
+    o->qx_sk = qs && atoi(qs) > 0 && atoi(qs) <= 16 ? (uint32_t)atoi(qs) : 0;
+    o->qx_wg = qw && atoi(qw) > 0 && atoi(qw) % 8 == 0 && atoi(qw) <= 1024 ? (uint32_t)atoi(qw) : 0;
+    o->mvx_pf = ZN_VK_MVX_AUTO;
+    if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -104,6 +135,9 @@ void vkops_free(vkops *o) {
 }
 
 #define ATTN_WG 128
+#define ATTN_DEC_SLOTS 5 /* attn_dec.comp for 1, 2, 4, 8, 16 query rows */
+_Static_assert(1 << (ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS && ATTN_DEC_SLOTS <= ZN_VK_NTYPES &&
+                   ZN_VK_ATTN_DEC_MAX_ROWS * 8 <= ATTN_WG, "attn_dec.comp: 8 softmax lanes per row");
 #define MM_PREP_WG 256 /* mm_prep.comp's workgroup: a multiple of 8 steps */
 #define ATTN_FA_ROWS 32    /* query rows per workgroup of attn_fa.comp (its BR) */
 #define ATTN_FA_MIN_TOK 16 /* query rows from which those blocks pay */
@@ -117,6 +151,9 @@ static uint32_t mv_rows_for(const vkops *o, zn_type t) {
     if (o->mv_rows) return o->mv_rows;
     return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
 }
+
+/* quantx.comp's workgroup: like norm's (one per row, wide) unless set. */
+static uint32_t qx_wg(const vkops *o) { return o->qx_wg ? o->qx_wg : o->norm_wg; }
 
 /* The weight types of the integer mat-vec (matvec_q.comp). */
 static bool is_quant(zn_type t) {
@@ -232,9 +269,16 @@ const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
 };
 #define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */
 
-/* attn_fa_cm.glsl's ss array (floats): S rows, or the 4 staging tiles */
+/* Parts an S tile's head dims are split into so that all 4 subgroups of
+ * attn_fa_cm.glsl have one: 4 / tiles where there are fewer tiles. */
+static uint32_t fa_kparts(const vkfa_cfg *f) {
+    const uint32_t tiles = f->br / 16 * (f->bc / 16);
+    return tiles < 4 ? 4 / tiles : 1;
+}
+
+/* attn_fa_cm.glsl's ss array (floats): the S parts, or the 4 staging tiles */
 static uint32_t fa_ss_floats(const vkfa_cfg *f) {
-    const uint32_t s = f->br * (f->bc + 4);
+    const uint32_t s = fa_kparts(f) * f->br * (f->bc + 4);
     return s > 4 * 256 ? s : 4 * 256;
 }
 
@@ -286,8 +330,8 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
     const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
     const bool cm2 = k == VKO_MMF_CM2 || k == VKO_MMF_CM2_MOE;
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa;
-    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : ZN_VK_MM_NCFG;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa || k == VKO_ATTN_DEC;
+    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : k == VKO_ATTN_DEC ? ATTN_DEC_SLOTS : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -310,11 +354,13 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
-    case VKO_MATVEC_QX_L:
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = mvq_unroll_for(o, t); spec[n++] = mvx_cap(o, k) / 32;
+    case VKO_MATVEC_QX_L: {
+        const mvx_tune m = mvx_tune_for(o, t);
+        spec[n++] = m.wg; spec[n++] = (uint32_t)t; spec[n++] = m.rows; spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
+    }
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->qx_sk; break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -343,6 +389,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
     case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
+    case VKO_ATTN_DEC: shader = "attn_dec"; spec[n++] = ATTN_WG; spec[n++] = 1u << dim; break;
     case VKO_ATTN_FA: /* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
@@ -351,7 +398,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ATTN_FA_EMU: {
         const vkfa_cfg *f = &zn_vk_fa_cfgs[dim];
         spec[n++] = FA_WG; spec[n++] = f->hd; spec[n++] = f->br; spec[n++] = f->bc; spec[n++] = fa_ss_floats(f);
-        spec[n++] = fa_kv2(o, f);
+        spec[n++] = fa_kv2(o, f); spec[n++] = fa_kparts(f);
         const bool cm = k == VKO_ATTN_FA_CM;
         return vkpipe_create(&o->ps, p, cm ? "attn_fa_cm" : "attn_fa_emu", spec, n, cm ? 32 : 0, err);
     }
@@ -480,15 +527,16 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
+    const uint32_t per = o->qx_sk * qx_wg(o), parts = per ? (a->ncols / 4 + per - 1) / per : 1;
+    dispatch_items(o, c, p, &pc, sizeof pc, rows * parts, "quantx");
     vkcmd_barrier(c);
 }
 
 /* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
  * fit, or the device rejected the pipeline: then vkops.mvx goes off and
  * intdot_err says why). */
-static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols) {
-    if (!o->mvx || ncols > o->mvx_max_cols) return NULL;
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode) {
+    if (!o->mvx || ncols > o->mvx_max_cols || !(o->mvx_modes >> xmode & 1)) return NULL;
     vkop_kind k = VKO_MATVEC_QX_S;
     while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
     const vkpipe *p = NULL;
@@ -507,29 +555,31 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     const bool iq = o->intdot && is_quant(a->type);
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols) : NULL;
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode) : NULL;
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (px) p = px;
     else st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
-    uint32_t per_sg = mv_rows_for(o, a->type);
+    uint32_t per_sg = mv_rows_for(o, a->type), wg = o->mv_wg;
+    const mvx_tune mt = px ? mvx_tune_for(o, a->type) : (mvx_tune){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
-        per_sg = mvq_rows_for(o, a->type) << lg;
+        per_sg = (px ? mt.rows : mvq_rows_for(o, a->type)) << lg;
     }
+    if (px) wg = mt.wg;
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
         pc.x = q;
         pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
         pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
     }
-    const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = per_sg * (wg / o->d->info.subgroup_size);
     uint32_t n_wg = (a->nrows + per_wg - 1) / per_wg, gx, gy;
     /* the fused kernel loops over row blocks: fewer workgroups, each
      * quantising x once */
-    if (px && o->mvx_wgs && n_wg > o->mvx_wgs) n_wg = o->mvx_wgs;
+    if (px && mt.wgs && n_wg > mt.wgs) n_wg = mt.wgs;
     grid2(o, n_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
@@ -769,21 +819,27 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
     return ZN_OK;
 }
 
-/* Split-K only for single-token decode over a long context: prefill rows
- * already fill the GPU. ceil(n_kv / chunk) rounded up to a power of two;
- * the splits past the keys are empty (cheap: they exit after loading q). */
+/* Split-K only for decode over a long context: prefill rows already fill
+ * the GPU. ceil(n_kv / chunk) rounded up to a power of two. attn.comp alone
+ * (attn_dec off): single tokens, chunk keys per split, those past the keys
+ * empty (cheap: they exit after loading q). With attn_dec: up to
+ * ZN_VK_ATTN_SPLIT_TOK tokens (attn_dec.comp has one workgroup per KV head
+ * and split: too few without), at most ZN_VK_ATTN_MAX_SPLIT splits (the
+ * merge reads them all), the keys spread evenly by the kernels. */
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
-    if (n_tok != 1 || n_kv <= o->attn_chunk) return 1;
+    if (n_tok > (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) || n_kv <= o->attn_chunk) return 1;
     const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
     uint32_t s = 2;
-    while (s < need) s *= 2;
+    while (s < need && !(o->attn_dec && s >= ZN_VK_ATTN_MAX_SPLIT)) s *= 2;
     return s;
 }
 
+/* For every step of a context of n_ctx: the most splits times the most
+ * tokens that split. */
 uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
     (void)n_tok;
     uint32_t s = vkop_attn_splits(o, 1, n_ctx);
-    return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) : 0;
+    return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) * (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) : 0;
 }
 
 /* The push constants of attn.comp and attn_fa.comp. */
@@ -793,11 +849,26 @@ typedef struct attn_push {
     float scale;
 } attn_push;
 
-/* One split: every key (UINT32_MAX); more: attn_chunk keys each. */
+/* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
+ * with attn_dec) ceil(keys / n_split), derived by the kernel. */
 static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
+    const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->attn_chunk;
     return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
-                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, n_split > 1 ? o->attn_chunk : UINT32_MAX, n_split,
-                       a->scale};
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
+}
+
+/* attn_dec.comp's pipeline slot for this call (log2 of its query rows
+ * rounded up to a power of two), or -1 where it does not apply. */
+static int attn_dec_slot(const vkops *o, const vkop_attn *a) {
+    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv);
+    /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
+     * keeps more of the GPU busy than one per KV head */
+    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || a->hd_k % 64 || a->hd_v < 4 || (a->hd_v & (a->hd_v - 1)) ||
+        (a->ck | a->cv) % 16)
+        return -1;
+    int slot = 0;
+    while (1u << slot < rows) slot++;
+    return slot;
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -837,13 +908,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + ATTN_FA_ROWS - 1) / ATTN_FA_ROWS, 1, name);
         return ZN_OK;
     }
-    zn_status st = get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
+    const int ds = attn_dec_slot(o, a);
+    zn_status st = ds >= 0 ? get_pipe_v(o, VKO_ATTN_DEC, ZN_TYPE_F32, (uint32_t)ds, &p, err)
+                           : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
     uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(o, a, n_split);
-    vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
+    if (ds >= 0) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
+    else vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);
         struct { uint64_t part, dst; uint32_t n_head, hd_v, n_split; } pm_pc = {a->part, a->dst, a->n_head, a->hd_v, n_split};

@@ -23,10 +23,13 @@ typedef enum vkop_kind {
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
+    VKO_ATTN_DEC,                                            /* per query rows (log2) */
     VKO_COUNT
 } vkop_kind;
 
 #define ZN_VK_NTYPES 8 /* F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K */
+#define ZN_VK_MVX_AUTO UINT32_MAX /* vkops.mvx_wgs / mvx_pf: per weight type */
+#define ZN_VK_MVX_MAX_PF 64
 
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
@@ -60,6 +63,8 @@ typedef struct vkops {
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
     uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
+    bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies;
+                                 ZN_VK_ATTN_DEC=0 clears it at init (attn.comp only, for A/B) */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
     /* The f16 GEMM path (mmf.glsl) for non-F32 weights: the operands are
@@ -96,8 +101,16 @@ typedef struct vkops {
                                  shared memory (no quantx dispatch and barrier), for rows of
                                  at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it (ZN_VK_MVX_MODES; default 7) */
+    uint32_t qx_sk, qx_wg;    /* quantx.comp: vec4s per thread of a workgroup's slice of a row
+                                 (ZN_VK_QX_SK; 0: a workgroup per row), its workgroup size
+                                 (ZN_VK_QX_WG; 0: norm_wg); read when the pipeline is built */
+    uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
+    uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
+                                 x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
     uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
-                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each) */
+                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each;
+                                 ZN_VK_MVX_AUTO: per type) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
@@ -247,9 +260,22 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * workgroups: a power of two, so the count (the only thing of the
  * partition a recording fixes) changes only when the context doubles; the
  * splits past the last key are empty. With step set, the dispatch stays
- * valid for every n_past whose split count is the recorded one. */
+ * valid for every n_past whose split count is the recorded one.
+ * With o->attn_dec, steps of up to ZN_VK_ATTN_SPLIT_TOK tokens and
+ * ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV head (n_tok x n_head /
+ * n_head_kv; hd_k a multiple of 64, hd_v a power of two, both at most 256)
+ * run attn_dec.comp, one workgroup per (KV head, split), which reads each
+ * K/V row once for the whole group; steps of that many tokens (on either
+ * kernel) split, attn_chunk defaults to
+ * ZN_VK_ATTN_DEC_CHUNK and the split count stops at ZN_VK_ATTN_MAX_SPLIT:
+ * both kernels then derive the keys per split from the position
+ * (ceil(keys / splits)), so the count alone fixes a recording. */
 #define ZN_VK_ATTN_MAX_HEAD_DIM 256
 #define ZN_VK_ATTN_CHUNK 256
+#define ZN_VK_ATTN_DEC_CHUNK 64
+#define ZN_VK_ATTN_DEC_MAX_ROWS 16
+#define ZN_VK_ATTN_SPLIT_TOK 4
+#define ZN_VK_ATTN_MAX_SPLIT 256
 typedef struct vkop_attn {
     VkDeviceAddress q, ck, cv, dst, part, step;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;

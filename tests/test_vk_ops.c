@@ -20,7 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
-    uint32_t mv_rows0, mv_unroll0, mv_wg0; /* vkops_init's mat-vec tuning */
+    uint32_t mv_rows0, mv_unroll0, mv_wg0, mvx_wg0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -238,10 +238,11 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-/* Integer mat-vec pipelines for rows per subgroup / steps per iteration
- * (0: the device defaults). */
-static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
+/* Integer mat-vec pipelines for rows per subgroup / steps per iteration /
+ * workgroup size, the fused kernel's workgroup (0: the device defaults). */
+static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg) {
     E.o.mv_wg = wg ? wg : E.mv_wg0;
+    E.o.mvx_wg = xwg ? xwg : E.mvx_wg0;
     E.o.mv_rows = rows ? rows : E.mv_rows0;
     E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
     /* the float kernel's rows per subgroup are a specialisation constant
@@ -260,25 +261,40 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
  * run, with a remainder); the fused one then also with 3 subgroups per
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
- * token (each looping over row blocks), and quantx.comp for rows over 256
- * (fused below: both in one test). Then the float kernel. */
+ * token (each looping over row blocks) prefetching 5 sectors per thread
+ * (past the matrix's end on small ones), and quantx.comp for rows over 256
+ * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
+ * has its default: both in one test), then quantx.comp alone, splitting
+ * rows into slices of 2 vec4s per thread (several workgroups per row, a
+ * partial last slice; fused x modes only through quantx.comp's slices,
+ * ZN_VK_MVX_MODES). Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
-    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols;
+    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
+    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk;
     if (had) {
         fn();
-        mvq_config(3, 2, 3 * E.d.info.subgroup_size);
+        mvq_config(3, 2, 3 * sg, 3 * sg);
         E.o.mvx_wgs = 2;
+        E.o.mvx_pf = 5;
         fn();
         E.o.mvx_wgs = wgs;
-        mvq_config(3, 2, 0);
+        E.o.mvx_pf = pf;
+        mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
-        E.o.mvx = false;
-        mvq_config(0, 0, 0);
+        E.o.mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
+        E.o.qx_sk = 2;
+        mvq_config(0, 0, 0, 0);
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
+        fn();
+        E.o.mvx = false; /* and the plain one */
         fn();
         E.o.mvx = mvx;
+        E.o.mvx_modes = modes;
+        E.o.qx_sk = sk;
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
     }
     E.o.intdot = false;
     fn();
@@ -1251,8 +1267,10 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 
 static void test_attention(void) {
     const double tol = 1e-10;
-    const bool fa_cm = E.o.fa_cm;
+    const bool fa_cm = E.o.fa_cm, dec = E.o.attn_dec;
+    const uint32_t chunk = E.o.attn_chunk;
     E.o.fa_cm = false; /* the f32 kernels (matrix products: test_attention_mm) */
+    E.o.attn_dec = false, E.o.attn_chunk = ZN_VK_ATTN_CHUNK; /* attn.comp alone (ZN_VK_ATTN_DEC=0) */
     double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
     double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
     double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
@@ -1277,7 +1295,61 @@ static void test_attention(void) {
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
     CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
-    E.o.fa_cm = fa_cm;
+    E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.attn_chunk = chunk;
+}
+
+/* Decode attention per KV head (attn_dec.comp) against the same reference:
+ * head dims 64/128/256, GQA 1..16, contexts of 1, 37, 300 and 4097 keys,
+ * 1 to 4 tokens, with and without splits (a tiny chunk gives splits that
+ * are empty, or empty for the first token's row only); where it does not
+ * apply, attn.comp with the splits of this rule. */
+static void test_attention_dec(void) {
+    const double tol = 1e-10;
+    const bool dec = E.o.attn_dec;
+    const uint32_t chunk = E.o.attn_chunk;
+    E.o.attn_dec = E.d.info.subgroup_size >= 8; /* as vkops_init has it without ZN_VK_ATTN_DEC=0 */
+    if (!E.o.attn_dec) {
+        fprintf(stderr, "  subgroups of %u lanes: no attn_dec.comp on this device\n", E.d.info.subgroup_size);
+        E.o.attn_dec = dec;
+        return;
+    }
+    E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    CHECK(vkop_attn_splits(&E.o, 1, 64) == 1 && vkop_attn_splits(&E.o, 1, 65) == 2 &&
+          vkop_attn_splits(&E.o, 1, 4097) == 128 && vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK, 4097) == 128 &&
+          vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK + 1, 4097) == 1 &&
+          vkop_attn_splits(&E.o, 1, 1u << 24) == ZN_VK_ATTN_MAX_SPLIT);
+    CHECK(vkop_attn_part_floats(&E.o, 1, 4097, 8, 64) == 128ull * 8 * 66 * ZN_VK_ATTN_SPLIT_TOK);
+    static const struct { int n_head, n_kv, n_past, T; uint32_t chunk; bool via_step; } cs[] = {
+        {4, 4, 0, 1, 0, false},      /* one key, GQA 1 */
+        {4, 2, 36, 1, 0, false},     /* 37 keys, GQA 2, one split */
+        {8, 2, 36, 1, 16, true},     /* 37 keys in 4 splits, GQA 4, position from the step block */
+        {8, 1, 299, 1, 0, false},    /* 300 keys in 8 splits, GQA 8 */
+        {16, 1, 36, 1, 0, false},    /* GQA 16 */
+        {8, 2, 4096, 1, 0, true},    /* 4097 keys in 128 splits */
+        {4, 4, 4094, 3, 0, false},   /* 3 tokens (4 rows) over 4097 keys in 128 splits */
+        {8, 2, 296, 4, 0, true},     /* 4 tokens x GQA 4: 16 rows, split */
+        {8, 2, 7, 4, 2, false},      /* chunk 2: a split with keys only for the last rows */
+        {4, 4, 3, 2, 1, false},      /* 5 keys in 8 splits of 1: some empty */
+        {8, 2, 20, 6, 0, false},     /* 6 tokens: attn.comp, one split */
+        {8, 1, 40, 3, 0, false},     /* 24 rows: attn.comp */
+    };
+    static const int hds[][2] = {{64, 64}, {128, 128}, {256, 256}, {128, 64}, {64, 256}};
+    for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
+        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+            if (hi >= 3 && i % 3) continue; /* mixed dims: a few cases */
+            E.o.attn_chunk = cs[i].chunk ? cs[i].chunk : ZN_VK_ATTN_DEC_CHUNK;
+            const double e = attn_case(cs[i].n_head, cs[i].n_kv, hds[hi][0], hds[hi][1], cs[i].n_past, cs[i].T, cs[i].via_step);
+            CHECK_MSG(e <= tol, "hd %d/%d, %d/%d heads, %d + %d tokens, chunk %u: nmse %.3g", hds[hi][0], hds[hi][1],
+                      cs[i].n_head, cs[i].n_kv, cs[i].n_past, cs[i].T, E.o.attn_chunk, e);
+        }
+    for (int slot = 0; slot < 5; slot++) /* 1, 2, 4, 8 and 16 rows ran on it */
+        CHECK_MSG(E.o.pipes[VKO_ATTN_DEC][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp for %d rows not used", 1 << slot);
+    /* head dims it does not take: attn.comp with the derived chunk */
+    E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    const double e0 = attn_case(4, 4, 32, 32, 1100, 1, false), e1 = attn_case(4, 2, 96, 96, 300, 3, true);
+    CHECK_MSG(e0 <= tol, "hd 32, split: nmse %.3g", e0);
+    CHECK_MSG(e1 <= tol, "hd 96, 3 tokens split: nmse %.3g", e1);
+    E.o.attn_dec = dec, E.o.attn_chunk = chunk;
 }
 
 /* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config
@@ -1584,6 +1656,7 @@ static bool setup(void) {
     E.mv_wg0 = E.o.mv_wg;
     E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
     E.mv_unroll0 = E.o.mv_unroll;
+    E.mvx_wg0 = E.o.mvx_wg;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */
@@ -1628,6 +1701,7 @@ int main(void) {
     RUN(test_rope);
     RUN(test_rope_fused);
     RUN(test_attention);
+    RUN(test_attention_dec);
     RUN(test_attention_mm);
     RUN(test_eltwise);
     RUN(test_moe_route);

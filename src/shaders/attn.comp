@@ -11,7 +11,8 @@
 // (a power of two, vk_ops.c) is more than the keys need: such an empty split
 // writes l = 0, which the merge skips. So the recorded dispatch holds for
 // every position of its split count; n_past comes from the step block
-// (vk_ops.h vkop_step) when step is set.
+// (vk_ops.h vkop_step) when step is set. chunk 0: ceil(keys / n_split), for
+// any split count (the rule of attn_dec.comp, vk_ops.c vkop_attn_splits).
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
@@ -22,7 +23,7 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t q, ck, cv, dst, part, step;
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
-    uint chunk, n_split;                  // chunk: keys per split
+    uint chunk, n_split;                  // chunk: keys per split (0: derived)
     float scale;
 } p;
 
@@ -64,7 +65,8 @@ void main() {
     const uint kdim = p.n_head_kv * p.hd_k, vdim = p.n_head_kv * p.hd_v;
     const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
     const uint end = n_past + r + 1u;
-    const uint j0 = sp * p.chunk, j1 = min(j0 + p.chunk, end);
+    const uint chunk = p.chunk != 0u ? p.chunk : (n_past + p.n_tok + p.n_split - 1u) / p.n_split;
+    const uint j0 = sp * chunk, j1 = min(j0 + chunk, end);
 
     for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[r * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
     barrier();

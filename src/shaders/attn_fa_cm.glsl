@@ -10,16 +10,19 @@
 // query heads of the group, so each K/V tile staged serves all of them.
 // Per tile of BC keys:
 //   S:       S tiles (RS x BC/16 of them, RS = BR/16 row slices) spread
-//            over the subgroups, stored to shared (f32);
-//   softmax: WG / BR threads per row: causal mask, online max, P =
-//            exp(S - m) as f16 into shared, alpha per row;
+//            over the subgroups, stored to shared (f32); with fewer tiles
+//            than subgroups, each tile's head dims are split KP ways and
+//            the partial sums stored apart;
+//   softmax: WG / BR threads per row: S (the sum of its parts), causal
+//            mask, online max, P = exp(S - m) as f16 into shared, alpha per
+//            row;
 //   O:       each subgroup owns NO fixed 16x16 output tiles of one row
 //            slice (registers): O = O * alpha + P V.
-// K/V tiles are loaded into registers a phase or two ahead and stored to
-// shared memory while the softmax runs. With KV2 (where shared memory
-// allows), K and V have a buffer each: the next K tile goes in while the
-// softmax of this one runs, two barriers per tile. Without, they take turns
-// in one: K in, barrier, S, barrier, softmax + V in, barrier, P V, barrier.
+// K/V tiles are loaded into registers a phase or two ahead, so the loads
+// fly while products run. With KV2 (where shared memory allows), K and V
+// have a buffer each: V and the next K tile are stored while the softmax
+// runs, two barriers per tile. Without, they take turns in one: K in,
+// barrier, S, barrier, softmax + V in, barrier, P V, barrier.
 // The per-row rescale reaches accumulator elements through a matrix of row
 // indices of the same type (element i of every such matrix is the same
 // (row, column) in an invocation).
@@ -31,8 +34,9 @@ layout(constant_id = 0) const uint WG = 128;   // 4 subgroups of 32
 layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
 layout(constant_id = 2) const uint BR = 32;    // pair rows per workgroup (16, 32, 64)
 layout(constant_id = 3) const uint BC = 32;    // keys per tile (multiple of 16)
-layout(constant_id = 4) const uint SSZ = 1152; // floats of ss: max(BR * LS, 4 * 256) (vk_ops.c fa_ss_floats)
+layout(constant_id = 4) const uint SSZ = 1152; // floats of ss: max(KP * BR * LS, 4 * 256) (vk_ops.c fa_ss_floats)
 layout(constant_id = 5) const uint KV2 = 0;    // 1: separate K and V buffers
+layout(constant_id = 6) const uint KP = 1;     // parts of an S tile's head dims: max(1, 4 / S tiles)
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
@@ -46,14 +50,15 @@ const uint LQ = (HD + 8u) / 2u;   // f16vec2 per Q / K / V row (8 halves of padd
 const uint LP = (BC + 8u) / 2u;   // f16vec2 per P row
 const uint LS = BC + 4u;          // floats per S row
 const uint RS = BR / 16u, KT = BC / 16u, HT = HD / 16u;
-const uint NST = RS * KT, SPS = (NST + 3u) / 4u;   // S tiles, per subgroup (some idle when NST < 4)
+const uint NST = RS * KT, SPS = (NST * KP + 3u) / 4u; // S tiles, (tile, part) items per subgroup
+const uint HTP = HT / KP;                              // k steps of a part
 const uint NO = RS * HT / 4u;                      // O tiles per subgroup, all in one row slice
 const uint TPR = WG / BR, CPT = BC / TPR;          // softmax threads per row, columns per thread
 
 shared f16vec2 qs[BR * LQ];
 shared f16vec2 kv[(1u + KV2) * BC * LQ];   // K, then (KV2) V at VO
 const uint VO = KV2 * BC * LQ;
-shared float ss[SSZ];       // S; at the end, a 16x16 staging tile per subgroup
+shared float ss[SSZ];       // S (KP parts BR * LS apart); at the end, a 16x16 staging tile per subgroup
 shared f16vec2 ps[BR * LP];
 shared float al[BR];        // per row: alpha of this tile; at the end 1 / l
 
@@ -153,28 +158,28 @@ void main() {
             fetch(true, jt, kv_end, kvh);
         }
         for (uint i = 0; i < SPS; i++) {
-            const uint t = sg + 4u * i;
-            if (t >= NST) break;
-            const uint rs = t / KT, kt = t % KT;
+            const uint u = sg + 4u * i, t = u % NST, kp = u / NST; // tile t, head dims kp * HTP * 16 ..
+            if (u >= NST * KP) break;
+            const uint rs = t / KT, kt = t % KT, so = kp * BR * LS;
 #ifdef CM
             CM_C s = CM_C(0.0);
-            for (uint k = 0; k < HT; k++) {
+            for (uint k = kp * HTP; k < (kp + 1u) * HTP; k++) {
                 CM_A a;
                 CM_B b;
                 coopMatLoad(a, qs, 16u * rs * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutRowMajor);
                 coopMatLoad(b, kv, 16u * kt * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutColumnMajor);
                 s = coopMatMulAdd(a, b, s);
             }
-            coopMatStore(s, ss, 16u * rs * LS + 16u * kt, LS, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(s, ss, so + 16u * rs * LS + 16u * kt, LS, gl_CooperativeMatrixLayoutRowMajor);
 #else
             for (uint e = 0; e < 8u; e++) {
                 const uint qr = (16u * rs + lane % 16u) * LQ, kr = (16u * kt + lane / 16u + 2u * e) * LQ;
                 float a = 0.0;
-                for (uint d = 0; d < HD / 2u; d++) {
+                for (uint d = 8u * kp * HTP; d < 8u * (kp + 1u) * HTP; d++) {
                     const vec2 x = vec2(qs[qr + d]), y = vec2(kv[kr + d]);
                     a = fma(x.x, y.x, fma(x.y, y.y, a));
                 }
-                ss[(16u * rs + lane % 16u) * LS + 16u * kt + lane / 16u + 2u * e] = a;
+                ss[so + (16u * rs + lane % 16u) * LS + 16u * kt + lane / 16u + 2u * e] = a;
             }
 #endif
         }
@@ -184,7 +189,9 @@ void main() {
             float mt = -1.0 / 0.0;
             for (uint i = 0; i < CPT; i++) {
                 const uint key = jt + CPT * part + i;
-                sv[i] = key <= qpos && key < kv_end ? ss[sr * LS + CPT * part + i] : -1.0 / 0.0;
+                float a = 0.0;
+                for (uint kp = 0; kp < KP; kp++) a += ss[kp * BR * LS + sr * LS + CPT * part + i];
+                sv[i] = key <= qpos && key < kv_end ? a : -1.0 / 0.0;
                 mt = max(mt, sv[i]);
             }
             for (uint x = 1u; x < TPR; x *= 2u) mt = max(mt, subgroupShuffleXor(mt, x));

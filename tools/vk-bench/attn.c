@@ -12,7 +12,8 @@
  * emulated without them) and in the default one, each with K and V in
  * shared buffers of their own ("K|V", where they fit: the default) and in
  * one ("KV"; ZN_VK_FA_KV2=0). TFLOP/s counts
- * 4 * head_dim * heads * (causal query-key pairs); "nmse" compares each
+ * 4 * head_dim * heads * (causal query-key pairs); ms/prefill = us/call
+ * times the model's attention layers (36, 6, 10); "nmse" compares each
  * output with the scalar kernel's (f16 Q and P: ~1e-7 expected). */
 #include <math.h>
 #include <stdio.h>
@@ -84,12 +85,13 @@ int main(int argc, char **argv) {
     const bool cm = o.coopmat;
     printf("device: %s, coopmat %s, shared memory %u bytes, %d tokens after %d, median of %d\n", d.info.name,
            cm ? "yes" : "no (emulated)", d.info.max_shared, T, N_PAST, REPS);
-    const struct { const char *what; uint32_t n_head, n_kv, hd; } shapes[] = {
-        {"8B   hd128 32/8", 32, 8, 128},
-        {"2B   hd256 8/2", 8, 2, 256},
-        {"35B  hd256 16/2", 16, 2, 256},
+    /* layers: attention layers per model (ms/prefill = one call per layer) */
+    const struct { const char *what; uint32_t n_head, n_kv, hd, layers; } shapes[] = {
+        {"8B   hd128 32/8", 32, 8, 128, 36},
+        {"2B   hd256 8/2", 8, 2, 256, 6},
+        {"35B  hd256 16/2", 16, 2, 256, 10},
     };
-    printf("%-16s %-30s %10s %8s %10s\n", "shape", "kernel", "us/call", "TFLOP/s", "nmse");
+    printf("%-16s %-30s %10s %10s %8s %10s\n", "shape", "kernel", "us/call", "ms/prefill", "TFLOP/s", "nmse");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const uint32_t nh = shapes[si].n_head, nkv = shapes[si].n_kv, hd = shapes[si].hd, n_ctx = (uint32_t)(N_PAST + T);
         const size_t nq = (size_t)T * nh * hd, nkvv = (size_t)n_ctx * nkv * hd;
@@ -161,7 +163,8 @@ int main(int argc, char **argv) {
                     num += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]), den += (double)ref[i] * ref[i];
                 char e[32] = "";
                 if (ci >= 0) snprintf(e, sizeof e, "%.3g", den > 0 ? num / den : num);
-                printf("%-16s %-30s %10.1f %8.2f %10s\n", shapes[si].what, name, us, flop / us * 1e-6, e);
+                printf("%-16s %-30s %10.1f %10.2f %8.2f %10s\n", shapes[si].what, name, us, us * shapes[si].layers * 1e-3,
+                       flop / us * 1e-6, e);
             }
         }
         o.fa_cm = true, o.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false, o.fa_kv2 = true;
