@@ -643,7 +643,7 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_p
 }
 
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (a->xmode != VKX_PLAIN) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x");
+    if (a->xmode == VKX_RMSNORM) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused RMS norm");
     if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
     mm_plan pl;
@@ -672,8 +672,9 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     const struct vkop_mmx_key key = {a->x, sx, a->ids, a->ncols, pl.kp, pl.xrows, pl.xs,
                                      a->x_stride, a->x_slot_stride, a->n_expert, 0};
     _Static_assert(sizeof key == 56, "vkop_mmx_key has padding");
-    const bool have_x = a->x_reuse && !memcmp(&key, &o->mmx_last, sizeof key);
+    const bool have_x = a->x_reuse && a->xmode == VKX_PLAIN && !memcmp(&key, &o->mmx_last, sizeof key);
     o->mmx_last = key;
+    if (a->xmode != VKX_PLAIN) o->mmx_last.x = 0; /* not x itself: nothing to reuse */
     vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
     if (a->ids && !have_x) {
         struct { uint64_t route, bucket; uint32_t n_tok, n_slots, ids_stride, n_expert; } bp = {
@@ -686,14 +687,17 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
         const uint32_t rows = a->ids ? a->nrows : nu; /* rows per expert / of this chunk */
         const uint64_t r0 = a->ids ? 0 : u0;      /* dense: the chunk's first row */
         if (ch) vkcmd_barrier(c);
+        const bool swiglu = a->xmode == VKX_SWIGLU;
         struct {
-            uint64_t w, x, da, db, bucket;
+            uint64_t w, x, da, db, bucket, aux;
             uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
             uint32_t wg_a, n_expert, flags;
         } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
-                   a->ids ? sb : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows, nu * (a->ids ? a->nrows : 1) * steps,
-                   ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0,
-                   0, a->n_expert, a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0};
+                   a->ids ? sb : 0, swiglu ? a->aux : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows,
+                   nu * (a->ids ? a->nrows : 1) * steps, ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs,
+                   a->x_stride, a->x_slot_stride, u0, 0, a->n_expert,
+                   (a->x % 16 == 0 && (!swiglu || a->aux % 16 == 0) && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0)
+                       | (swiglu ? 2u : 0u)};
         _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
         pp_pc.wg_a = (pp_pc.n_a + MM_PREP_WG - 1) / MM_PREP_WG;
         uint32_t gx, gy;
@@ -711,6 +715,8 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     }
     return ZN_OK;
 }
+
+bool vkops_gemm_fuses_swiglu(const vkops *o, zn_type t) { return f16_path(o, t); }
 
 bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok) {
     return vkops_matvec_for(o, t, n_tok, false) || f16_path(o, t);

@@ -194,6 +194,9 @@ void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
 /* Can a grouped matmul (vkop_mm.group) of n_tok tokens run? (the mat-vec
  * kernel or the f16 GEMM path take groups.) */
+/* Does the tiled matmul (prefill) of weight type t take x as VKX_SWIGLU
+ * (the f16 path: mm_prep.comp applies it while converting x)? */
+bool vkops_gemm_fuses_swiglu(const vkops *o, zn_type t);
 bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
