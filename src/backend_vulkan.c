@@ -767,7 +767,8 @@ static void print_profile(vk_ctx *c, const zn_graph *g) {
 
 /* Can node i's result be computed inside each of its consumers instead? An
  * RMS norm over whole rows (with a weight) or a two-input SwiGLU can, when
- * every reader is a matmul that will run on the mat-vec kernel, and the
+ * every reader is a matmul that will run on the mat-vec kernel (a SwiGLU
+ * also when it runs on the f16 GEMM path: its x conversion applies it), and the
  * producer's inputs are still intact when those matmuls run: the norm's
  * input must outlive them (the planner then keeps it), the SwiGLU's single
  * reader must come right after it and not write over its inputs. */
@@ -791,10 +792,10 @@ static bool fusable(const vk_ctx *c, const zn_graph *g, int i) {
         for (int k = 0; k < ZN_NODE_SRC; k++) reads |= m->src[k] == n->dst;
         if (!reads) continue;
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
-        if (m->op == ZN_OP_MOE_MATMUL && vkops_matvec_for(&c->o, m->w[0]->type, (uint32_t)g->acts[m->src[1]].rows, true))
-            continue;
-        if (m->op != ZN_OP_MATMUL || !vkops_matvec_for(&c->o, m->w[0]->type, (uint32_t)g->acts[m->src[0]].rows, false))
-            return false;
+        if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
+        const bool moe = m->op == ZN_OP_MOE_MATMUL;
+        if (vkops_matvec_for(&c->o, m->w[0]->type, (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows, moe)) continue;
+        if (n->op != ZN_OP_SWIGLU || !vkops_gemm_fuses_swiglu(&c->o, m->w[0]->type)) return false;
     }
     return true;
 }

@@ -34,13 +34,35 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
     return cap < most ? cap : most;
 }
 
-/* Workgroups per token of the fused integer mat-vec by default: 4 per SM of
- * an H200 (132 SMs), all resident at once (no second wave to wait for),
- * so that the redundant reads and quantisation of x (up to 96 KB of f32 x
- * and aux per workgroup) are paid a few hundred times, not once per row
- * block: an 8B's gate+up has 3072 blocks. (A guess until measured:
- * tools/vk-bench/matvec.c sweeps it.) */
+/* The fused integer mat-vec's configuration per weight type (type_slot;
+ * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
+ * set): subgroups per workgroup, rows per subgroup, steps per iteration,
+ * workgroups per token, 32-byte sectors per thread prefetched before x is
+ * quantised. 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
+ * once (no second wave to wait for), so that the redundant reads and
+ * quantisation of x (up to 96 KB of f32 x and aux per workgroup) are paid a
+ * few hundred times, not once per row block: an 8B's gate+up has 3072
+ * blocks. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
+typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf; } mvx_tune;
+static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
+    [3] = {4, 2, 2, MVX_WGS, 0}, /* Q4_0 */
+    [4] = {4, 2, 2, MVX_WGS, 0}, /* Q8_0 */
+    [5] = {4, 2, 2, MVX_WGS, 0}, /* Q4_K */
+    [6] = {4, 2, 2, MVX_WGS, 0}, /* Q5_K */
+    [7] = {4, 2, 2, MVX_WGS, 0}, /* Q6_K */
+};
+
+static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
+    const int ts = type_slot(t);
+    mvx_tune m = mvx_tunes[ts < 0 ? 5 : ts];
+    m.wg = o->mvx_wg ? o->mvx_wg : m.wg * o->d->info.subgroup_size;
+    if (o->mv_rows) m.rows = o->mv_rows;
+    if (o->mv_unroll) m.unroll = o->mv_unroll;
+    if (o->mvx_wgs != ZN_VK_MVX_AUTO) m.wgs = o->mvx_wgs;
+    if (o->mvx_pf != ZN_VK_MVX_AUTO) m.pf = o->mvx_pf;
+    return m;
+}
 
 zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);
@@ -86,13 +108,21 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
-    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
+    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS"), *mg = getenv("ZN_VK_MVX_WG"), *mp = getenv("ZN_VK_MVX_PF");
     o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
     /* each workgroup quantises its x row again: on lavapipe that is CPU
      * time, on a GPU latency before its weight loads */
-    o->mvx_wgs = cpu ? 16 : MVX_WGS;
+    o->mvx_wgs = cpu ? 16 : ZN_VK_MVX_AUTO;
     if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
+    o->mvx_wg = cpu ? d->info.subgroup_size : 0;
+    if (mg && atoi(mg) > 0 && (uint32_t)atoi(mg) % d->info.subgroup_size == 0) o->mvx_wg = (uint32_t)atoi(mg);
+    const char *mm = getenv("ZN_VK_MVX_MODES"), *qs = getenv("ZN_VK_QX_SK"), *qw = getenv("ZN_VK_QX_WG");
+    o->mvx_modes = mm && atoi(mm) >= 0 ? (uint32_t)atoi(mm) : 7;
+    o->qx_sk = qs && atoi(qs) > 0 && atoi(qs) <= 16 ? (uint32_t)atoi(qs) : 0;
+    o->qx_wg = qw && atoi(qw) > 0 && atoi(qw) % 8 == 0 && atoi(qw) <= 1024 ? (uint32_t)atoi(qw) : 0;
+    o->mvx_pf = ZN_VK_MVX_AUTO;
+    if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
@@ -121,6 +151,9 @@ static uint32_t mv_rows_for(const vkops *o, zn_type t) {
     if (o->mv_rows) return o->mv_rows;
     return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
 }
+
+/* quantx.comp's workgroup: like norm's (one per row, wide) unless set. */
+static uint32_t qx_wg(const vkops *o) { return o->qx_wg ? o->qx_wg : o->norm_wg; }
 
 /* The weight types of the integer mat-vec (matvec_q.comp). */
 static bool is_quant(zn_type t) {
@@ -322,11 +355,13 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
-    case VKO_MATVEC_QX_L:
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = mvq_unroll_for(o, t); spec[n++] = mvx_cap(o, k) / 32;
+    case VKO_MATVEC_QX_L: {
+        const mvx_tune m = mvx_tune_for(o, t);
+        spec[n++] = m.wg; spec[n++] = (uint32_t)t; spec[n++] = m.rows; spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = o->norm_wg; break; /* one workgroup per row, like norm */
+    }
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->qx_sk; break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -498,15 +533,16 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    dispatch_items(o, c, p, &pc, sizeof pc, rows, "quantx");
+    const uint32_t per = o->qx_sk * qx_wg(o), parts = per ? (a->ncols / 4 + per - 1) / per : 1;
+    dispatch_items(o, c, p, &pc, sizeof pc, rows * parts, "quantx");
     vkcmd_barrier(c);
 }
 
 /* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
  * fit, or the device rejected the pipeline: then vkops.mvx goes off and
  * intdot_err says why). */
-static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols) {
-    if (!o->mvx || ncols > o->mvx_max_cols) return NULL;
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode) {
+    if (!o->mvx || ncols > o->mvx_max_cols || !(o->mvx_modes >> xmode & 1)) return NULL;
     vkop_kind k = VKO_MATVEC_QX_S;
     while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
     const vkpipe *p = NULL;
@@ -525,29 +561,31 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     const bool iq = o->intdot && is_quant(a->type);
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols) : NULL;
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode) : NULL;
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (px) p = px;
     else st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
-    uint32_t per_sg = mv_rows_for(o, a->type);
+    uint32_t per_sg = mv_rows_for(o, a->type), wg = o->mv_wg;
+    const mvx_tune mt = px ? mvx_tune_for(o, a->type) : (mvx_tune){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
-        per_sg = mvq_rows_for(o, a->type) << lg;
+        per_sg = (px ? mt.rows : mvq_rows_for(o, a->type)) << lg;
     }
+    if (px) wg = mt.wg;
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
         pc.x = q;
         pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
         pc.x_slot_stride = a->x_slot_stride ? 1 : 0;
     }
-    const uint32_t per_wg = per_sg * (o->mv_wg / o->d->info.subgroup_size);
+    const uint32_t per_wg = per_sg * (wg / o->d->info.subgroup_size);
     uint32_t n_wg = (a->nrows + per_wg - 1) / per_wg, gx, gy;
     /* the fused kernel loops over row blocks: fewer workgroups, each
      * quantising x once */
-    if (px && o->mvx_wgs && n_wg > o->mvx_wgs) n_wg = o->mvx_wgs;
+    if (px && mt.wgs && n_wg > mt.wgs) n_wg = mt.wgs;
     grid2(o, n_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
     return ZN_OK;
@@ -607,7 +645,7 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_p
 }
 
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (a->xmode != VKX_PLAIN) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x");
+    if (a->xmode == VKX_RMSNORM) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused RMS norm");
     if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
     mm_plan pl;
@@ -636,8 +674,9 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     const struct vkop_mmx_key key = {a->x, sx, a->ids, a->ncols, pl.kp, pl.xrows, pl.xs,
                                      a->x_stride, a->x_slot_stride, a->n_expert, 0};
     _Static_assert(sizeof key == 56, "vkop_mmx_key has padding");
-    const bool have_x = a->x_reuse && !memcmp(&key, &o->mmx_last, sizeof key);
+    const bool have_x = a->x_reuse && a->xmode == VKX_PLAIN && !memcmp(&key, &o->mmx_last, sizeof key);
     o->mmx_last = key;
+    if (a->xmode != VKX_PLAIN) o->mmx_last.x = 0; /* not x itself: nothing to reuse */
     vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
     if (a->ids && !have_x) {
         struct { uint64_t route, bucket; uint32_t n_tok, n_slots, ids_stride, n_expert; } bp = {
@@ -650,14 +689,17 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
         const uint32_t rows = a->ids ? a->nrows : nu; /* rows per expert / of this chunk */
         const uint64_t r0 = a->ids ? 0 : u0;      /* dense: the chunk's first row */
         if (ch) vkcmd_barrier(c);
+        const bool swiglu = a->xmode == VKX_SWIGLU;
         struct {
-            uint64_t w, x, da, db, bucket;
+            uint64_t w, x, da, db, bucket, aux;
             uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
             uint32_t wg_a, n_expert, flags;
         } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
-                   a->ids ? sb : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows, nu * (a->ids ? a->nrows : 1) * steps,
-                   ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs, a->x_stride, a->x_slot_stride, u0,
-                   0, a->n_expert, a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0};
+                   a->ids ? sb : 0, swiglu ? a->aux : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows,
+                   nu * (a->ids ? a->nrows : 1) * steps, ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs,
+                   a->x_stride, a->x_slot_stride, u0, 0, a->n_expert,
+                   (a->x % 16 == 0 && (!swiglu || a->aux % 16 == 0) && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0)
+                       | (swiglu ? 2u : 0u)};
         _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
         pp_pc.wg_a = (pp_pc.n_a + MM_PREP_WG - 1) / MM_PREP_WG;
         uint32_t gx, gy;
@@ -675,6 +717,8 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     }
     return ZN_OK;
 }
+
+bool vkops_gemm_fuses_swiglu(const vkops *o, zn_type t) { return f16_path(o, t); }
 
 bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok) {
     return vkops_matvec_for(o, t, n_tok, false) || f16_path(o, t);

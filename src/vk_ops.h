@@ -28,6 +28,8 @@ typedef enum vkop_kind {
 } vkop_kind;
 
 #define ZN_VK_NTYPES 8 /* F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K */
+#define ZN_VK_MVX_AUTO UINT32_MAX /* vkops.mvx_wgs / mvx_pf: per weight type */
+#define ZN_VK_MVX_MAX_PF 64
 
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
@@ -99,8 +101,16 @@ typedef struct vkops {
                                  shared memory (no quantx dispatch and barrier), for rows of
                                  at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it (ZN_VK_MVX_MODES; default 7) */
+    uint32_t qx_sk, qx_wg;    /* quantx.comp: vec4s per thread of a workgroup's slice of a row
+                                 (ZN_VK_QX_SK; 0: a workgroup per row), its workgroup size
+                                 (ZN_VK_QX_WG; 0: norm_wg); read when the pipeline is built */
+    uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
+    uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
+                                 x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
     uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
-                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each) */
+                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each;
+                                 ZN_VK_MVX_AUTO: per type) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
@@ -181,6 +191,9 @@ void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
 /* Can a grouped matmul (vkop_mm.group) of n_tok tokens run? (the mat-vec
  * kernel or the f16 GEMM path take groups.) */
+/* Does the tiled matmul (prefill) of weight type t take x as VKX_SWIGLU
+ * (the f16 path: mm_prep.comp applies it while converting x)? */
+bool vkops_gemm_fuses_swiglu(const vkops *o, zn_type t);
 bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one

@@ -20,7 +20,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
-    uint32_t mv_rows0, mv_unroll0, mv_wg0; /* vkops_init's mat-vec tuning */
+    uint32_t mv_rows0, mv_unroll0, mv_wg0, mvx_wg0; /* vkops_init's mat-vec tuning */
 } env;
 static env E;
 
@@ -238,10 +238,11 @@ static int cols_for(zn_type t, int odd) {
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
-/* Integer mat-vec pipelines for rows per subgroup / steps per iteration
- * (0: the device defaults). */
-static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
+/* Integer mat-vec pipelines for rows per subgroup / steps per iteration /
+ * workgroup size, the fused kernel's workgroup (0: the device defaults). */
+static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg) {
     E.o.mv_wg = wg ? wg : E.mv_wg0;
+    E.o.mvx_wg = xwg ? xwg : E.mvx_wg0;
     E.o.mv_rows = rows ? rows : E.mv_rows0;
     E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
     /* the float kernel's rows per subgroup are a specialisation constant
@@ -260,25 +261,40 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg) {
  * run, with a remainder); the fused one then also with 3 subgroups per
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
- * token (each looping over row blocks), and quantx.comp for rows over 256
- * (fused below: both in one test). Then the float kernel. */
+ * token (each looping over row blocks) prefetching 5 sectors per thread
+ * (past the matrix's end on small ones), and quantx.comp for rows over 256
+ * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
+ * has its default: both in one test), then quantx.comp alone, splitting
+ * rows into slices of 2 vec4s per thread (several workgroups per row, a
+ * partial last slice; fused x modes only through quantx.comp's slices,
+ * ZN_VK_MVX_MODES). Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
-    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols;
+    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
+    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk;
     if (had) {
         fn();
-        mvq_config(3, 2, 3 * E.d.info.subgroup_size);
+        mvq_config(3, 2, 3 * sg, 3 * sg);
         E.o.mvx_wgs = 2;
+        E.o.mvx_pf = 5;
         fn();
         E.o.mvx_wgs = wgs;
-        mvq_config(3, 2, 0);
+        E.o.mvx_pf = pf;
+        mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
-        E.o.mvx = false;
-        mvq_config(0, 0, 0);
+        E.o.mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
+        E.o.qx_sk = 2;
+        mvq_config(0, 0, 0, 0);
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
+        fn();
+        E.o.mvx = false; /* and the plain one */
         fn();
         E.o.mvx = mvx;
+        E.o.mvx_modes = modes;
+        E.o.qx_sk = sk;
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
     }
     E.o.intdot = false;
     fn();
@@ -393,20 +409,20 @@ static void test_matmat_cm2(void) {
     E.o.cm2_cfg = cfg;
 }
 
-/* Three stacked matmuls (13, 7 and 20 rows) as one f16 GEMM with the
- * grouped epilogue (own outputs with padded strides, bias, scale), its
- * weights in two chunks (the second starts inside the stack: r_base). */
-static void f16_grouped(void) {
+/* Three stacked matmuls as one f16 GEMM with the grouped epilogue (own
+ * outputs with padded strides, bias, scale), its weights in two chunks
+ * (the second starts inside the stack: r_base). */
+static void f16_grouped_case(const int rows[3]) {
     const zn_type t = ZN_TYPE_Q4_K;
-    const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 67;
-    float *wf = malloc(sizeof(float) * total * cols), *x = malloc(sizeof(float) * T * cols), bias[40];
-    float scale[3] = {0.5f, 1.5f, -2.0f}, *y = malloc(sizeof(float) * T * 23);
-    double *ref = malloc(sizeof(double) * T * 23);
+    const int total = rows[0] + rows[1] + rows[2], cols = 256, T = 67, ymax = (rows[0] > rows[2] ? rows[0] : rows[2]) + 3;
+    float *wf = malloc(sizeof(float) * total * cols), *x = malloc(sizeof(float) * T * cols);
+    float *bias = malloc(sizeof(float) * total), scale[3] = {0.5f, 1.5f, -2.0f}, *y = malloc(sizeof(float) * T * ymax);
+    double *ref = malloc(sizeof(double) * T * ymax);
     void *wq = make_weights(t, total, cols, wf);
     fill(x, (size_t)T * cols, 1.0f);
-    fill(bias, 40, 1.0f);
+    fill(bias, (size_t)total, 1.0f);
     const size_t rb = vkq_row_bytes(t, cols);
-    vkref dw = dev_up(wq, rb * total), dx = dev_up(x, sizeof(float) * T * cols), db = dev_up(bias, sizeof bias);
+    vkref dw = dev_up(wq, rb * total), dx = dev_up(x, sizeof(float) * T * cols), db = dev_up(bias, sizeof(float) * total);
     vkref ds = dev_up(scale, sizeof scale), dy[3];
     vkop_group grp = {.n_seg = 3};
     for (int sg = 0, r0 = 0; sg < 3; r0 += rows[sg++]) {
@@ -443,10 +459,20 @@ static void f16_grouped(void) {
                 ref[tk * ld + r] = v * scale[sg] + (sg != 1 ? bias[r0 + r] : 0);
             }
         const double e = nmse(y, ref, (size_t)T * ld);
-        CHECK_MSG(e <= 1e-5, "segment %d%s: nmse %.3g", sg, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        CHECK_MSG(e <= 1e-5, "segment %d of %d/%d/%d rows%s: nmse %.3g", sg, rows[0], rows[1], rows[2],
+                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
     }
-    free(wf); free(x); free(y); free(ref); free(wq);
+    free(wf); free(x); free(y); free(ref); free(wq); free(bias);
     reset();
+}
+
+/* Segments smaller than a tile (every tile spans several), and segments of
+ * whole tiles with one straddled (the per-tile segment lookup of
+ * mmf_cm2.comp), each in two chunks of rows. */
+static void f16_grouped(void) {
+    static const int small[3] = {13, 7, 20}, large[3] = {128, 64, 70};
+    f16_grouped_case(small);
+    f16_grouped_case(large);
 }
 
 /* Three f16 GEMMs in one command buffer sharing the scratch: the second
@@ -495,12 +521,64 @@ static void f16_x_reuse(void) {
     reset();
 }
 
+/* A SwiGLU fused into the f16 GEMM's x conversion (mm_prep.comp): dense,
+ * and the grouped MoE GEMM with per-slot x (gathered in bucket order, aux
+ * with it), against silu(x) * aux then the matmul in double precision. */
+static void f16_swiglu(void) {
+    const zn_type t = ZN_TYPE_Q4_K;
+    const int ne = 3, rows = 37, cols = 256, T = 21, k = 2;
+    const size_t rb = vkq_row_bytes(t, cols);
+    float *wf = malloc(sizeof(float) * ne * rows * cols), *x = malloc(sizeof(float) * T * k * cols);
+    float *aux = malloc(sizeof(float) * T * k * cols), *h = malloc(sizeof(float) * T * k * cols);
+    float *y = malloc(sizeof(float) * T * k * rows), route[21 * 4], scales[3] = {1, 1, 1};
+    double *ref = malloc(sizeof(double) * T * k * rows);
+    uint8_t *wq = make_experts(t, ne, rows, cols, wf);
+    fill(x, (size_t)T * k * cols, 3.0f);
+    fill(aux, (size_t)T * k * cols, 1.0f);
+    for (int i = 0; i < T * k * cols; i++) h[i] = x[i] / (1.0f + expf(-x[i])) * aux[i];
+    for (int tk = 0; tk < T; tk++)
+        for (int j = 0; j < k; j++) route[tk * 2 * k + j] = (float)((tk + 2 * j) % ne), route[tk * 2 * k + k + j] = 0.5f;
+    for (int moe = 0; moe < 2; moe++) { /* (reset() frees the device buffers) */
+        vkref dw = dev_up(wq, rb * rows * ne), dx = dev_up(x, sizeof(float) * T * k * cols);
+        vkref da = dev_up(aux, sizeof(float) * T * k * cols), dr = dev_up(route, sizeof route);
+        vkref ds = dev_up(scales, sizeof scales), dy = dev_out(sizeof(float) * T * k * rows);
+        vkop_mm a = moe ? moe_args(t, ne, rows, cols, T, k, true, dw, dx, dr, ds, dy)
+                        : (vkop_mm){.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = cols, .nrows = rows,
+                                    .row_bytes = (uint32_t)rb, .n_tok = T * k, .x_stride = cols, .y_stride = rows};
+        a.xmode = VKX_SWIGLU, a.aux = da.addr;
+        for (int tk = 0; tk < T; tk++) /* dense: T * k rows of x; MoE: token tk, slot j reads its own row too */
+            for (int j = 0; j < k; j++)
+                for (int r = 0; r < rows; r++) {
+                    const int e = moe ? (int)route[tk * 2 * k + j] : 0;
+                    const float *wr = wf + ((size_t)e * rows + r) * cols, *hr = h + (size_t)(tk * k + j) * cols;
+                    double v = 0;
+                    for (int c = 0; c < cols; c++) v += (double)wr[c] * hr[c];
+                    ref[(tk * k + j) * rows + r] = v;
+                }
+        zn_err err = {0};
+        double e = INFINITY;
+        if (begin()) {
+            zn_status st = f16_matmat(&a, rb * rows * ne, &err);
+            if (st) fprintf(stderr, "  %s\n", err.msg);
+            if (run() && !st) {
+                dev_down(dy, y, sizeof(float) * T * k * rows);
+                e = nmse(y, ref, (size_t)T * k * rows);
+            }
+        }
+        CHECK_MSG(e <= 1e-5, "SwiGLU x, %s%s: nmse %.3g", moe ? "grouped MoE" : "dense",
+                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        reset();
+    }
+    free(wf); free(x); free(aux); free(h); free(y); free(ref); free(wq);
+}
+
 /* Emulated, on cooperative matrices, on NV cooperative matrix 2 (where present). */
 static void test_matmat_f16_grouped(void) {
     for (int cm = 0; cm <= (E.o.coopmat ? 1 + (int)E.d.info.coopmat2 : 0); cm++) {
         f16_cm = cm > 0, f16_cm2 = cm == 2;
         f16_grouped();
         f16_x_reuse();
+        f16_swiglu();
     }
     f16_cm2 = false;
 }
@@ -1585,6 +1663,7 @@ static bool setup(void) {
     E.mv_wg0 = E.o.mv_wg;
     E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
     E.mv_unroll0 = E.o.mv_unroll;
+    E.mvx_wg0 = E.o.mvx_wg;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */

@@ -15,6 +15,10 @@
 // decode that saves a dispatch and a barrier per mat-vec, which cost more
 // than the workgroups' redundant reads of x from L2. Workgroups then loop
 // over row blocks (grid smaller than the rows: fewer copies of that work).
+// PF > 0 (fused only): before quantising x, each thread touches PF 32-byte
+// sectors of the workgroup's first row blocks, so that DRAM streams weights
+// into L2 while the workgroups quantise x instead of idling until the first
+// row block's loads.
 #extension GL_EXT_integer_dot_product : require
 #include "common.glsl"
 
@@ -24,6 +28,7 @@ layout(constant_id = 2) const uint NR = 2;
 layout(constant_id = 3) const uint SG = 32;
 layout(constant_id = 4) const uint U = 1; // steps per loop iteration (their loads issued together)
 layout(constant_id = 5) const uint XB = 0; // x quantised in shared memory: its capacity in blocks of 32
+layout(constant_id = 6) const uint PF = 0; // sectors per thread prefetched before x is quantised (XB > 0)
 layout(local_size_x_id = 0) in;
 
 #include "mm_push.glsl"
@@ -207,15 +212,32 @@ void main() {
     // own NR rows (matvec_q_groups in vk_ops.c picks G; flags bits 8-11).
     const uint G = 1u << ((p.flags >> 8) & 15u), L = SG / G, lane = gl_SubgroupInvocationID, sl = lane % L;
     const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots;
-    if (XB > 0u) x_to_shared(t, slot);
     uint e = 0;
     if (p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
+    // row blocks of WG / SG subgroups; the grid may have fewer workgroups
+    const uint blk0 = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    // One word of each of PF 32-byte sectors per thread of the workgroup's
+    // row blocks (blk0, blk0 + nwg, ...) in order, in flight while x is
+    // quantised; sectors past the matrix read its first word.
+    uint pf[PF + 1u];
+    const uint bb = (WG / SG) * G * NR * p.row_bytes;
+    for (uint k = 0; k < PF; k++) {
+        const uint o = 32u * (k * WG + gl_LocalInvocationID.x), i = o / bb;
+        const uint64_t at = uint64_t(blk0 + i * nwg) * bb + (o - i * bb);
+        pf[k] = U32(w + (at < uint64_t(p.nrows) * p.row_bytes ? at : 0ul)).v[0];
+    }
+    if (XB > 0u) x_to_shared(t, slot);
+    if (PF > 0u) {
+        uint h = 0u;
+        for (uint k = 0; k < PF; k++) h ^= pf[k];
+        // never true (eps >= 0): it only keeps the prefetch loads alive
+        if (h == 0x5bd1e995u && p.eps < 0.0) xs_d[0] = vec2(0.0);
+    }
     const uint nb = p.ncols / 32u;
     const uint64_t xr = XB > 0u ? 0ul : p.x + uint64_t(t * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
     const uint nsteps = p.ncols / STEP();
-    // row blocks of WG / SG subgroups; the grid may have fewer workgroups
-    for (uint blk = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;; blk += gl_NumWorkGroups.x * gl_NumWorkGroups.y) {
+    for (uint blk = blk0;; blk += nwg) {
         const uint rb = (blk * (WG / SG) + gl_SubgroupID) * G * NR;
         if (rb >= p.nrows) return;
         const uint r0 = rb + (lane / L) * NR;

@@ -8,6 +8,8 @@
 // when the bucket says no token chose that expert, and B row i is the
 // activation row of the i-th (token, slot) pair in the bucket's order, so
 // each expert's tokens are consecutive rows (plain tile loads in the GEMM).
+// With flags bit 1, the activations are silu(x) * aux (a SwiGLU fused into
+// the matmul that reads it; aux laid out like x).
 //
 // A workgroup's steps are consecutive and start at a multiple of 8 (the
 // eight steps of a 256-value super-block cover it whole), so together they
@@ -21,12 +23,12 @@ layout(constant_id = 1) const uint TYPE = 0;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
-    uint64_t w, x, da, db, bucket;
+    uint64_t w, x, da, db, bucket, aux;
     uint row_bytes, expert_bytes, nrows, n_a, n_b;
     uint ncols, kp, xs, x_stride, x_slot_stride, e0;
     uint wg_a;       // workgroups of A steps (the rest: B steps)
     uint n_expert;   // grouped: the bucket's experts
-    uint flags;      // bit 0: x rows 16-byte aligned
+    uint flags;      // bit 0: x (and aux) rows 16-byte aligned; bit 1: SwiGLU
 } p;
 
 #include "dq.glsl"
@@ -71,13 +73,20 @@ void main() {
             }
     } else if (g < n) {
         const uint pr = p.bucket != 0 ? U32(p.bucket).v[2u * p.n_expert + R] : R; // (token, slot) pair
-        const uint64_t src = p.x + 4ul * (uint64_t(pr / p.xs) * p.x_stride + uint64_t(pr % p.xs) * p.x_slot_stride);
+        const uint64_t off = 4ul * (uint64_t(pr / p.xs) * p.x_stride + uint64_t(pr % p.xs) * p.x_slot_stride);
+        const uint64_t src = p.x + off, aux = p.aux + off;
+        const bool swiglu = (p.flags & 2u) != 0u;
         if ((p.flags & 1u) != 0u && 32u * (s + 1u) <= p.ncols)
             for (uint j = 0; j < 8u; j++) {
                 const vec4 f = F32x4(src + 128ul * s + 16u * j).v[0];
-                for (uint k = 0; k < 4u; k++) v[4u * j + k] = f[k];
+                const vec4 u = swiglu ? F32x4(aux + 128ul * s + 16u * j).v[0] : vec4(1.0);
+                for (uint k = 0; k < 4u; k++) v[4u * j + k] = swiglu ? silu(f[k]) * u[k] : f[k];
             }
-        else for (uint j = 0; j < 32u; j++) v[j] = 32u * s + j < p.ncols ? F32(src).v[32u * s + j] : 0.0;
+        else
+            for (uint j = 0; j < 32u; j++) {
+                const uint i = 32u * s + j;
+                v[j] = i >= p.ncols ? 0.0 : swiglu ? silu(F32(src).v[i]) * F32(aux).v[i] : F32(src).v[i];
+            }
         for (uint c = 0; c < 32u; c += 8u)
             put8(tid * 4u + c / 8u, v[c], v[c + 1u], v[c + 2u], v[c + 3u], v[c + 4u], v[c + 5u], v[c + 6u], v[c + 7u]);
     }

@@ -23,12 +23,18 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Gro
     uint n_seg;
 };
 
-// Row R of the stack belongs to segment s.
+// The segment of row R of the stack, and the segment's first row.
+uint group_seg(Group gb, uint R, out uint start) {
+    uint s = 0;
+    start = 0;
+    while (s + 1u < gb.n_seg && R >= gb.row_end[s]) start = gb.row_end[s++];
+    return s;
+}
+
 void group_store(uint64_t grp, uint t, uint R, float acc) {
     Group gb = Group(grp);
-    uint s = 0, start = 0;
-    while (s + 1u < gb.n_seg && R >= gb.row_end[s]) start = gb.row_end[s++];
-    const uint row = R - start;
+    uint start;
+    const uint s = group_seg(gb, R, start), row = R - start;
     float v = acc;
     if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
     if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];

@@ -70,12 +70,37 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H1
 uint g_e = 0, g_off = 0, g_cnt;  // grouped: this workgroup's expert, its first pair, its pairs
 shared uint ybase[BN];           // grouped: y index of row 0 for each token of the tile
 
+// Stacked matmuls (p.group): the segment holding all of this workgroup's
+// rows when one does (t_one), looked up once instead of per element as
+// group_store does (the 8B q/k GEMM ran at 103 TFLOP/s in the model, the
+// same shape without a group at 130).
+bool t_one = false;
+uint t_start, t_ystride;
+uint64_t t_y, t_bias;
+float t_scale = 1.0;
+
+void tile_segment(uint row0) {
+    Group gb = Group(p.group);
+    uint st1;
+    const uint s0 = group_seg(gb, p.r_base + row0, t_start);
+    t_one = s0 == group_seg(gb, p.r_base + min(row0 + BM, p.nrows) - 1u, st1);
+    t_y = gb.y[s0], t_ystride = gb.y_stride[s0], t_bias = gb.bias[s0];
+    if (gb.scale[s0] != 0) t_scale = F32(gb.scale[s0]).v[0];
+}
+
 // Element (r, c) of the tile at (row0, tok0): row row0 + r of token tok0 + c.
 float store_elem(const in uint r, const in uint c, const in float v, const in uint row0, const in uint tok0) {
     const uint R = row0 + r, n = tok0 + c;
     if (R >= p.nrows || n >= g_cnt) return v;
     if (GROUPED) {
         mm_store(ybase[c] + R, R, g_e, v);
+    } else if (p.group != 0 && t_one) { // group_store's arithmetic
+        const uint row = p.r_base + R - t_start;
+        float x = v;
+        if (mm_bias_first() && t_bias != 0) x += F32(t_bias).v[row];
+        x *= t_scale;
+        if (!mm_bias_first() && t_bias != 0) x += F32(t_bias).v[row];
+        F32(t_y).v[n * t_ystride + row] = x;
     } else if (p.group != 0) {
         group_store(p.group, n, p.r_base + R, v);
     } else {
@@ -133,6 +158,7 @@ void main() {
     lg = setTensorLayoutStrideNV(setTensorLayoutDimensionNV(lg, g_cnt, kp), kp, 1);
     tensorViewNV<2, false, 1, 0> tr = createTensorViewNV(2, false, 1, 0);
     const bool a_inside = row0 + BM <= p.nrows && kp % BK == 0u;
+    if (!GROUPED && p.group != 0) tile_segment(row0);
     for (uint tile = gl_WorkGroupID.y; tile * BN < g_cnt; tile += gl_NumWorkGroups.y) {
         const uint tok0 = tile * BN;
         if (GROUPED) {

@@ -40,11 +40,19 @@ vec4 q8_xmode(vec4 v, uint i, uint mode, float inv, uint64_t xo) {
     return mode == XM_PLAIN ? v : q8_apply(v, q8_load4(q8_aux(mode, xo), i), mode, inv);
 }
 
+// a / b correctly rounded (nearly always: one Newton step on the quotient;
+// GLSL's division may be 2.5 ulp off, and a quant next to a rounding tie
+// then lands one step away from the CPU backend's).
+float q8_div(float a, float b) {
+    const float q = a / b;
+    return fma(fma(-q, b, a), 1.0 / b, q);
+}
+
 // Quantises v with its block's other 7 lanes: the 4 int8 packed, and the
 // block's (d, d * sum q) in ds (the same in all 8 lanes).
 uint q8_quant(vec4 v, out vec2 ds) {
     const float amax = cluster8_max(max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
-    const float d = amax / 127.0, id = d != 0.0 ? 1.0 / d : 0.0;
+    const float d = q8_div(amax, 127.0), id = d != 0.0 ? q8_div(1.0, d) : 0.0;
     const ivec4 qv = ivec4(roundEven(v * id));
     const int sum = cluster8_add(qv.x + qv.y + qv.z + qv.w);
     ds = vec2(d, d * float(sum));

@@ -1,27 +1,37 @@
 /* Mat-vec kernels on a real GPU (not part of CI). First, the decode
  * matmuls of an 8B (and the 35B MoE) as a decode step runs them, x fused
- * (RMS norm / SwiGLU), groups and all: the integer mat-vec quantising x in
- * its own workgroups (one dispatch; vkops.mvx) against quantx.comp, a
- * barrier, then matvec_q.comp (ZN_VK_MVX=0), and the fused one over
- * workgroup caps (ZN_VK_MVX_WGS). With ZN_BENCH_SWEEP=1 then: the float
- * kernel (matvec.comp) against the integer-dot one on decode-shaped
- * matrices of the bench models, and a sweep of the integer kernel's
- * workgroup size and rows per subgroup. Build and run:
- *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matvec.c build/libzinc.a \
- *      -ldl -lm -lpthread -o vk-matvec && ./vk-matvec
+ * (RMS norm / SwiGLU), groups and all, two ways: quantx.comp, a barrier,
+ * then matvec_q.comp ("pair", ZN_VK_MVX=0), and the integer mat-vec
+ * quantising x in its own workgroups ("fused", one dispatch; vkops.mvx).
+ * Each at vkops' defaults and over a grid: the pair's quantx slices
+ * (ZN_VK_QX_SK vec4s per thread, 0: a workgroup per row; ZN_VK_QX_WG) and
+ * mat-vec rows / steps (ZN_VK_MV_ROWS, ZN_VK_MV_UNROLL); the fused one's
+ * workgroup size (ZN_VK_MVX_WG), rows, steps, workgroups per token
+ * (ZN_VK_MVX_WGS) and weight prefetch before x is quantised
+ * (ZN_VK_MVX_PF). The summary at the end gives per shape the fastest pair
+ * and fused configurations, then the 8B decode-step time of these matmuls
+ * under what vkops can be told: one pair configuration, a fused one per
+ * weight type (a row of vk_ops.c's mvx_tunes), and per x mode fused or
+ * pair (ZN_VK_MVX_MODES). With ZN_BENCH_SWEEP=1 then: the float kernel
+ * (matvec.comp) against the integer-dot one on decode-shaped matrices of
+ * the bench models, and a sweep of the integer kernel's workgroup size and
+ * rows per subgroup. Build and run (a few minutes on an H200; the table is
+ * long, the summary is its last ~25 lines):
+ *   make -j && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matvec.c build/libzinc.a \
+ *      -ldl -lm -lpthread -o vk-matvec && ./vk-matvec > $OUT/matvec.txt; tail -28 $OUT/matvec.txt
  * Each configuration records WARM + REPS calls in one command buffer, with
  * a barrier after each (as in a decode step), rotating over enough weight
  * copies (ZN_BENCH_MB in total, default 256) that the L2 cache cannot serve
  * them, and prints the median GPU time per call from timestamps and the
  * weight bytes per second. For the integer kernel, "us" is the whole call
- * (with ZN_VK_MVX=0: quantising x, barrier, mat-vec) and "mv us" the
- * mat-vec alone; MoE
- * shapes read 8 of 32 experts, each slot with its own x (GB/s counts the
- * chosen experts' bytes). The
- * "copy" line is vkCmdCopyBuffer over the same bytes (read + write counted)
- * timed on the host: the memory system's reach on this device. Random bytes
- * stand in for the quantised weights: the kernels' cost does not depend on
- * their values. ZN_BENCH_QUICK=1: fewer repetitions (to try it on a CPU). */
+ * (for the pair: quantising x, barrier, mat-vec) and "mv us" the mat-vec
+ * alone; MoE shapes read 8 of 32 experts, each slot with its own x (GB/s
+ * counts the chosen experts' bytes). The "copy" line is vkCmdCopyBuffer
+ * over the same bytes (read + write counted) timed on the host: the memory
+ * system's reach on this device. Random bytes stand in for the quantised
+ * weights: the kernels' cost does not depend on their values.
+ * ZN_BENCH_QUICK=1: fewer repetitions and configurations (to try it on a
+ * CPU). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,32 +186,171 @@ static const fshape fshapes[] = {
     {"35B moe_down", ZN_TYPE_Q6_K, 512, 1, {2048}, VKX_SWIGLU, false, 32, 8, 0},
 };
 #define N_FSHAPES (sizeof fshapes / sizeof *fshapes)
-/* The pair, then the fused kernel at workgroup caps (DEF: vkops' default;
- * 0: one row block per workgroup), with the default workgroup size and
- * twice that (wg2: subgroups per workgroup x 2). */
-#define DEF UINT32_MAX
-typedef struct fcfg { bool fused, wg2; uint32_t wgs; } fcfg;
-static const fcfg fcfgs[] = {
-    {false, false, DEF}, {true, false, DEF}, {true, false, 0},   {true, false, 132}, {true, false, 264},
-    {true, false, 528},  {true, false, 1056}, {true, false, 2112}, {true, true, DEF},   {true, true, 0},
-    {true, true, 264},   {true, true, 1056},
-};
-#define N_FCFG (sizeof fcfgs / sizeof *fcfgs)
+/* The configurations: the pair (quantx + barrier + mat-vec) and the fused
+ * kernel at vkops' defaults, then a grid of the pair's (quantx slices of
+ * p_sk vec4s per thread, 0: a workgroup per row; quantx workgroup p_qxwg;
+ * the mat-vec's rows per subgroup and steps per iteration) and a grid of
+ * the fused kernel's (subgroups per workgroup x rows per subgroup x steps
+ * per iteration x workgroup cap x prefetch, KB of weights per workgroup
+ * turned into ZN_VK_MVX_PF sectors per thread). ZN_BENCH_QUICK: a few. */
+static const uint32_t p_sk[] = {0, 1, 2, 4}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {1, 2, 4};
+static const uint32_t g_sgs[] = {4, 8, 16}, g_wgs[] = {132, 264, 528, 1056}, g_pfkb[] = {0, 32};
+#define NDIM(a) (sizeof a / sizeof *a)
+#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll))
+#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wgs) * NDIM(g_pfkb))
+#define N_FCFG (2 + N_PGRID + N_GRID)
+typedef struct fcfg { bool fused, def; uint32_t wg, rows, unroll, wgs, pf, sk, qxwg; } fcfg;
 
-static void set_wg(bench *b, uint32_t wg) {
-    if (b->o.mv_wg == wg) return;
-    b->o.mv_wg = wg;
-    for (int t = 0; t < ZN_VK_NTYPES; t++)
-        for (int k = VKO_MATVEC_Q; k < VKO_COUNT; k++)
-            if (k != VKO_QUANTX) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
+/* Configuration ci (0: pair, 1: fused at the defaults, then the pair's
+ * grid, then the fused one); false where quick mode leaves it out. */
+static bool fcfg_at(const bench *b, size_t ci, fcfg *f) {
+    memset(f, 0, sizeof *f);
+    f->fused = ci != 0 && (ci == 1 || ci >= 2 + N_PGRID);
+    f->def = ci < 2;
+    if (ci < 2) return true;
+    size_t g = ci - 2;
+    if (g < N_PGRID) {
+        const size_t iu = g % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg);
+        const size_t is = g / NDIM(p_qxwg);
+        f->sk = p_sk[is], f->qxwg = p_qxwg[iq], f->rows = g_rows[ir], f->unroll = g_unroll[iu];
+        return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 1);
+    }
+    g -= N_PGRID;
+    const size_t ip = g % NDIM(g_pfkb), iw = (g /= NDIM(g_pfkb)) % NDIM(g_wgs), iu = (g /= NDIM(g_wgs)) % NDIM(g_unroll);
+    const size_t ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), is = g / NDIM(g_rows);
+    const uint32_t sg = b->d.info.subgroup_size;
+    f->wg = g_sgs[is] * sg, f->rows = g_rows[ir], f->unroll = g_unroll[iu], f->wgs = g_wgs[iw];
+    f->pf = g_pfkb[ip] ? (g_pfkb[ip] * 1024 / (f->wg * 32) ? g_pfkb[ip] * 1024 / (f->wg * 32) : 1) : 0;
+    if (f->pf > ZN_VK_MVX_MAX_PF) f->pf = ZN_VK_MVX_MAX_PF;
+    return !b->quick || (is < 2 && ir == 1 && iu < 2 && iw == 1);
 }
 
-/* Times every fshape both ways; us[shape][config] per call. */
+static int fcfg_name(const fcfg *f, char *s, size_t n) {
+    if (f->def) return snprintf(s, n, f->fused ? "fused (defaults)" : "pair (defaults)");
+    if (!f->fused) return snprintf(s, n, "pair sk %u qxwg %u nr %u u %u", f->sk, f->qxwg, f->rows, f->unroll);
+    return snprintf(s, n, "fused wg %u nr %u u %u wgs %u pf %u", f->wg, f->rows, f->unroll, f->wgs, f->pf);
+}
+
+/* vkops as configuration f says (every mat-vec and quantx pipeline rebuilt). */
+static void apply_fcfg(bench *b, const fcfg *f, const vkops *def) {
+    b->o.mvx = f->fused;
+    b->o.mv_rows = f->def ? def->mv_rows : f->rows;
+    b->o.mv_unroll = f->def ? def->mv_unroll : f->unroll;
+    b->o.mvx_wg = f->def || !f->fused ? def->mvx_wg : f->wg;
+    b->o.mvx_wgs = f->def || !f->fused ? def->mvx_wgs : f->wgs;
+    b->o.mvx_pf = f->def || !f->fused ? def->mvx_pf : f->pf;
+    b->o.qx_sk = f->def || f->fused ? def->qx_sk : f->sk;
+    b->o.qx_wg = f->def || f->fused ? def->qx_wg : f->qxwg;
+    b->o.mvx_modes = 7;
+    for (int t = 0; t < ZN_VK_NTYPES; t++)
+        for (int k = VKO_MATVEC_Q; k < VKO_COUNT; k++)
+            if (k <= VKO_MATVEC_QX_L) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
+}
+
+/* Calls of shape si per 8B decode step (36 layers + the output); 0: not the 8B. */
+static double step_calls(size_t si) {
+    return fshapes[si].per_layer ? 36.0 * fshapes[si].per_layer : !strncmp(fshapes[si].what, "8B", 2);
+}
+
+/* The configuration in [c0, c1) with the least 8B decode-step time over
+ * the shapes `use` picks (run ones only); *sum = that time. */
+static size_t best_for(double us[][N_FCFG], size_t c0, size_t c1, const bool *use, double *sum) {
+    size_t bi = c0;
+    *sum = -1;
+    for (size_t ci = c0; ci < c1; ci++) {
+        double t = 0;
+        bool all = true;
+        for (size_t si = 0; si < N_FSHAPES; si++)
+            if (use[si] && us[si][0] > 0) {
+                all = all && us[si][ci] > 0;
+                t += step_calls(si) * us[si][ci];
+            }
+        if (all && (*sum < 0 || t < *sum)) *sum = t, bi = ci;
+    }
+    return bi;
+}
+
+static void print_summary(const bench *b, double us[][N_FCFG]) {
+    char kp[64], kf[64];
+    fcfg f;
+    printf("\nsummary: us per call. pair: sk = quantx vec4s per thread per slice (0: a workgroup per row), qxwg = its\n"
+           "workgroup, nr/u = the mat-vec's rows per subgroup / steps per iteration. fused: wg = workgroup size,\n"
+           "nr/u as the pair's, wgs = workgroups per token, pf = 32-byte sectors per thread prefetched before x\n");
+    printf("  %-15s %8s %9s %8s %-32s %8s %s\n", "matmuls", "pair def", "fused def", "best", "pair configuration", "best",
+           "fused configuration");
+    const size_t p0 = 2, p1 = 2 + N_PGRID, f1 = N_FCFG;
+    for (size_t si = 0; si < N_FSHAPES; si++) {
+        if (!us[si][0]) {
+            printf("  %-15s (skipped)\n", fshapes[si].what);
+            continue;
+        }
+        size_t bp = 0, bf = 1;
+        for (size_t ci = p0; ci < p1; ci++)
+            if (us[si][ci] > 0 && us[si][ci] < us[si][bp]) bp = ci;
+        for (size_t ci = p1; ci < f1; ci++)
+            if (us[si][ci] > 0 && us[si][ci] < us[si][bf]) bf = ci;
+        fcfg_at(b, bp, &f), fcfg_name(&f, kp, sizeof kp);
+        fcfg_at(b, bf, &f), fcfg_name(&f, kf, sizeof kf);
+        printf("  %-15s %8.1f %9.1f %8.1f %-32s %8.1f %s\n", fshapes[si].what, us[si][0], us[si][1], us[si][bp], kp,
+               us[si][bf], kf);
+    }
+    /* what vkops' settings can express: one fused configuration per weight
+     * type (mvx_tunes), one pair configuration (the quantx settings are
+     * global), and per x mode fused or pair (ZN_VK_MVX_MODES) */
+    bool use[N_FSHAPES];
+    double t_pair, t_def = 0, t_pdef = 0, t_fused = 0, t_mix = 0;
+    for (size_t si = 0; si < N_FSHAPES; si++) {
+        use[si] = step_calls(si) > 0;
+        if (use[si]) t_def += step_calls(si) * us[si][1], t_pdef += step_calls(si) * us[si][0];
+    }
+    size_t bp = best_for(us, p0, p1, use, &t_pair);
+    if (t_pair < 0 || t_pdef <= t_pair) bp = 0, t_pair = t_pdef;
+    fcfg_at(b, bp, &f), fcfg_name(&f, kp, sizeof kp);
+    printf("\n8B decode step (these matmuls, 36 layers + output), what vkops' settings can express:\n");
+    printf("  pair, one configuration: %s: %.0f us (defaults %.0f)\n", kp, t_pair, t_pdef);
+    if (bp)
+        printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u\n", f.sk, f.qxwg, f.rows,
+               f.unroll);
+    size_t bft[2];
+    const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
+    for (size_t ti = 0; ti < 2; ti++) {
+        bool ut[N_FSHAPES];
+        double t;
+        for (size_t si = 0; si < N_FSHAPES; si++) ut[si] = use[si] && fshapes[si].t == types[ti];
+        bft[ti] = best_for(us, p1, f1, ut, &t);
+        double td = 0;
+        best_for(us, 1, 2, ut, &td);
+        if (td >= 0 && td <= t) bft[ti] = 1, t = td;
+        fcfg_at(b, bft[ti], &f), fcfg_name(&f, kf, sizeof kf);
+        printf("  fused %-5s %s: %.0f us (defaults %.0f)", zn_type_name(types[ti]), kf, t, td);
+        if (bft[ti] == 1) printf("\n");
+        else
+            printf("; mvx_tunes row {%u, %u, %u, %u, %u}\n", f.wg / b->d.info.subgroup_size, f.rows, f.unroll, f.wgs, f.pf);
+        t_fused += t > 0 ? t : 0;
+    }
+    printf("  fused, per type: %.0f us (defaults %.0f)\n", t_fused, t_def);
+    uint32_t modes = 0;
+    for (int m = VKX_PLAIN; m <= VKX_SWIGLU; m++) {
+        double tf = 0, tp = 0;
+        for (size_t si = 0; si < N_FSHAPES; si++)
+            if (use[si] && us[si][0] > 0 && fshapes[si].xmode == m) {
+                const size_t bf = bft[fshapes[si].t == ZN_TYPE_Q6_K];
+                tf += step_calls(si) * us[si][bf], tp += step_calls(si) * us[si][bp];
+            }
+        if (tf <= tp) modes |= 1u << m;
+        t_mix += tf <= tp ? tf : tp;
+        printf("  x mode %s: fused %.0f us, pair %.0f us\n", m == VKX_PLAIN ? "plain  " : m == VKX_RMSNORM ? "rmsnorm" : "swiglu ",
+               tf, tp);
+    }
+    printf("  mixed (ZN_VK_MVX_MODES=%u, the pair's and the fused settings above): %.0f us\n", modes, t_mix);
+}
+
+/* Times every fshape in every configuration; us[shape][config] per call (0: not run). */
 static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
     zn_err err = {0};
-    const uint32_t def_wgs = b->o.mvx_wgs, def_wg = b->o.mv_wg;
+    const vkops def = b->o;
     printf("x quantised in the mat-vec (fused, 1 dispatch) vs quantx + barrier + mat-vec (pair); us per call\n");
-    printf("%-15s %-5s %7s %-26s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
+    printf("%-15s %-5s %7s %-32s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
     for (size_t si = 0; si < N_FSHAPES; si++) {
         const fshape *s = &fshapes[si];
         uint32_t rows = 0;
@@ -249,44 +398,25 @@ static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
             m.n_expert = s->n_expert;
         }
         for (size_t ci = 0; ci < N_FCFG; ci++) {
-            const fcfg *f = &fcfgs[ci];
-            b->o.mvx = f->fused;
-            b->o.mvx_wgs = f->wgs == DEF ? def_wgs : f->wgs;
-            set_wg(b, f->wg2 ? 2 * def_wg : def_wg);
+            fcfg f;
+            if (!fcfg_at(b, ci, &f)) continue;
+            apply_fcfg(b, &f, &def);
             double mv;
             if (time_mm(b, &m, w, copies, &us[si][ci], &mv)) return 1;
-            char kname[40];
-            if (f->fused)
-                snprintf(kname, sizeof kname, "fused wg %u wgs %u%s", b->o.mv_wg, b->o.mvx_wgs, f->wgs == DEF ? " (def)" : "");
-            else snprintf(kname, sizeof kname, "pair wg %u", b->o.mv_wg);
-            printf("%-15s %-5s %7.1f %-26s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
+            if (b->o.intdot_err[0]) {
+                printf("THE FUSED KERNEL FAILED (quantx used): %s\n", b->o.intdot_err);
+                return 1;
+            }
+            char kname[64];
+            fcfg_name(&f, kname, sizeof kname);
+            printf("%-15s %-5s %7.1f %-32s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
                    us[si][ci], (double)rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
         }
-        set_wg(b, def_wg);
         vkarena_free(&b->a);
     }
-    b->o.mvx = true;
-    b->o.mvx_wgs = def_wgs;
-    if (b->o.intdot_err[0]) printf("THE FUSED KERNEL FAILED (quantx used): %s\n", b->o.intdot_err);
-    printf("\nsummary: us per call; best = fastest fused configuration (wg: workgroup size, wgs: workgroup cap, 0: none)\n");
-    printf("  %-15s %9s %9s %9s %5s %6s %9s\n", "matmuls", "pair", "fused def", "best", "wg", "wgs", "saved");
-    double step[3] = {0, 0, 0};
-    for (size_t si = 0; si < N_FSHAPES; si++) {
-        size_t bi = 1;
-        for (size_t ci = 2; ci < N_FCFG; ci++)
-            if (us[si][ci] < us[si][bi]) bi = ci;
-        const uint32_t bw = fcfgs[bi].wgs == DEF ? def_wgs : fcfgs[bi].wgs;
-        if (!us[si][0]) {
-            printf("  %-15s (skipped)\n", fshapes[si].what);
-            continue;
-        }
-        printf("  %-15s %9.1f %9.1f %9.1f %5u %6u %9.1f\n", fshapes[si].what, us[si][0], us[si][1], us[si][bi],
-               fcfgs[bi].wg2 ? 2 * def_wg : def_wg, bw, us[si][0] - us[si][1]);
-        const double k = fshapes[si].per_layer ? 36.0 * fshapes[si].per_layer : !strncmp(fshapes[si].what, "8B", 2);
-        step[0] += k * us[si][0], step[1] += k * us[si][1], step[2] += k * us[si][bi];
-    }
-    printf("  8B decode step, these matmuls (36 layers + output): pair %.0f us, fused %.0f us (best caps %.0f us)\n",
-           step[0], step[1], step[2]);
+    fcfg f0 = {.fused = true, .def = true};
+    apply_fcfg(b, &f0, &def);
+    print_summary(b, us);
     return 0;
 }
 
