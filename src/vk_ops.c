@@ -334,8 +334,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
     const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
     const bool cm2 = k == VKO_MMF_CM2 || k == VKO_MMF_CM2_MOE;
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa || k == VKO_ATTN_DEC;
-    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : k == VKO_ATTN_DEC ? ATTN_DEC_SLOTS : ZN_VK_MM_NCFG;
+    const bool dec = k == VKO_ATTN_DEC64 || k == VKO_ATTN_DEC128 || k == VKO_ATTN_DEC256;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa || dec;
+    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : dec ? ATTN_DEC_SLOTS : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -393,7 +394,12 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
     case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
-    case VKO_ATTN_DEC: shader = "attn_dec"; spec[n++] = ATTN_WG; spec[n++] = 1u << dim; break;
+    case VKO_ATTN_DEC64:
+    case VKO_ATTN_DEC128:
+    case VKO_ATTN_DEC256:
+        shader = "attn_dec";
+        spec[n++] = ATTN_WG; spec[n++] = 1u << dim; spec[n++] = 64u << (k - VKO_ATTN_DEC64);
+        break;
     case VKO_ATTN_FA: /* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
@@ -861,18 +867,19 @@ static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
                        a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
 }
 
-/* attn_dec.comp's pipeline slot for this call (log2 of its query rows
- * rounded up to a power of two), or -1 where it does not apply. */
-static int attn_dec_slot(const vkops *o, const vkop_attn *a) {
-    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv);
+/* attn_dec.comp's pipeline for this call: the kind by head dim, the slot
+ * log2 of its query rows rounded up to a power of two; false where it does
+ * not apply. */
+static bool attn_dec_pipe(const vkops *o, const vkop_attn *a, vkop_kind *kind, uint32_t *slot) {
+    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv), hd = a->hd_k;
     /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
      * keeps more of the GPU busy than one per KV head */
-    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || a->hd_k % 64 || a->hd_v < 4 || (a->hd_v & (a->hd_v - 1)) ||
-        (a->ck | a->cv) % 16)
-        return -1;
-    int slot = 0;
-    while (1u << slot < rows) slot++;
-    return slot;
+    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || hd != a->hd_v ||
+        (hd != 64 && hd != 128 && hd != 256) || (a->ck | a->cv) % 16)
+        return false;
+    *kind = hd == 64 ? VKO_ATTN_DEC64 : hd == 128 ? VKO_ATTN_DEC128 : VKO_ATTN_DEC256;
+    for (*slot = 0; 1u << *slot < rows; ++*slot) {}
+    return true;
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -912,15 +919,16 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + ATTN_FA_ROWS - 1) / ATTN_FA_ROWS, 1, name);
         return ZN_OK;
     }
-    const int ds = attn_dec_slot(o, a);
-    zn_status st = ds >= 0 ? get_pipe_v(o, VKO_ATTN_DEC, ZN_TYPE_F32, (uint32_t)ds, &p, err)
-                           : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
+    vkop_kind dk;
+    uint32_t ds;
+    const bool dec = attn_dec_pipe(o, a, &dk, &ds);
+    zn_status st = dec ? get_pipe_v(o, dk, ZN_TYPE_F32, ds, &p, err) : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
     uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(o, a, n_split);
-    if (ds >= 0) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
+    if (dec) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
     else vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);

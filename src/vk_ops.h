@@ -23,7 +23,7 @@ typedef enum vkop_kind {
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
-    VKO_ATTN_DEC,                                            /* per query rows (log2) */
+    VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_COUNT
 } vkop_kind;
 
@@ -266,7 +266,7 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * valid for every n_past whose split count is the recorded one.
  * With o->attn_dec, steps of up to ZN_VK_ATTN_SPLIT_TOK tokens and
  * ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV head (n_tok x n_head /
- * n_head_kv; hd_k a multiple of 64, hd_v a power of two, both at most 256)
+ * n_head_kv; hd_k = hd_v = 64, 128 or 256)
  * run attn_dec.comp, one workgroup per (KV head, split), which reads each
  * K/V row once for the whole group; steps of that many tokens (on either
  * kernel) split, attn_chunk defaults to

@@ -1309,7 +1309,8 @@ static void test_attention(void) {
  * head dims 64/128/256, GQA 1..16, contexts of 1, 37, 300 and 4097 keys,
  * 1 to 4 tokens, with and without splits (a tiny chunk gives splits that
  * are empty, or empty for the first token's row only); where it does not
- * apply, attn.comp with the splits of this rule. */
+ * apply (hd_k != hd_v, other head dims, more rows or tokens), attn.comp
+ * with the splits of this rule. */
 static void test_attention_dec(void) {
     const double tol = 1e-10;
     const bool dec = E.o.attn_dec;
@@ -1337,20 +1338,26 @@ static void test_attention_dec(void) {
         {8, 2, 296, 4, 0, true},     /* 4 tokens x GQA 4: 16 rows, split */
         {8, 2, 7, 4, 2, false},      /* chunk 2: a split with keys only for the last rows */
         {4, 4, 3, 2, 1, false},      /* 5 keys in 8 splits of 1: some empty */
+        {8, 2, 299, 2, 512, false},  /* 301 keys, one split: many tiles */
+        {4, 1, 1000, 1, 600, true},  /* 1001 keys in 2 splits of many tiles */
         {8, 2, 20, 6, 0, false},     /* 6 tokens: attn.comp, one split */
         {8, 1, 40, 3, 0, false},     /* 24 rows: attn.comp */
     };
     static const int hds[][2] = {{64, 64}, {128, 128}, {256, 256}, {128, 64}, {64, 256}};
     for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
         for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
-            if (hi >= 3 && i % 3) continue; /* mixed dims: a few cases */
+            if (hi >= 3 && i % 3) continue; /* hd_k != hd_v (attn.comp): a few cases */
+            /* 16 rows at one head dim: those variants take lavapipe ~10 s each to compile */
+            if (hds[hi][0] != 128 && cs[i].n_head / cs[i].n_kv * cs[i].T == 16) continue;
             E.o.attn_chunk = cs[i].chunk ? cs[i].chunk : ZN_VK_ATTN_DEC_CHUNK;
             const double e = attn_case(cs[i].n_head, cs[i].n_kv, hds[hi][0], hds[hi][1], cs[i].n_past, cs[i].T, cs[i].via_step);
             CHECK_MSG(e <= tol, "hd %d/%d, %d/%d heads, %d + %d tokens, chunk %u: nmse %.3g", hds[hi][0], hds[hi][1],
                       cs[i].n_head, cs[i].n_kv, cs[i].n_past, cs[i].T, E.o.attn_chunk, e);
         }
-    for (int slot = 0; slot < 5; slot++) /* 1, 2, 4, 8 and 16 rows ran on it */
-        CHECK_MSG(E.o.pipes[VKO_ATTN_DEC][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp for %d rows not used", 1 << slot);
+    for (int k = VKO_ATTN_DEC64; k <= VKO_ATTN_DEC256; k++)
+        for (int slot = 0; slot < (k == VKO_ATTN_DEC128 ? 5 : 4); slot++) /* 1, 2, 4, 8 (and 16) rows ran on it */
+            CHECK_MSG(E.o.pipes[k][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp, hd %d, %d rows: not used",
+                      64 << (k - VKO_ATTN_DEC64), 1 << slot);
     /* head dims it does not take: attn.comp with the derived chunk */
     E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
     const double e0 = attn_case(4, 4, 32, 32, 1100, 1, false), e1 = attn_case(4, 2, 96, 96, 300, 3, true);
