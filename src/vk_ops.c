@@ -38,19 +38,19 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
  * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
  * set): subgroups per workgroup, rows per subgroup, steps per iteration,
  * workgroups per token, 32-byte sectors per thread prefetched before x is
- * quantised. 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
+ * quantised, and per row block (matvec_q.comp's PF, PN). 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
  * once (no second wave to wait for), so that the redundant reads and
  * quantisation of x (up to 96 KB of f32 x and aux per workgroup) are paid a
  * few hundred times, not once per row block: an 8B's gate+up has 3072
  * blocks. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
-typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf; } mvx_tune;
+typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
 static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
-    [3] = {4, 2, 2, MVX_WGS, 0}, /* Q4_0 */
-    [4] = {4, 2, 2, MVX_WGS, 0}, /* Q8_0 */
-    [5] = {4, 2, 2, MVX_WGS, 0}, /* Q4_K */
-    [6] = {4, 2, 2, MVX_WGS, 0}, /* Q5_K */
-    [7] = {4, 2, 2, MVX_WGS, 0}, /* Q6_K */
+    [3] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_0 */
+    [4] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q8_0 */
+    [5] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_K */
+    [6] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q5_K */
+    [7] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q6_K */
 };
 
 static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
@@ -61,6 +61,7 @@ static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
     if (o->mv_unroll) m.unroll = o->mv_unroll;
     if (o->mvx_wgs != ZN_VK_MVX_AUTO) m.wgs = o->mvx_wgs;
     if (o->mvx_pf != ZN_VK_MVX_AUTO) m.pf = o->mvx_pf;
+    if (o->mvx_pn != ZN_VK_MVX_AUTO) m.pn = o->mvx_pn;
     return m;
 }
 
@@ -121,7 +122,10 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mvx_modes = mm && atoi(mm) >= 0 ? (uint32_t)atoi(mm) : 7;
     o->qx_sk = qs && atoi(qs) > 0 && atoi(qs) <= 16 ? (uint32_t)atoi(qs) : 0;
     o->qx_wg = qw && atoi(qw) > 0 && atoi(qw) % 8 == 0 && atoi(qw) <= 1024 ? (uint32_t)atoi(qw) : 0;
-    o->mvx_pf = ZN_VK_MVX_AUTO;
+    o->mvx_pf = o->mvx_pn = ZN_VK_MVX_AUTO;
+    const char *pn = getenv("ZN_VK_MVX_PN"), *mpn = getenv("ZN_VK_MV_PN");
+    if (pn && atoi(pn) >= 0 && atoi(pn) <= ZN_VK_MVX_MAX_PF) o->mvx_pn = (uint32_t)atoi(pn);
+    o->mv_pn = mpn && atoi(mpn) > 0 && atoi(mpn) <= ZN_VK_MVX_MAX_PF ? (uint32_t)atoi(mpn) : 0;
     if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
@@ -351,14 +355,14 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         break;
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = mvq_unroll_for(o, t);
+        spec[n++] = mvq_unroll_for(o, t); spec[n++] = 0; spec[n++] = 0; spec[n++] = o->mv_pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
     case VKO_MATVEC_QX_L: {
         const mvx_tune m = mvx_tune_for(o, t);
         spec[n++] = m.wg; spec[n++] = (uint32_t)t; spec[n++] = m.rows; spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf;
+        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf; spec[n++] = m.pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     }
     case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->qx_sk; break;

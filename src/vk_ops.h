@@ -108,6 +108,9 @@ typedef struct vkops {
     uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
     uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
                                  x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
+    uint32_t mvx_pn, mv_pn;   /* 32-byte weight sectors per thread prefetched per row block (this and
+                                 the next): fused (ZN_VK_MVX_PN; ZN_VK_MVX_AUTO: per type), quantx's
+                                 mat-vec (ZN_VK_MV_PN; default 0) */
     uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
                                  looping over row blocks (ZN_VK_MVX_WGS; 0: one block each;
                                  ZN_VK_MVX_AUTO: per type) */

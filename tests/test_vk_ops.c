@@ -262,30 +262,35 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
  * token (each looping over row blocks) prefetching 5 sectors per thread
- * (past the matrix's end on small ones), and quantx.comp for rows over 256
+ * before x and 3 per row block (past the matrix's end on small ones), and
+ * quantx.comp for rows over 256
  * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
  * has its default: both in one test), then quantx.comp alone, splitting
  * rows into slices of 2 vec4s per thread (several workgroups per row, a
  * partial last slice; fused x modes only through quantx.comp's slices,
- * ZN_VK_MVX_MODES). Then the float kernel. */
+ * ZN_VK_MVX_MODES) and its mat-vec prefetching 4 sectors per thread per
+ * row block. Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
     const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
-    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk;
+    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk, pn = E.o.mvx_pn, mpn = E.o.mv_pn;
     if (had) {
         fn();
         mvq_config(3, 2, 3 * sg, 3 * sg);
         E.o.mvx_wgs = 2;
         E.o.mvx_pf = 5;
+        E.o.mvx_pn = 3;
         fn();
         E.o.mvx_wgs = wgs;
         E.o.mvx_pf = pf;
+        E.o.mvx_pn = pn;
         mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
         E.o.mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
         E.o.qx_sk = 2;
+        E.o.mv_pn = 4;
         mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
         fn();
@@ -294,6 +299,8 @@ static void both_matvecs(void (*fn)(void)) {
         E.o.mvx = mvx;
         E.o.mvx_modes = modes;
         E.o.qx_sk = sk;
+        E.o.mv_pn = mpn;
+        mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
     }
     E.o.intdot = false;

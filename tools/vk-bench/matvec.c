@@ -8,7 +8,8 @@
  * mat-vec rows / steps (ZN_VK_MV_ROWS, ZN_VK_MV_UNROLL); the fused one's
  * workgroup size (ZN_VK_MVX_WG), rows, steps, workgroups per token
  * (ZN_VK_MVX_WGS) and weight prefetch before x is quantised
- * (ZN_VK_MVX_PF). The summary at the end gives per shape the fastest pair
+ * (ZN_VK_MVX_PF); both with and without prefetching each row block's and
+ * the next one's weights into L2 (ZN_VK_MV_PN, ZN_VK_MVX_PN). The summary at the end gives per shape the fastest pair
  * and fused configurations, then the 8B decode-step time of these matmuls
  * under what vkops can be told: one pair configuration, a fused one per
  * weight type (a row of vk_ops.c's mvx_tunes), and per x mode fused or
@@ -193,13 +194,19 @@ static const fshape fshapes[] = {
  * the fused kernel's (subgroups per workgroup x rows per subgroup x steps
  * per iteration x workgroup cap x prefetch, KB of weights per workgroup
  * turned into ZN_VK_MVX_PF sectors per thread). ZN_BENCH_QUICK: a few. */
-static const uint32_t p_sk[] = {0, 1, 2, 4}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {1, 2, 4};
-static const uint32_t g_sgs[] = {4, 8, 16}, g_wgs[] = {132, 264, 528, 1056}, g_pfkb[] = {0, 32};
+static const uint32_t p_sk[] = {0, 1, 2}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {2, 4};
+static const uint32_t g_sgs[] = {4, 8, 16}, g_wgs[] = {264, 528, 1056}, g_pfkb[] = {0, 32}, g_pnkb[] = {0, 64};
 #define NDIM(a) (sizeof a / sizeof *a)
-#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll))
-#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wgs) * NDIM(g_pfkb))
+#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_pnkb))
+#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wgs) * NDIM(g_pfkb) * NDIM(g_pnkb))
 #define N_FCFG (2 + N_PGRID + N_GRID)
-typedef struct fcfg { bool fused, def; uint32_t wg, rows, unroll, wgs, pf, sk, qxwg; } fcfg;
+typedef struct fcfg { bool fused, def; uint32_t wg, rows, unroll, wgs, pf, pn, sk, qxwg; } fcfg;
+
+/* kb KB of weights per workgroup of wg threads as 32-byte sectors per thread (0: none). */
+static uint32_t sectors(uint32_t kb, uint32_t wg) {
+    const uint32_t n = kb * 1024 / (wg * 32);
+    return !kb ? 0 : n < 1 ? 1 : n > ZN_VK_MVX_MAX_PF ? ZN_VK_MVX_MAX_PF : n;
+}
 
 /* Configuration ci (0: pair, 1: fused at the defaults, then the pair's
  * grid, then the fused one); false where quick mode leaves it out. */
@@ -209,26 +216,28 @@ static bool fcfg_at(const bench *b, size_t ci, fcfg *f) {
     f->def = ci < 2;
     if (ci < 2) return true;
     size_t g = ci - 2;
-    if (g < N_PGRID) {
+    const size_t in = g % NDIM(g_pnkb);
+    g /= NDIM(g_pnkb);
+    if (g < N_PGRID / NDIM(g_pnkb)) {
         const size_t iu = g % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg);
         const size_t is = g / NDIM(p_qxwg);
         f->sk = p_sk[is], f->qxwg = p_qxwg[iq], f->rows = g_rows[ir], f->unroll = g_unroll[iu];
-        return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 1);
+        f->pn = sectors(g_pnkb[in], b->o.mv_wg);
+        return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 0);
     }
-    g -= N_PGRID;
+    g -= N_PGRID / NDIM(g_pnkb);
     const size_t ip = g % NDIM(g_pfkb), iw = (g /= NDIM(g_pfkb)) % NDIM(g_wgs), iu = (g /= NDIM(g_wgs)) % NDIM(g_unroll);
     const size_t ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), is = g / NDIM(g_rows);
     const uint32_t sg = b->d.info.subgroup_size;
     f->wg = g_sgs[is] * sg, f->rows = g_rows[ir], f->unroll = g_unroll[iu], f->wgs = g_wgs[iw];
-    f->pf = g_pfkb[ip] ? (g_pfkb[ip] * 1024 / (f->wg * 32) ? g_pfkb[ip] * 1024 / (f->wg * 32) : 1) : 0;
-    if (f->pf > ZN_VK_MVX_MAX_PF) f->pf = ZN_VK_MVX_MAX_PF;
-    return !b->quick || (is < 2 && ir == 1 && iu < 2 && iw == 1);
+    f->pf = sectors(g_pfkb[ip], f->wg), f->pn = sectors(g_pnkb[in], f->wg);
+    return !b->quick || (is < 2 && ir == 1 && iu == 0 && iw == 1 && ip + in < 2);
 }
 
 static int fcfg_name(const fcfg *f, char *s, size_t n) {
     if (f->def) return snprintf(s, n, f->fused ? "fused (defaults)" : "pair (defaults)");
-    if (!f->fused) return snprintf(s, n, "pair sk %u qxwg %u nr %u u %u", f->sk, f->qxwg, f->rows, f->unroll);
-    return snprintf(s, n, "fused wg %u nr %u u %u wgs %u pf %u", f->wg, f->rows, f->unroll, f->wgs, f->pf);
+    if (!f->fused) return snprintf(s, n, "pair sk %u qxwg %u nr %u u %u pn %u", f->sk, f->qxwg, f->rows, f->unroll, f->pn);
+    return snprintf(s, n, "fused wg %u nr %u u %u wgs %u pf %u pn %u", f->wg, f->rows, f->unroll, f->wgs, f->pf, f->pn);
 }
 
 /* vkops as configuration f says (every mat-vec and quantx pipeline rebuilt). */
@@ -239,6 +248,8 @@ static void apply_fcfg(bench *b, const fcfg *f, const vkops *def) {
     b->o.mvx_wg = f->def || !f->fused ? def->mvx_wg : f->wg;
     b->o.mvx_wgs = f->def || !f->fused ? def->mvx_wgs : f->wgs;
     b->o.mvx_pf = f->def || !f->fused ? def->mvx_pf : f->pf;
+    b->o.mvx_pn = f->def || !f->fused ? def->mvx_pn : f->pn;
+    b->o.mv_pn = f->def || f->fused ? def->mv_pn : f->pn;
     b->o.qx_sk = f->def || f->fused ? def->qx_sk : f->sk;
     b->o.qx_wg = f->def || f->fused ? def->qx_wg : f->qxwg;
     b->o.mvx_modes = 7;
@@ -275,7 +286,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     fcfg f;
     printf("\nsummary: us per call. pair: sk = quantx vec4s per thread per slice (0: a workgroup per row), qxwg = its\n"
            "workgroup, nr/u = the mat-vec's rows per subgroup / steps per iteration. fused: wg = workgroup size,\n"
-           "nr/u as the pair's, wgs = workgroups per token, pf = 32-byte sectors per thread prefetched before x\n");
+           "nr/u as the pair's, wgs = workgroups per token, pf = 32-byte sectors per thread prefetched before x;\n"
+           "pn (both) = sectors per thread prefetched per row block, this one's and the next)\n");
     printf("  %-15s %8s %9s %8s %-32s %8s %s\n", "matmuls", "pair def", "fused def", "best", "pair configuration", "best",
            "fused configuration");
     const size_t p0 = 2, p1 = 2 + N_PGRID, f1 = N_FCFG;
@@ -309,8 +321,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     printf("\n8B decode step (these matmuls, 36 layers + output), what vkops' settings can express:\n");
     printf("  pair, one configuration: %s: %.0f us (defaults %.0f)\n", kp, t_pair, t_pdef);
     if (bp)
-        printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u\n", f.sk, f.qxwg, f.rows,
-               f.unroll);
+        printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u ZN_VK_MV_PN=%u\n", f.sk,
+               f.qxwg, f.rows, f.unroll, f.pn);
     size_t bft[2];
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
     for (size_t ti = 0; ti < 2; ti++) {
@@ -325,7 +337,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
         printf("  fused %-5s %s: %.0f us (defaults %.0f)", zn_type_name(types[ti]), kf, t, td);
         if (bft[ti] == 1) printf("\n");
         else
-            printf("; mvx_tunes row {%u, %u, %u, %u, %u}\n", f.wg / b->d.info.subgroup_size, f.rows, f.unroll, f.wgs, f.pf);
+            printf("; mvx_tunes row {%u, %u, %u, %u, %u, %u}\n", f.wg / b->d.info.subgroup_size, f.rows, f.unroll, f.wgs,
+                   f.pf, f.pn);
         t_fused += t > 0 ? t : 0;
     }
     printf("  fused, per type: %.0f us (defaults %.0f)\n", t_fused, t_def);
@@ -350,7 +363,7 @@ static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
     zn_err err = {0};
     const vkops def = b->o;
     printf("x quantised in the mat-vec (fused, 1 dispatch) vs quantx + barrier + mat-vec (pair); us per call\n");
-    printf("%-15s %-5s %7s %-32s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
+    printf("%-15s %-5s %7s %-42s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
     for (size_t si = 0; si < N_FSHAPES; si++) {
         const fshape *s = &fshapes[si];
         uint32_t rows = 0;
@@ -409,7 +422,7 @@ static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
             }
             char kname[64];
             fcfg_name(&f, kname, sizeof kname);
-            printf("%-15s %-5s %7.1f %-32s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
+            printf("%-15s %-5s %7.1f %-42s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
                    us[si][ci], (double)rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
         }
         vkarena_free(&b->a);
