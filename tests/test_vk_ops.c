@@ -1293,6 +1293,10 @@ static void test_attention(void) {
     CHECK_MSG(e3 <= tol, "hd 256 decode: nmse %.3g", e3);
     CHECK_MSG(e4 <= tol, "split-K decode via the step block: nmse %.3g", e4);
     CHECK_MSG(e5 <= tol, "prefill via the step block: nmse %.3g", e5);
+    E.o.attn_chunk = 4; /* 512 splits: the merge takes them in two blocks */
+    const double e6 = attn_case(4, 2, 64, 64, 1100, 1, false);
+    E.o.attn_chunk = ZN_VK_ATTN_CHUNK;
+    CHECK_MSG(e6 <= tol, "512 splits: nmse %.3g", e6);
     /* prefill of >= 16 rows: attn_fa.comp (32-row blocks, 64 / 32 / 16-key tiles by head dim) */
     double f0 = attn_case(4, 2, 64, 64, 0, 40, false), f1 = attn_case(2, 1, 128, 128, 45, 50, false);
     double f2 = attn_case(2, 2, 256, 256, 10, 33, false), f3 = attn_case(6, 2, 128, 128, 0, 16, false);
