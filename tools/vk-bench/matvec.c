@@ -190,15 +190,20 @@ static const fshape fshapes[] = {
 /* The configurations: the pair (quantx + barrier + mat-vec) and the fused
  * kernel at vkops' defaults, then a grid of the pair's (quantx slices of
  * p_sk vec4s per thread, 0: a workgroup per row; quantx workgroup p_qxwg;
- * the mat-vec's rows per subgroup and steps per iteration) and a grid of
- * the fused kernel's (subgroups per workgroup x rows per subgroup x steps
- * per iteration x workgroup cap x prefetch, KB of weights per workgroup
- * turned into ZN_VK_MVX_PF sectors per thread). ZN_BENCH_QUICK: a few. */
+ * the mat-vec's rows per subgroup, steps per iteration, per-block
+ * prefetch) and a grid of the fused kernel's (subgroups per workgroup x
+ * rows per subgroup x steps per iteration x workgroups per token, as
+ * warps per SM of an H200 (132 SMs: each workgroup quantises x again, so
+ * the fewer per SM the less of that) x prefetch before x / per block).
+ * Prefetches are KB of weights per workgroup, turned into ZN_VK_MVX_PF /
+ * _PN sectors per thread. ZN_BENCH_QUICK: a few. */
+#define H200_SMS 132
 static const uint32_t p_sk[] = {0, 1, 2}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {2, 3, 4};
-static const uint32_t g_sgs[] = {4, 8, 16}, g_wgs[] = {264, 528, 1056}, g_pfkb[] = {0, 32}, g_pnkb[] = {0, 64};
+static const uint32_t p_pnkb[] = {0, 64}, g_sgs[] = {4, 8, 16, 32}, g_wpsm[] = {8, 16, 32};
+static const uint32_t g_pref[][2] = {{0, 0}, {32, 0}, {32, 64}}; /* KB before x, per row block */
 #define NDIM(a) (sizeof a / sizeof *a)
-#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_pnkb))
-#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wgs) * NDIM(g_pfkb) * NDIM(g_pnkb))
+#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(p_pnkb))
+#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wpsm) * NDIM(g_pref))
 #define N_FCFG (2 + N_PGRID + N_GRID)
 typedef struct fcfg { bool fused, def; uint32_t wg, rows, unroll, wgs, pf, pn, sk, qxwg; } fcfg;
 
@@ -216,22 +221,21 @@ static bool fcfg_at(const bench *b, size_t ci, fcfg *f) {
     f->def = ci < 2;
     if (ci < 2) return true;
     size_t g = ci - 2;
-    const size_t in = g % NDIM(g_pnkb);
-    g /= NDIM(g_pnkb);
-    if (g < N_PGRID / NDIM(g_pnkb)) {
-        const size_t iu = g % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg);
-        const size_t is = g / NDIM(p_qxwg);
+    if (g < N_PGRID) {
+        const size_t in = g % NDIM(p_pnkb), iu = (g /= NDIM(p_pnkb)) % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows);
+        const size_t iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg), is = g / NDIM(p_qxwg);
         f->sk = p_sk[is], f->qxwg = p_qxwg[iq], f->rows = g_rows[ir], f->unroll = g_unroll[iu];
-        f->pn = sectors(g_pnkb[in], b->o.mv_wg);
+        f->pn = sectors(p_pnkb[in], b->o.mv_wg);
         return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 0);
     }
-    g -= N_PGRID / NDIM(g_pnkb);
-    const size_t ip = g % NDIM(g_pfkb), iw = (g /= NDIM(g_pfkb)) % NDIM(g_wgs), iu = (g /= NDIM(g_wgs)) % NDIM(g_unroll);
+    g -= N_PGRID;
+    const size_t ip = g % NDIM(g_pref), iw = (g /= NDIM(g_pref)) % NDIM(g_wpsm), iu = (g /= NDIM(g_wpsm)) % NDIM(g_unroll);
     const size_t ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), is = g / NDIM(g_rows);
     const uint32_t sg = b->d.info.subgroup_size;
-    f->wg = g_sgs[is] * sg, f->rows = g_rows[ir], f->unroll = g_unroll[iu], f->wgs = g_wgs[iw];
-    f->pf = sectors(g_pfkb[ip], f->wg), f->pn = sectors(g_pnkb[in], f->wg);
-    return !b->quick || (is < 2 && ir == 1 && iu == 0 && iw == 1 && ip + in < 2);
+    f->wg = g_sgs[is] * sg, f->rows = g_rows[ir], f->unroll = g_unroll[iu];
+    f->wgs = g_wpsm[iw] * H200_SMS / g_sgs[is];
+    f->pf = sectors(g_pref[ip][0], f->wg), f->pn = sectors(g_pref[ip][1], f->wg);
+    return !b->quick || (is < 2 && ir == 1 && iu == 0 && iw == 1 && ip < 2);
 }
 
 static int fcfg_name(const fcfg *f, char *s, size_t n) {
