@@ -264,10 +264,19 @@ void main() {
                 for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * L, p.ncols, x[u]);
             }
         }
-        for (; s < nsteps; s += L) {
-            const XS x = load_x(xr, nb, s);
-            for (uint r = 0; r < NR; r++)
-                acc[r] += dot_step(w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes, s, p.ncols, x);
+        // fewer than U steps left: one more iteration, all its loads in
+        // flight together too (steps past the row repeat the last one and
+        // count nothing)
+        if (U > 1u && s < nsteps) {
+            XS x[U];
+            for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, min(s + u * L, nsteps - 1u));
+            for (uint r = 0; r < NR; r++) {
+                const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
+                for (uint u = 0; u < U; u++) {
+                    const float d = dot_step(row, min(s + u * L, nsteps - 1u), p.ncols, x[u]);
+                    acc[r] += s + u * L < nsteps ? d : 0.0;
+                }
+            }
         }
         for (uint r = 0; r < NR; r++) {
             if (G == 1u) acc[r] = subgroupAdd(acc[r]);

@@ -194,7 +194,7 @@ static const fshape fshapes[] = {
  * the fused kernel's (subgroups per workgroup x rows per subgroup x steps
  * per iteration x workgroup cap x prefetch, KB of weights per workgroup
  * turned into ZN_VK_MVX_PF sectors per thread). ZN_BENCH_QUICK: a few. */
-static const uint32_t p_sk[] = {0, 1, 2}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {2, 4};
+static const uint32_t p_sk[] = {0, 1, 2}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {2, 3, 4};
 static const uint32_t g_sgs[] = {4, 8, 16}, g_wgs[] = {264, 528, 1056}, g_pfkb[] = {0, 32}, g_pnkb[] = {0, 64};
 #define NDIM(a) (sizeof a / sizeof *a)
 #define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_pnkb))
@@ -359,76 +359,108 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
 }
 
 /* Times every fshape in every configuration; us[shape][config] per call (0: not run). */
+/* One fshape's buffers and call. */
+typedef struct fstate {
+    vkref w[MAX_COPIES], xq;
+    int copies;
+    uint64_t xqb, rbytes;
+    vkop_mm m;
+    bool run;
+} fstate;
+
+static int fshape_setup(bench *b, const fshape *s, uint64_t budget, fstate *st, zn_err *err) {
+    uint32_t rows = 0;
+    for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
+    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
+    const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
+    const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1);
+    st->rbytes = (uint64_t)rb * rows * nx;
+    st->run = !(b->quick && wbytes > (64ull << 20)); /* the output matrix: minutes on a CPU */
+    if (!st->run) return 0;
+    vkref x, aux, y, res, grp = {0}, ids = {0};
+    vkxfer xf;
+    int bad = vkxfer_init(&xf, &b->d, 64ull << 20, err) || weight_copies(b, &xf, wbytes, budget, st->w, &st->copies, err);
+    const uint64_t xfl = (uint64_t)s->cols * (slot_x ? nx : 1);
+    st->xqb = vkops_xq_bytes(s->cols, nx);
+    float idv[16];
+    for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
+    bad = bad || vkarena_alloc(&b->a, 4 * xfl, 256, &x, err) || vkarena_alloc(&b->a, 4 * xfl, 256, &aux, err) ||
+          vkarena_alloc(&b->a, 4ull * rows * nx, 256, &y, err) || vkarena_alloc(&b->a, 4ull * rows * nx, 256, &res, err) ||
+          vkarena_alloc(&b->a, st->xqb, 256, &st->xq, err) || vkxfer_fill(&xf, x, 0x3c000000u, err) ||
+          vkxfer_fill(&xf, aux, 0x3f000000u, err) || vkxfer_fill(&xf, res, 0, err) ||
+          (s->n_expert && (vkarena_alloc(&b->a, sizeof idv, 256, &ids, err) || vkxfer_upload(&xf, ids, idv, sizeof idv, err)));
+    vkop_group g = {.n_seg = s->n_seg};
+    for (uint32_t k = 0, r0 = 0; k < s->n_seg && s->n_seg > 1; r0 += s->seg[k++]) {
+        g.y[k] = y.addr + 4ull * r0;
+        g.row_end[k] = r0 + s->seg[k];
+        g.y_stride[k] = s->seg[k];
+    }
+    if (s->n_seg > 1) bad = bad || vkarena_alloc(&b->a, sizeof g, 256, &grp, err) || vkxfer_upload(&xf, grp, &g, sizeof g, err);
+    bad = bad || vkxfer_flush(&xf, err);
+    vkxfer_free(&xf);
+    if (bad) return 1;
+    vkop_mm m = {.type = s->t, .x = x.addr, .y = s->n_seg > 1 ? 0 : y.addr, .res = s->res ? res.addr : 0,
+                 .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = 1, .n_slots = 1, .x_stride = s->cols,
+                 .y_stride = rows, .xmode = s->xmode, .aux = s->xmode ? aux.addr : 0, .eps = 1e-6f, .group = grp.addr};
+    if (s->n_expert) {
+        m.ids = ids.addr;
+        m.expert_bytes = (uint64_t)rb * rows;
+        m.n_slots = m.ids_stride = s->n_used;
+        m.x_stride = (uint32_t)xfl;
+        m.x_slot_stride = slot_x ? s->cols : 0;
+        m.y_stride = s->n_used * rows;
+        m.y_slot_stride = rows;
+        m.n_expert = s->n_expert;
+    }
+    st->m = m;
+    return 0;
+}
+
+/* Times every fshape in every configuration (configurations outer: a
+ * pipeline serves all shapes of its type); us[shape][config] per call (0:
+ * not run). ZN_BENCH_BUDGET_S (default 420): no new configuration after
+ * that many seconds (the summary then covers those run). */
 static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
     zn_err err = {0};
     const vkops def = b->o;
+    static fstate st[N_FSHAPES];
+    memset(us, 0, sizeof(double) * N_FSHAPES * N_FCFG);
+    for (size_t si = 0; si < N_FSHAPES; si++)
+        if (fshape_setup(b, &fshapes[si], budget, &st[si], &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+    const double t0 = now_s(), limit = getenv("ZN_BENCH_BUDGET_S") ? atof(getenv("ZN_BENCH_BUDGET_S")) : 420.0;
     printf("x quantised in the mat-vec (fused, 1 dispatch) vs quantx + barrier + mat-vec (pair); us per call\n");
     printf("%-15s %-5s %7s %-42s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
-    for (size_t si = 0; si < N_FSHAPES; si++) {
-        const fshape *s = &fshapes[si];
-        uint32_t rows = 0;
-        for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
-        const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
-        const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
-        const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1), rbytes = (uint64_t)rb * rows * nx;
-        for (size_t ci = 0; ci < N_FCFG; ci++) us[si][ci] = 0;
-        if (b->quick && wbytes > (64ull << 20)) continue; /* the output matrix: minutes on a CPU */
-        vkref w[MAX_COPIES], x, aux, y, res, grp = {0}, ids = {0}, xq;
-        int copies = 0;
-        vkxfer xf;
-        int bad = vkxfer_init(&xf, &b->d, 64ull << 20, &err) || weight_copies(b, &xf, wbytes, budget, w, &copies, &err);
-        const uint64_t xfl = (uint64_t)s->cols * (slot_x ? nx : 1), xqb = vkops_xq_bytes(s->cols, nx);
-        float idv[16];
-        for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
-        bad = bad || vkarena_alloc(&b->a, 4 * xfl, 256, &x, &err) || vkarena_alloc(&b->a, 4 * xfl, 256, &aux, &err) ||
-              vkarena_alloc(&b->a, 4ull * rows * nx, 256, &y, &err) || vkarena_alloc(&b->a, 4ull * rows * nx, 256, &res, &err) ||
-              vkarena_alloc(&b->a, xqb, 256, &xq, &err) || vkxfer_fill(&xf, x, 0x3c000000u, &err) ||
-              vkxfer_fill(&xf, aux, 0x3f000000u, &err) || vkxfer_fill(&xf, res, 0, &err) ||
-              (s->n_expert && (vkarena_alloc(&b->a, sizeof idv, 256, &ids, &err) || vkxfer_upload(&xf, ids, idv, sizeof idv, &err)));
-        vkop_group g = {.n_seg = s->n_seg};
-        for (uint32_t k = 0, r0 = 0; k < s->n_seg && s->n_seg > 1; r0 += s->seg[k++]) {
-            g.y[k] = y.addr + 4ull * r0;
-            g.row_end[k] = r0 + s->seg[k];
-            g.y_stride[k] = s->seg[k];
-        }
-        if (s->n_seg > 1) bad = bad || vkarena_alloc(&b->a, sizeof g, 256, &grp, &err) || vkxfer_upload(&xf, grp, &g, sizeof g, &err);
-        bad = bad || vkxfer_flush(&xf, &err);
-        vkxfer_free(&xf);
-        if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        vkops_set_xq(&b->o, xq.addr, xqb);
-        vkop_mm m = {.type = s->t, .x = x.addr, .y = s->n_seg > 1 ? 0 : y.addr, .res = s->res ? res.addr : 0,
-                     .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = 1, .n_slots = 1, .x_stride = s->cols,
-                     .y_stride = rows, .xmode = s->xmode, .aux = s->xmode ? aux.addr : 0, .eps = 1e-6f,
-                     .group = grp.addr};
-        if (s->n_expert) {
-            m.ids = ids.addr;
-            m.expert_bytes = (uint64_t)rb * rows;
-            m.n_slots = m.ids_stride = s->n_used;
-            m.x_stride = (uint32_t)xfl;
-            m.x_slot_stride = slot_x ? s->cols : 0;
-            m.y_stride = s->n_used * rows;
-            m.y_slot_stride = rows;
-            m.n_expert = s->n_expert;
-        }
-        for (size_t ci = 0; ci < N_FCFG; ci++) {
-            fcfg f;
-            if (!fcfg_at(b, ci, &f)) continue;
-            apply_fcfg(b, &f, &def);
+    size_t n_run = 0, n_all = 0;
+    for (size_t ci = 0; ci < N_FCFG; ci++) {
+        fcfg f;
+        if (!fcfg_at(b, ci, &f)) continue;
+        n_all++;
+        if (now_s() - t0 > limit) continue;
+        n_run++;
+        apply_fcfg(b, &f, &def);
+        char kname[64];
+        fcfg_name(&f, kname, sizeof kname);
+        for (size_t si = 0; si < N_FSHAPES; si++) {
+            if (!st[si].run) continue;
+            vkops_set_xq(&b->o, st[si].xq.addr, st[si].xqb);
             double mv;
-            if (time_mm(b, &m, w, copies, &us[si][ci], &mv)) return 1;
+            if (time_mm(b, &st[si].m, st[si].w, st[si].copies, &us[si][ci], &mv)) return 1;
             if (b->o.intdot_err[0]) {
                 printf("THE FUSED KERNEL FAILED (quantx used): %s\n", b->o.intdot_err);
                 return 1;
             }
-            char kname[64];
-            fcfg_name(&f, kname, sizeof kname);
-            printf("%-15s %-5s %7.1f %-42s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
-                   us[si][ci], (double)rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
+            printf("%-15s %-5s %7.1f %-42s %9.1f %8.0f %9.1f\n", fshapes[si].what, zn_type_name(fshapes[si].t),
+                   (double)st[si].rbytes / 1e6, kname, us[si][ci], (double)st[si].rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
         }
-        vkarena_free(&b->a);
     }
+    vkarena_free(&b->a);
     fcfg f0 = {.fused = true, .def = true};
     apply_fcfg(b, &f0, &def);
+    printf("\n%zu of %zu configurations run in %.0f s%s\n", n_run, n_all, now_s() - t0,
+           n_run < n_all ? " (time budget ZN_BENCH_BUDGET_S hit: the rest left out)" : "");
     print_summary(b, us);
     return 0;
 }
