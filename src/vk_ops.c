@@ -44,6 +44,7 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
  * few hundred times, not once per row block: an 8B's gate+up has 3072
  * blocks. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
+#define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
 typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
 static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
     [3] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_0 */
@@ -92,6 +93,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
     const char *ch = getenv("ZN_VK_ATTN_CHUNK"), *ad = getenv("ZN_VK_ATTN_DEC");
     o->attn_dec = d->info.subgroup_size >= 8 && !(ad && !strcmp(ad, "0")); /* attn_dec.comp: 8-lane rows */
+    o->merge_wg = cpu ? ATTN_MERGE_DIMS : 256; /* GPU: 8 split groups per workgroup */
     o->attn_chunk = o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
     if (ch && atoi(ch) > 0) o->attn_chunk = (uint32_t)atoi(ch);
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
@@ -394,7 +396,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
-    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
+    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->merge_wg; break;
     case VKO_ATTN_DEC64:
     case VKO_ATTN_DEC128:
     case VKO_ATTN_DEC256:
@@ -934,7 +936,8 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (n_split > 1) {
         vkcmd_barrier(c);
         struct { uint64_t part, dst; uint32_t n_head, hd_v, n_split; } pm_pc = {a->part, a->dst, a->n_head, a->hd_v, n_split};
-        vkcmd_dispatch(c, pm, &pm_pc, sizeof pm_pc, a->n_head, a->n_tok, 1, name);
+        vkcmd_dispatch(c, pm, &pm_pc, sizeof pm_pc, a->n_head, a->n_tok, (a->hd_v + ATTN_MERGE_DIMS - 1) / ATTN_MERGE_DIMS,
+                       name);
     }
     return ZN_OK;
 }

@@ -1365,8 +1365,10 @@ static void test_attention_dec(void) {
     /* head dims it does not take: attn.comp with the derived chunk */
     E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
     const double e0 = attn_case(4, 4, 32, 32, 1100, 1, false), e1 = attn_case(4, 2, 96, 96, 300, 3, true);
+    const double e2 = attn_case(2, 1, 64, 36, 300, 1, false); /* the merge's last 32 dims partly past hd_v */
     CHECK_MSG(e0 <= tol, "hd 32, split: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "hd 96, 3 tokens split: nmse %.3g", e1);
+    CHECK_MSG(e2 <= tol, "hd 64/36, split: nmse %.3g", e2);
     E.o.attn_dec = dec, E.o.attn_chunk = chunk;
 }
 

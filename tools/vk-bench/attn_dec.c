@@ -10,8 +10,10 @@
  * recorded in one command buffer: attn.comp (one workgroup per query head,
  * 256-key splits: ZN_VK_ATTN_DEC=0), then attn_dec.comp (one workgroup per
  * KV head and split) at several keys per split (ZN_VK_ATTN_CHUNK; "*" marks
- * the default). GB/s counts the K and V rows read once; "nmse" compares
- * each output with attn.comp's (f32 both: ~1e-14 expected). */
+ * the default; both merge their splits with attn_merge.comp). us/token =
+ * us/call times the model's attention layers (36, 6, 10): the decode
+ * step's attention; GB/s counts the K and V rows read once; "nmse" compares
+ * each output with attn.comp's (f32 both: ~1e-13 expected). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,16 +39,18 @@ int main(int argc, char **argv) {
     const bool dec_ok = o.attn_dec;
     printf("device: %s, subgroup %u, %d token(s) per call, median of %d%s\n", d.info.name, d.info.subgroup_size, T, REPS,
            dec_ok ? "" : " (attn_dec.comp off: ZN_VK_ATTN_DEC=0 or subgroups under 8)");
-    const struct { const char *what; uint32_t n_head, n_kv, hd; } shapes[] = {
-        {"8B   hd128 32/8", 32, 8, 128},
-        {"2B   hd256 8/2", 8, 2, 256},
-        {"35B  hd256 16/2", 16, 2, 256},
+    /* layers: attention layers per model (us/token = one call per layer) */
+    const struct { const char *what; uint32_t n_head, n_kv, hd, layers; } shapes[] = {
+        {"8B   hd128 32/8", 32, 8, 128, 36},
+        {"2B   hd256 8/2", 8, 2, 256, 6},
+        {"35B  hd256 16/2", 16, 2, 256, 10},
     };
     const int depths[] = {512, 4096, 32768};
     /* 0: attn.comp; then attn_dec.comp at these keys per split */
     const uint32_t chunks[] = {0, 32, 64, 128, 256};
     const int n_cfg = dec_ok ? (int)(sizeof chunks / sizeof *chunks) : 1;
-    printf("%-16s %6s %-22s %7s %10s %8s %10s\n", "shape", "depth", "kernel", "splits", "us/call", "GB/s", "nmse");
+    printf("%-16s %6s %-22s %7s %10s %9s %8s %10s\n", "shape", "depth", "kernel", "splits", "us/call", "us/token", "GB/s",
+           "nmse");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
         for (size_t di = 0; di < sizeof depths / sizeof *depths; di++) {
             if (only_depth && depths[di] != only_depth) continue;
@@ -86,8 +90,8 @@ int main(int argc, char **argv) {
                     num += ((double)out[i] - ref[i]) * ((double)out[i] - ref[i]), den += (double)ref[i] * ref[i];
                 char e[32] = "";
                 if (ci) snprintf(e, sizeof e, "%.3g", den > 0 ? num / den : num);
-                printf("%-16s %6d %-22s %7u %10.1f %8.0f %10s\n", shapes[si].what, depths[di], name, splits, us,
-                       kv_bytes / us * 1e-3, e);
+                printf("%-16s %6d %-22s %7u %10.1f %9.0f %8.0f %10s\n", shapes[si].what, depths[di], name, splits, us,
+                       us * shapes[si].layers, kv_bytes / us * 1e-3, e);
             }
             attn_bufs_free(&b);
             free(ref);
