@@ -38,11 +38,12 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
  * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
  * set): subgroups per workgroup, rows per subgroup, steps per iteration,
  * workgroups per token, 32-byte sectors per thread prefetched before x is
- * quantised, and per row block (matvec_q.comp's PF, PN). 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
- * once (no second wave to wait for), so that the redundant reads and
- * quantisation of x (up to 96 KB of f32 x and aux per workgroup) are paid a
- * few hundred times, not once per row block: an 8B's gate+up has 3072
- * blocks. tools/vk-bench/matvec.c sweeps all of it. */
+ * quantised, and per row block (matvec_q.comp's PF, PN). 528 workgroups:
+ * 4 per SM of an H200 (132 SMs), all resident at once (no second wave to
+ * wait for), so that the redundant reads and quantisation of x (up to 96
+ * KB of f32 x and aux per workgroup) are paid a few hundred times, not
+ * once per row block: an 8B's gate+up has 3072 blocks.
+ * tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
 #define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
 typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
@@ -53,6 +54,15 @@ static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
     [6] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q5_K */
     [7] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q6_K */
 };
+
+/* Environment variable `name` as a number in [lo, hi], else def. */
+static uint32_t env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t def) {
+    const char *v = getenv(name);
+    if (!v || !*v) return def;
+    char *end;
+    const long n = strtol(v, &end, 10);
+    return *end || n < (long)lo || n > (long)hi ? def : (uint32_t)n;
+}
 
 static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
     const int ts = type_slot(t);
@@ -112,24 +122,25 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
     const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
     o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
-    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS"), *mg = getenv("ZN_VK_MVX_WG"), *mp = getenv("ZN_VK_MVX_PF");
+    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
     o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
     /* each workgroup quantises its x row again: on lavapipe that is CPU
      * time, on a GPU latency before its weight loads */
     o->mvx_wgs = cpu ? 16 : ZN_VK_MVX_AUTO;
     if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
-    o->mvx_wg = cpu ? d->info.subgroup_size : 0;
-    if (mg && atoi(mg) > 0 && (uint32_t)atoi(mg) % d->info.subgroup_size == 0) o->mvx_wg = (uint32_t)atoi(mg);
-    const char *mm = getenv("ZN_VK_MVX_MODES"), *qs = getenv("ZN_VK_QX_SK"), *qw = getenv("ZN_VK_QX_WG");
-    o->mvx_modes = mm && atoi(mm) >= 0 ? (uint32_t)atoi(mm) : 7;
-    o->qx_sk = qs && atoi(qs) > 0 && atoi(qs) <= 16 ? (uint32_t)atoi(qs) : 0;
-    o->qx_wg = qw && atoi(qw) > 0 && atoi(qw) % 8 == 0 && atoi(qw) <= 1024 ? (uint32_t)atoi(qw) : 0;
-    o->mvx_pf = o->mvx_pn = ZN_VK_MVX_AUTO;
-    const char *pn = getenv("ZN_VK_MVX_PN"), *mpn = getenv("ZN_VK_MV_PN");
-    if (pn && atoi(pn) >= 0 && atoi(pn) <= ZN_VK_MVX_MAX_PF) o->mvx_pn = (uint32_t)atoi(pn);
-    o->mv_pn = mpn && atoi(mpn) > 0 && atoi(mpn) <= ZN_VK_MVX_MAX_PF ? (uint32_t)atoi(mpn) : 0;
-    if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
+    /* the fused kernel's per-type tuning (mvx_tunes) overridden, and the
+     * pair's quantx slices and mat-vec prefetch (tools/vk-bench/matvec.c) */
+    const uint32_t sg = d->info.subgroup_size, xwg = env_u32("ZN_VK_MVX_WG", sg, 1024, 0);
+    o->mvx_wg = xwg % sg == 0 ? xwg : 0;
+    if (cpu && !o->mvx_wg) o->mvx_wg = sg;
+    o->mvx_modes = env_u32("ZN_VK_MVX_MODES", 0, 7, 7);
+    o->mvx_pf = env_u32("ZN_VK_MVX_PF", 0, ZN_VK_MVX_MAX_PF, ZN_VK_MVX_AUTO);
+    o->mvx_pn = env_u32("ZN_VK_MVX_PN", 0, ZN_VK_MVX_MAX_PF, ZN_VK_MVX_AUTO);
+    o->mv_pn = env_u32("ZN_VK_MV_PN", 0, ZN_VK_MVX_MAX_PF, 0);
+    o->qx_sk = env_u32("ZN_VK_QX_SK", 0, 16, 0);
+    const uint32_t qwg = env_u32("ZN_VK_QX_WG", 8, 1024, 0);
+    o->qx_wg = qwg % 8 == 0 ? qwg : 0; /* q8x.glsl: 8-lane blocks */
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
