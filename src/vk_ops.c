@@ -38,19 +38,20 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
  * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
  * set): subgroups per workgroup, rows per subgroup, steps per iteration,
  * workgroups per token, 32-byte sectors per thread prefetched before x is
- * quantised. 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
+ * quantised, and per row block (matvec_q.comp's PF, PN). 528 workgroups: 4 per SM of an H200 (132 SMs), all resident at
  * once (no second wave to wait for), so that the redundant reads and
  * quantisation of x (up to 96 KB of f32 x and aux per workgroup) are paid a
  * few hundred times, not once per row block: an 8B's gate+up has 3072
  * blocks. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
-typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf; } mvx_tune;
+#define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
+typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
 static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
-    [3] = {4, 2, 2, MVX_WGS, 0}, /* Q4_0 */
-    [4] = {4, 2, 2, MVX_WGS, 0}, /* Q8_0 */
-    [5] = {4, 2, 2, MVX_WGS, 0}, /* Q4_K */
-    [6] = {4, 2, 2, MVX_WGS, 0}, /* Q5_K */
-    [7] = {4, 2, 2, MVX_WGS, 0}, /* Q6_K */
+    [3] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_0 */
+    [4] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q8_0 */
+    [5] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_K */
+    [6] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q5_K */
+    [7] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q6_K */
 };
 
 static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
@@ -61,6 +62,7 @@ static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
     if (o->mv_unroll) m.unroll = o->mv_unroll;
     if (o->mvx_wgs != ZN_VK_MVX_AUTO) m.wgs = o->mvx_wgs;
     if (o->mvx_pf != ZN_VK_MVX_AUTO) m.pf = o->mvx_pf;
+    if (o->mvx_pn != ZN_VK_MVX_AUTO) m.pn = o->mvx_pn;
     return m;
 }
 
@@ -92,7 +94,9 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
     const char *ch = getenv("ZN_VK_ATTN_CHUNK"), *ad = getenv("ZN_VK_ATTN_DEC");
     o->attn_dec = d->info.subgroup_size >= 8 && !(ad && !strcmp(ad, "0")); /* attn_dec.comp: 8-lane rows */
-    o->attn_chunk = ch && atoi(ch) > 0 ? (uint32_t)atoi(ch) : o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
+    o->merge_wg = cpu ? ATTN_MERGE_DIMS : 256; /* GPU: 8 split groups per workgroup */
+    o->attn_chunk = o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
+    if (ch && atoi(ch) > 0) o->attn_chunk = (uint32_t)atoi(ch);
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
                                      (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
@@ -122,7 +126,10 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mvx_modes = mm && atoi(mm) >= 0 ? (uint32_t)atoi(mm) : 7;
     o->qx_sk = qs && atoi(qs) > 0 && atoi(qs) <= 16 ? (uint32_t)atoi(qs) : 0;
     o->qx_wg = qw && atoi(qw) > 0 && atoi(qw) % 8 == 0 && atoi(qw) <= 1024 ? (uint32_t)atoi(qw) : 0;
-    o->mvx_pf = ZN_VK_MVX_AUTO;
+    o->mvx_pf = o->mvx_pn = ZN_VK_MVX_AUTO;
+    const char *pn = getenv("ZN_VK_MVX_PN"), *mpn = getenv("ZN_VK_MV_PN");
+    if (pn && atoi(pn) >= 0 && atoi(pn) <= ZN_VK_MVX_MAX_PF) o->mvx_pn = (uint32_t)atoi(pn);
+    o->mv_pn = mpn && atoi(mpn) > 0 && atoi(mpn) <= ZN_VK_MVX_MAX_PF ? (uint32_t)atoi(mpn) : 0;
     if (mp && atoi(mp) >= 0 && atoi(mp) <= ZN_VK_MVX_MAX_PF) o->mvx_pf = (uint32_t)atoi(mp);
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
@@ -331,8 +338,9 @@ static zn_status mmf_spec(const vkops *o, uint32_t ci, uint32_t *spec, zn_err *e
 static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, const vkpipe **out, zn_err *err) {
     const bool by_dim = k == VKO_GDN || k == VKO_ATTN_FA, fa = k == VKO_ATTN_FA_CM || k == VKO_ATTN_FA_EMU;
     const bool cm2 = k == VKO_MMF_CM2 || k == VKO_MMF_CM2_MOE;
-    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa || k == VKO_ATTN_DEC;
-    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : k == VKO_ATTN_DEC ? ATTN_DEC_SLOTS : ZN_VK_MM_NCFG;
+    const bool dec = k == VKO_ATTN_DEC64 || k == VKO_ATTN_DEC128 || k == VKO_ATTN_DEC256;
+    const bool by_cfg = k == VKO_MMF || k == VKO_MMF_EMU || cm2 || fa || dec;
+    const uint32_t ncfg = cm2 ? ZN_VK_CM2_NCFG : fa ? ZN_VK_FA_NCFG : dec ? ATTN_DEC_SLOTS : ZN_VK_MM_NCFG;
     int ts = by_dim ? dim_slot(dim) : by_cfg ? (dim < ncfg ? (int)dim : -1) : type_slot(t);
     if (ts < 0 && by_cfg) return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM config %u", dim);
     if (ts < 0 && by_dim) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: head dim %u", dim);
@@ -353,14 +361,14 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     }
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = mvq_unroll_for(o, t);
+        spec[n++] = mvq_unroll_for(o, t); spec[n++] = 0; spec[n++] = 0; spec[n++] = o->mv_pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
     case VKO_MATVEC_QX_L: {
         const mvx_tune m = mvx_tune_for(o, t);
         spec[n++] = m.wg; spec[n++] = (uint32_t)t; spec[n++] = m.rows; spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf;
+        spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf; spec[n++] = m.pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     }
     case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->qx_sk; break;
@@ -391,8 +399,13 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
     case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
-    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->small_wg; break;
-    case VKO_ATTN_DEC: shader = "attn_dec"; spec[n++] = ATTN_WG; spec[n++] = 1u << dim; break;
+    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->merge_wg; break;
+    case VKO_ATTN_DEC64:
+    case VKO_ATTN_DEC128:
+    case VKO_ATTN_DEC256:
+        shader = "attn_dec";
+        spec[n++] = ATTN_WG; spec[n++] = 1u << dim; spec[n++] = 64u << (k - VKO_ATTN_DEC64);
+        break;
     case VKO_ATTN_FA: /* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
         shader = "attn_fa";
         spec[n++] = 128; spec[n++] = dim; spec[n++] = 4096 / dim;
@@ -864,18 +877,19 @@ static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
                        a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
 }
 
-/* attn_dec.comp's pipeline slot for this call (log2 of its query rows
- * rounded up to a power of two), or -1 where it does not apply. */
-static int attn_dec_slot(const vkops *o, const vkop_attn *a) {
-    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv);
+/* attn_dec.comp's pipeline for this call: the kind by head dim, the slot
+ * log2 of its query rows rounded up to a power of two; false where it does
+ * not apply. */
+static bool attn_dec_pipe(const vkops *o, const vkop_attn *a, vkop_kind *kind, uint32_t *slot) {
+    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv), hd = a->hd_k;
     /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
      * keeps more of the GPU busy than one per KV head */
-    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || a->hd_k % 64 || a->hd_v < 4 || (a->hd_v & (a->hd_v - 1)) ||
-        (a->ck | a->cv) % 16)
-        return -1;
-    int slot = 0;
-    while (1u << slot < rows) slot++;
-    return slot;
+    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || hd != a->hd_v ||
+        (hd != 64 && hd != 128 && hd != 256) || (a->ck | a->cv) % 16)
+        return false;
+    *kind = hd == 64 ? VKO_ATTN_DEC64 : hd == 128 ? VKO_ATTN_DEC128 : VKO_ATTN_DEC256;
+    for (*slot = 0; 1u << *slot < rows; ++*slot) {}
+    return true;
 }
 
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
@@ -915,20 +929,22 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + ATTN_FA_ROWS - 1) / ATTN_FA_ROWS, 1, name);
         return ZN_OK;
     }
-    const int ds = attn_dec_slot(o, a);
-    zn_status st = ds >= 0 ? get_pipe_v(o, VKO_ATTN_DEC, ZN_TYPE_F32, (uint32_t)ds, &p, err)
-                           : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
+    vkop_kind dk;
+    uint32_t ds;
+    const bool dec = attn_dec_pipe(o, a, &dk, &ds);
+    zn_status st = dec ? get_pipe_v(o, dk, ZN_TYPE_F32, ds, &p, err) : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
     uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(o, a, n_split);
-    if (ds >= 0) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
+    if (dec) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
     else vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {
         vkcmd_barrier(c);
         struct { uint64_t part, dst; uint32_t n_head, hd_v, n_split; } pm_pc = {a->part, a->dst, a->n_head, a->hd_v, n_split};
-        vkcmd_dispatch(c, pm, &pm_pc, sizeof pm_pc, a->n_head, a->n_tok, 1, name);
+        vkcmd_dispatch(c, pm, &pm_pc, sizeof pm_pc, a->n_head, a->n_tok, (a->hd_v + ATTN_MERGE_DIMS - 1) / ATTN_MERGE_DIMS,
+                       name);
     }
     return ZN_OK;
 }

@@ -24,7 +24,7 @@ typedef enum vkop_kind {
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
-    VKO_ATTN_DEC,                                            /* per query rows (log2) */
+    VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_COUNT
 } vkop_kind;
 
@@ -67,6 +67,7 @@ typedef struct vkops {
     uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
     bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies;
                                  ZN_VK_ATTN_DEC=0 clears it at init (attn.comp only, for A/B) */
+    uint32_t merge_wg;        /* attn_merge.comp's workgroup */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
     /* The f16 GEMM path (mmf.glsl) for non-F32 weights: the operands are
@@ -110,6 +111,9 @@ typedef struct vkops {
     uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
     uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
                                  x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
+    uint32_t mvx_pn, mv_pn;   /* 32-byte weight sectors per thread prefetched per row block (this and
+                                 the next): fused (ZN_VK_MVX_PN; ZN_VK_MVX_AUTO: per type), quantx's
+                                 mat-vec (ZN_VK_MV_PN; default 0) */
     uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
                                  looping over row blocks (ZN_VK_MVX_WGS; 0: one block each;
                                  ZN_VK_MVX_AUTO: per type) */
@@ -265,7 +269,7 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * valid for every n_past whose split count is the recorded one.
  * With o->attn_dec, steps of up to ZN_VK_ATTN_SPLIT_TOK tokens and
  * ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV head (n_tok x n_head /
- * n_head_kv; hd_k a multiple of 64, hd_v a power of two, both at most 256)
+ * n_head_kv; hd_k = hd_v = 64, 128 or 256)
  * run attn_dec.comp, one workgroup per (KV head, split), which reads each
  * K/V row once for the whole group; steps of that many tokens (on either
  * kernel) split, attn_chunk defaults to

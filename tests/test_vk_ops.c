@@ -262,30 +262,35 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
  * token (each looping over row blocks) prefetching 5 sectors per thread
- * (past the matrix's end on small ones), and quantx.comp for rows over 256
+ * before x and 3 per row block (past the matrix's end on small ones), and
+ * quantx.comp for rows over 256
  * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
  * has its default: both in one test), then quantx.comp alone, splitting
  * rows into slices of 2 vec4s per thread (several workgroups per row, a
  * partial last slice; fused x modes only through quantx.comp's slices,
- * ZN_VK_MVX_MODES). Then the float kernel. */
+ * ZN_VK_MVX_MODES) and its mat-vec prefetching 4 sectors per thread per
+ * row block. Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
     const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
-    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk;
+    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk, pn = E.o.mvx_pn, mpn = E.o.mv_pn;
     if (had) {
         fn();
         mvq_config(3, 2, 3 * sg, 3 * sg);
         E.o.mvx_wgs = 2;
         E.o.mvx_pf = 5;
+        E.o.mvx_pn = 3;
         fn();
         E.o.mvx_wgs = wgs;
         E.o.mvx_pf = pf;
+        E.o.mvx_pn = pn;
         mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
         E.o.mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
         E.o.qx_sk = 2;
+        E.o.mv_pn = 4;
         mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
         fn();
@@ -294,6 +299,8 @@ static void both_matvecs(void (*fn)(void)) {
         E.o.mvx = mvx;
         E.o.mvx_modes = modes;
         E.o.qx_sk = sk;
+        E.o.mv_pn = mpn;
+        mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
     }
     E.o.intdot = false;
@@ -1290,6 +1297,10 @@ static void test_attention(void) {
     CHECK_MSG(e3 <= tol, "hd 256 decode: nmse %.3g", e3);
     CHECK_MSG(e4 <= tol, "split-K decode via the step block: nmse %.3g", e4);
     CHECK_MSG(e5 <= tol, "prefill via the step block: nmse %.3g", e5);
+    E.o.attn_chunk = 4; /* 512 splits: the merge takes them in two blocks */
+    const double e6 = attn_case(4, 2, 64, 64, 1100, 1, false);
+    E.o.attn_chunk = ZN_VK_ATTN_CHUNK;
+    CHECK_MSG(e6 <= tol, "512 splits: nmse %.3g", e6);
     /* prefill of >= 16 rows: attn_fa.comp (32-row blocks, 64 / 32 / 16-key tiles by head dim) */
     double f0 = attn_case(4, 2, 64, 64, 0, 40, false), f1 = attn_case(2, 1, 128, 128, 45, 50, false);
     double f2 = attn_case(2, 2, 256, 256, 10, 33, false), f3 = attn_case(6, 2, 128, 128, 0, 16, false);
@@ -1306,7 +1317,8 @@ static void test_attention(void) {
  * head dims 64/128/256, GQA 1..16, contexts of 1, 37, 300 and 4097 keys,
  * 1 to 4 tokens, with and without splits (a tiny chunk gives splits that
  * are empty, or empty for the first token's row only); where it does not
- * apply, attn.comp with the splits of this rule. */
+ * apply (hd_k != hd_v, other head dims, more rows or tokens), attn.comp
+ * with the splits of this rule. */
 static void test_attention_dec(void) {
     const double tol = 1e-10;
     const bool dec = E.o.attn_dec;
@@ -1334,25 +1346,33 @@ static void test_attention_dec(void) {
         {8, 2, 296, 4, 0, true},     /* 4 tokens x GQA 4: 16 rows, split */
         {8, 2, 7, 4, 2, false},      /* chunk 2: a split with keys only for the last rows */
         {4, 4, 3, 2, 1, false},      /* 5 keys in 8 splits of 1: some empty */
+        {8, 2, 299, 2, 512, false},  /* 301 keys, one split: many tiles */
+        {4, 1, 1000, 1, 600, true},  /* 1001 keys in 2 splits of many tiles */
         {8, 2, 20, 6, 0, false},     /* 6 tokens: attn.comp, one split */
         {8, 1, 40, 3, 0, false},     /* 24 rows: attn.comp */
     };
     static const int hds[][2] = {{64, 64}, {128, 128}, {256, 256}, {128, 64}, {64, 256}};
     for (size_t hi = 0; hi < sizeof hds / sizeof *hds; hi++)
         for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
-            if (hi >= 3 && i % 3) continue; /* mixed dims: a few cases */
+            if (hi >= 3 && i % 3) continue; /* hd_k != hd_v (attn.comp): a few cases */
+            /* 16 rows at one head dim: those variants take lavapipe ~10 s each to compile */
+            if (hds[hi][0] != 128 && cs[i].n_head / cs[i].n_kv * cs[i].T == 16) continue;
             E.o.attn_chunk = cs[i].chunk ? cs[i].chunk : ZN_VK_ATTN_DEC_CHUNK;
             const double e = attn_case(cs[i].n_head, cs[i].n_kv, hds[hi][0], hds[hi][1], cs[i].n_past, cs[i].T, cs[i].via_step);
             CHECK_MSG(e <= tol, "hd %d/%d, %d/%d heads, %d + %d tokens, chunk %u: nmse %.3g", hds[hi][0], hds[hi][1],
                       cs[i].n_head, cs[i].n_kv, cs[i].n_past, cs[i].T, E.o.attn_chunk, e);
         }
-    for (int slot = 0; slot < 5; slot++) /* 1, 2, 4, 8 and 16 rows ran on it */
-        CHECK_MSG(E.o.pipes[VKO_ATTN_DEC][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp for %d rows not used", 1 << slot);
+    for (int k = VKO_ATTN_DEC64; k <= VKO_ATTN_DEC256; k++)
+        for (int slot = 0; slot < (k == VKO_ATTN_DEC128 ? 5 : 4); slot++) /* 1, 2, 4, 8 (and 16) rows ran on it */
+            CHECK_MSG(E.o.pipes[k][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp, hd %d, %d rows: not used",
+                      64 << (k - VKO_ATTN_DEC64), 1 << slot);
     /* head dims it does not take: attn.comp with the derived chunk */
     E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
     const double e0 = attn_case(4, 4, 32, 32, 1100, 1, false), e1 = attn_case(4, 2, 96, 96, 300, 3, true);
+    const double e2 = attn_case(2, 1, 64, 36, 300, 1, false); /* the merge's last 32 dims partly past hd_v */
     CHECK_MSG(e0 <= tol, "hd 32, split: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "hd 96, 3 tokens split: nmse %.3g", e1);
+    CHECK_MSG(e2 <= tol, "hd 64/36, split: nmse %.3g", e2);
     E.o.attn_dec = dec, E.o.attn_chunk = chunk;
 }
 

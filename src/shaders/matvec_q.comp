@@ -19,6 +19,11 @@
 // sectors of the workgroup's first row blocks, so that DRAM streams weights
 // into L2 while the workgroups quantise x instead of idling until the first
 // row block's loads.
+// PN > 0: at the start of each row block, each thread touches up to PN
+// sectors of the block and of the workgroup's next one, so that the
+// block's later steps and the next block find their weights in L2 (one
+// 4-byte load per 32 bytes: far fewer registers per byte in flight than
+// more rows or steps per iteration).
 #extension GL_EXT_integer_dot_product : require
 #include "common.glsl"
 
@@ -29,6 +34,7 @@ layout(constant_id = 3) const uint SG = 32;
 layout(constant_id = 4) const uint U = 1; // steps per loop iteration (their loads issued together)
 layout(constant_id = 5) const uint XB = 0; // x quantised in shared memory: its capacity in blocks of 32
 layout(constant_id = 6) const uint PF = 0; // sectors per thread prefetched before x is quantised (XB > 0)
+layout(constant_id = 7) const uint PN = 0; // sectors per thread prefetched per row block (this and the next)
 layout(local_size_x_id = 0) in;
 
 #include "mm_push.glsl"
@@ -228,18 +234,20 @@ void main() {
         pf[k] = U32(w + (at < uint64_t(p.nrows) * p.row_bytes ? at : 0ul)).v[0];
     }
     if (XB > 0u) x_to_shared(t, slot);
-    if (PF > 0u) {
-        uint h = 0u;
-        for (uint k = 0; k < PF; k++) h ^= pf[k];
-        // never true (eps >= 0): it only keeps the prefetch loads alive
-        if (h == 0x5bd1e995u && p.eps < 0.0) xs_d[0] = vec2(0.0);
-    }
+    uint h = 0u; // the prefetched words, all folded in (never used: see the end)
+    for (uint k = 0; k < PF; k++) h ^= pf[k];
     const uint nb = p.ncols / 32u;
     const uint64_t xr = XB > 0u ? 0ul : p.x + uint64_t(t * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
     const uint nsteps = p.ncols / STEP();
     for (uint blk = blk0;; blk += nwg) {
         const uint rb = (blk * (WG / SG) + gl_SubgroupID) * G * NR;
-        if (rb >= p.nrows) return;
+        if (rb >= p.nrows) break;
+        uint pn[PN + 1u];
+        for (uint k = 0; k < PN; k++) {
+            const uint o = 32u * (k * WG + gl_LocalInvocationID.x);
+            const uint64_t at = uint64_t(o < bb ? blk : blk + nwg) * bb + (o < bb ? o : o - bb);
+            pn[k] = o < 2u * bb && at < uint64_t(p.nrows) * p.row_bytes ? U32(w + at).v[0] : 0u;
+        }
         const uint r0 = rb + (lane / L) * NR;
         float acc[NR];
         for (uint r = 0; r < NR; r++) acc[r] = 0.0;
@@ -256,10 +264,19 @@ void main() {
                 for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * L, p.ncols, x[u]);
             }
         }
-        for (; s < nsteps; s += L) {
-            const XS x = load_x(xr, nb, s);
-            for (uint r = 0; r < NR; r++)
-                acc[r] += dot_step(w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes, s, p.ncols, x);
+        // fewer than U steps left: one more iteration, all its loads in
+        // flight together too (steps past the row repeat the last one and
+        // count nothing)
+        if (U > 1u && s < nsteps) {
+            XS x[U];
+            for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, min(s + u * L, nsteps - 1u));
+            for (uint r = 0; r < NR; r++) {
+                const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
+                for (uint u = 0; u < U; u++) {
+                    const float d = dot_step(row, min(s + u * L, nsteps - 1u), p.ncols, x[u]);
+                    acc[r] += s + u * L < nsteps ? d : 0.0;
+                }
+            }
         }
         for (uint r = 0; r < NR; r++) {
             if (G == 1u) acc[r] = subgroupAdd(acc[r]);
@@ -268,6 +285,10 @@ void main() {
         }
         if (sl == 0u)
             for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r]);
-        if (XB == 0u) return; // one row block per workgroup
+        for (uint k = 0; k < PN; k++) h ^= pn[k];
+        if (XB == 0u) break; // one row block per workgroup
     }
+    // never true (eps >= 0): a store the compiler cannot drop keeps the
+    // prefetch loads alive
+    if ((PF > 0u || PN > 0u) && h == 0x5bd1e995u && p.eps < 0.0) mv_store(t, slot, e, 0u, 0.0);
 }

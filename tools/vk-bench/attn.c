@@ -22,52 +22,9 @@
 
 #include "vk_ops.h"
 
-#define MAX_REPS 50
-static int T = 512, REPS = 20, WARM = 5, N_PAST = 0;
+#include "attn_time.h"
 
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static vkdev d;
-static vkops o;
-static vkcmd c;
-static zn_err err;
-
-/* Records WARM + REPS calls; the median microseconds of one. */
-static bool time_calls(const vkop_attn *a, double *us) {
-    uint32_t start[MAX_REPS + 8];
-    if (vkcmd_begin(&c, &err)) return false;
-    for (int r = 0; r < WARM + REPS; r++) {
-        start[r] = c.n_ts;
-        if (vkop_attn_run(&o, &c, a, "attn", &err)) {
-            vkcmd_run(&c, &err);
-            return false;
-        }
-        vkcmd_barrier(&c);
-    }
-    start[WARM + REPS] = c.n_ts;
-    if (vkcmd_run(&c, &err)) return false;
-    uint64_t *ts = malloc(sizeof *ts * c.n_ts);
-    d.fn.vkGetQueryPoolResults(d.dev, c.qp, 0, c.n_ts, sizeof *ts * c.n_ts, ts, 8,
-                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    double t[MAX_REPS];
-    for (int r = 0; r < REPS; r++) {
-        t[r] = 0;
-        for (uint32_t i = start[WARM + r]; i < start[WARM + r + 1]; i++) /* timestamp 0 opens the buffer */
-            t[r] += (double)(ts[i] - ts[i - 1]) * d.info.timestamp_period_ns * 1e-3;
-    }
-    free(ts);
-    qsort(t, REPS, sizeof *t, cmp);
-    *us = t[REPS / 2];
-    return true;
-}
-
-static float frand(uint64_t *s) {
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return (float)(*s >> 40) / (float)(1 << 23) - 1.0f;
-}
+static int T = 512, N_PAST = 0;
 
 int main(int argc, char **argv) {
     if (argc > 1) T = atoi(argv[1]);
@@ -77,11 +34,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: vk-attn [tokens (16..) [timed calls (1..%d) [cached tokens]]]\n", MAX_REPS);
         return 2;
     }
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
+    if (!open_device()) return 1;
     const bool cm = o.coopmat;
     printf("device: %s, coopmat %s, shared memory %u bytes, %d tokens after %d, median of %d\n", d.info.name,
            cm ? "yes" : "no (emulated)", d.info.max_shared, T, N_PAST, REPS);
@@ -95,25 +48,13 @@ int main(int argc, char **argv) {
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const uint32_t nh = shapes[si].n_head, nkv = shapes[si].n_kv, hd = shapes[si].hd, n_ctx = (uint32_t)(N_PAST + T);
         const size_t nq = (size_t)T * nh * hd, nkvv = (size_t)n_ctx * nkv * hd;
-        vkarena a;
-        vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
-        vkref q, ck, cv, y;
-        vkxfer xf;
-        float *qh = malloc(sizeof(float) * nq), *ref = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * nq);
-        zn_half *kh = malloc(sizeof(zn_half) * nkvv), *vh = malloc(sizeof(zn_half) * nkvv);
-        uint64_t s = 88172645463325252ull;
-        for (size_t i = 0; i < nq; i++) qh[i] = frand(&s);
-        for (size_t i = 0; i < nkvv; i++) kh[i] = zn_f32_to_fp16(frand(&s)), vh[i] = zn_f32_to_fp16(frand(&s));
-        bool ok = !vkxfer_init(&xf, &d, 64ull << 20, &err) && !vkarena_alloc(&a, 4 * nq, 256, &q, &err) &&
-                  !vkarena_alloc(&a, 2 * nkvv, 256, &ck, &err) && !vkarena_alloc(&a, 2 * nkvv, 256, &cv, &err) &&
-                  !vkarena_alloc(&a, 4 * nq, 256, &y, &err) && !vkxfer_upload(&xf, q, qh, 4 * nq, &err) &&
-                  !vkxfer_upload(&xf, ck, kh, 2 * nkvv, &err) && !vkxfer_upload(&xf, cv, vh, 2 * nkvv, &err) &&
-                  !vkxfer_flush(&xf, &err);
-        if (!ok) {
+        attn_bufs b;
+        float *ref = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * nq);
+        if (!attn_bufs_init(&b, nq, nkvv, 0)) {
             fprintf(stderr, "%s: %s\n", shapes[si].what, err.msg);
             return 1;
         }
-        vkop_attn at = {.q = q.addr, .ck = ck.addr, .cv = cv.addr, .dst = y.addr, .n_tok = (uint32_t)T,
+        vkop_attn at = {.q = b.q.addr, .ck = b.ck.addr, .cv = b.cv.addr, .dst = b.y.addr, .n_tok = (uint32_t)T,
                         .n_past = (uint32_t)N_PAST, .n_head = nh, .n_head_kv = nkv, .hd_k = hd, .hd_v = hd,
                         .scale = 1.0f / sqrtf((float)hd)};
         double pairs = 0;
@@ -154,7 +95,7 @@ int main(int argc, char **argv) {
                     o.fa_cm = true;
                     continue;
                 }
-                if (vkxfer_download(&xf, y, ci < 0 ? ref : out, 4 * nq, &err)) {
+                if (vkxfer_download(&b.xf, b.y, ci < 0 ? ref : out, 4 * nq, &err)) {
                     fprintf(stderr, "  download: %s\n", err.msg);
                     continue;
                 }
@@ -168,9 +109,9 @@ int main(int argc, char **argv) {
             }
         }
         o.fa_cm = true, o.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false, o.fa_kv2 = true;
-        vkxfer_free(&xf);
-        vkarena_free(&a);
-        free(qh); free(ref); free(out); free(kh); free(vh);
+        attn_bufs_free(&b);
+        free(ref);
+        free(out);
     }
     vkcmd_free(&c);
     vkops_free(&o);

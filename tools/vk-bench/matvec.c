@@ -8,7 +8,8 @@
  * mat-vec rows / steps (ZN_VK_MV_ROWS, ZN_VK_MV_UNROLL); the fused one's
  * workgroup size (ZN_VK_MVX_WG), rows, steps, workgroups per token
  * (ZN_VK_MVX_WGS) and weight prefetch before x is quantised
- * (ZN_VK_MVX_PF). The summary at the end gives per shape the fastest pair
+ * (ZN_VK_MVX_PF); both with and without prefetching each row block's and
+ * the next one's weights into L2 (ZN_VK_MV_PN, ZN_VK_MVX_PN). The summary at the end gives per shape the fastest pair
  * and fused configurations, then the 8B decode-step time of these matmuls
  * under what vkops can be told: one pair configuration, a fused one per
  * weight type (a row of vk_ops.c's mvx_tunes), and per x mode fused or
@@ -189,17 +190,28 @@ static const fshape fshapes[] = {
 /* The configurations: the pair (quantx + barrier + mat-vec) and the fused
  * kernel at vkops' defaults, then a grid of the pair's (quantx slices of
  * p_sk vec4s per thread, 0: a workgroup per row; quantx workgroup p_qxwg;
- * the mat-vec's rows per subgroup and steps per iteration) and a grid of
- * the fused kernel's (subgroups per workgroup x rows per subgroup x steps
- * per iteration x workgroup cap x prefetch, KB of weights per workgroup
- * turned into ZN_VK_MVX_PF sectors per thread). ZN_BENCH_QUICK: a few. */
-static const uint32_t p_sk[] = {0, 1, 2, 4}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {1, 2, 4};
-static const uint32_t g_sgs[] = {4, 8, 16}, g_wgs[] = {132, 264, 528, 1056}, g_pfkb[] = {0, 32};
+ * the mat-vec's rows per subgroup, steps per iteration, per-block
+ * prefetch) and a grid of the fused kernel's (subgroups per workgroup x
+ * rows per subgroup x steps per iteration x workgroups per token, as
+ * warps per SM of an H200 (132 SMs: each workgroup quantises x again, so
+ * the fewer per SM the less of that) x prefetch before x / per block).
+ * Prefetches are KB of weights per workgroup, turned into ZN_VK_MVX_PF /
+ * _PN sectors per thread. ZN_BENCH_QUICK: a few. */
+#define H200_SMS 132
+static const uint32_t p_sk[] = {0, 1, 2}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {2, 3, 4};
+static const uint32_t p_pnkb[] = {0, 64}, g_sgs[] = {4, 8, 16, 32}, g_wpsm[] = {8, 16, 32};
+static const uint32_t g_pref[][2] = {{0, 0}, {32, 0}, {32, 64}}; /* KB before x, per row block */
 #define NDIM(a) (sizeof a / sizeof *a)
-#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll))
-#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wgs) * NDIM(g_pfkb))
+#define N_PGRID (NDIM(p_sk) * NDIM(p_qxwg) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(p_pnkb))
+#define N_GRID (NDIM(g_sgs) * NDIM(g_rows) * NDIM(g_unroll) * NDIM(g_wpsm) * NDIM(g_pref))
 #define N_FCFG (2 + N_PGRID + N_GRID)
-typedef struct fcfg { bool fused, def; uint32_t wg, rows, unroll, wgs, pf, sk, qxwg; } fcfg;
+typedef struct fcfg { bool fused, def; uint32_t wg, rows, unroll, wgs, pf, pn, sk, qxwg; } fcfg;
+
+/* kb KB of weights per workgroup of wg threads as 32-byte sectors per thread (0: none). */
+static uint32_t sectors(uint32_t kb, uint32_t wg) {
+    const uint32_t n = kb * 1024 / (wg * 32);
+    return !kb ? 0 : n < 1 ? 1 : n > ZN_VK_MVX_MAX_PF ? ZN_VK_MVX_MAX_PF : n;
+}
 
 /* Configuration ci (0: pair, 1: fused at the defaults, then the pair's
  * grid, then the fused one); false where quick mode leaves it out. */
@@ -210,25 +222,26 @@ static bool fcfg_at(const bench *b, size_t ci, fcfg *f) {
     if (ci < 2) return true;
     size_t g = ci - 2;
     if (g < N_PGRID) {
-        const size_t iu = g % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg);
-        const size_t is = g / NDIM(p_qxwg);
+        const size_t in = g % NDIM(p_pnkb), iu = (g /= NDIM(p_pnkb)) % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows);
+        const size_t iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg), is = g / NDIM(p_qxwg);
         f->sk = p_sk[is], f->qxwg = p_qxwg[iq], f->rows = g_rows[ir], f->unroll = g_unroll[iu];
-        return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 1);
+        f->pn = sectors(p_pnkb[in], b->o.mv_wg);
+        return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 0);
     }
     g -= N_PGRID;
-    const size_t ip = g % NDIM(g_pfkb), iw = (g /= NDIM(g_pfkb)) % NDIM(g_wgs), iu = (g /= NDIM(g_wgs)) % NDIM(g_unroll);
+    const size_t ip = g % NDIM(g_pref), iw = (g /= NDIM(g_pref)) % NDIM(g_wpsm), iu = (g /= NDIM(g_wpsm)) % NDIM(g_unroll);
     const size_t ir = (g /= NDIM(g_unroll)) % NDIM(g_rows), is = g / NDIM(g_rows);
     const uint32_t sg = b->d.info.subgroup_size;
-    f->wg = g_sgs[is] * sg, f->rows = g_rows[ir], f->unroll = g_unroll[iu], f->wgs = g_wgs[iw];
-    f->pf = g_pfkb[ip] ? (g_pfkb[ip] * 1024 / (f->wg * 32) ? g_pfkb[ip] * 1024 / (f->wg * 32) : 1) : 0;
-    if (f->pf > ZN_VK_MVX_MAX_PF) f->pf = ZN_VK_MVX_MAX_PF;
-    return !b->quick || (is < 2 && ir == 1 && iu < 2 && iw == 1);
+    f->wg = g_sgs[is] * sg, f->rows = g_rows[ir], f->unroll = g_unroll[iu];
+    f->wgs = g_wpsm[iw] * H200_SMS / g_sgs[is];
+    f->pf = sectors(g_pref[ip][0], f->wg), f->pn = sectors(g_pref[ip][1], f->wg);
+    return !b->quick || (is < 2 && ir == 1 && iu == 0 && iw == 1 && ip < 2);
 }
 
 static int fcfg_name(const fcfg *f, char *s, size_t n) {
     if (f->def) return snprintf(s, n, f->fused ? "fused (defaults)" : "pair (defaults)");
-    if (!f->fused) return snprintf(s, n, "pair sk %u qxwg %u nr %u u %u", f->sk, f->qxwg, f->rows, f->unroll);
-    return snprintf(s, n, "fused wg %u nr %u u %u wgs %u pf %u", f->wg, f->rows, f->unroll, f->wgs, f->pf);
+    if (!f->fused) return snprintf(s, n, "pair sk %u qxwg %u nr %u u %u pn %u", f->sk, f->qxwg, f->rows, f->unroll, f->pn);
+    return snprintf(s, n, "fused wg %u nr %u u %u wgs %u pf %u pn %u", f->wg, f->rows, f->unroll, f->wgs, f->pf, f->pn);
 }
 
 /* vkops as configuration f says (every mat-vec and quantx pipeline rebuilt). */
@@ -239,6 +252,8 @@ static void apply_fcfg(bench *b, const fcfg *f, const vkops *def) {
     b->o.mvx_wg = f->def || !f->fused ? def->mvx_wg : f->wg;
     b->o.mvx_wgs = f->def || !f->fused ? def->mvx_wgs : f->wgs;
     b->o.mvx_pf = f->def || !f->fused ? def->mvx_pf : f->pf;
+    b->o.mvx_pn = f->def || !f->fused ? def->mvx_pn : f->pn;
+    b->o.mv_pn = f->def || f->fused ? def->mv_pn : f->pn;
     b->o.qx_sk = f->def || f->fused ? def->qx_sk : f->sk;
     b->o.qx_wg = f->def || f->fused ? def->qx_wg : f->qxwg;
     b->o.mvx_modes = 7;
@@ -275,7 +290,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     fcfg f;
     printf("\nsummary: us per call. pair: sk = quantx vec4s per thread per slice (0: a workgroup per row), qxwg = its\n"
            "workgroup, nr/u = the mat-vec's rows per subgroup / steps per iteration. fused: wg = workgroup size,\n"
-           "nr/u as the pair's, wgs = workgroups per token, pf = 32-byte sectors per thread prefetched before x\n");
+           "nr/u as the pair's, wgs = workgroups per token, pf = 32-byte sectors per thread prefetched before x;\n"
+           "pn (both) = sectors per thread prefetched per row block, this one's and the next)\n");
     printf("  %-15s %8s %9s %8s %-32s %8s %s\n", "matmuls", "pair def", "fused def", "best", "pair configuration", "best",
            "fused configuration");
     const size_t p0 = 2, p1 = 2 + N_PGRID, f1 = N_FCFG;
@@ -309,8 +325,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     printf("\n8B decode step (these matmuls, 36 layers + output), what vkops' settings can express:\n");
     printf("  pair, one configuration: %s: %.0f us (defaults %.0f)\n", kp, t_pair, t_pdef);
     if (bp)
-        printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u\n", f.sk, f.qxwg, f.rows,
-               f.unroll);
+        printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u ZN_VK_MV_PN=%u\n", f.sk,
+               f.qxwg, f.rows, f.unroll, f.pn);
     size_t bft[2];
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
     for (size_t ti = 0; ti < 2; ti++) {
@@ -325,7 +341,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
         printf("  fused %-5s %s: %.0f us (defaults %.0f)", zn_type_name(types[ti]), kf, t, td);
         if (bft[ti] == 1) printf("\n");
         else
-            printf("; mvx_tunes row {%u, %u, %u, %u, %u}\n", f.wg / b->d.info.subgroup_size, f.rows, f.unroll, f.wgs, f.pf);
+            printf("; mvx_tunes row {%u, %u, %u, %u, %u, %u}\n", f.wg / b->d.info.subgroup_size, f.rows, f.unroll, f.wgs,
+                   f.pf, f.pn);
         t_fused += t > 0 ? t : 0;
     }
     printf("  fused, per type: %.0f us (defaults %.0f)\n", t_fused, t_def);
@@ -346,76 +363,108 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
 }
 
 /* Times every fshape in every configuration; us[shape][config] per call (0: not run). */
+/* One fshape's buffers and call. */
+typedef struct fstate {
+    vkref w[MAX_COPIES], xq;
+    int copies;
+    uint64_t xqb, rbytes;
+    vkop_mm m;
+    bool run;
+} fstate;
+
+static int fshape_setup(bench *b, const fshape *s, uint64_t budget, fstate *st, zn_err *err) {
+    uint32_t rows = 0;
+    for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
+    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
+    const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
+    const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1);
+    st->rbytes = (uint64_t)rb * rows * nx;
+    st->run = !(b->quick && wbytes > (64ull << 20)); /* the output matrix: minutes on a CPU */
+    if (!st->run) return 0;
+    vkref x, aux, y, res, grp = {0}, ids = {0};
+    vkxfer xf;
+    int bad = vkxfer_init(&xf, &b->d, 64ull << 20, err) || weight_copies(b, &xf, wbytes, budget, st->w, &st->copies, err);
+    const uint64_t xfl = (uint64_t)s->cols * (slot_x ? nx : 1);
+    st->xqb = vkops_xq_bytes(s->cols, nx);
+    float idv[16];
+    for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
+    bad = bad || vkarena_alloc(&b->a, 4 * xfl, 256, &x, err) || vkarena_alloc(&b->a, 4 * xfl, 256, &aux, err) ||
+          vkarena_alloc(&b->a, 4ull * rows * nx, 256, &y, err) || vkarena_alloc(&b->a, 4ull * rows * nx, 256, &res, err) ||
+          vkarena_alloc(&b->a, st->xqb, 256, &st->xq, err) || vkxfer_fill(&xf, x, 0x3c000000u, err) ||
+          vkxfer_fill(&xf, aux, 0x3f000000u, err) || vkxfer_fill(&xf, res, 0, err) ||
+          (s->n_expert && (vkarena_alloc(&b->a, sizeof idv, 256, &ids, err) || vkxfer_upload(&xf, ids, idv, sizeof idv, err)));
+    vkop_group g = {.n_seg = s->n_seg};
+    for (uint32_t k = 0, r0 = 0; k < s->n_seg && s->n_seg > 1; r0 += s->seg[k++]) {
+        g.y[k] = y.addr + 4ull * r0;
+        g.row_end[k] = r0 + s->seg[k];
+        g.y_stride[k] = s->seg[k];
+    }
+    if (s->n_seg > 1) bad = bad || vkarena_alloc(&b->a, sizeof g, 256, &grp, err) || vkxfer_upload(&xf, grp, &g, sizeof g, err);
+    bad = bad || vkxfer_flush(&xf, err);
+    vkxfer_free(&xf);
+    if (bad) return 1;
+    vkop_mm m = {.type = s->t, .x = x.addr, .y = s->n_seg > 1 ? 0 : y.addr, .res = s->res ? res.addr : 0,
+                 .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = 1, .n_slots = 1, .x_stride = s->cols,
+                 .y_stride = rows, .xmode = s->xmode, .aux = s->xmode ? aux.addr : 0, .eps = 1e-6f, .group = grp.addr};
+    if (s->n_expert) {
+        m.ids = ids.addr;
+        m.expert_bytes = (uint64_t)rb * rows;
+        m.n_slots = m.ids_stride = s->n_used;
+        m.x_stride = (uint32_t)xfl;
+        m.x_slot_stride = slot_x ? s->cols : 0;
+        m.y_stride = s->n_used * rows;
+        m.y_slot_stride = rows;
+        m.n_expert = s->n_expert;
+    }
+    st->m = m;
+    return 0;
+}
+
+/* Times every fshape in every configuration (configurations outer: a
+ * pipeline serves all shapes of its type); us[shape][config] per call (0:
+ * not run). ZN_BENCH_BUDGET_S (default 420): no new configuration after
+ * that many seconds (the summary then covers those run). */
 static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
     zn_err err = {0};
     const vkops def = b->o;
+    static fstate st[N_FSHAPES];
+    memset(us, 0, sizeof(double) * N_FSHAPES * N_FCFG);
+    for (size_t si = 0; si < N_FSHAPES; si++)
+        if (fshape_setup(b, &fshapes[si], budget, &st[si], &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+    const double t0 = now_s(), limit = getenv("ZN_BENCH_BUDGET_S") ? atof(getenv("ZN_BENCH_BUDGET_S")) : 420.0;
     printf("x quantised in the mat-vec (fused, 1 dispatch) vs quantx + barrier + mat-vec (pair); us per call\n");
-    printf("%-15s %-5s %7s %-32s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
-    for (size_t si = 0; si < N_FSHAPES; si++) {
-        const fshape *s = &fshapes[si];
-        uint32_t rows = 0;
-        for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
-        const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
-        const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
-        const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1), rbytes = (uint64_t)rb * rows * nx;
-        for (size_t ci = 0; ci < N_FCFG; ci++) us[si][ci] = 0;
-        if (b->quick && wbytes > (64ull << 20)) continue; /* the output matrix: minutes on a CPU */
-        vkref w[MAX_COPIES], x, aux, y, res, grp = {0}, ids = {0}, xq;
-        int copies = 0;
-        vkxfer xf;
-        int bad = vkxfer_init(&xf, &b->d, 64ull << 20, &err) || weight_copies(b, &xf, wbytes, budget, w, &copies, &err);
-        const uint64_t xfl = (uint64_t)s->cols * (slot_x ? nx : 1), xqb = vkops_xq_bytes(s->cols, nx);
-        float idv[16];
-        for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
-        bad = bad || vkarena_alloc(&b->a, 4 * xfl, 256, &x, &err) || vkarena_alloc(&b->a, 4 * xfl, 256, &aux, &err) ||
-              vkarena_alloc(&b->a, 4ull * rows * nx, 256, &y, &err) || vkarena_alloc(&b->a, 4ull * rows * nx, 256, &res, &err) ||
-              vkarena_alloc(&b->a, xqb, 256, &xq, &err) || vkxfer_fill(&xf, x, 0x3c000000u, &err) ||
-              vkxfer_fill(&xf, aux, 0x3f000000u, &err) || vkxfer_fill(&xf, res, 0, &err) ||
-              (s->n_expert && (vkarena_alloc(&b->a, sizeof idv, 256, &ids, &err) || vkxfer_upload(&xf, ids, idv, sizeof idv, &err)));
-        vkop_group g = {.n_seg = s->n_seg};
-        for (uint32_t k = 0, r0 = 0; k < s->n_seg && s->n_seg > 1; r0 += s->seg[k++]) {
-            g.y[k] = y.addr + 4ull * r0;
-            g.row_end[k] = r0 + s->seg[k];
-            g.y_stride[k] = s->seg[k];
-        }
-        if (s->n_seg > 1) bad = bad || vkarena_alloc(&b->a, sizeof g, 256, &grp, &err) || vkxfer_upload(&xf, grp, &g, sizeof g, &err);
-        bad = bad || vkxfer_flush(&xf, &err);
-        vkxfer_free(&xf);
-        if (bad) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        vkops_set_xq(&b->o, xq.addr, xqb);
-        vkop_mm m = {.type = s->t, .x = x.addr, .y = s->n_seg > 1 ? 0 : y.addr, .res = s->res ? res.addr : 0,
-                     .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = 1, .n_slots = 1, .x_stride = s->cols,
-                     .y_stride = rows, .xmode = s->xmode, .aux = s->xmode ? aux.addr : 0, .eps = 1e-6f,
-                     .group = grp.addr};
-        if (s->n_expert) {
-            m.ids = ids.addr;
-            m.expert_bytes = (uint64_t)rb * rows;
-            m.n_slots = m.ids_stride = s->n_used;
-            m.x_stride = (uint32_t)xfl;
-            m.x_slot_stride = slot_x ? s->cols : 0;
-            m.y_stride = s->n_used * rows;
-            m.y_slot_stride = rows;
-            m.n_expert = s->n_expert;
-        }
-        for (size_t ci = 0; ci < N_FCFG; ci++) {
-            fcfg f;
-            if (!fcfg_at(b, ci, &f)) continue;
-            apply_fcfg(b, &f, &def);
+    printf("%-15s %-5s %7s %-42s %9s %8s %9s\n", "matmuls", "type", "MB", "kernel", "us", "GB/s", "mv us");
+    size_t n_run = 0, n_all = 0;
+    for (size_t ci = 0; ci < N_FCFG; ci++) {
+        fcfg f;
+        if (!fcfg_at(b, ci, &f)) continue;
+        n_all++;
+        if (now_s() - t0 > limit) continue;
+        n_run++;
+        apply_fcfg(b, &f, &def);
+        char kname[64];
+        fcfg_name(&f, kname, sizeof kname);
+        for (size_t si = 0; si < N_FSHAPES; si++) {
+            if (!st[si].run) continue;
+            vkops_set_xq(&b->o, st[si].xq.addr, st[si].xqb);
             double mv;
-            if (time_mm(b, &m, w, copies, &us[si][ci], &mv)) return 1;
+            if (time_mm(b, &st[si].m, st[si].w, st[si].copies, &us[si][ci], &mv)) return 1;
             if (b->o.intdot_err[0]) {
                 printf("THE FUSED KERNEL FAILED (quantx used): %s\n", b->o.intdot_err);
                 return 1;
             }
-            char kname[64];
-            fcfg_name(&f, kname, sizeof kname);
-            printf("%-15s %-5s %7.1f %-32s %9.1f %8.0f %9.1f\n", s->what, zn_type_name(s->t), (double)rbytes / 1e6, kname,
-                   us[si][ci], (double)rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
+            printf("%-15s %-5s %7.1f %-42s %9.1f %8.0f %9.1f\n", fshapes[si].what, zn_type_name(fshapes[si].t),
+                   (double)st[si].rbytes / 1e6, kname, us[si][ci], (double)st[si].rbytes / (us[si][ci] * 1e-6) / 1e9, mv);
         }
-        vkarena_free(&b->a);
     }
+    vkarena_free(&b->a);
     fcfg f0 = {.fused = true, .def = true};
     apply_fcfg(b, &f0, &def);
+    printf("\n%zu of %zu configurations run in %.0f s%s\n", n_run, n_all, now_s() - t0,
+           n_run < n_all ? " (time budget ZN_BENCH_BUDGET_S hit: the rest left out)" : "");
     print_summary(b, us);
     return 0;
 }
