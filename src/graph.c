@@ -400,6 +400,9 @@ int graph_moe(zn_graph *g, int x, const zn_layer *L, int layer) {
     const zn_hparams *hp = &g->model->hp;
     const int k = hp->n_expert_used;
     int logits = graph_linear(g, x, &L->ffn_gate_inp, false, layer, "ffn_moe_logits");
+    /* the shared expert's gate reads x too: next to the router, a backend can
+     * run both in one pass over x (Vulkan: one grouped mat-vec in decode) */
+    const int sh_gate = L->ffn_gate_inp_shexp.w ? graph_linear(g, x, &L->ffn_gate_inp_shexp, false, layer, "ffn_gate_inp_shexp") : -1;
     int route = graph_act(g, g->acts[x].rows, 2 * k);
     zn_node *n = graph_node(g, ZN_OP_MOE_ROUTE, route, "ffn_moe_route", layer);
     n->src[0] = logits;
@@ -425,8 +428,7 @@ int graph_moe(zn_graph *g, int x, const zn_layer *L, int layer) {
         int b = graph_linear(g, x, &L->ffn_up_shexp, true, layer, "ffn_up_shexp");
         int h = graph_swiglu(g, a, b, layer, "ffn_swiglu_shexp");
         int sh = graph_linear(g, h, &L->ffn_down_shexp, true, layer, "ffn_down_shexp");
-        int gate = graph_linear(g, x, &L->ffn_gate_inp_shexp, false, layer, "ffn_gate_inp_shexp");
-        sh = graph_sigmoid_mul(g, sh, gate, layer, "ffn_shexp_gated");
+        sh = graph_sigmoid_mul(g, sh, sh_gate, layer, "ffn_shexp_gated");
         y = graph_add(g, y, sh, layer, "ffn_out");
     }
     return y;

@@ -91,6 +91,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     if (e && atoi(e) > 0 && (uint32_t)atoi(e) % d->info.subgroup_size == 0) o->mv_wg = (uint32_t)atoi(e);
     if (r && atoi(r) > 0 && atoi(r) <= 16) o->mv_rows = (uint32_t)atoi(r);
     o->mv_unroll = cpu ? 1 : 0;
+    o->mv_one_rows = 512;
     if (u && atoi(u) > 0 && atoi(u) <= 8) o->mv_unroll = (uint32_t)atoi(u);
     o->small_wg = cpu ? d->info.subgroup_size : 64;
     o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
@@ -363,10 +364,12 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     const char *shader = NULL;
     switch (k) {
     case VKO_MATVEC:
-        shader = "matvec";
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mv_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        return vkpipe_create(&o->ps, p, shader, spec, n, o->d->info.subgroup_size, err);
-        break;
+    case VKO_MATVEC_1: {
+        const bool one = k == VKO_MATVEC_1;
+        spec[n++] = one ? o->d->info.subgroup_size : o->mv_wg; spec[n++] = (uint32_t)t;
+        spec[n++] = one ? 1 : mv_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        return vkpipe_create(&o->ps, p, "matvec", spec, n, o->d->info.subgroup_size, err);
+    }
     case VKO_MATVEC_Q:
         spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         spec[n++] = mvq_unroll_for(o, t); spec[n++] = 0; spec[n++] = 0; spec[n++] = o->mv_pn;
@@ -583,10 +586,14 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
+    /* float kernel, few rows (MoE routers and gates): a row per workgroup of
+     * one subgroup, so the rows spread over the GPU instead of a few
+     * workgroups reading row after row */
+    const bool one = !px && !q && a->nrows <= o->mv_one_rows;
     if (px) p = px;
-    else st = get_pipe(o, q ? VKO_MATVEC_Q : VKO_MATVEC, a->type, &p, err);
+    else st = get_pipe(o, q ? VKO_MATVEC_Q : one ? VKO_MATVEC_1 : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
-    uint32_t per_sg = mv_rows_for(o, a->type), wg = o->mv_wg;
+    uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->mv_wg;
     const mvx_tune mt = px ? mvx_tune_for(o, a->type) : (mvx_tune){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);

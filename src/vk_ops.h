@@ -11,6 +11,7 @@
 
 typedef enum vkop_kind {
     VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
+    VKO_MATVEC_1,                                            /* matvec.comp, a row per single-subgroup workgroup */
     VKO_MM_PREP,                                             /* per weight type */
     VKO_MMF, VKO_MMF_EMU,                                    /* per tile config (zn_vk_mm_cfgs) */
     VKO_MMF_CM2, VKO_MMF_CM2_MOE,                            /* per tile config (zn_vk_cm2_cfgs): dense, grouped */
@@ -59,6 +60,7 @@ typedef struct vkops {
     vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
     uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per subgroup (0: per type) */
     uint32_t mv_unroll;       /* integer mat-vec: steps per loop iteration (0: per type) */
+    uint32_t mv_one_rows;     /* float mat-vec: up to this many rows, a row per one-subgroup workgroup */
     uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
     uint32_t norm_wg;
     uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
