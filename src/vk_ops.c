@@ -30,29 +30,45 @@ bool vkops_type_ok(zn_type t) { return type_slot(t) >= 0; }
  * device's shared memory holds (beside reduce.glsl's 128 bytes). */
 static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
     const uint32_t sh = o->d->info.max_shared, most = sh > 256 ? (sh - 256) / 40 * 32 : 0;
+    if (k >= VKO_MATVEC_QXB_S) k -= VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S; /* big matrices: the same sizes */
     const uint32_t cap = k == VKO_MATVEC_QX_S ? 4096 : k == VKO_MATVEC_QX_M ? 16384 : most;
     return cap < most ? cap : most;
 }
 
 /* The fused integer mat-vec's configuration per weight type (type_slot;
  * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
- * set): subgroups per workgroup, rows per subgroup, steps per iteration,
- * workgroups per token, 32-byte sectors per thread prefetched before x is
- * quantised, and per row block (matvec_q.comp's PF, PN). 528 workgroups:
- * 4 per SM of an H200 (132 SMs), all resident at once (no second wave to
- * wait for), so that the redundant reads and quantisation of x (up to 96
- * KB of f32 x and aux per workgroup) are paid a few hundred times, not
- * once per row block: an 8B's gate+up has 3072 blocks.
- * tools/vk-bench/matvec.c sweeps all of it. */
+ * set), for matrices under MVX_BIG_BYTES and for bigger ones: subgroups
+ * per workgroup, rows per subgroup, steps per iteration, workgroups per
+ * token, 32-byte sectors per thread prefetched before x is quantised, and
+ * per row block (matvec_q.comp's PF, PN). Each workgroup quantises x
+ * itself (up to 96 KB of f32 x and aux read, the whole row quantised), so
+ * workgroups loop over row blocks, all resident at once. Small matrices:
+ * 528 workgroups of 4 subgroups (4 per SM of an H200, 132 SMs). Big ones
+ * (an 8B's gate+up, down, output) have many row blocks per workgroup: one
+ * workgroup of 16 subgroups per SM quantises x a quarter as often; on the
+ * H200 (bench/results/2026-11-30-h200-vulkan-s3/run10-matvec.txt) gate+up
+ * 32.4 -> 25.7 us, down 27.0 -> 21.2, output 168 -> 128. Small ones were
+ * within that run's noise of the old defaults. tools/vk-bench/matvec.c
+ * sweeps all of it. */
 #define MVX_WGS 528
+#define MVX_BIG_BYTES (32ull << 20)
 #define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
 typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
-static const mvx_tune mvx_tunes[ZN_VK_NTYPES] = {
-    [3] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_0 */
-    [4] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q8_0 */
-    [5] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_K */
-    [6] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q5_K */
-    [7] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q6_K */
+static const mvx_tune mvx_tunes[2][ZN_VK_NTYPES] = {
+    {
+        [3] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_0 */
+        [4] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q8_0 */
+        [5] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_K */
+        [6] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q5_K */
+        [7] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q6_K */
+    },
+    { /* big */
+        [3] = {16, 2, 2, 132, 0, 0}, /* Q4_0 */
+        [4] = {16, 2, 2, 132, 0, 0}, /* Q8_0 */
+        [5] = {16, 4, 4, 132, 2, 0}, /* Q4_K */
+        [6] = {16, 4, 4, 132, 2, 0}, /* Q5_K */
+        [7] = {16, 2, 2, 132, 0, 0}, /* Q6_K */
+    },
 };
 
 /* Environment variable `name` as a number in [lo, hi], else def. */
@@ -64,9 +80,9 @@ static uint32_t env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t def
     return *end || n < (long)lo || n > (long)hi ? def : (uint32_t)n;
 }
 
-static mvx_tune mvx_tune_for(const vkops *o, zn_type t) {
+static mvx_tune mvx_tune_for(const vkops *o, zn_type t, bool big) {
     const int ts = type_slot(t);
-    mvx_tune m = mvx_tunes[ts < 0 ? 5 : ts];
+    mvx_tune m = mvx_tunes[big][ts < 0 ? 5 : ts];
     m.wg = o->mvx_wg ? o->mvx_wg : m.wg * o->d->info.subgroup_size;
     if (o->mv_rows) m.rows = o->mv_rows;
     if (o->mv_unroll) m.unroll = o->mv_unroll;
@@ -136,6 +152,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->mvx_wg = xwg % sg == 0 ? xwg : 0;
     if (cpu && !o->mvx_wg) o->mvx_wg = sg;
     o->mvx_modes = env_u32("ZN_VK_MVX_MODES", 0, 7, 7);
+    o->mvx_big_bytes = (uint64_t)env_u32("ZN_VK_MVX_BIG_MB", 0, 1u << 20, MVX_BIG_BYTES >> 20) << 20;
     o->mvx_pf = env_u32("ZN_VK_MVX_PF", 0, ZN_VK_MVX_MAX_PF, ZN_VK_MVX_AUTO);
     o->mvx_pn = env_u32("ZN_VK_MVX_PN", 0, ZN_VK_MVX_MAX_PF, ZN_VK_MVX_AUTO);
     o->mv_pn = env_u32("ZN_VK_MV_PN", 0, ZN_VK_MVX_MAX_PF, 0);
@@ -376,8 +393,11 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
-    case VKO_MATVEC_QX_L: {
-        const mvx_tune m = mvx_tune_for(o, t);
+    case VKO_MATVEC_QX_L:
+    case VKO_MATVEC_QXB_S:
+    case VKO_MATVEC_QXB_M:
+    case VKO_MATVEC_QXB_L: {
+        const mvx_tune m = mvx_tune_for(o, t, k >= VKO_MATVEC_QXB_S);
         spec[n++] = m.wg; spec[n++] = (uint32_t)t; spec[n++] = m.rows; spec[n++] = o->d->info.subgroup_size;
         spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf; spec[n++] = m.pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
@@ -562,10 +582,11 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
 /* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
  * fit, or the device rejected the pipeline: then vkops.mvx goes off and
  * intdot_err says why). */
-static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode) {
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode, bool big) {
     if (!o->mvx || ncols > o->mvx_max_cols || !(o->mvx_modes >> xmode & 1)) return NULL;
     vkop_kind k = VKO_MATVEC_QX_S;
     while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
+    if (big) k += VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S;
     const vkpipe *p = NULL;
     zn_err e2 = {0};
     if (get_pipe(o, k, t, &p, &e2)) {
@@ -582,7 +603,8 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     const bool iq = o->intdot && is_quant(a->type);
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode) : NULL;
+    const bool big = (uint64_t)a->nrows * a->row_bytes >= o->mvx_big_bytes; /* one expert's, for MoE */
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big) : NULL;
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
@@ -594,7 +616,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     else st = get_pipe(o, q ? VKO_MATVEC_Q : one ? VKO_MATVEC_1 : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
     uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->mv_wg;
-    const mvx_tune mt = px ? mvx_tune_for(o, a->type) : (mvx_tune){0};
+    const mvx_tune mt = px ? mvx_tune_for(o, a->type, big) : (mvx_tune){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;

@@ -23,6 +23,7 @@ typedef enum vkop_kind {
     VKO_MATVEC_Q, VKO_QUANTX,                                /* integer mat-vec (typed), its x (untyped) */
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
+    VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L,     /* the same for big matrices (own tuning) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs) */
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_COUNT
@@ -104,6 +105,8 @@ typedef struct vkops {
                                  shared memory (no quantx dispatch and barrier), for rows of
                                  at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    uint64_t mvx_big_bytes;   /* matrices of this many bytes on take its tuning for big ones
+                                 (ZN_VK_MVX_BIG_MB; tests lower it) */
     uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it (ZN_VK_MVX_MODES; default 7) */
     uint32_t qx_sk, qx_wg;    /* quantx.comp: vec4s per thread of a workgroup's slice of a row
                                  (ZN_VK_QX_SK; 0: a workgroup per row), its workgroup size

@@ -250,7 +250,7 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC][t]);
-        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][t]);
+        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QXB_L; k++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][t]);
     }
 }
 
@@ -262,7 +262,8 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
  * token (each looping over row blocks) prefetching 5 sectors per thread
- * before x and 3 per row block (past the matrix's end on small ones), and
+ * before x and 3 per row block (past the matrix's end on small ones), as
+ * the pipelines for big matrices (vkops.mvx_big_bytes), and
  * quantx.comp for rows over 256
  * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
  * has its default: both in one test), then quantx.comp alone, splitting
@@ -274,13 +275,16 @@ static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
     const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
     const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk, pn = E.o.mvx_pn, mpn = E.o.mv_pn;
+    const uint64_t big = E.o.mvx_big_bytes;
     if (had) {
         fn();
         mvq_config(3, 2, 3 * sg, 3 * sg);
         E.o.mvx_wgs = 2;
         E.o.mvx_pf = 5;
         E.o.mvx_pn = 3;
+        E.o.mvx_big_bytes = 0;
         fn();
+        E.o.mvx_big_bytes = big;
         E.o.mvx_wgs = wgs;
         E.o.mvx_pf = pf;
         E.o.mvx_pn = pn;

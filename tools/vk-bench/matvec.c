@@ -12,8 +12,9 @@
  * the next one's weights into L2 (ZN_VK_MV_PN, ZN_VK_MVX_PN). The summary at the end gives per shape the fastest pair
  * and fused configurations, then the 8B decode-step time of these matmuls
  * under what vkops can be told: one pair configuration, a fused one per
- * weight type (a row of vk_ops.c's mvx_tunes), and per x mode fused or
- * pair (ZN_VK_MVX_MODES). With ZN_BENCH_SWEEP=1 then: the float kernel
+ * weight type and size class (a row of vk_ops.c's mvx_tunes: matrices
+ * under / over vkops.mvx_big_bytes, ZN_VK_MVX_BIG_MB), and per x mode
+ * fused or pair (ZN_VK_MVX_MODES). With ZN_BENCH_SWEEP=1 then: the float kernel
  * (matvec.comp) against the integer-dot one on decode-shaped matrices of
  * the bench models, and a sweep of the integer kernel's workgroup size and
  * rows per subgroup. Build and run (a few minutes on an H200; the table is
@@ -259,7 +260,7 @@ static void apply_fcfg(bench *b, const fcfg *f, const vkops *def) {
     b->o.mvx_modes = 7;
     for (int t = 0; t < ZN_VK_NTYPES; t++)
         for (int k = VKO_MATVEC_Q; k < VKO_COUNT; k++)
-            if (k <= VKO_MATVEC_QX_L) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
+            if (k <= VKO_MATVEC_QXB_L) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
 }
 
 /* Calls of shape si per 8B decode step (36 layers + the output); 0: not the 8B. */
@@ -283,6 +284,14 @@ static size_t best_for(double us[][N_FCFG], size_t c0, size_t c1, const bool *us
         if (all && (*sum < 0 || t < *sum)) *sum = t, bi = ci;
     }
     return bi;
+}
+
+/* Whether shape si takes the fused kernel's tuning for big matrices. */
+static bool fshape_big(const bench *b, size_t si) {
+    const fshape *s = &fshapes[si];
+    uint32_t rows = 0;
+    for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
+    return (uint64_t)vkq_row_bytes(s->t, s->cols) * rows >= b->o.mvx_big_bytes;
 }
 
 static void print_summary(const bench *b, double us[][N_FCFG]) {
@@ -311,8 +320,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
                us[si][bf], kf);
     }
     /* what vkops' settings can express: one fused configuration per weight
-     * type (mvx_tunes), one pair configuration (the quantx settings are
-     * global), and per x mode fused or pair (ZN_VK_MVX_MODES) */
+     * type and size class (mvx_tunes), one pair configuration (the quantx
+     * settings are global), and per x mode fused or pair (ZN_VK_MVX_MODES) */
     bool use[N_FSHAPES];
     double t_pair, t_def = 0, t_pdef = 0, t_fused = 0, t_mix = 0;
     for (size_t si = 0; si < N_FSHAPES; si++) {
@@ -327,31 +336,37 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     if (bp)
         printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u ZN_VK_MV_PN=%u\n", f.sk,
                f.qxwg, f.rows, f.unroll, f.pn);
-    size_t bft[2];
+    size_t bft[2][2]; /* [Q6_K][big] */
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
-    for (size_t ti = 0; ti < 2; ti++) {
-        bool ut[N_FSHAPES];
-        double t;
-        for (size_t si = 0; si < N_FSHAPES; si++) ut[si] = use[si] && fshapes[si].t == types[ti];
-        bft[ti] = best_for(us, p1, f1, ut, &t);
-        double td = 0;
-        best_for(us, 1, 2, ut, &td);
-        if (td >= 0 && td <= t) bft[ti] = 1, t = td;
-        fcfg_at(b, bft[ti], &f), fcfg_name(&f, kf, sizeof kf);
-        printf("  fused %-5s %s: %.0f us (defaults %.0f)", zn_type_name(types[ti]), kf, t, td);
-        if (bft[ti] == 1) printf("\n");
-        else
-            printf("; mvx_tunes row {%u, %u, %u, %u, %u, %u}\n", f.wg / b->d.info.subgroup_size, f.rows, f.unroll, f.wgs,
-                   f.pf, f.pn);
-        t_fused += t > 0 ? t : 0;
-    }
-    printf("  fused, per type: %.0f us (defaults %.0f)\n", t_fused, t_def);
+    for (size_t ti = 0; ti < 2; ti++)
+        for (int big = 0; big < 2; big++) {
+            bool ut[N_FSHAPES], any = false;
+            double t;
+            for (size_t si = 0; si < N_FSHAPES; si++) {
+                ut[si] = use[si] && fshapes[si].t == types[ti] && fshape_big(b, si) == big;
+                any = any || (ut[si] && us[si][0] > 0);
+            }
+            bft[ti][big] = 1;
+            if (!any) continue;
+            bft[ti][big] = best_for(us, p1, f1, ut, &t);
+            double td = 0;
+            best_for(us, 1, 2, ut, &td);
+            if (td >= 0 && td <= t) bft[ti][big] = 1, t = td;
+            fcfg_at(b, bft[ti][big], &f), fcfg_name(&f, kf, sizeof kf);
+            printf("  fused %-5s %-5s %s: %.0f us (defaults %.0f)", zn_type_name(types[ti]), big ? "big" : "small", kf, t, td);
+            if (bft[ti][big] == 1) printf("\n");
+            else
+                printf("; mvx_tunes[%d] row {%u, %u, %u, %u, %u, %u}\n", big, f.wg / b->d.info.subgroup_size, f.rows,
+                       f.unroll, f.wgs, f.pf, f.pn);
+            t_fused += t > 0 ? t : 0;
+        }
+    printf("  fused, per type and size: %.0f us (defaults %.0f)\n", t_fused, t_def);
     uint32_t modes = 0;
     for (int m = VKX_PLAIN; m <= VKX_SWIGLU; m++) {
         double tf = 0, tp = 0;
         for (size_t si = 0; si < N_FSHAPES; si++)
             if (use[si] && us[si][0] > 0 && fshapes[si].xmode == m) {
-                const size_t bf = bft[fshapes[si].t == ZN_TYPE_Q6_K];
+                const size_t bf = bft[fshapes[si].t == ZN_TYPE_Q6_K][fshape_big(b, si)];
                 tf += step_calls(si) * us[si][bf], tp += step_calls(si) * us[si][bp];
             }
         if (tf <= tp) modes |= 1u << m;
@@ -362,7 +377,6 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     printf("  mixed (ZN_VK_MVX_MODES=%u, the pair's and the fused settings above): %.0f us\n", modes, t_mix);
 }
 
-/* Times every fshape in every configuration; us[shape][config] per call (0: not run). */
 /* One fshape's buffers and call. */
 typedef struct fstate {
     vkref w[MAX_COPIES], xq;
@@ -477,7 +491,7 @@ static void set_config(bench *b, uint32_t wg, uint32_t nr, uint32_t unroll, bool
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC][t]);
         vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC_Q][t]);
-        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
+        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QXB_L; k++) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
     }
 }
 
