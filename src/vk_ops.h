@@ -109,7 +109,7 @@ typedef struct vkops {
                                  (ZN_VK_MVX_BIG_MB; tests lower it) */
     uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it (ZN_VK_MVX_MODES; default 7) */
     uint32_t qx_sk, qx_wg;    /* quantx.comp: vec4s per thread of a workgroup's slice of a row
-                                 (ZN_VK_QX_SK; 0: a workgroup per row), its workgroup size
+                                 (ZN_VK_QX_SK, GPU default 1; 0: a workgroup per row), its workgroup size
                                  (ZN_VK_QX_WG; 0: norm_wg); read when the pipeline is built */
     uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
     uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
