@@ -63,7 +63,7 @@ $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(BUILD)/libzinc.a
+$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
