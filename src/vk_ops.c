@@ -48,10 +48,12 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
  * workgroup of 16 subgroups per SM quantises x a quarter as often; on the
  * H200 (bench/results/2026-11-30-h200-vulkan-s3/run10-matvec.txt) gate+up
  * 32.4 -> 25.7 us, down 27.0 -> 21.2, output 168 -> 128. Small ones were
- * within that run's noise of the old defaults. tools/vk-bench/matvec.c
- * sweeps all of it. */
+ * within that run's noise of the old defaults. End to end, though, the 8B
+ * decoded at 229 tok/s with the big tuning and 242.5 without (run 12,
+ * same binary, ZN_VK_MVX_BIG_MB=100000): it is off unless
+ * ZN_VK_MVX_BIG_MB sets the size. tools/vk-bench/matvec.c sweeps all of it. */
 #define MVX_WGS 528
-#define MVX_BIG_BYTES (32ull << 20)
+#define MVX_BIG_BYTES (1ull << 40) /* off */
 #define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
 typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
 static const mvx_tune mvx_tunes[2][ZN_VK_NTYPES] = {
@@ -122,6 +124,10 @@ zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
     o->attn_dec = d->info.subgroup_size >= 8 && !(ad && !strcmp(ad, "0")); /* attn_dec.comp: 8-lane rows */
     o->merge_wg = cpu ? ATTN_MERGE_DIMS : 256; /* GPU: 8 split groups per workgroup */
     o->attn_chunk = o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
+    /* short contexts stay on attn.comp, unsplit: H200 run 12, 8B tg128 from
+     * an empty context, 240 tok/s there against 229 on attn_dec.comp (which
+     * wins from a few hundred keys on: 215 against 177 at depth 4096) */
+    o->attn_dec_min_kv = env_u32("ZN_VK_ATTN_DEC_MIN", 0, 1u << 30, ZN_VK_ATTN_CHUNK);
     if (ch && atoi(ch) > 0) o->attn_chunk = (uint32_t)atoi(ch);
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
     o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
@@ -884,6 +890,7 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * merge reads them all), the keys spread evenly by the kernels. */
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
     if (n_tok > (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) || n_kv <= o->attn_chunk) return 1;
+    if (o->attn_dec && n_kv <= o->attn_dec_min_kv) return 1; /* attn.comp, unsplit (vkop_attn_run) */
     const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
     uint32_t s = 2;
     while (s < need && !(o->attn_dec && s >= ZN_VK_ATTN_MAX_SPLIT)) s *= 2;
@@ -967,11 +974,11 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     }
     vkop_kind dk;
     uint32_t ds;
-    const bool dec = attn_dec_pipe(o, a, &dk, &ds);
+    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
+    const bool dec = a->n_past + a->n_tok > o->attn_dec_min_kv && attn_dec_pipe(o, a, &dk, &ds);
     zn_status st = dec ? get_pipe_v(o, dk, ZN_TYPE_F32, ds, &p, err) : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
-    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(o, a, n_split);
     if (dec) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);

@@ -68,6 +68,7 @@ typedef struct vkops {
     uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
     bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies;
                                  ZN_VK_ATTN_DEC=0 clears it at init (attn.comp only, for A/B) */
+    uint32_t attn_dec_min_kv; /* ... from more keys than this (fewer: attn.comp unsplit) */
     uint32_t merge_wg;        /* attn_merge.comp's workgroup */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */

@@ -321,7 +321,14 @@ static void test_attention_dec(void) {
         E.o.attn_dec = dec;
         return;
     }
+    /* short contexts: attn.comp unsplit (vkops_init's threshold) */
     E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    CHECK(vkop_attn_splits(&E.o, 1, ZN_VK_ATTN_CHUNK) == 1 && vkop_attn_splits(&E.o, 1, ZN_VK_ATTN_CHUNK + 1) > 1);
+    const double es = attn_case(8, 2, 128, 128, 100, 1, true), el = attn_case(8, 2, 128, 128, 300, 1, true);
+    CHECK_MSG(es <= tol && el <= tol, "101 keys (attn.comp): nmse %.3g; 301 keys (attn_dec.comp, split): %.3g", es, el);
+    /* from here on attn_dec.comp at every context length (its splits as the chunk says) */
+    const uint32_t min_kv = E.o.attn_dec_min_kv;
+    E.o.attn_dec_min_kv = 0;
     CHECK(vkop_attn_splits(&E.o, 1, 64) == 1 && vkop_attn_splits(&E.o, 1, 65) == 2 &&
           vkop_attn_splits(&E.o, 1, 4097) == 128 && vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK, 4097) == 128 &&
           vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK + 1, 4097) == 1 &&
@@ -365,7 +372,7 @@ static void test_attention_dec(void) {
     CHECK_MSG(e0 <= tol, "hd 32, split: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "hd 96, 3 tokens split: nmse %.3g", e1);
     CHECK_MSG(e2 <= tol, "hd 64/36, split: nmse %.3g", e2);
-    E.o.attn_dec = dec, E.o.attn_chunk = chunk;
+    E.o.attn_dec = dec, E.o.attn_chunk = chunk, E.o.attn_dec_min_kv = min_kv;
 }
 
 /* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config

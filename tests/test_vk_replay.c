@@ -36,10 +36,12 @@ static bool pair_init(pair *p, const zn_model *m) {
          * the end of each step (vkcmd_wait), the other sleeps */
         setenv(i ? "ZN_VK_NO_REPLAY" : "ZN_VK_POLL", "1", 1);
         setenv("ZN_VK_ATTN_CHUNK", CHUNK, 1);
+        setenv("ZN_VK_ATTN_DEC_MIN", "0", 1); /* split from 17 keys on, attn_dec.comp at every length */
         zn_status st = engine_init(&p->e[i], m, "vulkan", 1, &err);
         unsetenv("ZN_VK_NO_REPLAY");
         unsetenv("ZN_VK_POLL");
         unsetenv("ZN_VK_ATTN_CHUNK");
+        unsetenv("ZN_VK_ATTN_DEC_MIN");
         if (st == ZN_ERR_DEVICE) no_device = true;
         if (!st) st = seq_init(&p->a[i], &p->e[i], N_TOK + 8, &err);
         if (!st) st = seq_init(&p->b[i], &p->e[i], N_TOK + 8, &err);
