@@ -217,6 +217,12 @@ int cli_bench(int argc, char **argv) {
     if (a.p > 0 && (run_depth(&e, &s, toks, 0, &err) != ZN_OK ||
                     engine_decode(&e, &s, toks, (int)a.p, NULL, false, &err) != ZN_OK))
         goto fail;
+    /* and a decode step at the measured depth (long contexts take other
+     * attention kernels: their pipelines too) */
+    if (a.depth > 0 && a.n > 0 &&
+        (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK ||
+         engine_decode(&e, &s, toks + a.depth, 1, logits, false, &err) != ZN_OK))
+        goto fail;
     if (e.be->stats) e.be->stats(e.be_ctx, &bs0);
     /* all prefill repetitions, then all decode ones, as llama-bench runs
      * its pp and tg tests */
