@@ -3,25 +3,31 @@
 #   make test       build and run every test (prints "N passed, N failed")
 #   make test-asan  the same under ASan+UBSan
 #   make fuzz       build the libFuzzer target for the GGUF reader
+#   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
 #   make deps       install build/test dependencies (Debian, root)
 
 CC      ?= cc
 GLSLC   ?= $(CURDIR)/.deps/glslc-trixie/glslc
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread -Isrc -Ibuild/gen
+# Each module folder is on the include path: headers are included by name.
+SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
+INC      := $(addprefix -I,$(SRC_DIRS:%/=%))
+override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread $(INC) -I$(BUILD)/gen
 LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
 BUILD   ?= build
 
-SRCS     := $(filter-out src/main.c,$(wildcard src/*.c))
-AVX_SRCS := $(filter %_avx2.c,$(SRCS))
+SRCS     := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
 OBJS     := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
-SHADERS  := $(wildcard src/shaders/*.comp)
-SPV      := $(SHADERS:src/shaders/%.comp=$(BUILD)/spv/%.spv)
+SHADER_DIR := src/vulkan/shaders
+SHADERS  := $(wildcard $(SHADER_DIR)/*.comp)
+SPV      := $(SHADERS:$(SHADER_DIR)/%.comp=$(BUILD)/spv/%.spv)
+# Header dependencies per object, written by the compiler (-MMD).
+DEPFLAGS  = -MMD -MP
 TESTS    := $(wildcard tests/test_*.c)
 TEST_BIN := $(TESTS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-asan fuzz deps clean run bench check
+.PHONY: all test test-asan fuzz deps clean run bench check tools
 all: zinc
 
 deps:
@@ -30,26 +36,26 @@ deps:
 zinc: $(BUILD)/zinc
 	cp $< $@
 
-$(BUILD)/zinc: $(BUILD)/obj/main.o $(BUILD)/libzinc.a
+$(BUILD)/zinc: $(BUILD)/obj/cli/main.o $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/obj/%_avx2.o: src/%_avx2.c $(wildcard src/*.h) | $(BUILD)/gen/shaders_embed.h
+$(BUILD)/obj/%_avx2.o: src/%_avx2.c | $(BUILD)/gen/shaders_embed.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
+	$(CC) $(CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard src/*.h) | $(BUILD)/gen/shaders_embed.h
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # Shaders: GLSL -> SPIR-V at build time, embedded with .incbin so nothing is
 # read from the working directory at run time.
-$(BUILD)/spv/%.spv: src/shaders/%.comp $(wildcard src/shaders/*.glsl)
+$(BUILD)/spv/%.spv: $(SHADER_DIR)/%.comp $(wildcard $(SHADER_DIR)/*.glsl)
 	@mkdir -p $(dir $@)
-	$(GLSLC) --target-env=$(SPV_ENV) -O -Isrc/shaders -o $@ $<
+	$(GLSLC) --target-env=$(SPV_ENV) -O -I$(SHADER_DIR) -o $@ $<
 
 # GL_NV_cooperative_matrix2 needs SPIR-V 1.6; only devices with it load these.
 SPV_ENV := vulkan1.2
@@ -63,9 +69,9 @@ $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/%.c $(wildcard tests/*.h) $(BUILD)/libzinc.a
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
 test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack
 	@bash tests/run.sh $(BUILD)
@@ -77,10 +83,17 @@ test-asan:
 $(BUILD)/demo-pack: tools/demo-model/pack.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
+# Kernel timing tools for A/B runs on a GPU (tools/vk-bench/*.c -> build/vk-NAME).
+VK_TOOLS := $(patsubst tools/vk-bench/%.c,$(BUILD)/vk-%,$(wildcard tools/vk-bench/*.c))
+tools: $(VK_TOOLS)
+$(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Itools/vk-bench -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+
 fuzz: $(BUILD)/fuzz_gguf
-$(BUILD)/fuzz_gguf: fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c $(wildcard src/*.h)
+FUZZ_GGUF_SRCS := fuzz/fuzz_gguf.c src/format/gguf.c src/format/qtypes.c src/base/status.c
+$(BUILD)/fuzz_gguf: $(FUZZ_GGUF_SRCS) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -Isrc -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ fuzz/fuzz_gguf.c src/gguf.c src/qtypes.c src/status.c
+	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_GGUF_SRCS)
 
 clean:
 	rm -rf build build-asan zinc
@@ -92,3 +105,5 @@ check: deps
 # The shipped demo model (models/zinc-demo-qwen35.gguf) writes a paragraph.
 run: deps zinc
 	./zinc -p "The old prince looked at his son and said" -n 200 --seed 42
+
+-include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d)

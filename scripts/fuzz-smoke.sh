@@ -16,8 +16,8 @@ make -s fuzz || fail "cannot build the fuzzer"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-fuzz.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/corpus" "$tmp/artifacts"
-cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Wno-format-truncation -Isrc -o "$tmp/make_seeds" \
-  fuzz/make_seeds.c src/gguf.c src/qtypes.c src/status.c || fail "cannot build make_seeds"
+cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Wno-format-truncation $(for d in src/*/; do printf -- "-I%s " "${d%/}"; done) -o "$tmp/make_seeds" \
+  fuzz/make_seeds.c src/format/gguf.c src/format/qtypes.c src/base/status.c || fail "cannot build make_seeds"
 mapfile -t fixtures < <(find "$shared/models" "$shared/tokenizers/ggml-vocab" -name '*.gguf' 2>/dev/null | sort)
 "$tmp/make_seeds" "$tmp/corpus" "${fixtures[@]}" || fail "cannot make the seed corpus"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes src/ucd_tables.h: the Unicode data WordPiece needs (character
+"""Writes src/text/ucd_tables.h: the Unicode data WordPiece needs (character
 classes, simple lowercase, first code point of the NFD form), from Python's
-unicodedata. Usage: python3 scripts/gen_ucd_tables.py > src/ucd_tables.h"""
+unicodedata. Usage: python3 scripts/gen_ucd_tables.py > src/text/ucd_tables.h"""
 import sys
 import unicodedata
 

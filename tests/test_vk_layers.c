@@ -82,7 +82,7 @@ static void test_norms(void) {
 
 
 /* RoPE: NORM and NEOX against a double-precision reference with ggml's
- * running-product angles; IMROPE against ssm.c's reference. */
+ * running-product angles; IMROPE against gdn.c's reference. */
 static double rope_case(int mode, int head_dim, int n_rot, int n_heads, int T, int n_past, bool use_ff) {
     const int stride = n_heads * head_dim + 3; /* rows wider than the heads: stride matters */
     size_t n = (size_t)T * stride;
@@ -100,8 +100,8 @@ static double rope_case(int mode, int head_dim, int n_rot, int n_heads, int T, i
         if (mode == 2) {
             float cs[128];
             int32_t pos[4] = {p, p, p, 0};
-            ssm_imrope_cache(cs, n_rot, sec, pos, base, fscale);
-            ssm_rope_neox_apply(xi + (size_t)r * stride, n_heads, head_dim, n_rot, cs);
+            gdn_imrope_cache(cs, n_rot, sec, pos, base, fscale);
+            gdn_rope_neox_apply(xi + (size_t)r * stride, n_heads, head_dim, n_rot, cs);
             for (int i = 0; i < n_heads * head_dim; i++) ref[(size_t)r * stride + i] = xi[(size_t)r * stride + i];
             continue;
         }
@@ -542,7 +542,7 @@ static void test_argmax(void) {
 }
 
 
-/* conv1d + SiLU against ssm.c, in two calls (prefill then decode) so the
+/* conv1d + SiLU against gdn.c, in two calls (prefill then decode) so the
  * state hand-over is checked too; T1 = 70 spans five 16-token blocks of the
  * kernel, T1 = 1 < K - 1 keeps part of the old state. */
 static void conv1d_case(int T1, int T2) {
@@ -553,8 +553,8 @@ static void conv1d_case(int T1, int T2) {
     fill(x, (size_t)T * ld, 2.0f); fill(w, sizeof w / sizeof *w, 1.0f); fill(st, sizeof st / sizeof *st, 1.0f);
     memcpy(st_ref, st, sizeof st);
     memset(y_ref, 0, sizeof y_ref);
-    ssm_conv1d_silu(y_ref, x, T1, C, ld, w, K, st_ref);
-    ssm_conv1d_silu(y_ref + T1 * ld, x + T1 * ld, T2, C, ld, w, K, st_ref);
+    gdn_conv1d_silu(y_ref, x, T1, C, ld, w, K, st_ref);
+    gdn_conv1d_silu(y_ref + T1 * ld, x + T1 * ld, T2, C, ld, w, K, st_ref);
     vkref dx = dev_up(x, sizeof(float) * T * ld), dw = dev_up(w, sizeof w), ds = dev_up(st, sizeof st),
           dy = dev_up(y_ref, sizeof(float) * T * ld);
     zn_err err = {0};
@@ -587,7 +587,7 @@ static void test_conv1d(void) {
     conv1d_case(1, 1);
 }
 
-/* Gated delta rule: GPU over T tokens vs ssm_gdn_recurrent, with tiled key
+/* Gated delta rule: GPU over T tokens vs gdn_recurrent, with tiled key
  * heads (h_v = 2 h_k), gates precomputed or raw. */
 static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2) {
     const int dv = dk, ld_qk = h_k * dk + 5, ld_v = h_v * dv + 3, ld_o = h_v * dv, ld_g = h_v + 1;
@@ -602,16 +602,16 @@ static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2) {
     memcpy(q_in, q, 4 * nqk);
     memcpy(k_in, k, 4 * nqk);
     for (int t = 0; t < T; t++) {
-        for (int hk = 0; hk < h_k; hk++) { /* ssm.h wants L2-normalised q and k */
-            ssm_l2_norm(q + t * ld_qk + hk * dk, dk, 1e-6f);
-            ssm_l2_norm(k + t * ld_qk + hk * dk, dk, 1e-6f);
+        for (int hk = 0; hk < h_k; hk++) { /* gdn.h wants L2-normalised q and k */
+            gdn_l2_norm(q + t * ld_qk + hk * dk, dk, 1e-6f);
+            gdn_l2_norm(k + t * ld_qk + hk * dk, dk, 1e-6f);
         }
-        ssm_gdn_gates(g + t * ld_g, beta + t * ld_g, alpha + t * ld_g, braw + t * ld_g, dtb, av, h_v);
+        gdn_gates(g + t * ld_g, beta + t * ld_g, alpha + t * ld_g, braw + t * ld_g, dtb, av, h_v);
     }
     memcpy(sr, s0, 4 * ns);
-    ssm_gdn_args ra = {.q = q, .k = k, .v = v, .g = g, .beta = beta, .state = sr, .out = or_, .n_tokens = T,
+    gdn_args ra = {.q = q, .k = k, .v = v, .g = g, .beta = beta, .state = sr, .out = or_, .n_tokens = T,
                        .h_k = h_k, .h_v = h_v, .d_k = dk, .d_v = dv, .ld_qk = ld_qk, .ld_v = ld_v, .ld_o = ld_o, .ld_g = ld_g};
-    ssm_gdn_recurrent(&ra, 0, h_v);
+    gdn_recurrent(&ra, 0, h_v);
     vkref dq = dev_up(l2 ? q_in : q, 4 * nqk), dk_ = dev_up(l2 ? k_in : k, 4 * nqk), dv_ = dev_up(v, 4 * nv), ds = dev_up(s0, 4 * ns);
     vkref dg = dev_up(raw ? alpha : g, sizeof g), db = dev_up(raw ? braw : beta, sizeof beta);
     vkref dt = dev_up(dtb, sizeof dtb), da = dev_up(av, sizeof av), dout = dev_out(4 * (size_t)T * ld_o);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "harness.h"
 #include "quant.h"
-#include "ssm.h"
+#include "gdn.h"
 #include "vk_ops.h"
 #include "vk_quant.h"
 

@@ -1,8 +1,8 @@
 /* Prefill attention timing on a real GPU (not part of CI):
- *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/attn.c build/libzinc.a -ldl -lm -lpthread -o vk-attn
- *   ./vk-attn              (512 tokens from an empty cache, median of 20 calls: seconds on an H200)
- *   ./vk-attn 64 2 0       (64 tokens, 2 timed calls, no prefix: a minute on lavapipe)
- *   ./vk-attn 512 20 512   (512 tokens after 512 cached ones)
+ *   make tools   (builds build/vk-attn)
+ *   build/vk-attn              (512 tokens from an empty cache, median of 20 calls: seconds on an H200)
+ *   build/vk-attn 64 2 0       (64 tokens, 2 timed calls, no prefix: a minute on lavapipe)
+ *   build/vk-attn 512 20 512   (512 tokens after 512 cached ones)
  * Times one layer's causal attention for the three benchmark shapes
  * (Qwen3-8B: head dim 128, 32 query / 8 KV heads; Qwen3.5-2B: 256, 8 / 2;
  * Qwen3.5-35B-A3B: 256, 16 / 2) with GPU timestamps over many calls

@@ -1,8 +1,8 @@
 /* Decode attention timing on a real GPU (not part of CI):
- *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/attn_dec.c build/libzinc.a -ldl -lm -lpthread -o vk-attn-dec
- *   ./vk-attn-dec            (one token, median of 20 calls: seconds on an H200)
- *   ./vk-attn-dec 20 4       (4 tokens per call)
- *   ./vk-attn-dec 2 1 512    (depth 512 only, 2 timed calls: lavapipe)
+ *   make tools   (builds build/vk-attn_dec)
+ *   build/vk-attn_dec            (one token, median of 20 calls: seconds on an H200)
+ *   build/vk-attn_dec 20 4       (4 tokens per call)
+ *   build/vk-attn_dec 2 1 512    (depth 512 only, 2 timed calls: lavapipe)
  * Times one layer's decode attention, merge of the splits included, for
  * the three benchmark shapes (Qwen3-8B: head dim 128, 32 query / 8 KV
  * heads; Qwen3.5-2B: 256, 8 / 2; Qwen3.5-35B-A3B: 256, 16 / 2) after 512,
@@ -31,7 +31,7 @@ int main(int argc, char **argv) {
     if (argc > 2) T = atoi(argv[2]);
     if (argc > 3) only_depth = atoi(argv[3]);
     if (REPS < 1 || REPS > MAX_REPS || T < 1 || T > ZN_VK_ATTN_SPLIT_TOK || only_depth < 0) {
-        fprintf(stderr, "usage: vk-attn-dec [timed calls (1..%d) [tokens (1..%d) [depth]]]\n", MAX_REPS,
+        fprintf(stderr, "usage: vk-attn_dec [timed calls (1..%d) [tokens (1..%d) [depth]]]\n", MAX_REPS,
                 ZN_VK_ATTN_SPLIT_TOK);
         return 2;
     }

@@ -1,8 +1,8 @@
 /* Prefill GEMM timing on a real GPU (not part of CI):
- *   make && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matmul.c build/libzinc.a -ldl -lm -lpthread -o vk-matmul
- *   ./vk-matmul            (512 tokens, median of 20 calls: seconds on an H200)
- *   ./vk-matmul 8 2        (8 tokens, 2 timed calls: minutes on lavapipe)
- *   VKB_ONLY_CM2=1 ./vk-matmul   (NV coopmat2 devices: its configs and the KHR kernel's default only)
+ *   make tools   (builds build/vk-matmul)
+ *   build/vk-matmul            (512 tokens, median of 20 calls: seconds on an H200)
+ *   build/vk-matmul 8 2        (8 tokens, 2 timed calls: minutes on lavapipe)
+ *   VKB_ONLY_CM2=1 build/vk-matmul   (NV coopmat2 devices: its configs and the KHR kernel's default only)
  * Times 512-token matmuls of Qwen3-8B (dense) and one MoE layer of a
  * Qwen3.5-35B-A3B shape (32 experts, top 8) with GPU timestamps: the
  * mat-vec kernel (integer dot products where the device has them) and the

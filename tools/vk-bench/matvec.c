@@ -19,8 +19,8 @@
  * the bench models, and a sweep of the integer kernel's workgroup size and
  * rows per subgroup. Build and run (a few minutes on an H200; the table is
  * long, the summary is its last ~25 lines):
- *   make -j && cc -O2 -std=c11 -D_GNU_SOURCE -Isrc -Ibuild/gen tools/vk-bench/matvec.c build/libzinc.a \
- *      -ldl -lm -lpthread -o vk-matvec && ./vk-matvec > $OUT/matvec.txt; tail -28 $OUT/matvec.txt
+ *   make tools   (builds build/vk-matvec)
+ *   build/vk-matvec > $OUT/matvec.txt; tail -28 $OUT/matvec.txt
  * Each configuration records WARM + REPS calls in one command buffer, with
  * a barrier after each (as in a decode step), rotating over enough weight
  * copies (ZN_BENCH_MB in total, default 256) that the L2 cache cannot serve

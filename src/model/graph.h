@@ -127,7 +127,7 @@ typedef enum zn_op {
      * kernel f32 [ch][K] (ssm_conv1d.weight, ne0 = K); dst [n_tokens][ch],
      * dst != src[0]. With xin = C[c][0..K-2] followed by x[0..n_tokens-1][c]:
      *   dst[t][c] = silu(sum_{j<K} w[c][j] * xin[t + j])
-     * then C[c] = the last K-1 entries of xin (ssm_conv1d_silu). */
+     * then C[c] = the last K-1 entries of xin (gdn_conv1d_silu). */
     ZN_OP_SSM_CONV,
 
     /* Gated DeltaNet of recurrent layer node->layer, with its delta state:
@@ -145,7 +145,7 @@ typedef enum zn_op {
      *       else log(1 + exp(x))),   b = sigmoid(beta[t][h])
      *   S *= exp(g);  d[j] = (v[j] - sum_i S[j][i]*k[i]) * b;
      *   S[j][i] += k[i]*d[j];  dst[t][h*d_v + j] = sum_i S[j][i]*q[i] / sqrt(d_k)
-     * (ssm_gdn_recurrent; heads are independent, tokens are sequential). */
+     * (gdn_recurrent; heads are independent, tokens are sequential). */
     ZN_OP_GDN,
 
     ZN_OP_COUNT

@@ -54,7 +54,7 @@ static int delta_net(zn_graph *g, int x, const zn_layer *L, int il) {
     n->w[0] = L->ssm_conv1d;
 
     int o = graph_act(g, g->acts[qkv].rows, h_v * d_v);
-    n = graph_node(g, ZN_OP_GDN, o, "ssm_gdn", il);
+    n = graph_node(g, ZN_OP_GDN, o, "gdn", il);
     n->src[0] = c;
     n->src[1] = alpha;
     n->src[2] = beta;
@@ -67,7 +67,7 @@ static int delta_net(zn_graph *g, int x, const zn_layer *L, int il) {
     n->fp[0] = hp->rms_eps;
 
     o = graph_rmsnorm(g, o, L->ssm_norm, d_v, il, "ssm_norm");
-    o = graph_swiglu(g, z, o, il, "ssm_gated");
+    o = graph_swiglu(g, z, o, il, "gdn_gated");
     return graph_linear(g, o, &L->ssm_out, false, il, "ssm_out");
 }
 

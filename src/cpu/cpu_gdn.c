@@ -1,10 +1,10 @@
 /* CPU kernels of the Qwen3.5 ops (graph.h: COPY_COLS, SSM_CONV, GDN); the
- * arithmetic is ssm.c's, here only the split across threads and the
+ * arithmetic is gdn.c's, here only the split across threads and the
  * lookup of the sequence's recurrent state. */
 #include <string.h>
 
 #include "cpu.h"
-#include "ssm.h"
+#include "gdn.h"
 
 void cpu_op_copy_cols(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *sa = cpu_shape(r, n->src[0]), *da = cpu_shape(r, n->dst);
@@ -29,7 +29,7 @@ void cpu_op_ssm_conv(const cpu_run *r, const zn_node *n, int ith, int nth) {
     int64_t c0, c1;
     cpu_split(a->cols, ith, nth, &c0, &c1);
     if (c1 > c0)
-        ssm_conv1d_silu(y + c0, x + c0, a->rows, c1 - c0, a->cols, w + c0 * kernel, kernel,
+        gdn_conv1d_silu(y + c0, x + c0, a->rows, c1 - c0, a->cols, w + c0 * kernel, kernel,
                         state + c0 * (kernel - 1));
 }
 
@@ -37,7 +37,7 @@ void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const int64_t h_k = n->ip[0], h_v = n->ip[1], d_k = n->ip[2], d_v = n->ip[3];
     const zn_act *xa = cpu_shape(r, n->src[0]);
     const float *x = cpu_act(r, n->src[0]);
-    const ssm_gdn_args args = {
+    const gdn_args args = {
         .q = x,
         .k = x + h_k * d_k,
         .v = x + 2 * h_k * d_k,
@@ -58,9 +58,9 @@ void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth) {
         .ld_g = h_v,
         .l2_qk = true,
         .l2_eps = n->fp[0],
-        .kernel = ssm_gdn_kernel_best(),
+        .kernel = gdn_kernel_best(),
     };
     int64_t h0, h1;
     cpu_split(h_v, ith, nth, &h0, &h1);
-    ssm_gdn_recurrent(&args, h0, h1);
+    gdn_recurrent(&args, h0, h1);
 }

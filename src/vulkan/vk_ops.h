@@ -323,15 +323,15 @@ zn_status vkop_moe_route(vkops *o, vkcmd *c, VkDeviceAddress logits, VkDeviceAdd
 zn_status vkop_argmax(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress dst, uint32_t n_rows, uint32_t n,
                       zn_err *err);
 
-/* Causal depthwise conv1d + SiLU with state (ssm.h ssm_conv1d_silu); x and y
+/* Causal depthwise conv1d + SiLU with state (gdn.h gdn_conv1d_silu); x and y
  * rows have stride ld, w is [n_ch][kernel], state [n_ch][kernel-1]. */
 zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
                       VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
                       const char *name, zn_err *err);
 
-/* Gated delta rule over T tokens (ssm.h ssm_gdn_args semantics, all heads).
+/* Gated delta rule over T tokens (gdn.h gdn_args semantics, all heads).
  * With gate_raw, g/beta hold the raw alpha/beta projections and dt_bias/a
- * the per-head gate parameters (ssm_gdn_gates is applied in the kernel). */
+ * the per-head gate parameters (gdn_gates is applied in the kernel). */
 typedef struct vkop_gdn {
     VkDeviceAddress q, k, v, g, beta, state, dst, dt_bias, a;
     uint32_t n_tok, h_k, h_v, d_k, d_v;

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Independent numpy oracle for tests/test_ssm.c.
+"""Independent numpy oracle for tests/test_gdn.c.
 
 Written from the maths (Gated DeltaNet paper / llama.cpp semantics), in the
 paper's convention S in R^{Dk x Dv}, o = S^T q, which is the transpose of the
-[Dv][Dk] layout src/ssm.c keeps, so the two do not share index bookkeeping.
-Run `/usr/bin/python3 tests/ref/ssm_ref.py` (the python with numpy) and paste the printed arrays into
-tests/test_ssm.c (they are the EXP_* constants there).
+[Dv][Dk] layout src/cpu/gdn.c keeps, so the two do not share index bookkeeping.
+Run `/usr/bin/python3 tests/ref/gdn_ref.py` (the python with numpy) and paste the printed arrays into
+tests/test_gdn.c (they are the EXP_* constants there).
 """
 import numpy as np
 

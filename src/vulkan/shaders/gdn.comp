@@ -1,5 +1,5 @@
 #version 450
-// Gated delta rule (ssm.h ssm_gdn_recurrent), decode and prefill alike: row
+// Gated delta rule (gdn.h gdn_recurrent), decode and prefill alike: row
 // j of value head h's state (Dk coefficients) lives in the registers of a
 // cluster of LPR lanes, lane l of the cluster holding elements l + LPR m,
 // for all T tokens in order:
@@ -10,7 +10,7 @@
 // token's inputs are loaded one token ahead so the loads overlap the chain.
 // With l2 set, q and k are first scaled by 1/sqrt(sum(x^2) + eps) (graph.h
 // ZN_OP_GDN). Gates: with gate_raw set, g and beta are computed here from
-// the raw projections (ssm_gdn_gates: g = softplus(alpha + dt_bias) a,
+// the raw projections (gdn_gates: g = softplus(alpha + dt_bias) a,
 // beta = sigmoid(beta_raw)); else read ready-made.
 #include "common.glsl"
 

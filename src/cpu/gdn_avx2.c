@@ -1,12 +1,12 @@
 /* AVX2/FMA kernel of the gated delta rule (one token, one value head); the
- * scalar reference and the semantics are in ssm.c / ssm.h. Four value rows
+ * scalar reference and the semantics are in gdn.c / gdn.h. Four value rows
  * go together so each load of k and q serves four rows, and each row takes
  * two passes instead of four: (decay, read with k), then (write back, read
  * with q). Only called when the CPU has AVX2 and FMA. */
 #ifdef __x86_64__
 #include <immintrin.h>
 
-#include "ssm.h"
+#include "gdn.h"
 
 enum { ROWS = 4 };
 
@@ -64,7 +64,7 @@ static inline void rows_step(float *S, const float *k, const float *q, const flo
     }
 }
 
-void ssm_gdn_step_avx2(float *S, const float *k, const float *q, const float *v, float decay, float b,
+void gdn_step_avx2(float *S, const float *k, const float *q, const float *v, float decay, float b,
                        float scale, float *o, int64_t dk, int64_t dv) {
     int64_t j = 0;
     for (; j + ROWS <= dv; j += ROWS) rows_step(S, k, q, v, decay, b, scale, o, dk, j, ROWS);

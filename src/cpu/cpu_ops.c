@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cpu.h"
-#include "ssm.h"
+#include "gdn.h"
 
 void cpu_op_embed(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const gguf_tensor *w = n->w[0];
@@ -64,12 +64,12 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
         float *row = x + t * a->cols;
         if (mode == ZN_ROPE_IMROPE) {
             const int32_t pos[4] = {p, p, p, 0};
-            ssm_imrope_cache(cs, n_rot, sections, pos, n->fp[0], n->fp[1]);
+            gdn_imrope_cache(cs, n_rot, sections, pos, n->fp[0], n->fp[1]);
         } else {
             rope_table(cs, n_rot, (float)p, n->fp[0], n->fp[1], ff);
         }
         if (mode != ZN_ROPE_NORM) {
-            ssm_rope_neox_apply(row, n_heads, hd, n_rot, cs);
+            gdn_rope_neox_apply(row, n_heads, hd, n_rot, cs);
             continue;
         }
         for (int h = 0; h < n_heads; h++) {

@@ -1,6 +1,6 @@
 #version 450
-// Causal depthwise conv1d + SiLU with a rolling state (ssm.h
-// ssm_conv1d_silu):
+// Causal depthwise conv1d + SiLU with a rolling state (gdn.h
+// gdn_conv1d_silu):
 //   y[t][c] = silu(sum_{j<K} w[c][j] * xin[t + j]),  xin = (state[c], x[.][c])
 // and state[c] ends holding the last K-1 entries of xin.
 // Every output depends only on inputs, so threads split the tokens as well

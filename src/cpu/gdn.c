@@ -1,5 +1,5 @@
-/* Reference kernels for Gated DeltaNet layers and IMRoPE; see ssm.h. */
-#include "ssm.h"
+/* Reference kernels for Gated DeltaNet layers and IMRoPE; see gdn.h. */
+#include "gdn.h"
 
 #include <math.h>
 #include <string.h>
@@ -8,7 +8,7 @@
 
 static inline float silu(float x) { return x / (1.0f + expf(-x)); }
 
-void ssm_conv1d_silu(float *y, const float *x, int64_t n_tokens, int64_t n_ch, int64_t ld,
+void gdn_conv1d_silu(float *y, const float *x, int64_t n_tokens, int64_t n_ch, int64_t ld,
                      const float *w, int kernel, float *state) {
     const int64_t ns = kernel - 1; /* state entries per channel */
     for (int64_t t = 0; t < n_tokens; t++) {
@@ -37,14 +37,14 @@ void ssm_conv1d_silu(float *y, const float *x, int64_t n_tokens, int64_t n_ch, i
     }
 }
 
-void ssm_l2_norm(float *x, int64_t n, float eps) {
+void gdn_l2_norm(float *x, int64_t n, float eps) {
     double ss = 0.0;
     for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
     const float r = 1.0f / sqrtf((float)ss + eps);
     for (int64_t i = 0; i < n; i++) x[i] *= r;
 }
 
-void ssm_gated_rmsnorm(float *y, const float *x, const float *z, const float *w,
+void gdn_gated_rmsnorm(float *y, const float *x, const float *z, const float *w,
                        int64_t n_heads, int64_t d, float eps) {
     for (int64_t h = 0; h < n_heads; h++) {
         const float *xh = x + h * d, *zh = z + h * d;
@@ -56,7 +56,7 @@ void ssm_gated_rmsnorm(float *y, const float *x, const float *z, const float *w,
     }
 }
 
-void ssm_gdn_gates(float *g, float *beta, const float *alpha, const float *beta_raw,
+void gdn_gates(float *g, float *beta, const float *alpha, const float *beta_raw,
                    const float *dt_bias, const float *a, int64_t n_heads) {
     for (int64_t h = 0; h < n_heads; h++) {
         const float s = alpha[h] + dt_bias[h];
@@ -85,12 +85,12 @@ static void gdn_step_scalar(float *S, const float *k, const float *q, const floa
     }
 }
 
-static const ssm_gdn_kernel gdn_scalar = {gdn_step_scalar};
+static const gdn_kernel gdn_scalar = {gdn_step_scalar};
 #ifdef __x86_64__
-static const ssm_gdn_kernel gdn_avx2 = {ssm_gdn_step_avx2};
+static const gdn_kernel gdn_avx2 = {gdn_step_avx2};
 #endif
 
-const ssm_gdn_kernel *ssm_gdn_kernel_best(void) {
+const gdn_kernel *gdn_kernel_best(void) {
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &gdn_avx2;
@@ -98,10 +98,10 @@ const ssm_gdn_kernel *ssm_gdn_kernel_best(void) {
     return &gdn_scalar;
 }
 
-void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
+void gdn_recurrent(const gdn_args *a, int64_t h0, int64_t h1) {
     const int64_t dk = a->d_k, dv = a->d_v;
     const float scale = 1.0f / sqrtf((float)dk);
-    const ssm_gdn_kernel *kern = a->kernel ? a->kernel : &gdn_scalar;
+    const gdn_kernel *kern = a->kernel ? a->kernel : &gdn_scalar;
     float qn[ZN_SSM_MAX_HEAD_DIM], kn[ZN_SSM_MAX_HEAD_DIM];
     for (int64_t h = h0; h < h1; h++) {
         const int64_t hk = h % a->h_k;
@@ -113,20 +113,20 @@ void ssm_gdn_recurrent(const ssm_gdn_args *a, int64_t h0, int64_t h1) {
                 /* recomputed per value head: O(Dk) beside the O(Dk*Dv) update */
                 memcpy(qn, q, (size_t)dk * sizeof(float));
                 memcpy(kn, k, (size_t)dk * sizeof(float));
-                ssm_l2_norm(qn, dk, a->l2_eps);
-                ssm_l2_norm(kn, dk, a->l2_eps);
+                gdn_l2_norm(qn, dk, a->l2_eps);
+                gdn_l2_norm(kn, dk, a->l2_eps);
                 q = qn;
                 k = kn;
             }
             float g = a->g[t * a->ld_g + h], b = a->beta[t * a->ld_g + h];
-            if (a->dt_bias) ssm_gdn_gates(&g, &b, &g, &b, a->dt_bias + h, a->a + h, 1);
+            if (a->dt_bias) gdn_gates(&g, &b, &g, &b, a->dt_bias + h, a->a + h, 1);
             kern->step(S, k, q, a->v + t * a->ld_v + h * dv, expf(g), b, scale, a->out + t * a->ld_o + h * dv,
                        dk, dv);
         }
     }
 }
 
-int ssm_imrope_component(int64_t i, const int sections[4]) {
+int gdn_imrope_component(int64_t i, const int sections[4]) {
     const int64_t total = (int64_t)sections[0] + sections[1] + sections[2] + sections[3];
     if (total <= 0) return 0;
     const int64_t s = i % total;
@@ -138,21 +138,21 @@ int ssm_imrope_component(int64_t i, const int sections[4]) {
     return 3;
 }
 
-void ssm_imrope_cache(float *cs, int64_t n_dims, const int sections[4], const int32_t pos[4],
+void gdn_imrope_cache(float *cs, int64_t n_dims, const int sections[4], const int32_t pos[4],
                       float freq_base, float freq_scale) {
     const float theta_scale = powf(freq_base, -2.0f / (float)n_dims);
     /* The angle of every component advances by the same factor; ggml forms
      * it by repeated multiplication, and so do we to stay bit-close. */
     float theta[4] = {(float)pos[0], (float)pos[1], (float)pos[2], (float)pos[3]};
     for (int64_t i = 0; i < n_dims / 2; i++) {
-        const float th = theta[ssm_imrope_component(i, sections)] * freq_scale;
+        const float th = theta[gdn_imrope_component(i, sections)] * freq_scale;
         cs[2 * i] = cosf(th);
         cs[2 * i + 1] = sinf(th);
         for (int c = 0; c < 4; c++) theta[c] *= theta_scale;
     }
 }
 
-void ssm_rope_neox_apply(float *x, int64_t n_heads, int64_t ld, int64_t n_dims, const float *cs) {
+void gdn_rope_neox_apply(float *x, int64_t n_heads, int64_t ld, int64_t n_dims, const float *cs) {
     const int64_t half = n_dims / 2;
     for (int64_t h = 0; h < n_heads; h++) {
         float *xh = x + h * ld;
