@@ -83,7 +83,8 @@ static int argmax(const float *x, int n) {
 
 static bool no_device; /* set when the first backend init reports no Vulkan device */
 
-static void check_fixture(const char *name, double tol, bool check_greedy) {
+/* The fixture on a backend set up by o (max_tokens and arena set here). */
+static void check_fixture_with(const char *name, double tol, bool check_greedy, zn_backend_opts o) {
     char mpath[512], gpath[512];
     snprintf(mpath, sizeof mpath, "%s", shared_path("models/tiny/"));
     strncat(mpath, name, sizeof mpath - strlen(mpath) - 8);
@@ -106,7 +107,9 @@ static void check_fixture(const char *name, double tol, bool check_greedy) {
     zn_graph g;
     void *ctx = NULL, *seq = NULL;
     zn_status st = graph_init(&g, &m, NPOS, &err);
-    zn_backend_opts o = {.n_threads = 1, .max_tokens = NPOS, .arena_floats = g.arena_floats};
+    o.n_threads = 1;
+    o.max_tokens = NPOS;
+    o.arena_floats = g.arena_floats;
     if (!st) {
         st = be->init(&ctx, &m, &o, &err);
         if (st == ZN_ERR_DEVICE) no_device = true;
@@ -145,6 +148,27 @@ static void check_fixture(const char *name, double tol, bool check_greedy) {
     free(gd.logits);
 }
 
+static void check_fixture(const char *name, double tol, bool check_greedy) {
+    check_fixture_with(name, tol, check_greedy, backend_default_opts());
+}
+
+/* Options with one test hook set. */
+static zn_backend_opts max_alloc(uint64_t bytes) {
+    zn_backend_opts o = backend_default_opts();
+    o.max_alloc = bytes;
+    return o;
+}
+static zn_backend_opts no_fusion(void) {
+    zn_backend_opts o = backend_default_opts();
+    o.no_fusion = true;
+    return o;
+}
+static zn_backend_opts emulate(void) {
+    zn_backend_opts o = backend_default_opts();
+    o.mm_emulate = true;
+    return o;
+}
+
 #define F32 1e-5
 #define F16 1e-4
 #define QNT 1e-3
@@ -153,30 +177,22 @@ static void test_llama(void) {
     check_fixture("llama-dense-f32", F32, true);
     /* weights split by rows across allocations of at most 200 kB (the FFN
      * matrices and the output take 3 chunks each): same results */
-    setenv("ZN_VK_MAX_ALLOC", "200000", 1);
-    check_fixture("llama-dense-f32", F32, true);
-    unsetenv("ZN_VK_MAX_ALLOC");
+    check_fixture_with("llama-dense-f32", F32, true, max_alloc(200000));
     /* every node on its own: the fusions (norm / SwiGLU into the mat-vec
      * that reads them) change nothing beyond rounding */
-    setenv("ZN_VK_NO_FUSION", "1", 1);
-    check_fixture("llama-dense-f32", F32, true);
-    unsetenv("ZN_VK_NO_FUSION");
+    check_fixture_with("llama-dense-f32", F32, true, no_fusion());
     check_fixture("llama-dense-q8_0", QNT, false);
     check_fixture("llama-dense-q4_k_m", QNT, false);
     /* the prompt through the f16 GEMM path (emulated without cooperative
      * matrices): f16 operands, same bound */
-    setenv("ZN_VK_MM_EMULATE", "1", 1);
-    check_fixture("llama-dense-q4_k_m", QNT, false);
-    unsetenv("ZN_VK_MM_EMULATE");
+    check_fixture_with("llama-dense-q4_k_m", QNT, false, emulate());
 }
 static void test_llama_moe(void) {
     check_fixture("llama-moe-f32", F32, true);
     check_fixture("llama-moe-q8_0", QNT, false);
     check_fixture("llama-moe-q4_k_m", QNT, false);
     /* the experts of the prompt as one grouped GEMM (f16 path) */
-    setenv("ZN_VK_MM_EMULATE", "1", 1);
-    check_fixture("llama-moe-q8_0", QNT, false);
-    unsetenv("ZN_VK_MM_EMULATE");
+    check_fixture_with("llama-moe-q8_0", QNT, false, emulate());
 }
 static void test_qwen2(void) {
     check_fixture("qwen2-dense-f32", F32, true);
@@ -212,10 +228,8 @@ static void test_qwen35moe(void) {
     check_fixture("qwen35moe-moe-q5_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_0", QNT, false);
-    setenv("ZN_VK_MM_EMULATE", "1", 1);
-    check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
-    check_fixture("qwen35moe-moe-f16", F16, false);
-    unsetenv("ZN_VK_MM_EMULATE");
+    check_fixture_with("qwen35moe-moe-q4_k_m", QNT, false, emulate());
+    check_fixture_with("qwen35moe-moe-f16", F16, false, emulate());
 }
 
 int main(void) {
