@@ -22,7 +22,7 @@
 #define DEFAULT_N_PREDICT 256
 
 typedef struct gen_opts {
-    const char *model, *prompt, *system, *backend;
+    const char *model, *model_id, *prompt, *system, *backend;
     long n_predict, threads, n_ctx;
     cli_engine_args ea;   /* --backend, --device, --tune */
     zn_engine_opts eo;    /* what they resolve to */
@@ -39,6 +39,7 @@ static void usage(FILE *f) {
             "       zinc -m MODEL -i [options]          chat: one user message per line of stdin\n"
             "\n"
             "  -m, --model PATH        GGUF model file (default: the active model, else the shipped demo model)\n"
+            "  --model-id ID           an installed catalog model by id or alias (zinc model list)\n"
             "  -p, --prompt TEXT       the prompt; with --chat or -i, the (first) user message\n"
             "  -n, --n-predict N       generate at most N tokens; -1: until end of text or a full context (default %d)\n"
             "  --chat                  apply the model's chat template (ChatML if the model has none)\n"
@@ -111,6 +112,7 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         bool ok = true;
         long l;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--model-id")) o->model_id = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--system")) o->system = v;
         else if (cli_engine_arg(a, v, &o->ea)) {}
@@ -143,6 +145,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
             fprintf(stderr, "zinc: bad value '%s' for %s (zinc --help)\n", v, a);
             return 2;
         }
+    }
+    if (o->model && o->model_id) {
+        fprintf(stderr, "zinc: -m and --model-id both name a model; give one (zinc --help)\n");
+        return 2;
     }
     if (!o->prompt && !o->interactive) {
         fprintf(stderr, "zinc: -p PROMPT is required (zinc --help)\n");
@@ -406,7 +412,11 @@ int cli_generate(int argc, char **argv) {
     if (cli_engine_opts("zinc", &o.ea, &o.eo, o.tune, sizeof o.tune)) return 2;
     o.backend = o.eo.backend;
     char model_path[ZN_PATH_MAX];
-    if (!(o.model = cli_resolve_model(o.model, model_path))) return 1;
+    if (o.model_id) {
+        if (!(o.model = cli_resolve_model_id(o.model_id, model_path))) return 1;
+    } else if (!(o.model = cli_resolve_model(o.model, model_path))) {
+        return 1;
+    }
     if (!o.seed_given) {
         o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         fprintf(stderr, "zinc: seed %llu\n", (unsigned long long)o.sp.seed);
