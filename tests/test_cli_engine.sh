@@ -3,7 +3,8 @@
 # checked against the devices the backend lists (bad values: exit 2 and a
 # message naming the option and the devices), --tune and ZN_TUNE parsed by
 # the Vulkan tuning's key table (unknown keys and bad values named), the
-# active tuning printed by bench (text and --json) and --check. $1 = build dir.
+# active tuning printed by bench (text and --json, with its pipeline counts:
+# none created after init) and --check. $1 = build dir.
 build=${1:-build}
 zinc=$build/zinc
 [ -x "$zinc" ] || zinc=./zinc
@@ -57,8 +58,8 @@ if [ "$n_dev" -gt 0 ]; then
   has "bench ZN_TUNE" "$tmp/b" "mv_one_rows=7,"
   has "bench --tune after ZN_TUNE" "$tmp/b" ",qx_sk=2,"
   $zinc bench -m "$M" -p 4 -n 2 -r 1 --backend vulkan --json > "$tmp/j" 2>/dev/null; expect "bench --json rc" 0 $?
-  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["tuning_class"] and "attn_chunk=" in d["tuning"]' "$tmp/j"
-  then ok; else bad "bench --json: no tuning in $(head -c 300 "$tmp/j")"; fi
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["tuning_class"] and "attn_chunk=" in d["tuning"]; assert d["pipelines"] > 0 and d["pipelines_late"] == 0' "$tmp/j"
+  then ok; else bad "bench --json: no tuning, or pipelines created in the token loop: $(tail -c 300 "$tmp/j")"; fi
   # --profile says it on stderr; the tuning printed parses back as --tune
   spec=$(sed -n 's/^tuning   [^:]*: //p' "$tmp/b")
   $zinc bench -m "$M" -p 4 -n 1 -r 1 --backend vulkan --profile --tune "$spec" > /dev/null 2> "$tmp/e"

@@ -6,81 +6,11 @@
  * architecture). Drives the backend
  * directly through graph.h, one prompt batch then one decode step per
  * token. No Vulkan device: the suite is skipped. */
-#include <ctype.h>
-#include <stdint.h>
-
 #include "backend.h"
+#include "golden.h"
 #include "graph.h"
-#include "harness.h"
 #include "model.h"
 #include "vk_device.h"
-
-#define NPOS 16
-
-typedef struct golden {
-    int n_vocab;
-    int prompt[NPOS], greedy[NPOS];
-    float *logits; /* [NPOS][n_vocab] */
-} golden;
-
-
-/* Reads up to cap numbers following "key": (nested arrays flattened). */
-static int numbers(const char *json, const char *key, float *out, int cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    int n = 0, depth = 0;
-    do {
-        if (*p == '[') depth++, p++;
-        else if (*p == ']') depth--, p++;
-        else if (*p == ',' || isspace((unsigned char)*p)) p++;
-        else {
-            char *end;
-            double v = strtod(p, &end);
-            if (end == p) return -1;
-            if (n < cap) out[n] = (float)v;
-            n++;
-            p = end;
-        }
-    } while (depth > 0 && *p);
-    return n;
-}
-
-static bool golden_load(golden *gd, const char *path) {
-    char *s = harness_read_file(path, NULL);
-    if (!s) return false;
-    float tmp[NPOS], nv;
-    bool ok = numbers(s, "n_vocab", &nv, 1) == 1;
-    gd->n_vocab = (int)nv;
-    ok = ok && numbers(s, "prompt", tmp, NPOS) == NPOS;
-    for (int i = 0; ok && i < NPOS; i++) gd->prompt[i] = (int)tmp[i];
-    ok = ok && numbers(s, "greedy", tmp, NPOS) == NPOS;
-    for (int i = 0; ok && i < NPOS; i++) gd->greedy[i] = (int)tmp[i];
-    gd->logits = ok ? malloc(sizeof(float) * NPOS * (size_t)gd->n_vocab) : NULL;
-    ok = ok && gd->logits && numbers(s, "prompt_logits", gd->logits, NPOS * gd->n_vocab) == NPOS * gd->n_vocab;
-    free(s);
-    return ok;
-}
-
-static double nmse(const float *y, const float *ref, int n) {
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        if (y[i] != y[i]) return INFINITY;
-        double e = (double)y[i] - ref[i];
-        num += e * e;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
 
 /* No Vulkan device to open here: the suite is skipped (any failure after
  * a device opened is a failure). */

@@ -219,8 +219,8 @@ int cli_bench(int argc, char **argv) {
     zn_tuning tn = {0};
     if (e.be->tuning && e.be->tuning(e.be_ctx, -1, NULL, &tn, &err) != ZN_OK) goto fail;
     /* warm-up: page the weights in, start the threads, and run one prefill
-     * of the measured size (a GPU backend builds that step's pipelines and
-     * scratch on first use: not what a repetition should time) */
+     * of the measured size (first runs of a shape pay for cold caches and
+     * first submissions: not what a repetition should time) */
     if (engine_decode(&e, &s, toks, 8, NULL, false, &err) != ZN_OK ||
         engine_decode(&e, &s, toks + 8, 1, NULL, false, &err) != ZN_OK)
         goto fail;
@@ -228,7 +228,7 @@ int cli_bench(int argc, char **argv) {
                     engine_decode(&e, &s, toks, (int)a.p, NULL, false, &err) != ZN_OK))
         goto fail;
     /* and a decode step at the measured depth (long contexts take other
-     * attention kernels: their pipelines too) */
+     * attention kernels) */
     if (a.depth > 0 && a.n > 0 &&
         (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK ||
          engine_decode(&e, &s, toks + a.depth, 1, logits, false, &err) != ZN_OK))
@@ -271,6 +271,9 @@ int cli_bench(int argc, char **argv) {
                    sc.wall, sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, sc.replayed);
         if (e.be->tuning)
             printf(", \"tuning_class\": \"%s\", \"tuning_units\": %u, \"tuning\": \"%s\"", tn.cls, tn.units, tn.spec);
+        if (e.be->stats)
+            printf(", \"pipelines\": %llu, \"pipelines_late\": %llu", (unsigned long long)bs1.pipelines,
+                   (unsigned long long)bs1.pipelines_late);
         printf(", \"bandwidth_gbs\": %.2f}\n", bw);
     } else {
         printf("model    %s (%s, %.1fM params, %.1f MiB)\n", a.model, model_arch_name(m.arch), m.n_params / 1e6,
@@ -286,6 +289,9 @@ int cli_bench(int argc, char **argv) {
             printf("step     %.1f us = %.1f us waiting for the device + %.1f us on the host (prepare %.1f, submit %.1f, "
                    "read %.1f, engine/graph %.1f); %.0f%% of steps replayed\n",
                    sc.wall, sc.wait, sc.wall - sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, 100 * sc.replayed);
+        if (e.be->stats)
+            printf("pipelines %llu, %llu of them created after init (inside a timed step)\n",
+                   (unsigned long long)bs1.pipelines, (unsigned long long)bs1.pipelines_late);
     }
     rc = 0;
     goto done;

@@ -31,6 +31,8 @@ typedef struct zn_backend_opts {
     bool mm_emulate;      /* the f16 GEMM path from 2 tokens on, on a scalar emulation of
                              cooperative matrices where the device has none */
     uint64_t max_alloc;   /* bytes per device allocation at most (0: the device's limit) */
+    bool lazy_pipelines;  /* create pipelines on first use, not all at init (what the
+                             pipeline counter sees without the init pass) */
 } zn_backend_opts;
 
 /* A device a backend can run on, for listings and --device. */

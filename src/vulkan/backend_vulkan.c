@@ -93,6 +93,7 @@ typedef struct vk_seq {
 } vk_seq;
 
 static void vk_free(void *ctx);
+static zn_status prepare_pipelines(vk_ctx *c, zn_err *err);
 
 /* ---- weights ---- */
 
@@ -343,6 +344,15 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         vk_free(c);
         return st;
     }
+    const double tp = timer_now();
+    if (!opt->lazy_pipelines) st = prepare_pipelines(c, err);
+    if (st) {
+        vk_free(c);
+        return st;
+    }
+    if (opt->profile)
+        fprintf(stderr, "vulkan: %d pipelines created at init (%.3f s for the shapes of every step)\n", c->o.ps.n_created,
+                timer_now() - tp);
     c->pipes_at_init = c->o.ps.n_created;
     *out = c;
     return ZN_OK;
@@ -874,11 +884,10 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
 /* Records g for sequence s into cmd: every node, then a copy of the logits
  * into host-visible memory (so reading them needs no second submit). Ends
  * the recording, also after a failure. */
-static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
-    plan_fusions(c, g);
-    zn_status st = vkcmd_begin(cmd, err);
-    if (st) return st;
-    c->rec = cmd;
+/* Every node of g for sequence s into c->rec (NULL: nothing recorded, the
+ * ops only create their pipelines), after plan_fusions. */
+static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t group_base, zn_err *err) {
+    zn_status st = ZN_OK;
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
     c->group_base = group_base;
@@ -899,6 +908,15 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
             zn_err_prefix(err, "%s", name);
         }
     }
+    return st;
+}
+
+static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
+    plan_fusions(c, g);
+    zn_status st = vkcmd_begin(cmd, err);
+    if (st) return st;
+    c->rec = cmd;
+    st = record_nodes(c, s, g, group_base, err);
     const zn_act *lg = &g->acts[g->logits];
     const uint64_t nl = (uint64_t)lg->rows * (uint64_t)lg->cols;
     c->out_floats = 0;
@@ -910,6 +928,81 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     }
     zn_status st2 = vkcmd_end(cmd, err);
     return st ? st : st2;
+}
+
+/* ---- pipelines at init ---- */
+
+/* What the kernels a step of n tokens takes depend on besides the model:
+ * the token-count thresholds (mat-vec or GEMM, dense and grouped; prefill
+ * attention; the split-K decode sizes, each of its token counts its own
+ * attn_dec.comp row count) and the GEMM tile choice, which counts tokens
+ * in whole tiles (grain: the narrowest tile width of the configs it picks
+ * from; grouped: the tokens per expert). Steps of equal keys take the same
+ * pipelines. */
+typedef struct tok_key { bool mv, moe_mv, fa; uint32_t small, tiles, moe_tiles; } tok_key;
+
+static uint32_t gcd32(uint32_t a, uint32_t b) { return b ? gcd32(b, a % b) : a; }
+
+static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
+    const zn_hparams *hp = &c->m->hp;
+    const vktune *t = &c->o.t;
+    const uint32_t E = (uint32_t)hp->n_expert, k = (uint32_t)(hp->n_expert_used > 1 ? hp->n_expert_used : 1);
+    const uint32_t moe_toks = E ? (n * k + E - 1) / E : 0;
+    return (tok_key){.mv = n < t->mm_min_tok, .moe_mv = n < t->moe_min_tok, .fa = n >= t->fa_min_tok,
+                     .small = n <= ZN_VK_ATTN_SPLIT_TOK ? n : 0, .tiles = (n + grain - 1) / grain,
+                     .moe_tiles = (moe_toks + grain - 1) / grain};
+}
+
+#define PREP_ADDR (1ull << 44) /* stand-in cache addresses: aligned, never dereferenced */
+static zn_status prepare_pipelines(vk_ctx *c, zn_err *err) {
+    const zn_hparams *hp = &c->m->hp;
+    zn_graph g;
+    zn_status st = graph_init(&g, c->m, c->max_tokens, err);
+    if (st) return st;
+    int32_t *toks = calloc((size_t)c->max_tokens, sizeof *toks);
+    VkDeviceAddress *kv = calloc(2 * (size_t)hp->n_layer, sizeof *kv);
+    vkref *rs = calloc(2 * (size_t)hp->n_layer, sizeof *rs);
+    if (!toks || !kv || !rs) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    vk_seq s = {.n_ctx = ZN_MAX_CTX, .k = kv, .v = kv ? kv + hp->n_layer : NULL, .conv = rs,
+                .delta = rs ? rs + hp->n_layer : NULL};
+    for (int i = 0; !st && i < 2 * hp->n_layer; i++) {
+        kv[i] = PREP_ADDR + ((uint64_t)i << 32);
+        rs[i] = (vkref){.addr = PREP_ADDR + ((uint64_t)(2 * hp->n_layer + i) << 32), .size = 256};
+    }
+    const vkref part = c->part;
+    if (!c->part.addr) c->part.addr = PREP_ADDR - (1ull << 32); /* split-K partials (sized per sequence) */
+    c->rec = NULL;
+    uint32_t grain = 0;
+    for (int i = 0; i < ZN_VK_MM_NCFG; i++) grain = gcd32(grain, zn_vk_mm_cfgs[i].bn);
+    for (int i = 0; i < ZN_VK_CM2_NCFG; i++) grain = gcd32(grain, zn_vk_cm2_cfgs[i].bn);
+    const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2};
+    for (int pass = 0; pass < 3 && !st; pass++) {
+        const bool flags[4] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2};
+        for (int all = 0; all < 2; all++) {
+            tok_key last = {0};
+            for (int n = 1; n <= c->max_tokens; n++) {
+                const tok_key key = tok_key_of(c, (uint32_t)n, grain);
+                if (n > 1 && n < c->max_tokens && !memcmp(&key, &last, sizeof key)) continue;
+                last = key;
+                for (size_t p = 0; p < sizeof past / sizeof *past; p++) {
+                    if (p && n > ZN_VK_ATTN_SPLIT_TOK) break;
+                    const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
+                    zn_err e2 = {0};
+                    if (graph_build(&g, toks, n, np, all, &e2)) continue; /* the step fails the same way */
+                    plan_fusions(c, &g);
+                    record_nodes(c, &s, &g, 0, &e2);
+                }
+            }
+        }
+        if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2) break;
+    }
+    c->part = part;
+    vkops_forget(&c->o);
+    free(toks);
+    free(kv);
+    free(rs);
+    graph_free(&g);
+    return st;
 }
 
 /* A one-token step replays the kept recording when it fits, else records

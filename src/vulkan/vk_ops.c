@@ -56,6 +56,12 @@ zn_status vkops_init(vkops *o, vkdev *d, const vktune *t, const char *cache_path
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 
+void vkops_forget(vkops *o) {
+    memset(&o->xq_last, 0, sizeof o->xq_last);
+    memset(&o->mmx_last, 0, sizeof o->mmx_last);
+    o->xq_turn = 0;
+}
+
 void vkops_free(vkops *o) {
     if (!o->d) return;
     for (int k = 0; k < VKO_COUNT; k++)

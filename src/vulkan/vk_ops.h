@@ -1,9 +1,10 @@
 /* GPU ops: one function per shader family, recording dispatches into a
  * vkcmd. All tensors are passed as device addresses (f32 activations,
- * row-major, strides in elements). Pipelines are kept once created: the
- * backend creates every one its model can select before the first step
- * (recording ops without a command buffer, vkops_prepare_*), and an op
- * creates any still missing on first use. Ops do not insert barriers
+ * row-major, strides in elements). Pipelines are kept once created. An op
+ * called with a NULL vkcmd records nothing and only creates the pipelines
+ * it would use: the backend does that at init for every shape its model's
+ * steps can take, then vkops_forget(); a pipeline still missing is created
+ * on first use. Ops do not insert barriers
  * between each other: the caller orders dependent ops with vkcmd_barrier. */
 #ifndef ZINC_VK_OPS_H
 #define ZINC_VK_OPS_H
@@ -111,6 +112,9 @@ typedef struct vkops {
 /* t: the tuning (NULL: vktune_init's defaults for the device). */
 zn_status vkops_init(vkops *o, vkdev *d, const vktune *t, const char *cache_path, zn_err *err);
 void vkops_free(vkops *o);
+/* Forgets what earlier calls left for later ones to reuse (the quantised
+ * and converted x, vkop_mm.x_reuse): after calls without a command buffer. */
+void vkops_forget(vkops *o);
 /* Types the mat-vec / mat-mat / get_rows shaders read. */
 bool vkops_type_ok(zn_type t);
 
