@@ -609,6 +609,11 @@ function autosize(ta) {
 function init() {
   applyTheme();
   const input = $('input');
+  const narrow = matchMedia('(max-width: 760px)');
+  const longHint = input.placeholder;
+  const placeholder = () => { input.placeholder = narrow.matches ? input.dataset.shortPlaceholder : longHint; };
+  narrow.addEventListener('change', placeholder);
+  placeholder();
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
     if (gen) return;
