@@ -400,8 +400,7 @@ function renderMessage(msg) {
     v.reasoning.hidden = !hasR;
     if (hasR) {
       v.reasoningSummary.textContent = streaming && !msg.content ? 'Thinking…' : 'Reasoning';
-      if (v.reasoning.open || streaming) renderMarkdown(v.reasoningBody, msg.reasoning);
-      else v.reasoning.addEventListener('toggle', () => renderMarkdown(v.reasoningBody, msg.reasoning), { once: true });
+      renderMarkdown(v.reasoningBody, msg.reasoning);
     }
     renderMarkdown(v.body, msg.content);
     v.body.hidden = !msg.content && !streaming;
