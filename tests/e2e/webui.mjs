@@ -186,6 +186,7 @@ if (URL_REAL) {
     assert(/reply tokens/.test(meta) && !/≈/.test(meta), `no exact usage after regenerate: '${meta}'`);
     assert((await lastReply(page).locator('.content').textContent()).length > 0, 'empty regenerated reply');
   });
+  await page.screenshot({ path: path.join(OUT, 'webui-desktop-turns.png') });
   await check('real: edit-and-resend replaces the turn and what followed', async () => {
     const first = page.locator('.msg.user').first();
     await first.getByRole('button', { name: 'Edit' }).click();
@@ -263,6 +264,7 @@ if (URL_REAL) {
     assert(bg === 'rgb(22, 24, 28)', 'dark background is ' + bg);
     await page.screenshot({ path: path.join(OUT, 'webui-desktop-dark.png') });
     await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(400);   // the list slides away
     await page.screenshot({ path: path.join(OUT, 'webui-phone-dark.png') });
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.reload();
