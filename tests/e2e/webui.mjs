@@ -24,9 +24,9 @@ const problems = [];   // console errors, page errors, CSP reports: each fails t
 async function check(name, fn) {
   problems.length = 0;
   try {
-    await fn();
+    const note = await fn();
     if (problems.length) throw new Error('the page reported: ' + problems.join(' | '));
-    console.log(`ok ${name}`);
+    console.log(`ok ${name}${note ? ` (${note})` : ''}`);
     passed++;
   } catch (e) {
     console.log(`FAIL ${name}: ${(e && e.message ? e.message : String(e)).split('\n')[0].slice(0, 400)}`);
@@ -53,6 +53,8 @@ async function openPage(base) {
   page.setDefaultTimeout(15000);
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
   page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  // works offline: nothing is fetched from anywhere but the server
+  page.on('request', (q) => { if (!q.url().startsWith(base + '/')) problems.push('request to another origin: ' + q.url()); });
   const resp = await page.goto(base + '/');
   return { page, resp };
 }
@@ -145,28 +147,34 @@ if (URL_REAL) {
     const t = await page.textContent('#model');
     assert(t !== 'no model', 'the model badge says: no model: ' + (await page.getAttribute('#model', 'title')));
   });
-  await setSettings(page, { temperature: 0, max_tokens: 300 });
+  // greedy; 150 tokens leave room in the demo model's 512 for the turns below
+  await setSettings(page, { temperature: 0, max_tokens: 150 });
   await check('real: a message gets a reply that streams in', async () => {
     await recordStreaming(page);
-    await sendMessage(page, 'Tell me about the old prince and his son.');
+    await sendMessage(page, 'What did Natasha say to Pierre at the ball?');
     await page.locator('.msg.user .content').first().waitFor();
-    assert((await page.textContent('.msg.user .content')) === 'Tell me about the old prince and his son.', 'user message not shown');
+    assert((await page.textContent('.msg.user .content')) === 'What did Natasha say to Pierre at the ball?', 'user message not shown');
     await waitIdle(page);
     const lens = await page.evaluate(() => window.__lens);
     const text = await lastReply(page).locator('.content').textContent();
     assert(text.trim().length > 20, `reply too short: '${text}'`);
-    assert(lens.length >= 3, `the reply appeared in ${lens.length} step(s), not streamed: ${JSON.stringify(lens)}`);
+    // text was on screen while the reply was still coming, and grew after that (how often the
+    // page repainted in between depends on the machine's load: 2 cores shared by many)
+    assert(lens.length >= 1 && lens[lens.length - 1] < text.length,
+      `the reply did not appear bit by bit: lengths while streaming ${JSON.stringify(lens)}, at the end ${text.length}`);
     assert(await lastReply(page).locator('.error').isHidden(), 'error: ' + (await lastReply(page).locator('.error').textContent()));
+    return `${lens.length} partial renders before the end, ${text.length} characters`;
   });
   await check('real: the reply shows tok/s, token counts and context used', async () => {
     const meta = await lastReply(page).locator('.meta').textContent();
     assert(/\d+(\.\d)? tok\/s/.test(meta), `no tok/s in '${meta}'`);
     assert(/\d+ prompt \+ \d+ reply tokens/.test(meta), `no token counts in '${meta}'`);
     assert(/context \d+/.test(meta), `no context use in '${meta}'`);
+    return meta;
   });
   await check('real: Stop ends the reply where it is', async () => {
     await stopAtFirstText(page, 'click');
-    await sendMessage(page, 'And what did the son answer him?');
+    await sendMessage(page, 'Tell me more.');   // greedy: 150 tokens
     await waitIdle(page, 15000);
     const st = await page.evaluate(() => window.__stopped);
     assert(st, 'the reply finished before any text was seen');
