@@ -13,7 +13,6 @@
 set -uo pipefail
 build=${1:-build}
 . "$(dirname "$0")/lib.sh"
-type skip >/dev/null 2>&1 || skip() { echo "SKIP $1: ${*:2}" >&2; }   # lib.sh without skips yet
 root=$(cd "$(dirname "$0")/.." && pwd)
 e2e=$root/tests/e2e
 chromium=${ZN_CHROMIUM:-/usr/bin/chromium}
