@@ -180,6 +180,7 @@ static void test_errors(void) {
         {"mvx_foo=1", "unknown key 'mvx_foo'"},
         {"nosuch=1", "unknown key 'nosuch'"},
         {"mv_wg", "'mv_wg' is not key=value"},
+        {"=3", "'=3' has no key"},
         {"mv_wg=12", "bad value '12' for mv_wg (a multiple of 8 in 8..1024)"},
         {"mv_wg=2048", "bad value '2048' for mv_wg"},
         {"mv_rows=0", "bad value '0' for mv_rows (1..16)"},

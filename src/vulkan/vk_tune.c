@@ -336,6 +336,7 @@ static zn_status apply_item(vktune *t, const vkdev_info *d, const char *s, size_
     if (!eq) return zn_errf(err, ZN_ERR_ARG, "tuning: '%.*s' is not key=value", (int)n, s);
     const char *dot = memchr(s, '.', (size_t)(eq - s));
     const size_t kl = (size_t)((dot ? dot : eq) - s);
+    if (!kl) return zn_errf(err, ZN_ERR_ARG, "tuning: '%.*s' has no key", (int)n, s);
     const tune_key *k = NULL;
     for (size_t i = 0; i < N_KEYS && !k; i++)
         if (word_is(s, kl, keys[i].name)) k = &keys[i];
