@@ -45,13 +45,15 @@ static int irand(int n) { return (int)((frand() + 1.0f) * 0.5f * (float)n) % n; 
 
 /* ---- a case: a model holding only what backends read, its weights, the steps of one sequence ---- */
 
-#define TC_TENSORS 24
-#define TC_STEPS 10
+#define TC_TENSORS 64
+#define TC_STEPS 128
 #define TC_INPUTS 4
-#define TC_BLOBS 64
+#define TC_BLOBS 512
 #define TC_NODES 12
 
 typedef struct step {
+    char what[96];                /* for messages */
+    double tol;                   /* nmse bound of its output */
     zn_graph g;
     int n_in, in[TC_INPUTS];
     const float *in_data[TC_INPUTS];
@@ -59,13 +61,16 @@ typedef struct step {
     int32_t *tokens;
 } step;
 
+/* Steps of one sequence on one backend instance (one init per
+ * configuration: they are what makes Vulkan runs slow on lavapipe, so one
+ * case holds as many steps as share a model). */
 typedef struct tcase {
-    char name[128];
-    double tol;                   /* nmse bound of every step's output */
+    char name[64];
     zn_model m;
     zn_layer layers[1];
     gguf_tensor t[TC_TENSORS];
     step s[TC_STEPS];
+    zn_graph prep;                /* every step's nodes: the weights backends prepare at init */
     int n_steps, n_ctx, max_tokens;
     void *blob[TC_BLOBS];
     int n_blob;
@@ -79,15 +84,10 @@ static void *tc_alloc(tcase *tc, size_t bytes) {
 }
 
 /* A one-layer model: attention (or recurrent) sizes as the case sets them. */
-static tcase *tc_new(double tol, int max_tokens, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static tcase *tc_new(double tol, int max_tokens, const char *fmt, ...) {
+static tcase *tc_new(int max_tokens, const char *name) {
     tcase *tc = calloc(1, sizeof *tc);
     if (!tc) abort();
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tc->name, sizeof tc->name, fmt, ap);
-    va_end(ap);
-    tc->tol = tol;
+    snprintf(tc->name, sizeof tc->name, "%s", name);
     tc->max_tokens = max_tokens;
     tc->n_ctx = 64;
     tc->m.layers = tc->layers;
@@ -105,6 +105,7 @@ static tcase *tc_new(double tol, int max_tokens, const char *fmt, ...) {
 
 static void tc_free(tcase *tc) {
     for (int i = 0; i < tc->n_steps; i++) graph_free(&tc->s[i].g);
+    graph_free(&tc->prep);
     for (int i = 0; i < tc->n_blob; i++) free(tc->blob[i]);
     free(tc);
 }
@@ -141,10 +142,18 @@ static gguf_tensor *tc_f32(tcase *tc, int64_t n, float lo, float hi) {
     return tc_tensor(tc, ZN_TYPE_F32, n, 1, 1, tc_floats(tc, (size_t)n, lo, hi));
 }
 
-/* A new step of the sequence: n_tokens at position n_past. */
-static step *tc_step(tcase *tc, int n_tokens, int n_past) {
+/* A new step of the sequence: n_tokens at position n_past, its output
+ * within nmse tol of the CPU's. */
+static step *tc_step(tcase *tc, int n_tokens, int n_past, double tol, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static step *tc_step(tcase *tc, int n_tokens, int n_past, double tol, const char *fmt, ...) {
     if (tc->n_steps == TC_STEPS) abort();
     step *s = &tc->s[tc->n_steps++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->what, sizeof s->what, fmt, ap);
+    va_end(ap);
+    s->tol = tol;
     zn_err err = {0};
     if (graph_init_empty(&s->g, &tc->m, tc->max_tokens, TC_NODES, TC_NODES, &err)) {
         fprintf(stderr, "  %s: %s\n", tc->name, err.msg);
@@ -210,14 +219,43 @@ static void cfg_apply(const vkcfg *c) {
     if (c && c->var) setenv(c->var, c->val, 1);
 }
 
+/* The graph backends prepare: every step's nodes and activations side by
+ * side (never run; init reads its weights, shapes and capacity). */
+static void tc_prep(tcase *tc) {
+    int nodes = 0, acts = 0;
+    for (int i = 0; i < tc->n_steps; i++) nodes += tc->s[i].g.n_nodes, acts += tc->s[i].g.n_acts;
+    zn_err err = {0};
+    zn_graph *p = &tc->prep;
+    if (graph_init_empty(p, &tc->m, tc->max_tokens, nodes, acts, &err)) {
+        fprintf(stderr, "  %s: %s\n", tc->name, err.msg);
+        abort();
+    }
+    for (int i = 0; i < tc->n_steps; i++) {
+        const zn_graph *g = &tc->s[i].g;
+        const int base = p->n_acts;
+        for (int a = 0; a < g->n_acts; a++) graph_act(p, g->acts[a].rows, g->acts[a].cols);
+        for (int k = 0; k < g->n_nodes; k++) {
+            const zn_node *from = &g->nodes[k];
+            zn_node *n = graph_node(p, from->op, from->dst + base, from->tag, from->layer);
+            *n = *from;
+            n->dst += base;
+            for (int j = 0; j < ZN_NODE_SRC; j++) n->src[j] += n->src[j] >= 0 ? base : 0;
+        }
+    }
+    if (graph_finish(p, p->n_acts - 1, &err)) {
+        fprintf(stderr, "  %s: %s\n", tc->name, err.msg);
+        abort();
+    }
+}
+
 /* Runs every step of tc on backend be; outs[i] gets step i's output.
  * ZN_OK, or the first failure (err says where). */
-static zn_status run_case(const zn_backend_ops *be, const tcase *tc, float **outs, zn_err *err) {
+static zn_status run_case(const zn_backend_ops *be, tcase *tc, float **outs, zn_err *err) {
     size_t arena = 1;
     for (int i = 0; i < tc->n_steps; i++)
         if (tc->s[i].g.arena_floats > arena) arena = tc->s[i].g.arena_floats;
-    /* step 0 reads every weight of the case: the one the backend prepares */
-    zn_backend_opts o = {.n_threads = 2, .max_tokens = tc->max_tokens, .arena_floats = arena, .graph = &tc->s[0].g};
+    if (!tc->prep.nodes) tc_prep(tc);
+    zn_backend_opts o = {.n_threads = 2, .max_tokens = tc->max_tokens, .arena_floats = arena, .graph = &tc->prep};
     void *ctx = NULL, *seq = NULL;
     zn_status st = be->init(&ctx, &tc->m, &o, err);
     if (!st) st = be->seq_init(ctx, &seq, tc->n_ctx, err);
@@ -226,7 +264,7 @@ static zn_status run_case(const zn_backend_ops *be, const tcase *tc, float **out
         for (int k = 0; k < s->n_in && !st; k++) st = be->write(ctx, &s->g, s->in[k], s->in_data[k], err);
         if (!st) st = be->run(ctx, seq, &s->g, err);
         if (!st) st = be->read(ctx, &s->g, s->out, outs[i], err);
-        if (st) zn_err_prefix(err, "step %d", i);
+        if (st) zn_err_prefix(err, "step %d (%s)", i, s->what);
     }
     if (seq) be->seq_free(ctx, seq);
     if (ctx) be->free(ctx);
@@ -244,10 +282,10 @@ static double nmse(const float *y, const float *ref, size_t n) {
     return den > 0 ? num / den : num;
 }
 
-/* Per op: cases and configurations run, the worst error relative to its bound. */
+/* Per op: graphs and Vulkan backends run, the worst error relative to its bound. */
 static struct tally {
     double t0;
-    int cases, runs;
+    int graphs, runs;
     double worst, worst_ratio;
     char worst_name[160];
 } T;
@@ -262,12 +300,12 @@ static void tally_reset(void) {
     T.t0 = now_s();
 }
 static void tally_print(const char *what) {
-    fprintf(stderr, "  %-13s %3d cases, %3d Vulkan runs, %5.1f s, worst nmse %.2e (%.0f%% of its bound: %s)\n", what,
-            T.cases, T.runs, now_s() - T.t0, T.worst, 100.0 * T.worst_ratio, T.worst_name);
+    fprintf(stderr, "  %-13s %3d graphs, %2d Vulkan inits, %5.1f s, worst nmse %.2e (%.0f%% of its bound: %s)\n",
+            what, T.graphs, T.runs, now_s() - T.t0, T.worst, 100.0 * T.worst_ratio, T.worst_name);
 }
 
 /* The case on the CPU, then on Vulkan under each configuration: every
- * step's output within tc->tol of the CPU's. Frees tc. */
+ * step's output within its bound of the CPU's. Frees tc. */
 static void check_case(tcase *tc, const vkcfg *const *cfgs, int n_cfg) {
     float *cpu[TC_STEPS], *vk[TC_STEPS];
     size_t n[TC_STEPS];
@@ -280,7 +318,7 @@ static void check_case(tcase *tc, const vkcfg *const *cfgs, int n_cfg) {
     zn_err err = {0};
     zn_status st = run_case(&zn_backend_cpu, tc, cpu, &err);
     CHECK_MSG(!st, "%s: cpu: %s", tc->name, err.msg);
-    T.cases++;
+    T.graphs += tc->n_steps;
     for (int c = 0; c < n_cfg && !st; c++) {
         for (int i = 0; i < tc->n_steps; i++)
             for (size_t j = 0; j < n[i]; j++) vk[i][j] = NAN; /* an output never read back fails */
@@ -290,14 +328,15 @@ static void check_case(tcase *tc, const vkcfg *const *cfgs, int n_cfg) {
         T.runs++;
         CHECK_MSG(!vs, "%s [%s]: vulkan: %s", tc->name, cfgs[c]->name, err.msg);
         for (int i = 0; i < tc->n_steps && !vs; i++) {
+            const step *s = &tc->s[i];
             const double e = nmse(vk[i], cpu[i], n[i]);
-            CHECK_MSG(e <= tc->tol, "%s [%s] step %d (%d tokens at %d): nmse %.3g > %.3g", tc->name, cfgs[c]->name, i,
-                      tc->s[i].g.n_tokens, tc->s[i].g.n_past, e, tc->tol);
-            const double ratio = tc->tol > 0 ? e / tc->tol : e > 0 ? INFINITY : 0;
+            CHECK_MSG(e <= s->tol, "%s [%s] step %d, %s (%d tokens at %d): nmse %.3g > %.3g", tc->name, cfgs[c]->name, i,
+                      s->what, s->g.n_tokens, s->g.n_past, e, s->tol);
+            const double ratio = s->tol > 0 ? e / s->tol : e > 0 ? INFINITY : 0;
             if (e > T.worst) T.worst = e;
             if (ratio > T.worst_ratio || !T.worst_name[0]) {
                 T.worst_ratio = ratio;
-                snprintf(T.worst_name, sizeof T.worst_name, "%s [%s] step %d", tc->name, cfgs[c]->name, i);
+                snprintf(T.worst_name, sizeof T.worst_name, "%s, %d tokens [%s]", s->what, s->g.n_tokens, cfgs[c]->name);
             }
         }
     }
@@ -334,103 +373,112 @@ static double mm2_tol(zn_type t) { return float_type(t) ? 4 * mm_tol(t) : 1e-3; 
 /* ---- cases per op ---- */
 
 static void cases_embed(void) {
+    tcase *tc = tc_new(8, "embed");
+    const int vocab = 37;
+    tc->m.hp.n_vocab = vocab;
     for (int t = 0; t < ZN_TYPE_COUNT; t++) {
         if (!cpu_type(t) || !vk_type((zn_type)t)) continue;
         const zn_type type = (zn_type)t;
         /* 3 blocks (odd) of the quantised types; 97 columns of the float ones */
-        const int cols = float_type(type) ? 97 : 3 * block_of(type), vocab = 37;
-        tcase *tc = tc_new(1e-12, 8, "embed %s %d x %d", zn_type_name(type), vocab, cols);
-        tc->m.hp.n_vocab = vocab;
+        const int cols = float_type(type) ? 97 : 3 * block_of(type);
         gguf_tensor *w = tc_weight(tc, type, cols, vocab, 1, 1.0f);
         const int counts[2] = {5, 1};
         for (int k = 0; k < 2; k++) {
-            step *s = tc_step(tc, counts[k], 0);
+            /* dequantisation: exact up to the order of one multiply-add */
+            step *s = tc_step(tc, counts[k], 0, 1e-12, "embed %s %d x %d", zn_type_name(type), vocab, cols);
             for (int i = 0; i < counts[k]; i++) s->tokens[i] = irand(vocab);
             s->tokens[0] = vocab - 1;
             const int y = graph_act(&s->g, counts[k], cols);
             st_node(s, ZN_OP_EMBED, y, -1, -1, -1)->w[0] = w;
             st_finish(tc, s, y);
         }
-        check1(tc, &CFG_DEFAULT);
     }
+    check1(tc, &CFG_DEFAULT);
 }
 
 static void cases_rmsnorm(void) {
     /* whole rows (4099 columns: no multiple of any workgroup), with and
-     * without weight; per head (5 heads of 64, 3 of 128) */
+     * without weight; per head (5 heads of 64, 3 of 128); a short row */
     const struct { int cols, group, weight; } sh[] = {{4099, 4099, 1}, {4099, 4099, 0}, {320, 64, 1}, {384, 128, 1}, {17, 17, 1}};
+    tcase *tc = tc_new(8, "rmsnorm");
     for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++) {
-        tcase *tc = tc_new(1e-11, 8, "rmsnorm %d cols, groups of %d%s", sh[c].cols, sh[c].group,
-                           sh[c].weight ? ", weight" : "");
         gguf_tensor *w = sh[c].weight ? tc_f32(tc, sh[c].group, -2.0f, 2.0f) : NULL;
         const int counts[2] = {7, 1};
         for (int k = 0; k < 2; k++) {
-            step *s = tc_step(tc, counts[k], 0);
+            step *s = tc_step(tc, counts[k], 0, 1e-11, "rmsnorm %d cols, groups of %d%s", sh[c].cols, sh[c].group,
+                              sh[c].weight ? ", weight" : "");
             const int x = st_input(tc, s, counts[k], sh[c].cols, -3.0f, 3.0f), y = graph_act(&s->g, counts[k], sh[c].cols);
             zn_node *n = st_node(s, ZN_OP_RMSNORM, y, x, -1, -1);
             n->w[0] = w;
             n->norm = (zn_norm_params){.group = sh[c].group, .eps = 1e-5f};
             st_finish(tc, s, y);
         }
-        check1(tc, &CFG_DEFAULT);
     }
+    check1(tc, &CFG_DEFAULT);
 }
 
-/* One weight of `type`, rows x cols, with bias and scale; steps of the
- * token counts given (1: mat-vec; many: the GEMM under CFG_GEMM), each a
- * one-node graph with bias/scale/order varied. */
-static void matmul_case(zn_type type, int rows, int cols, const int *counts, int n_counts) {
-    tcase *tc = tc_new(mm_tol(type), 64, "matmul %s %d x %d", zn_type_name(type), rows, cols);
+/* A weight of `type`, rows x cols, with bias and scale; one-node steps of
+ * the token counts given (1: the mat-vec; several: the GEMM under
+ * CFG_GEMM) with bias, scale and their order varied. */
+static void matmul_steps(tcase *tc, zn_type type, int rows, int cols, const int *counts, int n_counts) {
     gguf_tensor *w = tc_weight(tc, type, cols, rows, 1, 1.0f);
     gguf_tensor *b = tc_f32(tc, rows, -1.0f, 1.0f), *s1 = tc_f32(tc, 1, 0.5f, 1.5f);
     for (int k = 0; k < n_counts; k++) {
-        step *s = tc_step(tc, counts[k], 0);
+        step *s = tc_step(tc, counts[k], 0, mm_tol(type), "matmul %s %d x %d%s%s%s", zn_type_name(type), rows, cols,
+                          k % 3 != 2 ? ", bias" : "", k % 3 != 1 ? ", scale" : "", k % 2 ? ", bias first" : "");
         const int x = st_input(tc, s, counts[k], cols, -1.0f, 1.0f), y = graph_act(&s->g, counts[k], rows);
         zn_node *n = st_node(s, ZN_OP_MATMUL, y, x, -1, -1);
         n->w[0] = w;
-        n->w[1] = k == 0 || k % 3 != 2 ? b : NULL; /* step 0 holds every weight */
-        n->w[2] = k == 0 || k % 3 != 1 ? s1 : NULL;
+        n->w[1] = k % 3 != 2 ? b : NULL;
+        n->w[2] = k % 3 != 1 ? s1 : NULL;
         n->matmul.bias_first = k % 2;
         st_finish(tc, s, y);
     }
-    static const vkcfg *const quant_cfgs[] = {&CFG_DEFAULT, &CFG_GEMM, &CFG_MVFLOAT, &CFG_QUANTX};
-    check_case(tc, quant_cfgs, float_type(type) ? 2 : 4);
 }
 
 /* A type the CPU runs and Vulkan does not: its init must refuse the
  * weight with an error naming the type. */
-static void refused_case(zn_type type) {
-    tcase *tc = tc_new(0, 4, "matmul %s (CPU only)", zn_type_name(type));
+static void refused_type(zn_type type) {
+    tcase *tc = tc_new(4, "matmul (CPU only)");
     const int cols = 2 * block_of(type);
     gguf_tensor *w = tc_weight(tc, type, cols, 3, 1, 1.0f);
-    step *s = tc_step(tc, 1, 0);
+    step *s = tc_step(tc, 1, 0, 0, "matmul %s", zn_type_name(type));
     const int x = st_input(tc, s, 1, cols, -1.0f, 1.0f), y = graph_act(&s->g, 1, 3);
     st_node(s, ZN_OP_MATMUL, y, x, -1, -1)->w[0] = w;
     st_finish(tc, s, y);
     float out[3], *outs[1] = {out};
     zn_err err = {0};
-    CHECK_MSG(run_case(&zn_backend_cpu, tc, outs, &err) == ZN_OK, "%s: cpu: %s", tc->name, err.msg);
+    CHECK_MSG(run_case(&zn_backend_cpu, tc, outs, &err) == ZN_OK, "%s: cpu: %s", s->what, err.msg);
     const zn_status st = run_case(&zn_backend_vulkan, tc, outs, &err);
     CHECK_MSG(st == ZN_ERR_UNSUPPORTED && strstr(err.msg, zn_type_name(type)),
-              "%s: vulkan gave status %d (%s), not a refusal naming the type", tc->name, st, err.msg);
+              "%s: vulkan gave status %d (%s), not a refusal naming the type", s->what, st, err.msg);
     tc_free(tc);
 }
 
 static void cases_matmul(void) {
+    /* 1 twice (bias orders), then past lavapipe's and the GPUs' mat-vec
+     * limits, odd counts (partial GEMM tiles) */
     const int counts[] = {1, 1, 3, 8, 17, 33};
+    tcase *tc = tc_new(64, "matmul");
+    int n_cpu_only = 0;
     for (int t = 0; t < ZN_TYPE_COUNT; t++) {
         if (!cpu_type(t)) continue;
         const zn_type type = (zn_type)t;
         if (!vk_type(type)) {
-            refused_case(type);
+            refused_type(type);
+            n_cpu_only++;
             continue;
         }
         /* rows: odd, and past the float kernel's row-per-workgroup limit
          * (512); columns: an odd number of blocks (float types: 100) */
         const int cols = float_type(type) ? 100 : (block_of(type) == 32 ? 7 : 3) * block_of(type);
-        matmul_case(type, 67, cols, counts, 6);
-        matmul_case(type, 515, cols, counts, 3);
+        matmul_steps(tc, type, 67, cols, counts, 6);
+        matmul_steps(tc, type, 515, cols, counts, 3);
     }
+    /* mat-vec variants, the GEMM path */
+    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_GEMM, &CFG_MVFLOAT, &CFG_QUANTX};
+    check_case(tc, cfgs, 4);
+    CHECK_MSG(n_cpu_only == 3, "%d CPU-only types (expected Q4_1, Q5_0, Q5_1)", n_cpu_only);
 }
 
 static void cases_rope(void) {
@@ -440,15 +488,16 @@ static void cases_rope(void) {
         {ZN_ROPE_NEOX, 80, 80, 3, 0, {0}, 10000.0f, 1.0f},
         {ZN_ROPE_IMROPE, 64, 64, 3, 0, {11, 11, 10, 0}, 1e7f, 1.0f}, /* qwen35 */
     };
+    tcase *tc = tc_new(8, "rope");
+    tc->m.hp.head_dim_k = tc->m.hp.head_dim_v = 128; /* the largest head: backends size rope scratch by it */
     for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++) {
-        tcase *tc = tc_new(1e-9, 8, "rope mode %d hd %d n_rot %d%s", sh[c].mode, sh[c].hd, sh[c].n_rot,
-                           sh[c].ff ? ", factors" : "");
-        tc->m.hp.head_dim_k = tc->m.hp.head_dim_v = sh[c].hd; /* backends size rope scratch by it */
-        tc->m.hp.n_rot = sh[c].n_rot;
         gguf_tensor *ff = sh[c].ff ? tc_f32(tc, sh[c].n_rot / 2, 0.5f, 4.0f) : NULL;
         const int at[3][2] = {{5, 0}, {1, 5}, {3, 1000}}; /* tokens, position */
         for (int k = 0; k < 3; k++) {
-            step *s = tc_step(tc, at[k][0], at[k][1]);
+            /* f32 angles from positions up to 1000: the bound leaves room for
+             * GPU sin/cos */
+            step *s = tc_step(tc, at[k][0], at[k][1], 1e-9, "rope mode %d hd %d n_rot %d%s", sh[c].mode, sh[c].hd,
+                              sh[c].n_rot, sh[c].ff ? ", factors" : "");
             const int x = st_input(tc, s, at[k][0], sh[c].heads * sh[c].hd, -1.0f, 1.0f);
             zn_node *n = st_node(s, ZN_OP_ROPE, x, x, -1, -1);
             n->w[0] = ff;
@@ -457,16 +506,19 @@ static void cases_rope(void) {
             memcpy(n->rope.sections, sh[c].sec, sizeof n->rope.sections);
             st_finish(tc, s, x);
         }
-        check1(tc, &CFG_DEFAULT);
     }
+    check1(tc, &CFG_DEFAULT);
 }
 
-/* Attention shapes: heads, KV heads, head dims. */
+/* Attention shapes: heads, KV heads, head dims. The KV cache is f16 on
+ * both backends; the bound covers f16 rounding of q (and of p) inside the
+ * GPU kernels on matrix products. */
 typedef struct attn_shape { int h, hkv, hdk, hdv; } attn_shape;
 static const attn_shape attn_shapes[] = {{4, 2, 64, 64}, {3, 1, 128, 128}, {2, 2, 96, 96}, {4, 1, 64, 36}};
+#define ATTN_TOL 5e-6
 
 static tcase *attn_tcase(const attn_shape *a, int max_tokens, const char *what) {
-    tcase *tc = tc_new(5e-6, max_tokens, "%s %d/%d heads, hd %d/%d", what, a->h, a->hkv, a->hdk, a->hdv);
+    tcase *tc = tc_new(max_tokens, what);
     zn_hparams *hp = &tc->m.hp;
     hp->n_head = a->h;
     hp->n_head_kv = a->hkv;
@@ -475,9 +527,10 @@ static tcase *attn_tcase(const attn_shape *a, int max_tokens, const char *what) 
     return tc;
 }
 
-/* A one-node step storing n tokens of K and V at position p. */
+/* A one-node step storing n tokens of K and V at position p (its output is
+ * K itself; the attention steps after it check what it stored). */
 static void kv_step(tcase *tc, const attn_shape *a, int n, int p) {
-    step *s = tc_step(tc, n, p);
+    step *s = tc_step(tc, n, p, 0, "kv_store %d/%d heads, hd %d/%d", a->h, a->hkv, a->hdk, a->hdv);
     const int k = st_input(tc, s, n, a->hkv * a->hdk, -1.0f, 1.0f), v = st_input(tc, s, n, a->hkv * a->hdv, -1.0f, 1.0f);
     st_node(s, ZN_OP_KV_STORE, k, k, v, -1);
     st_finish(tc, s, k);
@@ -485,7 +538,7 @@ static void kv_step(tcase *tc, const attn_shape *a, int n, int p) {
 
 /* A one-node step of n query rows at position p (the cache holds p + n). */
 static void attn_step(tcase *tc, const attn_shape *a, int n, int p) {
-    step *s = tc_step(tc, n, p);
+    step *s = tc_step(tc, n, p, ATTN_TOL, "attn %d/%d heads, hd %d/%d", a->h, a->hkv, a->hdk, a->hdv);
     const int q = st_input(tc, s, n, a->h * a->hdk, -1.0f, 1.0f), y = graph_act(&s->g, n, a->h * a->hdv);
     st_node(s, ZN_OP_ATTN, y, q, -1, -1)->attn =
         (zn_attn_params){.n_head = a->h, .n_head_kv = a->hkv, .hd_k = a->hdk, .hd_v = a->hdv, .scale = 1.0f / sqrtf((float)a->hdk)};
@@ -539,29 +592,30 @@ static void cases_attn(void) {
     }
 }
 
-/* Elementwise ops: one step of 6 tokens, one of 1. */
+/* Elementwise ops: 1001 columns, steps of 6 tokens and 1; f32 arithmetic
+ * (exp in silu/sigmoid) only. */
 static void cases_binary(zn_op op) {
     const int cols = 1001;
+    tcase *tc = tc_new(8, graph_op_name(op));
     for (int var = 0; var < 2; var++) {
-        tcase *tc = tc_new(1e-12, 8, "%s %d cols%s", graph_op_name(op), cols,
-                           var ? (op == ZN_OP_SWIGLU ? ", [gate | up]" : op == ZN_OP_SIGMOID_MUL ? ", one gate per row" : ", dst = src") : "");
         const int counts[2] = {6, 1};
         for (int k = 0; k < 2; k++) {
-            step *s = tc_step(tc, counts[k], 0);
+            const char *v = !var ? "" : op == ZN_OP_SWIGLU ? ", [gate | up]" : op == ZN_OP_SIGMOID_MUL ? ", one gate per row" : ", dst = src";
+            step *s = tc_step(tc, counts[k], 0, 1e-12, "%s %d cols%s", graph_op_name(op), cols, v);
             const int n = counts[k];
-            int a, b = -1, y;
+            int a, b = -1;
             if (op == ZN_OP_SWIGLU && var) {
                 a = st_input(tc, s, n, 2 * cols, -4.0f, 4.0f);
             } else {
                 a = st_input(tc, s, n, cols, -4.0f, 4.0f);
                 b = st_input(tc, s, n, op == ZN_OP_SIGMOID_MUL && var ? 1 : cols, -4.0f, 4.0f);
             }
-            y = op == ZN_OP_ADD && var ? a : graph_act(&s->g, n, cols);
+            const int y = op == ZN_OP_ADD && var ? a : graph_act(&s->g, n, cols);
             st_node(s, op, y, a, b, -1);
             st_finish(tc, s, y);
         }
-        check1(tc, &CFG_DEFAULT);
     }
+    check1(tc, &CFG_DEFAULT);
 }
 
 static void cases_add(void) { cases_binary(ZN_OP_ADD); }
@@ -570,19 +624,20 @@ static void cases_sigmoid_mul(void) { cases_binary(ZN_OP_SIGMOID_MUL); }
 
 static void cases_moe_route(void) {
     const struct { int n_exp, k, norm; float ws; } sh[] = {{8, 2, 1, 0.0f}, {60, 4, 1, 2.5f}, {7, 3, 0, 1.0f}};
+    tcase *tc = tc_new(8, "moe_route");
     for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++) {
-        tcase *tc = tc_new(1e-12, 8, "moe_route %d experts, top %d%s, scale %g", sh[c].n_exp, sh[c].k,
-                           sh[c].norm ? ", normalised" : "", sh[c].ws);
         const int counts[2] = {5, 1};
         for (int k = 0; k < 2; k++) {
-            step *s = tc_step(tc, counts[k], 0);
+            /* the expert ids must match exactly: a different choice is an error of order 1 */
+            step *s = tc_step(tc, counts[k], 0, 1e-12, "moe_route %d experts, top %d%s, scale %g", sh[c].n_exp,
+                              sh[c].k, sh[c].norm ? ", normalised" : "", sh[c].ws);
             const int x = st_input(tc, s, counts[k], sh[c].n_exp, -4.0f, 4.0f), y = graph_act(&s->g, counts[k], 2 * sh[c].k);
             st_node(s, ZN_OP_MOE_ROUTE, y, x, -1, -1)->route =
                 (zn_route_params){.k = sh[c].k, .normalise = sh[c].norm, .w_scale = sh[c].ws};
             st_finish(tc, s, y);
         }
-        check1(tc, &CFG_DEFAULT);
     }
+    check1(tc, &CFG_DEFAULT);
 }
 
 /* A routing of n tokens to k distinct experts of n_exp, as MOE_ROUTE
@@ -607,20 +662,21 @@ static const float *route_data(tcase *tc, int n, int k, int n_exp) {
 static void cases_moe_matmul(void) {
     static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_GEMM};
     enum { E = 5, K = 2, ROWS = 67 };
+    tcase *tc = tc_new(24, "moe_matmul");
+    tc->m.hp.n_expert = E;
+    tc->m.hp.n_expert_used = K;
     for (int t = 0; t < ZN_TYPE_COUNT; t++) {
         if (!cpu_type(t) || !vk_type((zn_type)t)) continue;
         const zn_type type = (zn_type)t;
         const int cols = float_type(type) ? 100 : (block_of(type) == 32 ? 5 : 2) * block_of(type);
-        tcase *tc = tc_new(mm_tol(type), 24, "moe_matmul %s %d experts of %d x %d, top %d", zn_type_name(type), E,
-                           ROWS, cols, K);
-        tc->m.hp.n_expert = E;
-        tc->m.hp.n_expert_used = K;
         gguf_tensor *w = tc_weight(tc, type, cols, ROWS, E, 1.0f), *sc = tc_f32(tc, E, 0.5f, 1.5f);
-        /* tokens, and whether each slot has its own x (the down projection) */
+        /* tokens, and whether each slot has its own x (the down projection);
+         * 20 tokens: the grouped GEMM (from 16 on GPUs, 2 under CFG_GEMM) */
         const int at[4][2] = {{1, 0}, {3, 1}, {1, 1}, {20, 0}};
         for (int k = 0; k < 4; k++) {
             const int n = at[k][0];
-            step *s = tc_step(tc, n, 0);
+            step *s = tc_step(tc, n, 0, mm_tol(type), "moe_matmul %s %d experts of %d x %d, top %d%s%s", zn_type_name(type),
+                              E, ROWS, cols, K, at[k][1] ? ", x per slot" : "", k == 0 || k == 3 ? ", scale" : "");
             const int x = st_input(tc, s, at[k][1] ? n * K : n, cols, -1.0f, 1.0f);
             const int r = st_input_data(tc, s, n, 2 * K, route_data(tc, n, K, E)), y = graph_act(&s->g, n * K, ROWS);
             zn_node *nd = st_node(s, ZN_OP_MOE_MATMUL, y, x, r, -1);
@@ -628,17 +684,17 @@ static void cases_moe_matmul(void) {
             nd->w[2] = k == 0 || k == 3 ? sc : NULL;
             st_finish(tc, s, y);
         }
-        check_case(tc, cfgs, 2);
     }
+    check_case(tc, cfgs, 2);
 }
 
 static void cases_moe_sum(void) {
     enum { K = 3, COLS = 99 };
-    tcase *tc = tc_new(1e-12, 8, "moe_sum top %d, %d cols", K, COLS);
+    tcase *tc = tc_new(8, "moe_sum");
     const int counts[2] = {5, 1};
     for (int k = 0; k < 2; k++) {
         const int n = counts[k];
-        step *s = tc_step(tc, n, 0);
+        step *s = tc_step(tc, n, 0, 1e-12, "moe_sum top %d, %d cols", K, COLS);
         const int x = st_input(tc, s, n * K, COLS, -2.0f, 2.0f), r = st_input_data(tc, s, n, 2 * K, route_data(tc, n, K, 8));
         const int y = graph_act(&s->g, n, COLS);
         st_node(s, ZN_OP_MOE_SUM, y, x, r, -1);
@@ -648,10 +704,10 @@ static void cases_moe_sum(void) {
 }
 
 static void cases_get_rows(void) {
-    tcase *tc = tc_new(0, 8, "get_rows of 7 x 257");
+    tcase *tc = tc_new(8, "get_rows");
     const int pick[3][2] = {{6, 1}, {0, 7}, {2, 3}}; /* first, count */
     for (int k = 0; k < 3; k++) {
-        step *s = tc_step(tc, 7, 0);
+        step *s = tc_step(tc, 7, 0, 0, "get_rows %d from %d of 7 x 257", pick[k][1], pick[k][0]);
         const int x = st_input(tc, s, 7, 257, -1.0f, 1.0f), y = graph_act(&s->g, pick[k][1], 257);
         st_node(s, ZN_OP_GET_ROWS, y, x, -1, -1)->get_rows.first = pick[k][0];
         st_finish(tc, s, y);
@@ -660,28 +716,28 @@ static void cases_get_rows(void) {
 }
 
 static void cases_copy_cols(void) {
-    /* qwen35's [query | gate] halves per head, and an odd block */
+    /* qwen35's [query | gate] halves per head, and odd blocks */
     const struct { int blocks, width, stride, off; } sh[] = {{3, 64, 128, 0}, {3, 64, 128, 64}, {5, 7, 9, 2}};
+    tcase *tc = tc_new(8, "copy_cols");
     for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++) {
-        tcase *tc = tc_new(0, 8, "copy_cols %d blocks of %d every %d from %d", sh[c].blocks, sh[c].width, sh[c].stride,
-                           sh[c].off);
         const int counts[2] = {4, 1};
         for (int k = 0; k < 2; k++) {
-            step *s = tc_step(tc, counts[k], 0);
+            step *s = tc_step(tc, counts[k], 0, 0, "copy_cols %d blocks of %d every %d from %d", sh[c].blocks,
+                              sh[c].width, sh[c].stride, sh[c].off);
             const int x = st_input(tc, s, counts[k], sh[c].blocks * sh[c].stride, -1.0f, 1.0f);
             const int y = graph_act(&s->g, counts[k], sh[c].blocks * sh[c].width);
             st_node(s, ZN_OP_COPY_COLS, y, x, -1, -1)->copy_cols =
                 (zn_copy_cols_params){.width = sh[c].width, .stride = sh[c].stride, .off = sh[c].off};
             st_finish(tc, s, y);
         }
-        check1(tc, &CFG_DEFAULT);
     }
+    check1(tc, &CFG_DEFAULT);
 }
 
 /* A recurrent layer: H_k key heads and H_v value heads of d (= d_k = d_v,
  * as the loader requires), conv kernel 4. */
 static tcase *recr_tcase(int h_k, int h_v, int d, const char *what) {
-    tcase *tc = tc_new(1e-9, 8, "%s H_k %d, H_v %d, d %d", what, h_k, h_v, d);
+    tcase *tc = tc_new(8, what);
     zn_hparams *hp = &tc->m.hp;
     tc->layers[0].recurrent = true;
     hp->ssm_d_conv = 4;
@@ -693,6 +749,7 @@ static tcase *recr_tcase(int h_k, int h_v, int d, const char *what) {
 }
 
 static const int recr_steps[4] = {5, 1, 1, 3}; /* tokens per step: the state carries over */
+#define RECR_TOL 1e-9                            /* f32 throughout (exp, log, sqrt) */
 
 static void cases_ssm_conv(void) {
     const int sh[2][3] = {{2, 4, 16}, {1, 3, 32}};
@@ -702,7 +759,7 @@ static void cases_ssm_conv(void) {
         gguf_tensor *w = tc_tensor(tc, ZN_TYPE_F32, 4, ch, 1, tc_floats(tc, (size_t)ch * 4, -1.0f, 1.0f));
         int p = 0;
         for (int k = 0; k < 4; k++) {
-            step *s = tc_step(tc, recr_steps[k], p);
+            step *s = tc_step(tc, recr_steps[k], p, RECR_TOL, "ssm_conv %d channels", ch);
             const int x = st_input(tc, s, recr_steps[k], ch, -2.0f, 2.0f), y = graph_act(&s->g, recr_steps[k], ch);
             st_node(s, ZN_OP_SSM_CONV, y, x, -1, -1)->w[0] = w;
             st_finish(tc, s, y);
@@ -721,7 +778,7 @@ static void cases_gdn(void) {
         int p = 0;
         for (int k = 0; k < 4; k++) {
             const int n = recr_steps[k];
-            step *s = tc_step(tc, n, p);
+            step *s = tc_step(tc, n, p, RECR_TOL, "gdn H_k %d, H_v %d, d %d", h_k, h_v, d);
             const int x = st_input(tc, s, n, 2 * h_k * d + h_v * d, -1.0f, 1.0f);
             const int al = st_input(tc, s, n, h_v, -3.0f, 1.0f), be = st_input(tc, s, n, h_v, -3.0f, 3.0f);
             const int y = graph_act(&s->g, n, h_v * d);
@@ -770,45 +827,48 @@ static void test_op(void) {
 static const vkcfg *const fuse_cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE};
 static const vkcfg *const fuse_gemm_cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM};
 
+static void norm_node(step *s, int y, int x, const gguf_tensor *w, int group) {
+    zn_node *n = st_node(s, ZN_OP_RMSNORM, y, x, -1, -1);
+    n->w[0] = w;
+    n->norm = (zn_norm_params){.group = group, .eps = 1e-6f};
+}
+
 /* RMS norm (whole rows, weight) read by the matmuls after it: by one, and
  * by a q/k/v group of one input (grouped mat-vec with the norm in x). */
 static void test_fuse_norm_matmul(void) {
     tally_reset();
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q8_0, ZN_TYPE_F16};
+    enum { COLS = 512, ROWS = 33 };
+    tcase *tc = tc_new(8, "norm+matmul");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const zn_type type = types[ti];
-        const int cols = 512;
         for (int n_mm = 1; n_mm <= 3; n_mm += 2) {
-            tcase *tc = tc_new(mm_tol(type), 8, "rmsnorm -> %d matmul(s) %s", n_mm, zn_type_name(type));
-            gguf_tensor *nw = tc_f32(tc, cols, 0.5f, 1.5f), *w[3];
-            const int rows = 33;
-            for (int k = 0; k < n_mm; k++) w[k] = tc_weight(tc, type, cols, rows, 1, 1.0f);
+            gguf_tensor *nw = tc_f32(tc, COLS, 0.5f, 1.5f), *w[3];
+            for (int k = 0; k < n_mm; k++) w[k] = tc_weight(tc, type, COLS, ROWS, 1, 1.0f);
             const int counts[2] = {1, 6};
             for (int c = 0; c < 2; c++) {
-                step *s = tc_step(tc, counts[c], 0);
-                const int x = st_input(tc, s, counts[c], cols, -3.0f, 3.0f), h = graph_act(&s->g, counts[c], cols);
-                zn_node *n = st_node(s, ZN_OP_RMSNORM, h, x, -1, -1);
-                n->w[0] = nw;
-                n->norm = (zn_norm_params){.group = cols, .eps = 1e-6f};
+                step *s = tc_step(tc, counts[c], 0, mm_tol(type), "rmsnorm -> %d matmul(s) %s", n_mm, zn_type_name(type));
+                const int x = st_input(tc, s, counts[c], COLS, -3.0f, 3.0f), h = graph_act(&s->g, counts[c], COLS);
+                norm_node(s, h, x, nw, COLS);
                 int y[3];
                 for (int k = 0; k < n_mm; k++) {
-                    y[k] = graph_act(&s->g, counts[c], rows);
+                    y[k] = graph_act(&s->g, counts[c], ROWS);
                     st_node(s, ZN_OP_MATMUL, y[k], h, -1, -1)->w[0] = w[k];
                 }
                 /* the group's outputs summed: one activation to compare
                  * (an ADD right after a matmul would fold into it instead) */
                 int out = y[0];
                 if (n_mm == 3) {
-                    const int t = graph_act(&s->g, counts[c], rows);
-                    out = graph_act(&s->g, counts[c], rows);
+                    const int t = graph_act(&s->g, counts[c], ROWS);
+                    out = graph_act(&s->g, counts[c], ROWS);
                     st_node(s, ZN_OP_ADD, t, y[0], y[1], -1);
                     st_node(s, ZN_OP_ADD, out, t, y[2], -1);
                 }
                 st_finish(tc, s, out);
             }
-            check_case(tc, fuse_gemm_cfgs, 3);
         }
     }
+    check_case(tc, fuse_gemm_cfgs, 3);
     tally_print("norm+matmul");
 }
 
@@ -816,16 +876,16 @@ static void test_fuse_norm_matmul(void) {
 static void test_fuse_swiglu_matmul(void) {
     tally_reset();
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F16};
+    enum { E = 256, F = 768 };
+    tcase *tc = tc_new(8, "swiglu+matmul");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const zn_type type = types[ti];
-        enum { E = 256, F = 768 };
-        tcase *tc = tc_new(mm2_tol(type), 8, "ffn gate/up -> swiglu -> down %s", zn_type_name(type));
         gguf_tensor *wg = tc_weight(tc, type, E, F, 1, 1.0f), *wu = tc_weight(tc, type, E, F, 1, 1.0f);
         gguf_tensor *wd = tc_weight(tc, type, F, E, 1, 1.0f);
         const int counts[2] = {1, 7};
         for (int c = 0; c < 2; c++) {
             const int n = counts[c];
-            step *s = tc_step(tc, n, 0);
+            step *s = tc_step(tc, n, 0, mm2_tol(type), "ffn gate/up -> swiglu -> down %s", zn_type_name(type));
             const int x = st_input(tc, s, n, E, -1.0f, 1.0f);
             const int g = graph_act(&s->g, n, F), u = graph_act(&s->g, n, F), h = graph_act(&s->g, n, F), y = graph_act(&s->g, n, E);
             st_node(s, ZN_OP_MATMUL, g, x, -1, -1)->w[0] = wg;
@@ -834,8 +894,8 @@ static void test_fuse_swiglu_matmul(void) {
             st_node(s, ZN_OP_MATMUL, y, h, -1, -1)->w[0] = wd;
             st_finish(tc, s, y);
         }
-        check_case(tc, fuse_gemm_cfgs, 3);
     }
+    check_case(tc, fuse_gemm_cfgs, 3);
     tally_print("swiglu+matmul");
 }
 
@@ -844,15 +904,16 @@ static void test_fuse_swiglu_matmul(void) {
 static void test_fuse_matmul_add(void) {
     tally_reset();
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_F32};
+    enum { K = 256, N = 67 };
+    tcase *tc = tc_new(8, "matmul+add");
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const zn_type type = types[ti];
-        enum { K = 256, N = 67 };
-        tcase *tc = tc_new(mm_tol(type), 8, "matmul -> add residual %s", zn_type_name(type));
         gguf_tensor *w = tc_weight(tc, type, K, N, 1, 1.0f), *b = tc_f32(tc, N, -1.0f, 1.0f);
         const int counts[3] = {1, 5, 1};
         for (int c = 0; c < 3; c++) {
             const int n = counts[c];
-            step *s = tc_step(tc, n, 0);
+            step *s = tc_step(tc, n, 0, mm_tol(type), "matmul -> add %s, residual %s", zn_type_name(type),
+                              c == 2 ? "first" : "second");
             const int x = st_input(tc, s, n, K, -1.0f, 1.0f), r = st_input(tc, s, n, N, -1.0f, 1.0f);
             const int y = graph_act(&s->g, n, N), o = graph_act(&s->g, n, N);
             zn_node *mm = st_node(s, ZN_OP_MATMUL, y, x, -1, -1);
@@ -862,8 +923,8 @@ static void test_fuse_matmul_add(void) {
             else st_node(s, ZN_OP_ADD, o, y, r, -1);
             st_finish(tc, s, o);
         }
-        check_case(tc, fuse_gemm_cfgs, 3);
     }
+    check_case(tc, fuse_gemm_cfgs, 3);
     tally_print("matmul+add");
 }
 
@@ -872,22 +933,18 @@ static void test_fuse_matmul_add(void) {
 static void test_fuse_rope_norm_kv(void) {
     tally_reset();
     const attn_shape a = {4, 2, 64, 64};
-    tcase *tc = attn_tcase(&a, 8, "q/k norm -> rope -> kv_store -> attn");
+    tcase *tc = attn_tcase(&a, 8, "rope+norm+kv");
     gguf_tensor *qn = tc_f32(tc, a.hdk, 0.5f, 1.5f), *kn = tc_f32(tc, a.hdk, 0.5f, 1.5f);
     const int at[3][2] = {{5, 0}, {1, 5}, {1, 6}};
     for (int c = 0; c < 3; c++) {
         const int n = at[c][0];
-        step *s = tc_step(tc, n, at[c][1]);
+        step *s = tc_step(tc, n, at[c][1], ATTN_TOL, "q/k norm -> rope -> kv_store -> attn");
         const int q = st_input(tc, s, n, a.h * a.hdk, -2.0f, 2.0f), k = st_input(tc, s, n, a.hkv * a.hdk, -2.0f, 2.0f);
         const int v = st_input(tc, s, n, a.hkv * a.hdv, -1.0f, 1.0f);
         const int qh = graph_act(&s->g, n, a.h * a.hdk), kh = graph_act(&s->g, n, a.hkv * a.hdk);
         const int y = graph_act(&s->g, n, a.h * a.hdv);
-        zn_node *nd = st_node(s, ZN_OP_RMSNORM, qh, q, -1, -1);
-        nd->w[0] = qn;
-        nd->norm = (zn_norm_params){.group = a.hdk, .eps = 1e-6f};
-        nd = st_node(s, ZN_OP_RMSNORM, kh, k, -1, -1);
-        nd->w[0] = kn;
-        nd->norm = (zn_norm_params){.group = a.hdk, .eps = 1e-6f};
+        norm_node(s, qh, q, qn, a.hdk);
+        norm_node(s, kh, k, kn, a.hdk);
         const zn_rope_params rp = {.head_dim = a.hdk, .n_rot = a.hdk, .mode = ZN_ROPE_NEOX, .freq_base = 1e6f, .freq_scale = 1.0f};
         st_node(s, ZN_OP_ROPE, qh, qh, -1, -1)->rope = rp;
         st_node(s, ZN_OP_ROPE, kh, kh, -1, -1)->rope = rp;
@@ -900,13 +957,13 @@ static void test_fuse_rope_norm_kv(void) {
     tally_print("rope+norm+kv");
 }
 
-/* MoE FFN of one token: norm -> router and experts (the norm fused into the
- * grouped mat-vec of the experts), SwiGLU read by the down experts, sum. */
+/* MoE FFN: norm read by the router and the gate/up experts, SwiGLU read by
+ * the down experts, the weighted sum. */
 static void test_fuse_moe(void) {
     tally_reset();
     enum { E = 6, K = 2, D = 256, F = 256 };
     const zn_type type = ZN_TYPE_Q4_K;
-    tcase *tc = tc_new(mm2_tol(type), 24, "moe: norm -> route -> experts -> swiglu -> down -> sum");
+    tcase *tc = tc_new(24, "moe");
     tc->m.hp.n_expert = E;
     tc->m.hp.n_expert_used = K;
     gguf_tensor *nw = tc_f32(tc, D, 0.5f, 1.5f), *router = tc_weight(tc, ZN_TYPE_F32, D, E, 1, 1.0f);
@@ -915,13 +972,11 @@ static void test_fuse_moe(void) {
     const int counts[3] = {1, 3, 17};
     for (int c = 0; c < 3; c++) {
         const int n = counts[c];
-        step *s = tc_step(tc, n, 0);
+        step *s = tc_step(tc, n, 0, mm2_tol(type), "moe: norm -> route -> experts -> swiglu -> down -> sum");
         const int x = st_input(tc, s, n, D, -2.0f, 2.0f), h = graph_act(&s->g, n, D), lg = graph_act(&s->g, n, E);
         const int r = graph_act(&s->g, n, 2 * K), g = graph_act(&s->g, n * K, F), u = graph_act(&s->g, n * K, F);
         const int sw = graph_act(&s->g, n * K, F), dn = graph_act(&s->g, n * K, D), y = graph_act(&s->g, n, D);
-        zn_node *nd = st_node(s, ZN_OP_RMSNORM, h, x, -1, -1);
-        nd->w[0] = nw;
-        nd->norm = (zn_norm_params){.group = D, .eps = 1e-6f};
+        norm_node(s, h, x, nw, D);
         st_node(s, ZN_OP_MATMUL, lg, h, -1, -1)->w[0] = router;
         st_node(s, ZN_OP_MOE_ROUTE, r, lg, -1, -1)->route = (zn_route_params){.k = K, .normalise = 1};
         st_node(s, ZN_OP_MOE_MATMUL, g, h, r, -1)->w[0] = wg;
@@ -939,15 +994,15 @@ static void test_fuse_moe(void) {
  * second reuses the quantised x of the first. */
 static void test_fuse_x_reuse(void) {
     tally_reset();
-    enum { K = 512 };
-    tcase *tc = tc_new(mm_tol(ZN_TYPE_Q4_K), 8, "x reuse: Q4_K then Q6_K of one x");
-    gguf_tensor *a = tc_weight(tc, ZN_TYPE_Q4_K, K, 40, 1, 1.0f), *b = tc_weight(tc, ZN_TYPE_Q6_K, K, 40, 1, 1.0f);
+    enum { K = 512, N = 40 };
+    tcase *tc = tc_new(8, "x reuse");
+    gguf_tensor *a = tc_weight(tc, ZN_TYPE_Q4_K, K, N, 1, 1.0f), *b = tc_weight(tc, ZN_TYPE_Q6_K, K, N, 1, 1.0f);
     const int counts[2] = {1, 3};
     for (int c = 0; c < 2; c++) {
         const int n = counts[c];
-        step *s = tc_step(tc, n, 0);
-        const int x = st_input(tc, s, n, K, -1.0f, 1.0f), ya = graph_act(&s->g, n, 40), yb = graph_act(&s->g, n, 40);
-        const int y = graph_act(&s->g, n, 40);
+        step *s = tc_step(tc, n, 0, mm_tol(ZN_TYPE_Q4_K), "Q4_K then Q6_K matmul of one x");
+        const int x = st_input(tc, s, n, K, -1.0f, 1.0f), ya = graph_act(&s->g, n, N), yb = graph_act(&s->g, n, N);
+        const int y = graph_act(&s->g, n, N);
         st_node(s, ZN_OP_MATMUL, ya, x, -1, -1)->w[0] = a;
         st_node(s, ZN_OP_MATMUL, yb, x, -1, -1)->w[0] = b;
         st_node(s, ZN_OP_ADD, y, ya, yb, -1);
@@ -961,13 +1016,14 @@ static void test_fuse_x_reuse(void) {
  * from init (no loader, no device, a device without what the backend
  * needs) means the suite cannot run. */
 static bool vk_absent(char *why, size_t cap) {
-    tcase *tc = tc_new(0, 1, "probe");
-    step *s = tc_step(tc, 1, 0);
+    tcase *tc = tc_new(1, "probe");
+    step *s = tc_step(tc, 1, 0, 0, "add");
     const int x = st_input(tc, s, 1, 4, -1.0f, 1.0f), y = graph_act(&s->g, 1, 4);
     st_node(s, ZN_OP_ADD, y, x, x, -1);
     st_finish(tc, s, y);
+    tc_prep(tc);
     zn_err err = {0};
-    zn_backend_opts o = {.n_threads = 1, .max_tokens = 1, .arena_floats = s->g.arena_floats, .graph = &s->g};
+    zn_backend_opts o = {.n_threads = 1, .max_tokens = 1, .arena_floats = s->g.arena_floats, .graph = &tc->prep};
     void *ctx = NULL;
     const zn_status st = zn_backend_vulkan.init(&ctx, &tc->m, &o, &err);
     if (ctx) zn_backend_vulkan.free(ctx);
@@ -979,18 +1035,31 @@ static bool vk_absent(char *why, size_t cap) {
     return false;
 }
 
-int main(void) {
+/* Arguments: run only the ops / tests named (e.g. "matmul test_fuse_moe"). */
+static int n_only;
+static char **only;
+static bool wanted(const char *name) {
+    for (int i = 0; i < n_only; i++)
+        if (!strcmp(only[i], name)) return true;
+    return n_only == 0;
+}
+#define RUN_IF(fn) do { if (wanted(#fn)) RUN(fn); } while (0)
+
+int main(int argc, char **argv) {
+    n_only = argc - 1;
+    only = argv + 1;
     char why[sizeof(zn_err) + 32];
     if (vk_absent(why, sizeof why)) {
         harness_skip_suite("backend_ops", why);
         return harness_report("backend_ops");
     }
-    for (cur_op = 0; cur_op < ZN_OP_COUNT; cur_op++) RUN(test_op);
-    RUN(test_fuse_norm_matmul);
-    RUN(test_fuse_swiglu_matmul);
-    RUN(test_fuse_matmul_add);
-    RUN(test_fuse_rope_norm_kv);
-    RUN(test_fuse_moe);
-    RUN(test_fuse_x_reuse);
+    for (cur_op = 0; cur_op < ZN_OP_COUNT; cur_op++)
+        if (wanted(graph_op_name((zn_op)cur_op))) RUN(test_op);
+    RUN_IF(test_fuse_norm_matmul);
+    RUN_IF(test_fuse_swiglu_matmul);
+    RUN_IF(test_fuse_matmul_add);
+    RUN_IF(test_fuse_rope_norm_kv);
+    RUN_IF(test_fuse_moe);
+    RUN_IF(test_fuse_x_reuse);
     return harness_report("backend_ops");
 }
