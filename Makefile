@@ -2,7 +2,7 @@
 #   make            build ./zinc
 #   make test       build and run every test (prints "N passed, N failed")
 #   make test-asan  the same under ASan+UBSan
-#   make fuzz       build the libFuzzer target for the GGUF reader
+#   make fuzz       build the libFuzzer targets (fuzz/fuzz_*.c; scripts/fuzz-smoke.sh runs them)
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
 #   make deps       install build/test dependencies (Debian, root)
 
@@ -39,15 +39,15 @@ zinc: $(BUILD)/zinc
 $(BUILD)/zinc: $(BUILD)/obj/cli/main.o $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o
+$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/obj/%_avx2.o: src/%_avx2.c | $(BUILD)/gen/shaders_embed.h
+$(BUILD)/obj/%_avx2.o: src/%_avx2.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
 
-$(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -69,11 +69,24 @@ $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 
+# The web UI (src/server/web/): each file gzipped and embedded the same way
+# (scripts/embed_web.sh); the folders are prerequisites too, so adding or
+# removing a file repacks.
+WEB_DIR   := src/server/web
+WEB_FILES := $(sort $(shell find $(WEB_DIR) -type f 2>/dev/null))
+$(BUILD)/gen/web_embed.h $(BUILD)/gen/web_embed.S &: $(WEB_FILES) $(sort $(dir $(WEB_FILES))) scripts/embed_web.sh
+	@mkdir -p $(BUILD)/gen
+	bash scripts/embed_web.sh $(BUILD)/gen $(WEB_DIR) $(WEB_FILES:$(WEB_DIR)/%=%)
+
+$(BUILD)/obj/web_embed.o: $(BUILD)/gen/web_embed.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(FUZZ_REPLAY)
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
@@ -89,11 +102,31 @@ tools: $(VK_TOOLS)
 $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itools/vk-bench -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-fuzz: $(BUILD)/fuzz_gguf
-FUZZ_GGUF_SRCS := fuzz/fuzz_gguf.c src/format/gguf.c src/format/qtypes.c src/base/status.c
-$(BUILD)/fuzz_gguf: $(FUZZ_GGUF_SRCS) $(wildcard src/*/*.h)
+# libFuzzer targets (clang, ASan + UBSan), each over only the sources it
+# needs; fuzz/fuzz.h describes their input layouts. scripts/fuzz-smoke.sh runs
+# them. $(BUILD)/fuzz-replay/fuzz_X: the same target with fuzz/replay.c as
+# main(), built with $(CC) and $(CFLAGS), so `make test` (and test-asan)
+# replay the regression inputs in fuzz/regress/X without clang.
+FUZZ_TARGETS := gguf model tokenizer jinja sampler
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
+FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c)
+FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
+FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
+FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
+FUZZ_LIBS_tokenizer := -lpcre2-8
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/fuzz_%)
+fuzz: $(FUZZ_BIN) $(BUILD)/make_seeds
+$(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz/make_seeds.h fuzz/fuzz.h $(FUZZ_SRCS_gguf)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_GGUF_SRCS)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c $(FUZZ_SRCS_gguf) -lm
+.SECONDEXPANSION:
+$(FUZZ_BIN): $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $$(FUZZ_SRCS_$$*) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -Ifuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(FUZZ_SRCS_$*) -lm $(FUZZ_LIBS_$*)
+$(FUZZ_REPLAY): $(BUILD)/fuzz-replay/fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/libzinc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ $< fuzz/replay.c $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf build build-asan zinc
@@ -105,5 +138,9 @@ check: deps
 # The shipped demo model (models/zinc-demo-qwen35.gguf) writes a paragraph.
 run: deps zinc
 	./zinc -p "The old prince looked at his son and said" -n 200 --seed 42
+
+# The fuzz replay binaries, named here where FUZZ_REPLAY is defined (the test
+# rule above is read before it, when the variable was still empty).
+test: $(FUZZ_REPLAY)
 
 -include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d)
