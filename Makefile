@@ -86,7 +86,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(FUZZ_REPLAY)
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
