@@ -32,7 +32,13 @@ typedef struct zn_backend_opts {
                              cooperative matrices where the device has none */
     uint64_t max_alloc;   /* bytes per device allocation at most (0: the device's limit) */
     bool lazy_pipelines;  /* create pipelines on first use, not all at init (what the
-                             pipeline counter sees without the init pass) */
+                             pipeline counter sees without the init pass; with graph
+                             set they always are) */
+    /* The graph whose weights init prepares, and whose node/activation
+     * capacities bound later runs; NULL: the model's own step (graph_build).
+     * Hand-built graphs (graph_init_empty; the op conformance test) pass
+     * one; every graph run later may read only weights it reads. */
+    const zn_graph *graph;
 } zn_backend_opts;
 
 /* A device a backend can run on, for listings and --device. */
@@ -83,6 +89,9 @@ typedef struct zn_backend_ops {
     zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
     /* Copies activation act of the last run to out ([rows][cols] f32). */
     zn_status (*read)(void *ctx, const zn_graph *g, int act, float *out, zn_err *err);
+    /* Copies in ([rows][cols] f32) into activation act of g, an input no
+     * node writes (graph_input), for the next run of g. */
+    zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);
     /* Optional (NULL: the backend keeps none). */
     void (*stats)(void *ctx, zn_backend_stats *out);
     /* Optional (NULL: no devices to choose): up to cap devices in the order
