@@ -5,7 +5,10 @@
 set -euo pipefail
 PKGS="build-essential clang llvm pkg-config git ca-certificates python3 python3-jinja2 python3-numpy
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
- libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev"
+ libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev curl"
+# Node.js + npm for the server's end-to-end tests (the openai SDK); a node
+# that is already there (e.g. NodeSource's, which bundles npm) is used as is.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then PKGS="$PKGS nodejs npm"; fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${ZINC_GLSLC_PREFIX:-$here/.deps/glslc-trixie}
 
@@ -42,4 +45,8 @@ EOS
   rm -rf "$tmp"
 fi
 "$prefix/glslc" --version > /tmp/zinc-glslc-version.txt && head -1 /tmp/zinc-glslc-version.txt
+# The server's end-to-end tests drive it with the official openai npm SDK (pinned in tests/e2e/package-lock.json).
+if [ ! -d "$here/tests/e2e/node_modules/openai" ]; then
+  (cd "$here/tests/e2e" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+fi
 echo "zinc deps: ok"

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "chat.h"
 #include "cli.h"
 #include "engine.h"
@@ -22,7 +23,7 @@
 #define DEFAULT_N_PREDICT 256
 
 typedef struct gen_opts {
-    const char *model, *prompt, *system, *backend;
+    const char *model, *model_id, *prompt, *system, *backend;
     long n_predict, threads, n_ctx;
     bool chat, interactive, special, seed_given;
     int think;  /* ZN_THINK_* */
@@ -36,6 +37,7 @@ static void usage(FILE *f) {
             "       zinc -m MODEL -i [options]          chat: one user message per line of stdin\n"
             "\n"
             "  -m, --model PATH        GGUF model file (default: the active model, else the shipped demo model)\n"
+            "  --model-id ID           a model of the catalog (zinc model list) instead of a path\n"
             "  -p, --prompt TEXT       the prompt; with --chat or -i, the (first) user message\n"
             "  -n, --n-predict N       generate at most N tokens; -1: until end of text or a full context (default %d)\n"
             "  --chat                  apply the model's chat template (ChatML if the model has none)\n"
@@ -107,6 +109,7 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         bool ok = true;
         long l;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--model-id")) o->model_id = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--system")) o->system = v;
         else if (!strcmp(a, "--backend")) o->backend = v;
@@ -391,16 +394,45 @@ static int run_chat(gen *g) {
     return rc;
 }
 
+/* The seed's form: a model and no prompt starts the server. */
+static bool wants_server(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt") || !strcmp(argv[i], "-i") ||
+            !strcmp(argv[i], "--interactive") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") ||
+            !strcmp(argv[i], "--help-generate"))
+            return false;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model") || !strcmp(argv[i], "--model-id")) return true;
+    return false;
+}
+
 int cli_generate(int argc, char **argv) {
     gen_opts o;
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
+    if (wants_server(argc, argv)) {
+        fprintf(stderr, "zinc: a model and no prompt: starting the server (as zinc serve; -p PROMPT generates instead)\n");
+        return cli_serve(argc, argv);
+    }
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
     char model_path[ZN_PATH_MAX];
-    if (!(o.model = cli_resolve_model(o.model, model_path))) return 1;
+    if (o.model_id) {
+        zn_err err = {0};
+        if (o.model) {
+            fprintf(stderr, "zinc: give -m or --model-id, not both\n");
+            return 2;
+        }
+        if (catalog_locate(NULL, NULL, o.model_id, model_path, sizeof model_path, &err)) {
+            fprintf(stderr, "zinc: --model-id %s: %s\n", o.model_id, err.msg);
+            return 1;
+        }
+        o.model = model_path;
+    } else if (!(o.model = cli_resolve_model(o.model, model_path))) {
+        return 1;
+    }
     o.backend = cli_backend_or_default(o.backend);
     if (!o.seed_given) {
         o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
