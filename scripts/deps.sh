@@ -5,9 +5,10 @@
 set -euo pipefail
 PKGS="build-essential clang llvm pkg-config git ca-certificates python3 python3-jinja2 python3-numpy
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
- libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev curl"
-# Node.js + npm for the server's end-to-end tests (the openai SDK); a node
-# that is already there (e.g. NodeSource's, which bundles npm) is used as is.
+ libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev
+ curl chromium"
+# Node.js + npm for the end-to-end tests (the openai SDK, the browser test);
+# a node that is already there (e.g. NodeSource's, which bundles npm) is used as is.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then PKGS="$PKGS nodejs npm"; fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${ZINC_GLSLC_PREFIX:-$here/.deps/glslc-trixie}
@@ -44,9 +45,19 @@ EOS
   chmod +x "$prefix/glslc"
   rm -rf "$tmp"
 fi
-"$prefix/glslc" --version > /tmp/zinc-glslc-version.txt && head -1 /tmp/zinc-glslc-version.txt
-# The server's end-to-end tests drive it with the official openai npm SDK (pinned in tests/e2e/package-lock.json).
-if [ ! -d "$here/tests/e2e/node_modules/openai" ]; then
-  (cd "$here/tests/e2e" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+# npm packages of the end-to-end tests (tests/e2e/package-lock.json: the
+# browser test's playwright-core, the UI's vendored libraries); Node itself
+# comes with the machine (nodejs >= 20).
+if [ -f "$here/tests/e2e/package-lock.json" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    stamp=$here/tests/e2e/node_modules/.zinc-installed-lock
+    if ! cmp -s "$here/tests/e2e/package-lock.json" "$stamp" 2>/dev/null; then
+      (cd "$here/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error) &&
+        cp "$here/tests/e2e/package-lock.json" "$stamp"
+    fi
+  else
+    echo "zinc deps: no npm; the browser and OpenAI-client tests will be skipped" >&2
+  fi
 fi
+"$prefix/glslc" --version > /tmp/zinc-glslc-version.txt && head -1 /tmp/zinc-glslc-version.txt
 echo "zinc deps: ok"

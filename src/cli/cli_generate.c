@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
 #include "chat.h"
 #include "cli.h"
 #include "engine.h"
@@ -37,7 +36,7 @@ static void usage(FILE *f) {
             "       zinc -m MODEL -i [options]          chat: one user message per line of stdin\n"
             "\n"
             "  -m, --model PATH        GGUF model file (default: the active model, else the shipped demo model)\n"
-            "  --model-id ID           a model of the catalog (zinc model list) instead of a path\n"
+            "  --model-id ID           an installed catalog model by id or alias (zinc model list)\n"
             "  -p, --prompt TEXT       the prompt; with --chat or -i, the (first) user message\n"
             "  -n, --n-predict N       generate at most N tokens; -1: until end of text or a full context (default %d)\n"
             "  --chat                  apply the model's chat template (ChatML if the model has none)\n"
@@ -143,6 +142,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
             fprintf(stderr, "zinc: bad value '%s' for %s (zinc --help)\n", v, a);
             return 2;
         }
+    }
+    if (o->model && o->model_id) {
+        fprintf(stderr, "zinc: -m and --model-id both name a model; give one (zinc --help)\n");
+        return 2;
     }
     if (!o->prompt && !o->interactive) {
         fprintf(stderr, "zinc: -p PROMPT is required (zinc --help)\n");
@@ -420,16 +423,7 @@ int cli_generate(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     char model_path[ZN_PATH_MAX];
     if (o.model_id) {
-        zn_err err = {0};
-        if (o.model) {
-            fprintf(stderr, "zinc: give -m or --model-id, not both\n");
-            return 2;
-        }
-        if (catalog_locate(NULL, NULL, o.model_id, model_path, sizeof model_path, &err)) {
-            fprintf(stderr, "zinc: --model-id %s: %s\n", o.model_id, err.msg);
-            return 1;
-        }
-        o.model = model_path;
+        if (!(o.model = cli_resolve_model_id(o.model_id, model_path))) return 1;
     } else if (!(o.model = cli_resolve_model(o.model, model_path))) {
         return 1;
     }

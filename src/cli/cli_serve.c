@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "catalog.h"
 #include "cli.h"
 #include "engine.h"
 #include "server.h"
@@ -196,11 +195,7 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
     char path[ZN_PATH_MAX];
     zn_err err = {0};
     if (model_id) {
-        if (catalog_locate(NULL, NULL, model_id, path, sizeof path, &err)) {
-            fprintf(stderr, "zinc %s: --model-id %s: %s\n", cmd, model_id, err.msg);
-            goto out;
-        }
-        cfg.model_path = path;
+        if (!(cfg.model_path = cli_resolve_model_id(model_id, path))) goto out;
         if (!cfg.model_id) cfg.model_id = model_id;
     } else if (!(cfg.model_path = cli_resolve_model(model, path))) {
         goto out;

@@ -12,12 +12,6 @@
 #include "timer.h"
 #include "web_assets.h"
 
-/* The UI is served from here; model output it shows is untrusted, so no
- * script, style or connection goes anywhere but this origin. */
-static const char CSP[] = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                          "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
-                          "frame-ancestors 'none'; form-action 'self'";
-
 void server_send_error(zn_http_req *r, const zn_oai_error *e) {
     size_t n = 0;
     char *body = oai_dump(oai_error_json(e), &n);
@@ -191,7 +185,7 @@ static void get_metrics(zn_server *s, zn_http_req *r) {
 static void get_asset(zn_server *s, zn_http_req *r, const zn_web_asset *a) {
     const char *inm = http_header(r, "If-None-Match");
     const char *h[] = {"Content-Encoding", "gzip", "Cache-Control", "no-cache", "ETag", a->etag,
-                       "Content-Security-Policy", CSP, "X-Content-Type-Options", "nosniff",
+                       "Content-Security-Policy", WEB_ASSET_CSP, "X-Content-Type-Options", "nosniff",
                        "Referrer-Policy", "no-referrer", "Vary", "Accept-Encoding", NULL};
     if (inm && a->etag && !strcmp(inm, a->etag)) {
         const char *h304[] = {"ETag", a->etag, "Cache-Control", "no-cache", NULL};
