@@ -105,6 +105,197 @@ CODE=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "$AUTH" -H "X-Big: $(head -c 400
 case "$CODE" in 4??) ok ;; *) bad "header too large: status $CODE" ;; esac
 expect "still up after all that" 200 "$(http GET /health)"
 
+# tokenize / detokenize in llama-server's shapes
+expect "tokenize" 200 "$(http POST /tokenize '{"content":"Hello world"}')"
+expect "tokenize = zinc tokenize" "$("$zinc" tokenize -m "$M" --no-bos "Hello world" | tr -d ' ')" "$(jq_ "json.dumps(d['tokens']).replace(' ','')")"
+ids=$(jq_ "json.dumps(d['tokens'])")
+expect "detokenize" 200 "$(http POST /detokenize "{\"tokens\":$ids}")"
+expect "detokenize round trip" "Hello world" "$(jq_ "d['content']")"
+
+# seeded sampling is deterministic; another seed samples otherwise
+sbody='{"prompt":"The old prince looked at his son and said","max_tokens":24,"temperature":1.0,"top_k":0,"top_p":1,"min_p":0'
+http POST /v1/completions "$sbody,\"seed\":42}" > /dev/null; jq_ "d['choices'][0]['text']" > "$tmp/s1"
+http POST /v1/completions "$sbody,\"seed\":42}" > /dev/null; jq_ "d['choices'][0]['text']" > "$tmp/s2"
+http POST /v1/completions "$sbody,\"seed\":43}" > /dev/null; jq_ "d['choices'][0]['text']" > "$tmp/s3"
+if cmp -s "$tmp/s1" "$tmp/s2" && [ -s "$tmp/s1" ]; then ok; else bad "same seed, different text"; fi
+if ! cmp -s "$tmp/s1" "$tmp/s3"; then ok; else bad "seeds 42 and 43 gave the same text"; fi
+
+# stop strings: never returned, also when one spans two streamed chunks
+pbody='{"messages":[{"role":"user","content":"Tell me about the war."}],"max_tokens":40,"temperature":0'
+curl -sN -o "$tmp/sb" -H "$AUTH" --data-binary "$pbody,\"stream\":true}" "http://127.0.0.1:$PORT/v1/chat/completions"
+python3 - "$tmp/sb" > "$tmp/stop" <<'PY'
+import json, sys
+parts = [json.loads(l[6:])['choices'][0]['delta'].get('content', '') for l in open(sys.argv[1]).read().split('\n\n')
+         if l.startswith('data: {') and json.loads(l[6:])['choices']]
+parts = [p for p in parts if p]
+full = ''.join(parts)
+# a stop string made of the end of one chunk and the start of the next, past the first chunks
+for k in range(2, len(parts) - 1):
+    a, b = parts[k], parts[k + 1]
+    stop = a[-2:] + b[:2]
+    if len(a) >= 2 and len(b) >= 2 and stop.strip():
+        print(json.dumps(stop)); print(json.dumps(full[:full.find(stop)])); break
+PY
+stop=$(sed -n 1p "$tmp/stop"); want=$(sed -n 2p "$tmp/stop")
+if [ -n "$stop" ]; then
+  expect "stop (whole)" 200 "$(http POST /v1/chat/completions "$pbody,\"stop\":[\"zzz\",$stop]}")"
+  expect "stop cuts before it" "$want" "$(jq_ "json.dumps(d['choices'][0]['message']['content'])")"
+  expect "stop finish" stop "$(jq_ "d['choices'][0]['finish_reason']")"
+  curl -sN -o "$tmp/sb" -H "$AUTH" --data-binary "$pbody,\"stop\":$stop,\"stream\":true}" "http://127.0.0.1:$PORT/v1/chat/completions"
+  got=$(python3 -c "
+import json,sys
+t=''.join(json.loads(l[6:])['choices'][0]['delta'].get('content','') for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {') and json.loads(l[6:])['choices'])
+print(json.dumps(t))")
+  expect "stop across chunks (stream)" "$want" "$got"
+else
+  bad "no two chunks to build a stop string from: $(head -c 300 "$tmp/sb")"
+fi
+
+# logprobs: the chosen token's, top alternatives best first; greedy picks the best
+expect "logprobs" 200 "$(http POST /v1/chat/completions "$pbody,\"max_tokens\":8,\"logprobs\":true,\"top_logprobs\":3}")"
+check "logprobs content" python3 -c "
+import json; d=json.load(open('$tmp/b')); c=d['choices'][0]; lp=c['logprobs']['content']
+assert len(lp) == d['usage']['completion_tokens'], (len(lp), d['usage'])
+assert ''.join(e['token'] for e in lp) == c['message']['content']
+for e in lp:
+    assert e['logprob'] <= 0 and len(e['top_logprobs']) == 3 and bytes(e['bytes']).decode() == e['token']
+    t = [x['logprob'] for x in e['top_logprobs']]; assert t == sorted(t, reverse=True)
+    assert e['top_logprobs'][0]['token'] == e['token'] and abs(t[0] - e['logprob']) < 1e-6
+"
+expect "completions logprobs" 200 "$(http POST /v1/completions "$cbody,\"logprobs\":2}")"
+check "completions logprobs shape" python3 -c "
+import json; d=json.load(open('$tmp/b')); l=d['choices'][0]['logprobs']
+assert len(l['tokens']) == len(l['token_logprobs']) == len(l['top_logprobs']) == d['usage']['completion_tokens']
+assert ''.join(l['tokens']) == d['choices'][0]['text'] and all(len(t) == 2 for t in l['top_logprobs'])
+"
+
+# multi-turn reuse: a follow-up turn computes only its new tokens (hybrid model: from the checkpoint)
+metric() { curl -s -H "$AUTH" "http://127.0.0.1:$PORT/metrics" | sed -n "s/^$1 //p"; }
+t1='[{"role":"user","content":"Tell me about the old prince."}]'
+expect "turn 1" 200 "$(http POST /v1/chat/completions "{\"messages\":$t1,\"max_tokens\":16,\"temperature\":0}")"
+reply=$(jq_ "json.dumps(d['choices'][0]['message']['content'])"); p1=$(jq_ "d['usage']['prompt_tokens']")
+t2="[{\"role\":\"user\",\"content\":\"Tell me about the old prince.\"},{\"role\":\"assistant\",\"content\":$reply},{\"role\":\"user\",\"content\":\"And his son?\"}]"
+computed0=$(metric zinc_prompt_tokens_computed_total)
+expect "turn 2" 200 "$(http POST /v1/chat/completions "{\"messages\":$t2,\"max_tokens\":16,\"temperature\":0}")"
+p2=$(jq_ "d['usage']['prompt_tokens']"); c2=$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")
+reply2=$(jq_ "json.dumps(d['choices'][0]['message']['content'])")
+computed1=$(metric zinc_prompt_tokens_computed_total)
+# the checkpoint sits where turn 1's generation prompt began: its rendering without "<|im_start|>assistant\n"
+http POST /tokenize '{"content":"<|im_start|>user\nTell me about the old prince.<|im_end|>\n"}' > /dev/null
+ck=$(jq_ "len(d['tokens'])")
+if [ "$c2" -ge "$ck" ] && [ "$ck" -gt 5 ]; then ok; else bad "turn 2 reused $c2 tokens, want >= $ck (turn 1 had $p1)"; fi
+expect "metrics count what was computed" "$((computed0 + p2 - c2))" "$computed1"
+if [ $((p2 - c2)) -lt $((p2 / 2)) ]; then ok; else bad "turn 2 computed $((p2 - c2)) of $p2 tokens"; fi
+expect "no reuse" 200 "$(http POST /v1/chat/completions "{\"messages\":$t2,\"max_tokens\":16,\"temperature\":0,\"cache_prompt\":false}")"
+expect "no reuse: nothing cached" 0 "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")"
+expect "reused turn = computed turn" "$reply2" "$(jq_ "json.dumps(d['choices'][0]['message']['content'])")"
+
+# metrics and slots
+curl -s -H "$AUTH" "http://127.0.0.1:$PORT/metrics" > "$tmp/m"
+for name in 'vllm:num_requests_running ' 'vllm:num_requests_waiting ' 'vllm:kv_cache_usage_perc ' \
+  'zinc_requests_total{route="/v1/chat/completions",status="200"} ' 'zinc_requests_total{route="/v1/chat/completions",status="400"} ' \
+  'zinc_time_to_first_token_seconds_count ' 'zinc_inter_token_latency_seconds_bucket{le="+Inf"} ' 'zinc_queue_time_seconds_sum ' \
+  'zinc_request_duration_seconds_count ' 'zinc_generation_tokens_total ' 'zinc_prompt_tokens_cached_total '; do
+  has "metric $name" "$tmp/m" "$name"
+done
+expect "slots" 200 "$(http GET /slots)"
+expect "slots count" 4 "$(jq_ "len(d)")"
+expect "slot fields" "idle 1024" "$(jq_ "d[0]['state'] + ' ' + str(d[0]['n_ctx'])")"
+
+# 16 concurrent streams, each equal to its run alone
+out=$(node "$E2E/concurrent.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 16 16 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "concurrent: "*" passed, 0 failed") P=$((P + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line"))); printf '%s\n' "$out" | tail -2 | head -1 ;;
+  *) bad "16 concurrent clients: $out" ;;
+esac
+
+# Host header (DNS rebinding) and CORS
+expect "foreign Host" 403 "$(http GET /v1/models '' -H "Host: evil.example:$PORT")"
+expect "localhost Host" 200 "$(http GET /v1/models '' -H "Host: localhost:$PORT")"
+expect "no CORS without --cors" "" "$(http GET /v1/models '' -H 'Origin: http://evil.example' > /dev/null; hdr access-control-allow-origin)"
+
+# one slot: a client that disconnects mid-stream frees it at once; the queue and connection limits
+AUTH="Authorization: Bearer $KEY"
+start one -m "$M" --backend cpu --threads 2 --parallel 1 --ctx 8192 --api-key "$KEY"
+limit_js() { # name mode n
+  local out line; out=$(node "$E2E/limits.mjs" "$2" "$PORT" "$KEY" "$3" 2>&1)
+  line=$(printf '%s\n' "$out" | tail -1)
+  case "$line" in
+    "limits: "*" passed, 0 failed") P=$((P + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line"))); printf '%s\n' "$out" | tail -2 | head -1 ;;
+    *) bad "$1: $out" ;;
+  esac
+}
+limit_js "disconnect frees the slot" disconnect 1000
+expect "next request served" 200 "$(http POST /v1/completions '{"prompt":"The","max_tokens":2}')"
+# a long stream holds the slot, 80 requests overflow the queue (ZN_SRV_MAX_QUEUE 64) behind it
+limit_js "queue limit" queue 80
+limit_js "connection limit" connections 260
+expect "alive after the limits" 200 "$(http GET /health)"
+
+# a thinking template (Qwen3.5's): reasoning goes to reasoning_content, and a follow-up
+# turn reuses the checkpoint although the template drops the previous reasoning
+AUTH=
+start think -m "$M" --backend cpu --threads 2 --chat-template-file tests/templates/qwen3.5.jinja
+q1='[{"role":"user","content":"Tell me about the old prince."}]'
+expect "thinking turn" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0}")"
+r1=$(jq_ "json.dumps(d['choices'][0]['message'].get('reasoning_content',''))")
+c1=$(jq_ "json.dumps(d['choices'][0]['message']['content'])")
+if [ "$r1" != '""' ]; then ok; else bad "no reasoning_content: $(cat "$tmp/b")"; fi
+expect "reasoning also as reasoning" "$r1" "$(jq_ "json.dumps(d['choices'][0]['message'].get('reasoning',''))")"
+case "$c1" in *think*) bad "think tags in content: $c1" ;; *) ok ;; esac
+curl -sN -o "$tmp/sb" --data-binary "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0,\"stream\":true}" "http://127.0.0.1:$PORT/v1/chat/completions"
+expect "streamed reasoning = whole" "$r1" "$(python3 -c "
+import json
+t=''.join(json.loads(l[6:])['choices'][0]['delta'].get('reasoning_content','') for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {') and json.loads(l[6:])['choices'])
+print(json.dumps(t))")"
+q2="[{\"role\":\"user\",\"content\":\"Tell me about the old prince.\"},{\"role\":\"assistant\",\"content\":$c1,\"reasoning_content\":$r1},{\"role\":\"user\",\"content\":\"And then?\"}]"
+expect "thinking turn 2" 200 "$(http POST /v1/chat/completions "{\"messages\":$q2,\"max_tokens\":4,\"temperature\":0}")"
+http POST /tokenize '{"content":"<|im_start|>user\nTell me about the old prince.<|im_end|>\n"}' > /dev/null; ck=$(jq_ "len(d['tokens'])")
+http POST /v1/chat/completions "{\"messages\":$q2,\"max_tokens\":4,\"temperature\":0}" > /dev/null
+c2=$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")
+if [ "$c2" -ge "$ck" ]; then ok; else bad "hybrid reuse with dropped reasoning: $c2 cached, want >= $ck"; fi
+expect "thinking off" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":6,\"temperature\":0,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
+expect "thinking off: no reasoning" "" "$(jq_ "d['choices'][0]['message'].get('reasoning_content','')")"
+
+# --cors and --allowed-hosts
+start cors -m "$M" --backend cpu --threads 1 --cors http://app.example --allowed-hosts zinc.internal,other.internal:9
+expect "CORS origin" http://app.example "$(http GET /v1/models '' -H 'Origin: http://app.example' > /dev/null; hdr access-control-allow-origin)"
+expect "CORS other origin" "" "$(http GET /v1/models '' -H 'Origin: http://evil.example' > /dev/null; hdr access-control-allow-origin)"
+expect "CORS preflight" 204 "$(http OPTIONS /v1/chat/completions '' -H 'Origin: http://app.example' -H 'Access-Control-Request-Method: POST')"
+case "$(hdr access-control-allow-headers)" in *Authorization*) ok ;; *) bad "preflight allows no Authorization" ;; esac
+expect "allowed host" 200 "$(http GET /health '' -H 'Host: zinc.internal')"
+expect "allowed host, any port" 200 "$(http GET /health '' -H "Host: other.internal:$PORT")"
+expect "other host" 403 "$(http GET /health '' -H 'Host: zinc.internal.evil.example')"
+
+# drain on SIGTERM: health and new work get 503, the stream in flight finishes, exit 0
+start drain -m "$M" --backend cpu --threads 2 --parallel 2 --ctx 8192
+dpid=$PID
+# a stream of about 2 s on this machine: long enough to see the drain, well inside its 10 s
+t0=$(date +%s%N); http POST /v1/completions '{"prompt":"The","max_tokens":200,"ignore_eos":true}' > /dev/null; t1=$(date +%s%N)
+n=$(( 400000000000 / (t1 - t0 + 1) )); [ "$n" -gt 8000 ] && n=8000; [ "$n" -lt 20 ] && n=20
+curl -sN -o "$tmp/dr" --data-binary "{\"prompt\":\"The\",\"max_tokens\":$n,\"ignore_eos\":true,\"stream\":true}" \
+  "http://127.0.0.1:$PORT/v1/completions" & c=$!
+for _ in $(seq 100); do [ -s "$tmp/dr" ] && break; sleep 0.02; done
+kill -TERM "$dpid"; sleep 0.2
+expect "health while draining" 503 "$(http GET /health)"
+expect "new work while draining" 503 "$(http POST /v1/completions '{"prompt":"The","max_tokens":2}')"
+expect "draining says retry" true "$(hdr x-should-retry)"
+wait "$c"
+expect "in-flight stream completed" 'data: [DONE]' "$(tail -c 14 "$tmp/dr" | head -c 12)"
+wait "$dpid"; expect "drain exit status" 0 $?
+# past --drain-timeout the stream is cut with an in-band error, and the exit is still 0
+start cut -m "$M" --backend cpu --threads 2 --ctx 65536 --drain-timeout 1
+cpid=$PID
+curl -sN -o "$tmp/dc" --data-binary '{"prompt":"The","max_tokens":60000,"ignore_eos":true,"stream":true}' \
+  "http://127.0.0.1:$PORT/v1/completions" & c=$!
+for _ in $(seq 100); do [ -s "$tmp/dc" ] && break; sleep 0.02; done
+t0=$(date +%s%N); kill -TERM "$cpid"; wait "$cpid"; rc=$?; t1=$(date +%s%N)
+wait "$c"
+expect "cut drain exit status" 0 "$rc"
+if [ $(( (t1 - t0) / 1000000 )) -lt 4000 ]; then ok; else bad "drain took $(( (t1 - t0) / 1000000 )) ms with --drain-timeout 1"; fi
+has "cut stream ends with an error event" "$tmp/dc" 'data: {"error":'
+
 # the seed's form: a model and no prompt starts the server
 "$zinc" -m "$M" --port 0 --backend cpu 2> "$tmp/seed.err" & p=$!; pids+=("$p")
 for _ in $(seq 200); do grep -q "zinc: ready:" "$tmp/seed.err" && break; sleep 0.05; done
