@@ -107,13 +107,15 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # them. $(BUILD)/fuzz-replay/fuzz_X: the same target with fuzz/replay.c as
 # main(), built with $(CC) and $(CFLAGS), so `make test` (and test-asan)
 # replay the regression inputs in fuzz/regress/X without clang.
-FUZZ_TARGETS := gguf model tokenizer jinja sampler
+FUZZ_TARGETS := gguf model tokenizer jinja sampler request
 FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c)
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
 FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
+FUZZ_SRCS_request := src/server/oai.c src/engine/sampler.c src/base/status.c
 FUZZ_LIBS_tokenizer := -lpcre2-8
+FUZZ_LIBS_request := -ljansson
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/fuzz_%)
 fuzz: $(FUZZ_BIN) $(BUILD)/make_seeds
