@@ -272,8 +272,8 @@ expect "other host" 403 "$(http GET /health '' -H 'Host: zinc.internal.evil.exam
 start drain -m "$M" --backend cpu --threads 2 --parallel 2 --ctx 8192
 dpid=$PID
 # a stream of about 2 s on this machine: long enough to see the drain, well inside its 10 s
-t0=$(date +%s%N); http POST /v1/completions '{"prompt":"The","max_tokens":200,"ignore_eos":true}' > /dev/null; t1=$(date +%s%N)
-n=$(( 400000000000 / (t1 - t0 + 1) )); [ "$n" -gt 8000 ] && n=8000; [ "$n" -lt 20 ] && n=20
+ta=$(date +%s%N); http POST /v1/completions '{"prompt":"The","max_tokens":200,"ignore_eos":true}' > /dev/null; tb=$(date +%s%N)
+n=$(( 400000000000 / (tb - ta + 1) )); [ "$n" -gt 8000 ] && n=8000; [ "$n" -lt 20 ] && n=20
 curl -sN -o "$tmp/dr" --data-binary "{\"prompt\":\"The\",\"max_tokens\":$n,\"ignore_eos\":true,\"stream\":true}" \
   "http://127.0.0.1:$PORT/v1/completions" & c=$!
 for _ in $(seq 100); do [ -s "$tmp/dr" ] && break; sleep 0.02; done
@@ -290,11 +290,65 @@ cpid=$PID
 curl -sN -o "$tmp/dc" --data-binary '{"prompt":"The","max_tokens":60000,"ignore_eos":true,"stream":true}' \
   "http://127.0.0.1:$PORT/v1/completions" & c=$!
 for _ in $(seq 100); do [ -s "$tmp/dc" ] && break; sleep 0.02; done
-t0=$(date +%s%N); kill -TERM "$cpid"; wait "$cpid"; rc=$?; t1=$(date +%s%N)
+ta=$(date +%s%N); kill -TERM "$cpid"; wait "$cpid"; rc=$?; tb=$(date +%s%N)
 wait "$c"
 expect "cut drain exit status" 0 "$rc"
-if [ $(( (t1 - t0) / 1000000 )) -lt 4000 ]; then ok; else bad "drain took $(( (t1 - t0) / 1000000 )) ms with --drain-timeout 1"; fi
+if [ $(( (tb - ta) / 1000000 )) -lt 4000 ]; then ok; else bad "drain took $(( (tb - ta) / 1000000 )) ms with --drain-timeout 1"; fi
 has "cut stream ends with an error event" "$tmp/dc" 'data: {"error":'
+
+# lavapipe (--backend vulkan): a subset. Its engine takes seconds to start (pipelines),
+# which shows /health saying 503 while loading.
+AUTH=
+if ! "$zinc" --list-devices 2>/dev/null | grep -qE '^[* ] [0-9]+: '; then
+  skip "serve on vulkan" "no Vulkan device"
+else
+  "$zinc" serve --port 0 -m "$M" --backend vulkan --parallel 4 --ctx 1024 2> "$tmp/vk.err" & PID=$!; pids+=("$PID")
+  PORT=
+  for _ in $(seq 400); do
+    PORT=$(sed -n 's|.*listening on http://[^/]*:\([0-9]*\)/.*|\1|p' "$tmp/vk.err" | head -1); [ -n "$PORT" ] && break; sleep 0.02
+  done
+  loading=$(http GET /health)
+  for _ in $(seq 1200); do grep -q "zinc: ready:" "$tmp/vk.err" && break; kill -0 "$PID" 2>/dev/null || break; sleep 0.05; done
+  if ! grep -q "zinc: ready:" "$tmp/vk.err"; then
+    bad "serve --backend vulkan did not start: $(tail -3 "$tmp/vk.err")"
+  else
+    case "$loading" in
+      503) ok ;;
+      200) skip "503 while loading" "the engine was ready before the first request" ;;
+      *) bad "vulkan: /health while loading: $loading" ;;
+    esac
+    expect "vulkan: health" 200 "$(http GET /health)"
+    body='{"messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":12,"temperature":0'
+    expect "vulkan: chat whole" 200 "$(http POST /v1/chat/completions "$body}")"
+    jq_ "d['choices'][0]['message']['content']" | head -c -1 > "$tmp/want"
+    curl -sN -D "$tmp/sh" -o "$tmp/sb" --data-binary "$body,\"stream\":true,\"stream_options\":{\"include_usage\":true}}" \
+      "http://127.0.0.1:$PORT/v1/chat/completions"
+    check "vulkan: SSE framing" python3 "$E2E/sse_check.py" "$tmp/sb" "$tmp/sh" chat usage "$tmp/want"
+    # reuse counts (the text may differ in the last bits: Vulkan's prefill kernels depend on the chunk sizes)
+    http POST /v1/chat/completions "{\"messages\":$t1,\"max_tokens\":8,\"temperature\":0}" > /dev/null
+    reply=$(jq_ "json.dumps(d['choices'][0]['message']['content'])")
+    t2="[{\"role\":\"user\",\"content\":\"Tell me about the old prince.\"},{\"role\":\"assistant\",\"content\":$reply},{\"role\":\"user\",\"content\":\"And his son?\"}]"
+    expect "vulkan: turn 2" 200 "$(http POST /v1/chat/completions "{\"messages\":$t2,\"max_tokens\":4,\"temperature\":0}")"
+    c2=$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")
+    if [ "$c2" -ge "$ck" ]; then ok; else bad "vulkan: turn 2 reused $c2 tokens, want >= $ck"; fi
+    out=$(node "$E2E/concurrent.mjs" "http://127.0.0.1:$PORT/v1" none "$ID" 4 8 2>&1)
+    line=$(printf '%s\n' "$out" | tail -1)
+    case "$line" in
+      "concurrent: "*" passed, 0 failed") P=$((P + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+      *) bad "vulkan: 4 concurrent clients: $out" ;;
+    esac
+  fi
+fi
+
+# zinc chat: the same server; the URL on stdout (no browser here: --no-browser)
+"$zinc" chat --port 0 --no-browser -m "$M" --backend cpu --threads 1 > "$tmp/chat.out" 2> "$tmp/chat.err" & PID=$!; pids+=("$PID")
+for _ in $(seq 400); do grep -q "zinc: ready:" "$tmp/chat.err" && break; sleep 0.05; done
+url=$(head -1 "$tmp/chat.out")
+case "$url" in http://127.0.0.1:*/) ok ;; *) bad "zinc chat printed '$url'" ;; esac
+expect "chat UI page" 200 "$(curl -s -o "$tmp/b" -D "$tmp/h" -w '%{http_code}' "$url")"
+expect "UI gzip" gzip "$(hdr content-encoding)"
+case "$(hdr content-security-policy)" in *"script-src 'self'"*) ok ;; *) bad "UI without a CSP" ;; esac
+expect "UI revalidates" 304 "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $(hdr etag)" "$url")"
 
 # the seed's form: a model and no prompt starts the server
 "$zinc" -m "$M" --port 0 --backend cpu 2> "$tmp/seed.err" & p=$!; pids+=("$p")
@@ -302,5 +356,16 @@ for _ in $(seq 200); do grep -q "zinc: ready:" "$tmp/seed.err" && break; sleep 0
 has "seed form says so" "$tmp/seed.err" "starting the server"
 has "seed form serves" "$tmp/seed.err" "zinc: ready:"
 kill -TERM "$p"; wait "$p"; expect "seed form exits 0 on SIGTERM" 0 $?
+
+# every server still running drains and exits 0 on SIGTERM; no sanitizer report in any log
+for p in "${pids[@]}"; do
+  kill -0 "$p" 2>/dev/null || continue
+  kill -TERM "$p"; wait "$p"; rc=$?
+  [ "$rc" -eq 0 ] || bad "server $p exited $rc on SIGTERM"
+done
+pids=()
+if grep -lE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp"/*.err > "$tmp/san" 2>/dev/null; then
+  bad "sanitizer reports: $(cat "$tmp/san" | xargs -n1 basename) $(grep -hE -A5 "AddressSanitizer|LeakSanitizer|runtime error" "$tmp"/*.err | head -30)"
+else ok; fi
 
 finish serve

@@ -186,6 +186,8 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     if (!st) st = sampler_init(&sl->smp, &j->sp, s->n_vocab, &err);
     if (st) {
         slot_forget(s, sl);
+        sl->state = SLOT_IDLE;
+        sl->job = NULL;
         job_fail(j, &err);
         job_unref(j);
         return;
@@ -506,6 +508,21 @@ zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err) {
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);
         return zn_errf(err, ZN_ERR_IO, "the server is shutting down");
+    }
+    if (s->q_len == ZN_SRV_MAX_QUEUE) { /* make room: waiting jobs whose client left go now */
+        int k = 0;
+        for (int i = 0; i < s->q_len; i++) {
+            zn_job *q = s->queue[(s->q_head + i) % ZN_SRV_MAX_QUEUE];
+            if (atomic_load(&q->cancel)) {
+                zn_err e;
+                zn_errf(&e, ZN_ERR_ARG, "cancelled");
+                job_fail(q, &e);
+                job_unref(q);
+            } else {
+                s->queue[(s->q_head + k++) % ZN_SRV_MAX_QUEUE] = q;
+            }
+        }
+        s->q_len = k;
     }
     if (s->q_len == ZN_SRV_MAX_QUEUE) {
         pthread_mutex_unlock(&s->mu);
