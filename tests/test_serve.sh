@@ -90,6 +90,8 @@ CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}'); err_is "5 stops" 400 invalid_request_error stop
 CODE=$(http POST /v1/chat/completions '{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}'); err_is "unknown model" 404 invalid_request_error model
 expect "unknown model code" model_not_found "$(jq_ "d['error']['code']")"
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}')
+err_is "tools (not yet)" 400 invalid_request_error tools
 CODE=$(http GET /v1/nothing); err_is "unknown route" 404 invalid_request_error
 CODE=$(http GET /v1/chat/completions); expect "wrong method" 405 "$CODE"
 CODE=$(AUTH= http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}]}'); err_is "no key" 401 authentication_error
@@ -355,7 +357,7 @@ expect "UI revalidates" 304 "$(curl -s -o /dev/null -w '%{http_code}' -H "If-Non
 for _ in $(seq 200); do grep -q "zinc: ready:" "$tmp/seed.err" && break; sleep 0.05; done
 has "seed form says so" "$tmp/seed.err" "starting the server"
 has "seed form serves" "$tmp/seed.err" "zinc: ready:"
-kill -TERM "$p"; wait "$p"; expect "seed form exits 0 on SIGTERM" 0 $?
+kill -INT "$p"; wait "$p"; expect "seed form exits 0 on SIGINT" 0 $?
 
 # every server still running drains and exits 0 on SIGTERM; no sanitizer report in any log
 for p in "${pids[@]}"; do
