@@ -18,6 +18,11 @@ typedef struct zn_backend_opts {
     int n_threads;        /* CPU worker threads (>= 1) */
     int max_tokens;       /* largest step (graph max_tokens) */
     size_t arena_floats;  /* activation arena size (graph arena_floats) */
+    /* The graph whose weights init prepares, and whose node/activation
+     * capacities bound later runs; NULL: the model's own step (graph_build).
+     * Hand-built graphs (graph_init_empty; the op conformance test) pass
+     * one; every graph run later may read only weights it reads. */
+    const zn_graph *graph;
 } zn_backend_opts;
 
 /* Host-side cost of the one-token (decode) steps a backend ran since init,
@@ -39,10 +44,19 @@ typedef struct zn_backend_ops {
     void (*seq_free)(void *ctx, void *state);
     /* Forgets the sequence (recurrent state zeroed; KV need not be). */
     void (*seq_reset)(void *ctx, void *state);
+    /* Copies src's recurrent state (conv + delta of every recurrent layer)
+     * and its KV entries for positions [0, n_kv) into dst, both sequences
+     * of this context; n_kv <= both contexts. dst's other KV entries stay
+     * as they were. What a checkpoint (save: a small sequence, n_kv 0) and
+     * its restore, or a fork of a sequence, are made of. */
+    zn_status (*seq_copy)(void *ctx, void *dst, const void *src, int n_kv, zn_err *err);
     /* Runs every node of g against the sequence state. */
     zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
     /* Copies activation act of the last run to out ([rows][cols] f32). */
     zn_status (*read)(void *ctx, const zn_graph *g, int act, float *out, zn_err *err);
+    /* Copies in ([rows][cols] f32) into activation act of g, an input no
+     * node writes (graph_input), for the next run of g. */
+    zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);
     /* Optional (NULL: the backend keeps none). */
     void (*stats)(void *ctx, zn_backend_stats *out);
 } zn_backend_ops;
