@@ -1,6 +1,6 @@
 # zinc — one binary, C11, warnings are errors.
 #   make            build ./zinc
-#   make test       build and run every test (prints "N passed, N failed")
+#   make test       build and run every test (last line "N passed, N failed, N skipped")
 #   make test-asan  the same under ASan+UBSan
 #   make fuzz       build the libFuzzer target for the GGUF reader
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
@@ -111,12 +111,15 @@ $(BUILD)/fuzz_gguf: $(FUZZ_GGUF_SRCS) $(wildcard src/*/*.h)
 clean:
 	rm -rf build build-asan zinc
 
-# What CI runs: deps, build, unit tests, sanitizer tests, fuzz smoke.
-check: deps
+# The README's two commands, also as make targets (the scripts need no make:
+# deps.sh installs it). check: deps, build, unit tests, sanitizer tests, fuzz
+# smoke, as CI runs it; scripts/check.sh's last line is the tally (make adds
+# its own error line after it when something failed). run: the shipped demo
+# model (models/zinc-demo-qwen35.gguf) writes a paragraph.
+check:
 	@bash scripts/check.sh
 
-# The shipped demo model (models/zinc-demo-qwen35.gguf) writes a paragraph.
-run: deps zinc
-	./zinc -p "The old prince looked at his son and said" -n 200 --seed 42
+run:
+	@bash scripts/demo.sh
 
 -include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d)
