@@ -86,7 +86,12 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack
+# tests/test_lsan.sh's probe: LeakSanitizer on in every build (the plain one too).
+$(BUILD)/tests/lsan_probe: tests/lsan_probe.c $(BUILD)/libzinc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=address -fno-omit-frame-pointer $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) -fsanitize=address $(LDLIBS)
+
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
@@ -122,4 +127,4 @@ check:
 run:
 	@bash scripts/demo.sh
 
--include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d)
+-include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d) $(BUILD)/tests/lsan_probe.d
