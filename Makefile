@@ -2,7 +2,7 @@
 #   make            build ./zinc
 #   make test       build and run every test (last line "N passed, N failed, N skipped")
 #   make test-asan  the same under ASan+UBSan
-#   make fuzz       build the libFuzzer target for the GGUF reader
+#   make fuzz       build the libFuzzer targets (fuzz/fuzz_*.c; scripts/fuzz-smoke.sh runs them)
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
 #   make deps       install build/test dependencies (Debian, root)
 
@@ -107,11 +107,46 @@ tools: $(VK_TOOLS)
 $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itools/vk-bench -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-fuzz: $(BUILD)/fuzz_gguf
-FUZZ_GGUF_SRCS := fuzz/fuzz_gguf.c src/format/gguf.c src/format/qtypes.c src/base/status.c
-$(BUILD)/fuzz_gguf: $(FUZZ_GGUF_SRCS) $(wildcard src/*/*.h)
+# libFuzzer targets (clang, ASan + UBSan) over only the sources each needs,
+# compiled once into $(BUILD)/fuzz-obj; fuzz/fuzz.h describes their input
+# layouts and scripts/fuzz-smoke.sh runs them. $(BUILD)/fuzz-replay/fuzz_X:
+# the same target with fuzz/replay.c as main(), built with $(CC) and
+# $(CFLAGS), so `make test` (and test-asan) replay the regression inputs in
+# fuzz/regress/X without clang.
+FUZZ_TARGETS := gguf model tokenizer jinja sampler
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
+FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
+                   src/format/quant.c src/format/quant_avx2.c
+FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
+FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
+FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
+FUZZ_LIBS_model := -lpthread
+FUZZ_LIBS_tokenizer := -lpcre2-8
+# (warnings are the gcc build's business: clang's differ)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -pthread $(INC) -Ifuzz \
+               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+$(foreach t,$(FUZZ_TARGETS),$(eval FUZZ_OBJS_$(t) := $(patsubst src/%.c,$(BUILD)/fuzz-obj/%.o,$(FUZZ_SRCS_$(t)))))
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/fuzz_%)
+fuzz: $(FUZZ_BIN) $(BUILD)/make_seeds
+$(BUILD)/fuzz-obj/%_vnni_avx2.o: src/%_vnni_avx2.c
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_GGUF_SRCS)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -mavxvnni -Wno-unknown-pragmas -c -o $@ $<
+$(BUILD)/fuzz-obj/%_avx2.o: src/%_avx2.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
+$(BUILD)/fuzz-obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -c -o $@ $<
+.SECONDEXPANSION:
+$(FUZZ_BIN): $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $$(FUZZ_OBJS_$$*)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS_$*) -lm $(FUZZ_LIBS_$*)
+$(FUZZ_REPLAY): $(BUILD)/fuzz-replay/fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/libzinc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ $< fuzz/replay.c $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+$(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz/make_seeds.h fuzz/fuzz.h $(FUZZ_SRCS_gguf)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c $(FUZZ_SRCS_gguf) -lm
 
 clean:
 	rm -rf build build-asan zinc
@@ -127,4 +162,8 @@ check:
 run:
 	@bash scripts/demo.sh
 
--include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d) $(BUILD)/tests/lsan_probe.d
+# The fuzz replay binaries, named here where FUZZ_REPLAY is defined (the test
+# rule above is read before it, when the variable was still empty).
+test: $(FUZZ_REPLAY)
+
+-include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d) $(BUILD)/tests/lsan_probe.d $(wildcard $(BUILD)/fuzz-obj/*/*.d)
