@@ -47,6 +47,13 @@
 #define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
 #define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
 
+/* Tool calls and structured output (zinc serve): what a request may ask
+ * for and what one generation may hold. */
+#define ZN_SRV_MAX_TOOLS        128        /* functions in one request's tools */
+#define ZN_SRV_TOOL_NAME_MAX    256        /* bytes of a function or parameter name */
+#define ZN_SRV_TOOL_HOLD        (64 << 10) /* bytes of a tool call held before it is known to be one */
+#define ZN_SRV_MAX_TOOL_CALLS   16         /* calls a grammar-forced reply may make (parallel_tool_calls) */
+
 /* HTTP server (zinc serve). A request over a limit gets a 4xx naming it. */
 #define ZN_SRV_MAX_BODY         (8u << 20) /* bytes of a request body (413 above) */
 #define ZN_SRV_MAX_HEADER       (32u << 10) /* bytes of a request's headers (libmicrohttpd's connection memory) */
