@@ -347,10 +347,15 @@ if [ $(( (tb - ta) / 1000000 )) -lt 4000 ]; then ok; else bad "drain took $(( (t
 has "cut stream ends with an error event" "$tmp/dc" 'data: {"error":'
 
 # SIGTERM while the model loads: acted on at once (the load stops at its next step; no
-# "ready"), exit 0. The load takes a few hundred ms here; when it wins the race, say so.
-"$zinc" serve --port 0 -m "$M" --backend cpu --threads 2 --parallel 4 2> "$tmp/early.err" & ep=$!
-for _ in $(seq 500); do grep -q "listening on" "$tmp/early.err" && break; sleep 0.005; done
-kill -TERM "$ep"; wait "$ep"; rc=$?
+# "ready"), exit 0. The signal goes the moment "listening" is written (stderr is a FIFO
+# read here); the load takes a few hundred ms; when it wins the race anyway, say so.
+mkfifo "$tmp/early.fifo"
+"$zinc" serve --port 0 -m "$M" --backend cpu --threads 2 --parallel 4 2> "$tmp/early.fifo" & ep=$!
+exec 3< "$tmp/early.fifo"
+IFS= read -r -t 60 line <&3; printf '%s\n' "$line" > "$tmp/early.err"
+kill -TERM "$ep"
+cat <&3 >> "$tmp/early.err"; exec 3<&-
+wait "$ep"; rc=$?
 expect "SIGTERM while loading: exit status" 0 "$rc"
 if grep -q "while loading: stopping" "$tmp/early.err"; then
   if grep -q "zinc: ready:" "$tmp/early.err"; then bad "SIGTERM while loading: it still became ready: $(cat "$tmp/early.err")"; else ok; fi
