@@ -14,7 +14,7 @@ CFLAGS  ?= $(OPT) -g
 SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 INC      := $(addprefix -I,$(SRC_DIRS:%/=%))
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread $(INC) -I$(BUILD)/gen
-LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
+LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd -ljansson
 BUILD   ?= build
 
 SRCS     := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -195,15 +197,28 @@ static void test_active_and_locate(void) {
     CHECK_EQ_STR(got, want);
 
     char hex[ZN_SHA256_HEX];
-    bool verified = true;
+    zn_hash_src src = ZN_HASH_USER;
     const char *h = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-    CHECK(catalog_hash_record_read(want, hex, &verified, &err) == ZN_ERR_NOT_FOUND);
-    CHECK(catalog_hash_record_write(want, h, false, &err) == ZN_OK);
-    CHECK(catalog_hash_record_read(want, hex, &verified, &err) == ZN_OK);
+    CHECK(catalog_hash_record_read(want, hex, &src, &err) == ZN_ERR_NOT_FOUND);
+    CHECK(catalog_hash_record_write(want, h, ZN_HASH_NONE, &err) == ZN_OK);
+    CHECK(catalog_hash_record_read(want, hex, &src, &err) == ZN_OK);
     CHECK_EQ_STR(hex, h);
-    CHECK(!verified);
-    CHECK(catalog_hash_record_write(want, h, true, &err) == ZN_OK);
-    CHECK(catalog_hash_record_read(want, hex, &verified, &err) == ZN_OK && verified);
+    CHECK(src == ZN_HASH_NONE);
+    zn_hash_src all[] = {ZN_HASH_CATALOG, ZN_HASH_USER, ZN_HASH_HUB};
+    for (size_t i = 0; i < 3; i++) {
+        CHECK(catalog_hash_record_write(want, h, all[i], &err) == ZN_OK);
+        CHECK(catalog_hash_record_read(want, hex, &src, &err) == ZN_OK && src == all[i]);
+    }
+    /* a record from before sources were kept; a malformed one */
+    char rec[1100];
+    snprintf(rec, sizeof rec, "%s.sha256", want);
+    FILE *rf = fopen(rec, "w");
+    CHECK(rf != NULL);
+    if (rf) fprintf(rf, "%s verified\n", h), fclose(rf);
+    CHECK(catalog_hash_record_read(want, hex, &src, &err) == ZN_OK && src == ZN_HASH_CATALOG);
+    rf = fopen(rec, "w");
+    if (rf) fprintf(rf, "%s unverified hub\n", h), fclose(rf);
+    CHECK(catalog_hash_record_read(want, hex, &src, &err) == ZN_ERR_FORMAT);
 }
 
 /* -m, then the active model (if its file exists), then the demo model found
@@ -310,6 +325,102 @@ static void test_cli_use_active_rm(void) {
     unsetenv("ZINC_HOME");
 }
 
+typedef struct fake_disk {
+    uint64_t free_bytes;
+    char dir[1024];
+    int calls;
+} fake_disk;
+
+static zn_status fake_free(void *ud, const char *dir, uint64_t *free_bytes, zn_err *err) {
+    fake_disk *f = ud;
+    f->calls++;
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    *free_bytes = f->free_bytes;
+    return ZN_OK;
+}
+
+/* What catalog_download refuses before any byte is fetched (the loopback
+ * server cases are in test_fetch.sh): a size that does not fit the free
+ * space the (fake) statvfs reports, a scheme other than http(s), a file
+ * another pull holds the lock of. */
+static void test_download_refusals(void) {
+    char dir[1024], dest[1100], part[1200], lock[1200];
+    path_of(dir, sizeof dir, "dl/models");
+    snprintf(dest, sizeof dest, "%s/x.gguf", dir);
+    snprintf(part, sizeof part, "%s.part", dest);
+    snprintf(lock, sizeof lock, "%s/.x.gguf.lock", dir);
+    put("dl/models/.keep", "", 0);
+    zn_err err = {0};
+    zn_fetch_result r;
+    fake_disk fd = {.free_bytes = 100u << 20};
+    zn_fetch_opts o = {.size_hint = 1000000000ull, .free_space = fake_free, .free_space_ud = &fd};
+    /* port 9 (discard) is never reached: the check comes first */
+    CHECK(catalog_download("http://127.0.0.1:9/x.gguf", dest, &o, &r, &err) == ZN_ERR_IO);
+    CHECK_MSG(strstr(err.msg, "not enough disk space") && strstr(err.msg, "1000.0 MB") && strstr(err.msg, "104.9 MB free"),
+              "%s", err.msg);
+    CHECK_EQ_INT(fd.calls, 1);
+    CHECK_EQ_STR(fd.dir, dir);
+    CHECK(!exists(dest) && !exists(part) && !exists(lock));
+    /* enough space: the check passes and the (closed) port is what fails */
+    fd.free_bytes = 2000000000ull;
+    CHECK(catalog_download("http://127.0.0.1:9/x.gguf", dest, &o, &r, &err) == ZN_ERR_IO);
+    CHECK_MSG(strstr(err.msg, "nothing saved") != NULL, "%s", err.msg);
+    CHECK(!exists(dest) && !exists(part) && !exists(lock));
+
+    const char *bad[] = {"file:///etc/passwd", "ftp://127.0.0.1/x.gguf", "gopher://127.0.0.1/x.gguf", "x.gguf"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(catalog_download(bad[i], dest, NULL, &r, &err) == ZN_ERR_ARG);
+        CHECK(strstr(err.msg, "only http:// and https://") != NULL);
+    }
+    CHECK(!exists(dest) && !exists(part));
+
+    /* another pull holds the lock: refused at once, its files untouched */
+    int lfd = open(lock, O_RDWR | O_CREAT, 0644);
+    CHECK(lfd >= 0 && flock(lfd, LOCK_EX) == 0);
+    CHECK(catalog_download("http://127.0.0.1:9/x.gguf", dest, NULL, &r, &err) == ZN_ERR_IO);
+    CHECK_MSG(strstr(err.msg, "another zinc is downloading it") != NULL, "%s", err.msg);
+    CHECK(exists(lock) && !exists(part));
+    if (lfd >= 0) close(lfd);
+    unlink(lock);
+
+    /* the hub's resolve URL; paths that could leave the repository are refused */
+    char url[512];
+    CHECK(catalog_hub_url("http://h:1/", "org/repo/sub/f.gguf", url, sizeof url, &err) == ZN_OK);
+    CHECK_EQ_STR(url, "http://h:1/org/repo/resolve/main/sub/f.gguf");
+    const char *bad_paths[] = {"org/repo", "org/../f.gguf", "org//f.gguf", "org/repo/f gguf", "/org/repo/f.gguf",
+                               "org/repo/f.gguf/", "org/repo/%2e%2e/f.gguf"};
+    for (size_t i = 0; i < sizeof bad_paths / sizeof bad_paths[0]; i++)
+        CHECK_MSG(catalog_hub_url("http://h", bad_paths[i], url, sizeof url, &err) == ZN_ERR_ARG, "%s", bad_paths[i]);
+}
+
+/* catalog_pull with a catalog passed as data: a catalog hash wins over
+ * --sha256's absence, the demo entry downloads nothing, unknown names say
+ * what pull takes. */
+static void test_pull_resolution(void) {
+    char home[1024];
+    path_of(home, sizeof home, "pullhome");
+    static const zn_catalog_entry cat[] = {
+        {"tiny", {"tiny-alias"}, "Tiny", "qwen35", "Q8_0", 1000, "https://huggingface.co/o/r/resolve/main/tiny.gguf",
+         "tiny.gguf", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "CC0-1.0", "test", {0}},
+    };
+    fake_disk fd = {.free_bytes = 0};
+    zn_pull_opts o = {.home = home, .hub_url = "http://127.0.0.1:9", .catalog = cat, .n_catalog = 1,
+                      .fetch = {.free_space = fake_free, .free_space_ud = &fd}};
+    zn_pull_result r;
+    zn_err err = {0};
+    /* the entry's hub URL moves to --hub-url; the disk check (0 bytes free) stops it there */
+    CHECK(catalog_pull("tiny-alias", &o, &r, &err) == ZN_ERR_IO);
+    CHECK_EQ_STR(r.url, "http://127.0.0.1:9/o/r/resolve/main/tiny.gguf");
+    CHECK(r.entry == &cat[0]);
+    CHECK_MSG(strstr(err.msg, "not enough disk space") != NULL, "%s", err.msg);
+    CHECK(catalog_pull("nothing-like-this", &o, &r, &err) == ZN_ERR_ARG);
+    CHECK(strstr(err.msg, "hf:ORG/REPO") != NULL);
+    o.catalog = NULL;
+    CHECK(catalog_pull(ZN_DEMO_MODEL_ID, &o, &r, &err) == ZN_OK && r.shipped);
+    o.sha256 = "abc";
+    CHECK(catalog_pull("tiny", &o, &r, &err) == ZN_ERR_ARG);
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/zn-catalog-XXXXXX");
     if (!mkdtemp(tmp)) {
@@ -324,6 +435,8 @@ int main(void) {
     RUN(test_active_and_locate);
     RUN(test_resolve_order);
     RUN(test_cli_use_active_rm);
+    RUN(test_download_refusals);
+    RUN(test_pull_resolution);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);

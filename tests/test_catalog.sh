@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zinc model pull from a loopback HTTP server (tests/catalog/range_server.py),
+# zinc model pull from a loopback HTTP server (tests/catalog/fake_hub.py),
 # default-model resolution and zinc --check, all in temporary ZINC_HOMEs.
 # $1: the build directory. Last line "N passed, N failed".
 build=${1:-build}
@@ -18,7 +18,7 @@ cp models/zinc-demo-qwen35.gguf "$tmp/www/demo.gguf"
 size=$(stat -c %s "$tmp/www/demo.gguf")
 sum=$(sha256sum "$tmp/www/demo.gguf" | cut -d' ' -f1)
 cut=1000000
-timeout 120 "$py" tests/catalog/range_server.py "$tmp/www" --port-file "$tmp/port" --log "$tmp/log" --cut $cut --lifetime 110 &
+timeout 120 "$py" tests/catalog/fake_hub.py "$tmp/www" --port-file "$tmp/port" --log "$tmp/log" --cut $cut --lifetime 110 &
 srv_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 port=$(cat "$tmp/port" 2>/dev/null)
@@ -33,7 +33,7 @@ leftovers() { ls "$m" 2>/dev/null | grep -c "$1"; }
 # the right hash: installed, byte for byte, recorded as verified
 pull "$base/f/demo.gguf" --sha256 "$sum"; rc=$?
 check "pull with the right --sha256 installs the file (rc $rc)" \
-  bash -c '[ $0 -eq 0 ] && cmp -s "$1" "$2" && grep -q "^$3 verified$" "$2.sha256"' $rc "$tmp/www/demo.gguf" "$m/demo.gguf" "$sum"
+  bash -c '[ $0 -eq 0 ] && cmp -s "$1" "$2" && grep -q "^$3 verified sha256-option$" "$2.sha256"' $rc "$tmp/www/demo.gguf" "$m/demo.gguf" "$sum"
 check "the progress report says MB, MB/s and % on a non-terminal" grep -q "100.0%.*MB/s" "$tmp/err"
 check "pull of an installed file does nothing" bash -c 'timeout 20 "$0" model pull "$1" | grep -q "already installed"' "$zinc" "$base/f/demo.gguf"
 rm -rf "$m"
@@ -57,7 +57,7 @@ check "an interrupted pull fails (rc $rc), keeps $cut bytes in .part and says ho
   $rc "$m/demo.gguf" $cut "$tmp/err"
 pull "$base/cut/demo.gguf" --sha256 "$sum"; rc=$?
 check "the second pull resumes at byte $cut (Range request) and verifies the whole file" \
-  bash -c '[ $0 -eq 0 ] && grep -q "^/cut/demo.gguf bytes=$1-$" "$2" && cmp -s "$3" "$4" && [ ! -e "$4.part" ]' \
+  bash -c '[ $0 -eq 0 ] && grep -q "^/cut/demo.gguf bytes=$1- " "$2" && cmp -s "$3" "$4" && [ ! -e "$4.part" ]' \
   $rc $cut "$tmp/log" "$tmp/www/demo.gguf" "$m/demo.gguf"
 rm -rf "$m"
 
@@ -91,7 +91,7 @@ pull "$base/huge/demo.gguf"; rc=$?
 check "a file larger than the free disk space: refused before writing (rc $rc), no file left" \
   bash -c '[ $0 -ne 0 ] && grep -q "not enough disk space" "$1" && [ -z "$(ls -A "$2")" ]' $rc "$tmp/err" "$m"
 pull not-a-model; rc=$?
-check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id nor a URL" "$tmp/err"
+check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id, a URL nor hf:" "$tmp/err"
 echo secret > "$tmp/local.gguf"
 for u in "file://$tmp/local.gguf" "ftp://127.0.0.1:$port/local.gguf" "gopher://127.0.0.1:$port/local.gguf"; do
   pull "$u"; rc=$?

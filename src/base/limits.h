@@ -46,6 +46,18 @@
 #define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
 #define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
 
+/* Downloads (zinc model pull): a server must deliver at least
+ * ZN_DL_MIN_RATE bytes/s averaged over ZN_DL_MIN_RATE_WINDOW_S seconds,
+ * and a whole pull (every attempt) ends within ZN_DL_DEADLINE_S (a 24 GB
+ * model at 1 MB/s takes 6.7 h). Tests pass smaller values in zn_fetch_opts. */
+#define ZN_DL_MIN_RATE        1024       /* bytes per second */
+#define ZN_DL_MIN_RATE_WINDOW_S 60       /* seconds the rate is averaged over */
+#define ZN_DL_DEADLINE_S      (12 * 3600) /* seconds for the whole pull */
+#define ZN_DL_CONNECT_S       30         /* seconds to connect */
+#define ZN_DL_MAX_REDIRS      10
+#define ZN_DL_DISK_MARGIN     (64ull << 20) /* bytes left free after a download */
+#define ZN_HUB_MAX_REPLY      (16u << 20) /* bytes of a hub API reply (a file listing) */
+
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
 

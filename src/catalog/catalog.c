@@ -306,25 +306,56 @@ bool catalog_is_sha256(const char *s) {
     return n == 64;
 }
 
-zn_status catalog_hash_record_read(const char *model_path, char hex[ZN_SHA256_HEX], bool *verified, zn_err *err) {
-    char p[ZN_PATH_MAX], word[32] = "";
+const char *catalog_hash_src_text(zn_hash_src s) {
+    switch (s) {
+    case ZN_HASH_CATALOG: return "the catalog's hash";
+    case ZN_HASH_USER: return "--sha256";
+    case ZN_HASH_HUB: return "the hub's hash";
+    case ZN_HASH_NONE: break;
+    }
+    return "no hash";
+}
+
+const char *catalog_hash_src_word(zn_hash_src s) {
+    switch (s) {
+    case ZN_HASH_CATALOG: return "catalog";
+    case ZN_HASH_USER: return "sha256-option";
+    case ZN_HASH_HUB: return "hub";
+    case ZN_HASH_NONE: break;
+    }
+    return "none";
+}
+
+zn_status catalog_hash_record_read(const char *model_path, char hex[ZN_SHA256_HEX], zn_hash_src *src, zn_err *err) {
+    char p[ZN_PATH_MAX], word[32] = "", from[32] = "";
     if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
         return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
     FILE *f = fopen(p, "r");
     if (!f) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", p, strerror(errno));
-    int k = fscanf(f, "%64s %31s", hex, word);
+    int k = fscanf(f, "%64s %31s %31s", hex, word, from);
     fclose(f);
-    if (k != 2 || !catalog_is_sha256(hex) || (strcmp(word, "verified") && strcmp(word, "unverified")))
-        return zn_errf(err, ZN_ERR_FORMAT, "%s: not \"HEX verified|unverified\"", p);
-    *verified = !strcmp(word, "verified");
+    bool verified = k >= 2 && !strcmp(word, "verified");
+    if (k < 2 || !catalog_is_sha256(hex) || (!verified && strcmp(word, "unverified")) || (!verified && k == 3))
+        return zn_errf(err, ZN_ERR_FORMAT, "%s: not \"HEX verified SOURCE\" or \"HEX unverified\"", p);
+    *src = ZN_HASH_NONE;
+    if (!verified) return ZN_OK;
+    *src = ZN_HASH_CATALOG;  /* records before sources were kept */
+    if (k == 3) {
+        zn_hash_src all[] = {ZN_HASH_CATALOG, ZN_HASH_USER, ZN_HASH_HUB};
+        bool known = false;
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (!strcmp(from, catalog_hash_src_word(all[i]))) *src = all[i], known = true;
+        if (!known) return zn_errf(err, ZN_ERR_FORMAT, "%s: unknown hash source '%s'", p, from);
+    }
     return ZN_OK;
 }
 
-zn_status catalog_hash_record_write(const char *model_path, const char *hex, bool verified, zn_err *err) {
+zn_status catalog_hash_record_write(const char *model_path, const char *hex, zn_hash_src src, zn_err *err) {
     char p[ZN_PATH_MAX], line[128];
     if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
         return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
-    snprintf(line, sizeof line, "%s %s\n", hex, verified ? "verified" : "unverified");
+    if (src == ZN_HASH_NONE) snprintf(line, sizeof line, "%s unverified\n", hex);
+    else snprintf(line, sizeof line, "%s verified %s\n", hex, catalog_hash_src_word(src));
     return write_atomic(p, line, err);
 }
 

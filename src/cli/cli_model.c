@@ -15,7 +15,10 @@
 
 static const char *const usage_text[] = {
     "usage: zinc model list                      the catalog, what is installed, * = active",
-    "       zinc model pull ID|URL [--sha256 HEX] download a model into the models directory",
+    "       zinc model pull ID|URL|hf:ORG/REPO[:QUANT]|ORG/REPO/FILE.gguf [--sha256 HEX] [--hub-url URL]",
+    "                                             download a model into the models directory; checked against",
+    "                                             the catalog's hash, --sha256 or the hub's before it is installed",
+    "                                             [--deadline S] [--min-rate BYTES/S] [--min-rate-window S]",
     "       zinc model use ID|PATH                make a model the default (checked with the loader)",
     "       zinc model active                     print the active model",
     "       zinc model rm ID|FILE                 delete a downloaded model",
@@ -29,8 +32,13 @@ static const char *const usage_text[] = {
 static int usage(FILE *f, const char *only) {
     char key[32];
     snprintf(key, sizeof key, "model %s ", only ? only : "");
-    for (int i = 0; usage_text[i]; i++)
-        if (!only || strstr(usage_text[i], key) || !strstr(usage_text[i], "zinc model")) fprintf(f, "%s\n", usage_text[i]);
+    bool in = true;  /* continuation lines (indented) go with the command above them */
+    for (int i = 0; usage_text[i]; i++) {
+        const char *l = usage_text[i];
+        if (strstr(l, "zinc model")) in = !only || strstr(l, key);
+        else if (strncmp(l, "        ", 8)) in = true;
+        if (in) fprintf(f, "%s\n", l);
+    }
     return f == stdout ? 0 : 2;
 }
 
@@ -64,10 +72,12 @@ static void fmt_size(uint64_t b, char *out, size_t cap) {
 static const char *state_of(const char *path) {
     if (!exists(path)) return "not installed";
     char hex[ZN_SHA256_HEX];
-    bool verified = false;
+    zn_hash_src src = ZN_HASH_NONE;
     zn_err e = {0};
-    if (catalog_hash_record_read(path, hex, &verified, &e)) return "installed";
-    return verified ? "installed, sha256 verified" : "installed, sha256 unverified";
+    if (catalog_hash_record_read(path, hex, &src, &e)) return "installed";
+    return src == ZN_HASH_HUB ? "installed, verified (hub hash)"
+           : src             ? "installed, sha256 verified"
+                             : "installed, sha256 unverified";
 }
 
 static void list_row(const char *active, const char *id, const char *path, uint64_t size, const char *quant,
@@ -121,62 +131,71 @@ static int cmd_list(const char *home) {
     return 0;
 }
 
+/* Seconds / bytes-per-second options of pull. */
+static bool parse_pos(const char *v, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi)) return false;
+    *out = x;
+    return true;
+}
+
 static int cmd_pull(const char *home, int argc, char **argv) {
-    const char *what = NULL, *sha = NULL;
+    const char *what = NULL;
+    zn_pull_opts o = {.home = home};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--sha256") && i + 1 < argc) sha = argv[++i];
-        else if (!what && argv[i][0] != '-') what = argv[i];
-        else return usage(stderr, "pull");
-    }
-    if (!what) return usage(stderr, "pull");
-    zn_err err = {0};
-    if (sha && !catalog_is_sha256(sha)) {
-        fprintf(stderr, "zinc: --sha256 '%s' is not 64 hex digits\n", sha);
-        return 2;
-    }
-    const zn_catalog_entry *e = catalog_find(what);
-    char file[256], dir[ZN_PATH_MAX], dest[ZN_PATH_MAX], hex[ZN_SHA256_HEX];
-    const char *url;
-    uint64_t hint = 0;
-    if (e && !e->url) {
-        if (catalog_demo_path(NULL, dest, sizeof dest, &err)) return fail(&err);
-        printf("%s ships with zinc: %s (nothing to download)\n", e->id, dest);
-        return 0;
-    }
-    if (e) {
-        url = e->url;
-        snprintf(file, sizeof file, "%s", e->file);
-        hint = e->size;
-        if (!sha) sha = e->sha256;
-    } else if (strstr(what, "://")) {
-        url = what;
-        catalog_url_filename(url, file, sizeof file);
-        if (!*file) {
-            fprintf(stderr, "zinc: %s: the URL does not end in a usable file name\n", url);
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        bool val = true;
+        if (!strcmp(a, "--sha256") && v) o.sha256 = v;
+        else if (!strcmp(a, "--hub-url") && v) o.hub_url = v;
+        else if (!strcmp(a, "--deadline") && v) val = parse_pos(v, 0.001, 1e7, &o.fetch.deadline_s);
+        else if (!strcmp(a, "--min-rate") && v) {
+            val = parse_pos(v, 1, 1e12, &x);
+            o.fetch.min_rate = (uint64_t)x;
+        } else if (!strcmp(a, "--min-rate-window") && v) {
+            val = parse_pos(v, 1, 86400, &x);
+            o.fetch.min_rate_window_s = (long)x;
+        } else if (!what && a[0] != '-') {
+            what = a;
+            continue;
+        } else {
+            return usage(stderr, "pull");
+        }
+        if (!val) {
+            fprintf(stderr, "zinc: bad value '%s' for %s (zinc model pull --help)\n", v, a);
             return 2;
         }
-    } else {
-        fprintf(stderr, "zinc: '%s' is neither a catalog id nor a URL (zinc model list)\n", what);
+        i++;
+    }
+    if (!what) return usage(stderr, "pull");
+    if (o.sha256 && !catalog_is_sha256(o.sha256)) {
+        fprintf(stderr, "zinc: --sha256 '%s' is not 64 hex digits\n", o.sha256);
         return 2;
     }
-    if (catalog_models_dir(home, true, dir, sizeof dir, &err)) return fail(&err);
-    if ((size_t)snprintf(dest, sizeof dest, "%s/%s", dir, file) >= sizeof dest) {
-        fprintf(stderr, "zinc: path too long: %s/%s\n", dir, file);
-        return 1;
+    o.fetch.progress = stderr;
+    zn_pull_result r;
+    zn_err err = {0};
+    if (catalog_pull(what, &o, &r, &err)) {
+        fprintf(stderr, "zinc: %s\n", err.msg);
+        return err.status == ZN_ERR_ARG ? 2 : 1;
     }
-    if (exists(dest)) {
-        printf("already installed: %s (zinc model rm %s to download it again)\n", dest, e ? e->id : file);
+    if (r.shipped) {
+        printf("%s ships with zinc: %s (nothing to download)\n", r.id, r.path);
         return 0;
     }
-    fprintf(stderr, "zinc: downloading %s\nzinc:   to %s\n", url, dest);
-    if (catalog_download(url, dest, sha, hint, stderr, hex, &err)) return fail(&err);
-    zn_err rec = {0};
-    if (catalog_hash_record_write(dest, hex, sha != NULL, &rec)) fprintf(stderr, "zinc: warning: %s\n", rec.msg);
-    printf("installed %s\nsha256 %s %s\n", dest, hex,
-           sha ? "(verified)"
-               : "(UNVERIFIED: no published hash is known to zinc; compare it with the publisher's, "
-                 "or pull again with --sha256 HEX)");
-    printf("next: zinc model use %s\n", e ? e->id : file);
+    if (r.already) {
+        printf("already installed: %s (zinc model rm %s to download it again)\n", r.path, r.id);
+        return 0;
+    }
+    printf("installed %s\n", r.path);
+    if (r.f.verified)
+        printf("sha256 %s (verified against %s)\n", r.f.sha256, catalog_hash_src_text(r.f.verified));
+    else
+        printf("sha256 %s (UNVERIFIED: neither the catalog, --sha256 nor the server gave a hash; compare it with the "
+               "publisher's, or pull again with --sha256 HEX)\n", r.f.sha256);
+    printf("next: zinc model use %s\n", r.id);
     return 0;
 }
 
@@ -184,6 +203,11 @@ static int cmd_use(const char *home, const char *what) {
     char path[ZN_PATH_MAX];
     zn_err err = {0};
     if (catalog_locate(home, NULL, what, path, sizeof path, &err)) return fail(&err);
+    size_t pl = strlen(path);
+    if ((pl > 5 && !strcmp(path + pl - 5, ".part")) || (pl > 10 && !strcmp(path + pl - 10, ".part.info"))) {
+        fprintf(stderr, "zinc: %s is an unfinished download, not made active (zinc model pull to finish it)\n", path);
+        return 1;
+    }
     if (!exists(path)) {
         if (catalog_find(what)) fprintf(stderr, "zinc: %s is not installed (%s): zinc model pull %s\n", what, path, what);
         else fprintf(stderr, "zinc: %s: no such model file or catalog id (zinc model list)\n", path);
@@ -240,7 +264,7 @@ static int cmd_rm(const char *home, const char *what) {
     if (catalog_active_get(home, active, sizeof active, &err) == ZN_OK)
         was_active = had ? same_file(active, path) : !strcmp(active, path);
     int removed = 0;
-    static const char *const suffixes[] = {"", ".sha256", ".part"};
+    static const char *const suffixes[] = {"", ".sha256", ".part", ".part.info"};
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
         if (unlink(side) == 0) removed++;
