@@ -104,7 +104,24 @@ mkdir -p "$m" && cp "$tmp/www/demo.gguf" "$m/Qwen3.5-2B-Q4_K_M.gguf"
 timeout 30 "$zinc" --model-id qwen35-2b-q4k-m -p hi -n 2 --seed 1 --backend cpu >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "zinc --model-id qwen35-2b-q4k-m -p runs the installed file (rc $rc)" \
   bash -c '[ $0 -eq 0 ] && [ -s "$1" ]' $rc "$tmp/out"
+# hardware profile and fit: --check --model-id, model list
+timeout 60 "$zinc" --check --model-id qwen35-2b-q4k-m >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--check --model-id of an installed model: it fits this profile, with a context, READY (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "model qwen35-2b-q4k-m fits [a-z0-9-]*: .* up to [0-9]* tokens of context" "$1" && [ "$(tail -1 "$1")" = "READY [OK]" ]' \
+  $rc "$tmp/out"
+timeout 30 "$zinc" model list >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "model list names the hardware profile and marks what fits with its context (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "^hardware profile: [a-z0-9-]*gb\|^hardware profile: apple-silicon" "$1" && grep -q "^  qwen3.5-2b .* yes, ctx [0-9]*" "$1"' \
+  $rc "$tmp/out"
 rm -f "$m/Qwen3.5-2B-Q4_K_M.gguf"
+timeout 60 "$zinc" --check --model-id qwen35-2b-q4k-m >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--check --model-id of a model not installed: the estimate from the catalog, then NOT READY naming the pull (rc $rc)" \
+  bash -c '[ $0 -eq 1 ] && grep -q "model qwen35-2b-q4k-m fits" "$1" && tail -1 "$1" | grep -q "^NOT READY \[FAIL\]" && grep -q "zinc model pull qwen35-2b-q4k-m" "$1"' \
+  $rc "$tmp/out"
+VK_ICD_FILENAMES=/nonexistent/icd.json timeout 60 "$zinc" --check >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--check with VK_ICD_FILENAMES pointing nowhere: says the CPU backend will be used, READY (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "backend: cpu .*zinc will use the CPU backend.*hardware profile cpu-[0-9]*gb" "$1" && [ "$(tail -1 "$1")" = "READY [OK]" ]' \
+  $rc "$tmp/out"
 timeout 30 "$zinc" --model-id qwen35-2b-q4k-m -p hi -n 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "--model-id of a model not installed says which pull to run (rc $rc)" \
   bash -c '[ $0 -ne 0 ] && grep -q "not installed.*zinc model pull qwen35-2b-q4k-m" "$1"' $rc "$tmp/err"

@@ -58,6 +58,13 @@
 #define ZN_DL_DISK_MARGIN     (64ull << 20) /* bytes left free after a download */
 #define ZN_HUB_MAX_REPLY      (16u << 20) /* bytes of a hub API reply (a file listing) */
 
+/* Hardware profiles (profile.h): what a model is estimated to need. */
+#define ZN_FIT_MEM_PERCENT    90         /* of the device's memory (VRAM, or RAM for the CPU) models may use */
+#define ZN_FIT_KV_BYTES       2          /* bytes per KV element: the cache is f16 on both backends */
+#define ZN_FIT_ACT_BYTES      (512ull << 20) /* activations and logits of a ZN_MAX_BATCH step (estimate) */
+#define ZN_FIT_MIN_CTX        2048       /* a model "fits" with at least this much context */
+#define ZN_FIT_CTX_STEP       256        /* the context it would get is rounded down to this */
+
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
 

@@ -26,4 +26,10 @@ int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
 /* opt, or for NULL/"auto" the default backend (logged on stderr). */
 const char *cli_backend_or_default(const char *opt);     /* cli_args.c */
 
+/* The hardware profile of this machine (profile.h): the default backend's
+ * device. */
+struct zn_profile;
+struct zn_hw;
+void cli_detect_profile(struct zn_profile *p, struct zn_hw *hw); /* cli_args.c */
+
 #endif

@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "cli.h"
 #include "model.h"
+#include "profile.h"
 
 static const char *const usage_text[] = {
     "usage: zinc model list                      the catalog, what is installed, * = active",
@@ -80,20 +81,50 @@ static const char *state_of(const char *path) {
                              : "installed, sha256 unverified";
 }
 
+/* Whether the model fits the profile: from the file when it is there,
+ * else from the catalog's shape and size. */
+static void fit_of(const zn_profile *p, const char *path, const zn_catalog_entry *e, char *out, size_t cap) {
+    zn_model_shape sh = {0};
+    uint64_t weights = e ? e->size : 0;
+    zn_err err = {0};
+    if (exists(path)) {
+        if (profile_shape_of_file(path, &sh, &weights, &err)) {
+            snprintf(out, cap, "? (does not load)");
+            return;
+        }
+    } else if (e) {
+        sh = e->shape;
+    }
+    zn_fit f;
+    profile_fit(p, weights, &sh, &f);
+    profile_fit_text(&f, p, out, cap);
+}
+
 static void list_row(const char *active, const char *id, const char *path, uint64_t size, const char *quant,
-                     const char *state, const char *name) {
+                     const char *state, const char *fit, const char *name) {
     char sz[32];
     struct stat st;
     fmt_size(stat(path, &st) == 0 ? (uint64_t)st.st_size : size, sz, sizeof sz);
-    printf("%s %-19s %9s  %-10s %-29s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state, name);
+    printf("%s %-19s %9s  %-10s %-30s %-18s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state,
+           fit, name);
 }
 
 static int cmd_list(const char *home) {
-    char dir[ZN_PATH_MAX], active[ZN_PATH_MAX] = "", path[ZN_PATH_MAX];
+    char dir[ZN_PATH_MAX], active[ZN_PATH_MAX] = "", path[ZN_PATH_MAX], fit[64], mem[32], budget[32];
     zn_err err = {0};
     if (catalog_models_dir(home, false, dir, sizeof dir, &err)) return fail(&err);
     catalog_active_get(home, active, sizeof active, &err);
-    printf("  %-19s %9s  %-10s %-29s %s\n", "ID", "SIZE", "QUANT", "STATE", "NAME");
+    zn_profile prof;
+    zn_hw hw;
+    cli_detect_profile(&prof, &hw);
+    profile_fmt_bytes(prof.budget, budget, sizeof budget);
+    if (hw.gpu)
+        printf("hardware profile: %s (vulkan: %s, %.1f GiB; models may use %s)\n", prof.name, hw.name,
+               prof.mem_bytes / 1073741824.0, budget);
+    else
+        printf("hardware profile: %s (cpu backend, %.1f GiB of RAM; models may use %s)\n", prof.name,
+               prof.mem_bytes / 1073741824.0, budget);
+    printf("  %-19s %9s  %-10s %-30s %-18s %s\n", "ID", "SIZE", "QUANT", "STATE", "FITS", "NAME");
     size_t n;
     const zn_catalog_entry *e = catalog_entries(&n);
     for (size_t i = 0; i < n; i++) {
@@ -104,7 +135,8 @@ static int cmd_list(const char *home) {
             snprintf(path, sizeof path, "%s", e[i].file);
             state = "missing (not shipped here)";
         }
-        list_row(active, e[i].id, path, e[i].size, e[i].quant, state, e[i].name);
+        fit_of(&prof, path, &e[i], fit, sizeof fit);
+        list_row(active, e[i].id, path, e[i].size, e[i].quant, state, fit, e[i].name);
     }
     /* files pulled by URL (not in the table) */
     DIR *d = opendir(dir);
@@ -115,7 +147,8 @@ static int cmd_list(const char *home) {
         bool known = false;
         for (size_t i = 0; i < n && !known; i++) known = !strcmp(e[i].file, de->d_name);
         if (known || (size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path) continue;
-        list_row(active, de->d_name, path, 0, "", state_of(path), "(downloaded by URL)");
+        fit_of(&prof, path, NULL, fit, sizeof fit);
+        list_row(active, de->d_name, path, 0, "", state_of(path), fit, "(downloaded by URL)");
     }
     if (d) closedir(d);
     if (*active) {
@@ -128,6 +161,9 @@ static int cmd_list(const char *home) {
         printf("no active model: zinc runs %s (zinc model use ID to change it)\n", ZN_DEMO_MODEL_ID);
     }
     printf("models directory: %s\n", dir);
+    profile_fmt_bytes(prof.scratch, mem, sizeof mem);
+    printf("FITS: weights + state + %s of scratch + an f16 KV cache for the context shown fit in %s (%d%% of "
+           "the memory)\n", mem, budget, ZN_FIT_MEM_PERCENT);
     return 0;
 }
 
