@@ -39,7 +39,7 @@ zinc: $(BUILD)/zinc
 $(BUILD)/zinc: $(BUILD)/obj/cli/main.o $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o
+$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o $(BUILD)/obj/format/embedded_data.o
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -69,6 +69,11 @@ $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 
+# GGUF files built into the binary (src/format/embedded.h): the demo model.
+$(BUILD)/obj/format/embedded_data.o: src/format/embedded_data.S models/zinc-demo-qwen35.gguf
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
 # The web UI (src/server/web/): each file gzipped and embedded the same way
 # (scripts/embed_web.sh); the folders are prerequisites too, so adding or
 # removing a file repacks.
@@ -86,7 +91,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(FUZZ_REPLAY)
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack fuzz-replay
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
@@ -108,7 +113,7 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # main(), built with $(CC) and $(CFLAGS), so `make test` (and test-asan)
 # replay the regression inputs in fuzz/regress/X without clang.
 FUZZ_TARGETS := gguf model tokenizer jinja sampler
-FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/format/embedded.c src/format/embedded_data.S
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c)
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
@@ -116,6 +121,9 @@ FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
 FUZZ_LIBS_tokenizer := -lpcre2-8
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/fuzz_%)
+# (a phony name: `test` is defined above this variable, where it is still empty)
+.PHONY: fuzz-replay
+fuzz-replay: $(FUZZ_REPLAY)
 fuzz: $(FUZZ_BIN) $(BUILD)/make_seeds
 $(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz/make_seeds.h fuzz/fuzz.h $(FUZZ_SRCS_gguf)
 	@mkdir -p $(dir $@)

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "embedded.h"
+#include "model.h"
 #include "cli.h"
 #include "harness.h"
 
@@ -233,9 +235,10 @@ static void test_resolve_order(void) {
     CHECK_EQ_STR(got, "x.gguf");
     CHECK_EQ_INT(src, ZN_SRC_EXPLICIT);
 
-    /* nothing at all */
-    CHECK(catalog_resolve(home, exe, NULL, got, sizeof got, &src, note, &err) == ZN_ERR_NOT_FOUND);
-    CHECK(strstr(err.msg, "zinc model pull") && strstr(err.msg, "-m"));
+    /* nothing beside the binary: the demo model built into it */
+    CHECK(catalog_resolve(home, exe, NULL, got, sizeof got, &src, note, &err) == ZN_OK);
+    CHECK_EQ_STR(got, ZN_EMBEDDED_PREFIX ZN_DEMO_MODEL_FILE);
+    CHECK_EQ_INT(src, ZN_SRC_DEMO);
 
     /* installed layout: PREFIX/share/zinc/models */
     put("prefix/share/zinc/models/" ZN_DEMO_MODEL_FILE, "d", 1);
@@ -323,6 +326,49 @@ static void test_cli_use_active_rm(void) {
     CHECK(!exists(want));
     CHECK(cli_resolve_model_id(ZN_DEMO_MODEL_ID, buf) != NULL);  /* the shipped one needs no pull */
     unsetenv("ZINC_HOME");
+}
+
+/* The built-in demo model: the same bytes as the shipped file, loaded in
+ * place: its tensors point into a mapping of the executable itself. */
+static void test_embedded_demo(void) {
+    const uint8_t *p;
+    size_t n;
+    CHECK(embedded_find(ZN_EMBEDDED_PREFIX ZN_DEMO_MODEL_FILE, &p, &n));
+    CHECK(!embedded_find(ZN_EMBEDDED_PREFIX "other.gguf", &p, &n) && !embedded_is("/proc/self/exe"));
+    CHECK(embedded_find(ZN_EMBEDDED_PREFIX ZN_DEMO_MODEL_FILE, &p, &n));
+    size_t fn = 0;
+    char *file = harness_read_file(DEMO, &fn);
+    CHECK(file && fn == n && !memcmp(file, p, n));
+    free(file);
+    CHECK_EQ_INT((uintptr_t)p % 4096, 0);  /* page-aligned: tensor alignments carry over */
+    zn_model m;
+    zn_err err = {0};
+    CHECK(model_load(&m, ZN_EMBEDDED_PREFIX ZN_DEMO_MODEL_FILE, &err) == ZN_OK);
+    if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
+    CHECK(m.gguf.map == p && m.tok_embd && m.tok_embd->data >= p && m.tok_embd->data < p + n);
+    /* which mapping holds it: /proc/self/maps names the executable */
+    char exe[1024] = "", line[2048];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) exe[k] = 0;
+    bool in_exe = false;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    uintptr_t a = (uintptr_t)m.tok_embd->data;
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long lo, hi;
+        char path[1024] = "";
+        if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %1023s", &lo, &hi, path) >= 2 && a >= lo && a < hi)
+            in_exe = !strcmp(path, exe);
+    }
+    if (maps) fclose(maps);
+    CHECK_MSG(in_exe, "the weights at %p are not in a mapping of %s", (void *)a, exe);
+    model_free(&m);
+    /* an active model may be the built-in one */
+    char home[1024], got[1024];
+    path_of(home, sizeof home, "embhome");
+    CHECK(catalog_active_set(home, ZN_EMBEDDED_PREFIX ZN_DEMO_MODEL_FILE, &err) == ZN_OK);
+    CHECK(catalog_active_get(home, got, sizeof got, &err) == ZN_OK);
+    CHECK_EQ_STR(got, ZN_EMBEDDED_PREFIX ZN_DEMO_MODEL_FILE);
+    CHECK(catalog_model_exists(got));
 }
 
 typedef struct fake_disk {
@@ -435,6 +481,7 @@ int main(void) {
     RUN(test_active_and_locate);
     RUN(test_resolve_order);
     RUN(test_cli_use_active_rm);
+    RUN(test_embedded_demo);
     RUN(test_download_refusals);
     RUN(test_pull_resolution);
     char cmd[400];

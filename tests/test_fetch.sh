@@ -251,7 +251,8 @@ if unshare -Urm true 2>/dev/null; then
   check "a known size larger than the free space (6 MB tmpfs): refused before writing (rc $rc)" \
     bash -c '[ $0 -ne 0 ] && grep -q "not enough disk space.*nothing written" "$1" && [ ! -s "$2" ]' $rc "$tmp/err" "$tmp/left"
 else
-  echo "skip: no user namespace to mount a small tmpfs in (the fake free-space test in test_catalog.c covers the check)"
+  skip "a full disk (small tmpfs)" "no user namespace to mount a tmpfs in (the file-size-limit case above and the fake statvfs of test_catalog.c still run)"
+  skip "a known size larger than the free space (small tmpfs)" "no user namespace to mount a tmpfs in"
 fi
 
 # ---- the active model is never a part ----

@@ -1,6 +1,7 @@
 /* The model catalog, the models directory and default-model resolution
  * (catalog.h). Downloads are in catalog_fetch.c. */
 #include "catalog.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,8 +125,10 @@ zn_status catalog_models_dir(const char *home, bool mkdirs, char *out, size_t ca
 
 static bool is_file(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return embedded_is(p) || (stat(p, &st) == 0 && S_ISREG(st.st_mode));
 }
+
+bool catalog_model_exists(const char *path) { return is_file(path); }
 
 zn_status catalog_demo_path(const char *exe, char *out, size_t cap, zn_err *err) {
     char dir[ZN_PATH_MAX];
@@ -149,6 +152,8 @@ zn_status catalog_demo_path(const char *exe, char *out, size_t cap, zn_err *err)
             if (is_file(out)) return ZN_OK;
         }
     }
+    /* a copied binary with nothing beside it: the copy built into it */
+    if ((size_t)snprintf(out, cap, "%s%s", ZN_EMBEDDED_PREFIX, ZN_DEMO_MODEL_FILE) < cap && embedded_is(out)) return ZN_OK;
     return zn_errf(err, ZN_ERR_NOT_FOUND,
                    "the demo model %s is not in models/ or share/zinc/models/ next to %s or up to 3 folders above it",
                    ZN_DEMO_MODEL_FILE, exe ? exe : "the zinc binary");
@@ -193,7 +198,8 @@ static zn_status write_atomic(const char *path, const char *text, zn_err *err) {
 
 zn_status catalog_active_set(const char *home, const char *path, zn_err *err) {
     char abs[ZN_PATH_MAX], p[ZN_PATH_MAX], line[ZN_PATH_MAX + 2];
-    if (!realpath(path, abs)) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", path, strerror(errno));
+    if (embedded_is(path)) snprintf(abs, sizeof abs, "%s", path);
+    else if (!realpath(path, abs)) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", path, strerror(errno));
     zn_status s = mkdir_p(home, err);
     if (!s) s = active_file(home, p, sizeof p, err);
     if (s) return s;

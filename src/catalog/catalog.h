@@ -9,7 +9,8 @@
  *
  * Default model, in order: -m, the active model, the demo model shipped with
  * zinc (models/zinc-demo-qwen35.gguf next to the binary, in a parent folder of
- * it, or in PREFIX/share/zinc/models for an installed binary). */
+ * it, or in PREFIX/share/zinc/models for an installed binary; else the copy
+ * built into the binary, embedded.h). */
 #ifndef ZINC_CATALOG_H
 #define ZINC_CATALOG_H
 
@@ -64,6 +65,9 @@ zn_status catalog_models_dir(const char *home, bool mkdirs, char *out, size_t ca
 /* The shipped demo model found from the executable `exe` (NULL: this
  * process's /proc/self/exe). ZN_ERR_NOT_FOUND lists the places looked at. */
 zn_status catalog_demo_path(const char *exe, char *out, size_t cap, zn_err *err);
+
+/* A regular file, or a file built into the binary (embedded.h). */
+bool catalog_model_exists(const char *path);
 
 /* Active model: ZN_ERR_NOT_FOUND when none is set. set stores an absolute path. */
 zn_status catalog_active_get(const char *home, char *out, size_t cap, zn_err *err);

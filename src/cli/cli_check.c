@@ -259,7 +259,7 @@ static void check_model_id(doctor *d, const char *home, const char *id, const zn
     zn_model_shape sh = e->shape;
     uint64_t weights = e->size;
     bool installed = (!e->url || *home) && catalog_locate(home, NULL, e->id, path, sizeof path, &err) == ZN_OK &&
-                     access(path, R_OK) == 0;
+                     catalog_model_exists(path);
     if (installed && profile_shape_of_file(path, &sh, &weights, &err)) {
         say("[FAIL]", "model %s: %s does not load: %s", id, path, err.msg);
         missing(d, "a loadable file for --model-id");

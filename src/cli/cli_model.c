@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "embedded.h"
 #include "cli.h"
 #include "model.h"
 #include "profile.h"
@@ -54,13 +55,11 @@ static int fail(const zn_err *err) {
     return 1;
 }
 
-static bool exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
+static bool exists(const char *p) { return catalog_model_exists(p); }
 
 static bool same_file(const char *a, const char *b) {
     struct stat sa, sb;
+    if (embedded_is(a) || embedded_is(b)) return !strcmp(a, b);
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
