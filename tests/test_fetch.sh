@@ -136,6 +136,11 @@ check "a cut download keeps a resumable part and says how to resume (rc $rc)" \
   bash -c '[ $0 -ne 0 ] && [ "$(stat -c %s "$1.part")" = 1000000 ] && grep -q "again to resume" "$2" && [ ! -e "$1" ]' \
   $rc "$m/demo.gguf" "$tmp/err"
 check "... nothing else bad left" audit "$m/demo.gguf.part"
+closed=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+pull "http://127.0.0.1:$closed/cut/demo.gguf" --sha256 "$sum"; rc=$?
+check "resuming while the server is unreachable keeps the resumable part (rc $rc)" \
+  bash -c '[ $0 -ne 0 ] && [ "$(stat -c %s "$1.part")" = 1000000 ] && grep -q "kept: run the same command again" "$2"' \
+  $rc "$m/demo.gguf" "$tmp/err"
 pull "$base/cut/demo.gguf" --sha256 "$sum"; rc=$?
 check "the next pull resumes at byte 1000000 with If-Range and verifies (rc $rc)" \
   bash -c '[ $0 -eq 0 ] && grep -q "^/cut/demo.gguf bytes=1000000- \"" "$1" && cmp -s "$2" "$3"' \

@@ -450,7 +450,9 @@ static CURLcode transfer(dl *d, char *curl_msg, double left_s) {
     d->hops = 0;
     d->stop = STOP_NONE;
     d->fail = ZN_OK;
-    d->resumable = false;
+    /* a part an earlier response said could be resumed stays resumable when
+     * this request fails before answering (the network is down) */
+    d->resumable = d->have && *d->validator;
     d->r = (resp){.length = -1, .range_start = -1, .range_total = -1};
     d->t_start = d->last_line = timer_now();
     d->last_decile = -1;

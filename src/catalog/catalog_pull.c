@@ -1,6 +1,6 @@
 /* catalog_pull(): what `zinc model pull WHAT` downloads, from where, checked
  * against which hash (catalog.h). Hugging Face shorthands are resolved
- * through the hub's API: GET HUB/api/models/ORG/REPO/tree/main?recursive=1
+ * through the hub's API: GET HUB/api/models/ORG/REPO/tree/main?recursive=true
  * lists the files with their LFS SHA-256 and size (the JSON is parsed with
  * jansson); the file itself is HUB/ORG/REPO/resolve/main/PATH, whose
  * response announces the same hash in X-Linked-Etag. */
@@ -151,7 +151,7 @@ static zn_status hub_pick(const zn_pull_opts *o, const char *spec, char *path, s
     char url[ZN_PATH_MAX];
     size_t hn = strlen(hub_of(o));
     while (hn && hub_of(o)[hn - 1] == '/') hn--;
-    snprintf(url, sizeof url, "%.*s/api/models/%s/tree/main?recursive=1", (int)hn, hub_of(o), repo);
+    snprintf(url, sizeof url, "%.*s/api/models/%s/tree/main?recursive=true", (int)hn, hub_of(o), repo);
     membuf b = {0};
     zn_status s = hub_get(o, url, &b, err);
     if (s) {
