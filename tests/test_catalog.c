@@ -1,13 +1,19 @@
 /* The model catalog: SHA-256 against the FIPS 180-2 vectors, the home and
  * default-model resolution order, active model, locate, hash records, and
  * zinc model use/active/rm in a temporary ZINC_HOME. Downloads are tested
- * against a loopback server in test_catalog.sh. */
+ * against a loopback server (tests/catalog/fake_hub.py) in test_fetch.sh;
+ * here only a pull whose hash comes from a catalog entry, which needs the
+ * catalog passed as data. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
@@ -467,6 +473,84 @@ static void test_pull_resolution(void) {
     CHECK(catalog_pull("tiny", &o, &r, &err) == ZN_ERR_ARG);
 }
 
+extern char **environ;
+
+/* A pull of catalog entries that carry a hash, from a loopback stand-in of
+ * the hub (fake_hub.py): the catalog's hash is what the file is verified
+ * against, even when the hub announces another one, and a file that does not
+ * match it is deleted although the hub's hash matches. */
+static void test_pull_catalog_hash(void) {
+    char www[1024], port_file[1100], log[1100], home[1024], models[1100], cmd[4000];
+    path_of(www, sizeof www, "cathub");
+    path_of(home, sizeof home, "cathome");
+    snprintf(port_file, sizeof port_file, "%s/port", www);
+    snprintf(log, sizeof log, "%s/log", www);
+    snprintf(models, sizeof models, "%s/models", home);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/hub/liar/Demo-GGUF' '%s/hub/good/Demo-GGUF' && cp " DEMO " '%s/hub/liar/Demo-GGUF/demo.gguf'"
+             " && cp " DEMO " '%s/hub/good/Demo-GGUF/demo.gguf'",
+             www, www, www, www);
+    CHECK(system(cmd) == 0);
+    char sum[ZN_SHA256_HEX];
+    zn_err err = {0};
+    CHECK(catalog_sha256_file(DEMO, sum, &err) == ZN_OK);
+
+    const char *py = "/usr/bin/python3";
+    char *argv[] = {(char *)py, "tests/catalog/fake_hub.py", www, "--port-file", port_file, "--log", log,
+                    "--lifetime", "60", NULL};
+    pid_t pid = -1;
+    CHECK(posix_spawn(&pid, py, NULL, NULL, argv, environ) == 0);
+    char port[32] = {0};
+    for (int i = 0; i < 200 && !port[0]; i++) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            if (!fgets(port, sizeof port, f)) port[0] = 0;
+            fclose(f);
+        }
+        if (!port[0]) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    CHECK_MSG(port[0] != 0, "the loopback hub did not start");
+    char hub[64];
+    snprintf(hub, sizeof hub, "http://127.0.0.1:%s", port);
+
+    const zn_catalog_entry cat[] = {
+        /* the hub ("liar") announces a wrong hash; the catalog's is right */
+        {"cat-right", {NULL}, "Right", "qwen35", "Q8_0", 9295808,
+         "https://huggingface.co/liar/Demo-GGUF/resolve/main/demo.gguf", "right.gguf", sum, "CC0-1.0", "test", {0}},
+        /* the hub's hash is right; the catalog's is not the file's */
+        {"cat-wrong", {NULL}, "Wrong", "qwen35", "Q8_0", 9295808,
+         "https://huggingface.co/good/Demo-GGUF/resolve/main/demo.gguf", "wrong.gguf",
+         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "CC0-1.0", "test", {0}},
+    };
+    zn_pull_opts o = {.home = home, .hub_url = hub, .catalog = cat, .n_catalog = 2};
+    zn_pull_result r;
+    if (port[0]) {
+        zn_status s = catalog_pull("cat-right", &o, &r, &err);
+        CHECK_MSG(s == ZN_OK, "%s", err.msg);
+        if (s == ZN_OK) {
+            CHECK(r.f.verified == ZN_HASH_CATALOG);
+            CHECK_EQ_STR(r.f.sha256, sum);
+            char on_disk[ZN_SHA256_HEX], rec[ZN_SHA256_HEX];
+            zn_hash_src src = ZN_HASH_NONE;
+            CHECK(catalog_sha256_file(r.path, on_disk, &err) == ZN_OK);
+            CHECK_EQ_STR(on_disk, sum);
+            CHECK(catalog_hash_record_read(r.path, rec, &src, &err) == ZN_OK);
+            CHECK_EQ_STR(rec, sum);
+            CHECK(src == ZN_HASH_CATALOG);
+        }
+        s = catalog_pull("cat-wrong", &o, &r, &err);
+        CHECK(s == ZN_ERR_FORMAT);
+        CHECK_MSG(strstr(err.msg, "SHA-256 mismatch against the catalog's hash") != NULL, "%s", err.msg);
+        /* only the verified file and its record are in models/ */
+        snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'right.gguf right.gguf.sha256 '", models);
+        CHECK_MSG(system(cmd) == 0, "models/ holds more than right.gguf and its record");
+    }
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+}
+
 int main(void) {
     snprintf(tmp, sizeof tmp, "/tmp/zn-catalog-XXXXXX");
     if (!mkdtemp(tmp)) {
@@ -484,6 +568,7 @@ int main(void) {
     RUN(test_embedded_demo);
     RUN(test_download_refusals);
     RUN(test_pull_resolution);
+    RUN(test_pull_catalog_hash);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmp);

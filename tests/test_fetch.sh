@@ -201,6 +201,10 @@ pull "$base/redirfile/demo.gguf"; rc=$?
 refused "a redirect to file:// is not followed" "only http:// and https://"
 pull "$base/redirftp/demo.gguf"; rc=$?
 refused "a redirect to ftp:// is not followed" "only http:// and https://"
+pull "$base/redirgopher/demo.gguf"; rc=$?
+refused "a redirect to gopher:// is not followed" "only http:// and https://"
+pull "$base/huge/demo.gguf"; rc=$?
+refused "a Content-Length of a petabyte: refused before writing, nothing saved" "not enough disk space"
 
 # ---- two pulls of one file at once ----
 fresh; timeout 60 "$zinc" model pull "$base/slow/demo.gguf" --sha256 "$sum" >"$tmp/out1" 2>"$tmp/err1" &

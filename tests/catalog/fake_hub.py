@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A loopback stand-in for a download server and for the Hugging Face hub, for
-the download tests (tests/test_catalog.sh, tests/test_fetch.c). Listens on
+the download tests (tests/test_fetch.sh, tests/test_catalog.c). Listens on
 127.0.0.1 on a random port (written to --port-file), exits after --lifetime
 seconds whatever happens, and appends every request line with its Range and
 If-Range headers to --log.
@@ -31,6 +31,7 @@ Plain files ROOT/NAME, by the first path part:
   /redir/NAME      redirects to /f/NAME
   /redirfile/NAME  redirects to file:///etc/hostname
   /redirftp/NAME   redirects to ftp://127.0.0.1/NAME
+  /redirgopher/NAME redirects to gopher://127.0.0.1/NAME
 
 The hub: repositories are folders ROOT/hub/ORG/REPO.
   /api/models/ORG/REPO/tree/main   the file listing (path, size, lfs.oid = SHA-256)
@@ -51,7 +52,8 @@ args = ap.parse_args()
 served_once = set()
 lock = threading.Lock()
 MODES = {"f", "cut", "norange", "huge", "nolen", "nolencut", "html", "gzip", "flip", "fliphead", "short",
-         "changing", "zero206", "trickle", "tricklenr", "slow", "s500", "loop", "redir", "redirfile", "redirftp", "cdn"}
+         "changing", "zero206", "trickle", "tricklenr", "slow", "s500", "loop", "redir", "redirfile", "redirftp",
+         "redirgopher", "cdn"}
 LAST_MODIFIED = "Tue, 01 Dec 2026 00:00:00 GMT"
 
 
@@ -114,6 +116,8 @@ class H(http.server.BaseHTTPRequestHandler):
             return self.redirect("file:///etc/hostname")
         if mode == "redirftp":
             return self.redirect("ftp://127.0.0.1/" + name)
+        if mode == "redirgopher":
+            return self.redirect("gopher://127.0.0.1/" + name)
         p = safe_join(args.root, name)
         if not p:
             return self.fail(404)
