@@ -137,6 +137,12 @@ static void test_seed_models(void) {
     const zn_catalog_entry *two = catalog_find("qwen35-2b-q4k-m");
     CHECK(two && two == catalog_find("qwen3.5-2b"));
     CHECK(two && !strcmp(two->quant, "Q4_K_M") && !strcmp(two->file, "Qwen3.5-2B-Q4_K_M.gguf"));
+    /* the two hashes the seed's catalog records, with the files' exact sizes */
+    CHECK(two && two->sha256 && !strcmp(two->sha256, "aaf42c8b7c3cab2bf3d69c355048d4a0ee9973d48f16c731c0520ee914699223"));
+    CHECK(two && two->size == 1280835840ull);
+    const zn_catalog_entry *xl = catalog_find("qwen35-35b-a3b-q4k-xl");
+    CHECK(xl && xl->sha256 && !strcmp(xl->sha256, "1b0ac637dfa092bbba2793977db9485a40c4f8b42df5fe342f0076d61b66ae83"));
+    CHECK(xl && xl->size == 22241950336ull);
     const zn_catalog_entry *m = catalog_find("qwen35-35b-a3b-q4k-m"), *ud = catalog_find("qwen35-35b-a3b-ud-q4k-xl");
     CHECK(m && ud && m != ud);
     if (!m || !ud) return;
@@ -476,9 +482,10 @@ static void test_pull_resolution(void) {
 extern char **environ;
 
 /* A pull of catalog entries that carry a hash, from a loopback stand-in of
- * the hub (fake_hub.py): the catalog's hash is what the file is verified
- * against, even when the hub announces another one, and a file that does not
- * match it is deleted although the hub's hash matches. */
+ * the hub (fake_hub.py): a file that matches the catalog's hash is verified
+ * against it; one that does not is deleted; and when the hub announces
+ * another hash than the catalog's (the file was replaced upstream) nothing
+ * is saved and the message names the hub's file to pull instead. */
 static void test_pull_catalog_hash(void) {
     char www[1024], port_file[1100], log[1100], home[1024], models[1100], cmd[4000];
     path_of(www, sizeof www, "cathub");
@@ -486,10 +493,8 @@ static void test_pull_catalog_hash(void) {
     snprintf(port_file, sizeof port_file, "%s/port", www);
     snprintf(log, sizeof log, "%s/log", www);
     snprintf(models, sizeof models, "%s/models", home);
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p '%s/hub/liar/Demo-GGUF' '%s/hub/good/Demo-GGUF' && cp " DEMO " '%s/hub/liar/Demo-GGUF/demo.gguf'"
-             " && cp " DEMO " '%s/hub/good/Demo-GGUF/demo.gguf'",
-             www, www, www, www);
+    snprintf(cmd, sizeof cmd, "for o in nohash good liar; do mkdir -p '%s/hub/'$o/Demo-GGUF && cp " DEMO
+             " '%s/hub/'$o/Demo-GGUF/demo.gguf || exit 1; done", www, www);
     CHECK(system(cmd) == 0);
     char sum[ZN_SHA256_HEX];
     zn_err err = {0};
@@ -513,16 +518,24 @@ static void test_pull_catalog_hash(void) {
     char hub[64];
     snprintf(hub, sizeof hub, "http://127.0.0.1:%s", port);
 
+    static const char *const empty_sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
     const zn_catalog_entry cat[] = {
-        /* the hub ("liar") announces a wrong hash; the catalog's is right */
+        /* "nohash": the hub announces none, the catalog's is the file's */
         {"cat-right", {NULL}, "Right", "qwen35", "Q8_0", 9295808,
-         "https://huggingface.co/liar/Demo-GGUF/resolve/main/demo.gguf", "right.gguf", sum, "CC0-1.0", "test", {0}},
-        /* the hub's hash is right; the catalog's is not the file's */
+         "https://huggingface.co/nohash/Demo-GGUF/resolve/main/demo.gguf", "right.gguf", sum, "CC0-1.0", "test", {0}},
+        /* the catalog's hash is not the file's, and the hub says none */
         {"cat-wrong", {NULL}, "Wrong", "qwen35", "Q8_0", 9295808,
-         "https://huggingface.co/good/Demo-GGUF/resolve/main/demo.gguf", "wrong.gguf",
-         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "CC0-1.0", "test", {0}},
+         "https://huggingface.co/nohash/Demo-GGUF/resolve/main/demo.gguf", "wrong.gguf", empty_sha, "CC0-1.0", "test",
+         {0}},
+        /* the hub announces the file's hash, the catalog another one */
+        {"cat-replaced", {NULL}, "Replaced", "qwen35", "Q8_0", 9295808,
+         "https://huggingface.co/good/Demo-GGUF/resolve/main/demo.gguf", "replaced.gguf", empty_sha, "CC0-1.0", "test",
+         {0}},
+        /* the hub ("liar") announces a wrong hash; the catalog's is the file's */
+        {"cat-liar", {NULL}, "Liar", "qwen35", "Q8_0", 9295808,
+         "https://huggingface.co/liar/Demo-GGUF/resolve/main/demo.gguf", "liar.gguf", sum, "CC0-1.0", "test", {0}},
     };
-    zn_pull_opts o = {.home = home, .hub_url = hub, .catalog = cat, .n_catalog = 2};
+    zn_pull_opts o = {.home = home, .hub_url = hub, .catalog = cat, .n_catalog = 4};
     zn_pull_result r;
     if (port[0]) {
         zn_status s = catalog_pull("cat-right", &o, &r, &err);
@@ -539,8 +552,17 @@ static void test_pull_catalog_hash(void) {
             CHECK(src == ZN_HASH_CATALOG);
         }
         s = catalog_pull("cat-wrong", &o, &r, &err);
-        CHECK(s == ZN_ERR_FORMAT);
+        CHECK(s == ZN_ERR_FORMAT && !r.f.hub_differs);
         CHECK_MSG(strstr(err.msg, "SHA-256 mismatch against the catalog's hash") != NULL, "%s", err.msg);
+        for (int k = 0; k < 2; k++) {
+            s = catalog_pull(k ? "cat-liar" : "cat-replaced", &o, &r, &err);
+            CHECK(s == ZN_ERR_FORMAT && r.f.hub_differs);
+            CHECK_MSG(strstr(err.msg, "the hub announces SHA-256") && strstr(err.msg, "but the catalog's hash is") &&
+                          strstr(err.msg, "nothing saved"), "%s", err.msg);
+            CHECK_MSG(strstr(err.msg, k ? "zinc model pull liar/Demo-GGUF/demo.gguf` takes the hub's file"
+                                        : "zinc model pull good/Demo-GGUF/demo.gguf` takes the hub's file"),
+                      "%s", err.msg);
+        }
         /* only the verified file and its record are in models/ */
         snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s' | tr '\\n' ' ')\" = 'right.gguf right.gguf.sha256 '", models);
         CHECK_MSG(system(cmd) == 0, "models/ holds more than right.gguf and its record");

@@ -112,8 +112,16 @@ refused "hf: a repository the hub does not have is refused" "HTTP 404: no such r
 pull "hf:../etc" --hub-url "$base"; rc=$?
 refused "hf: a malformed repository name is refused" "want hf:ORG/REPO"
 
+# the catalog knows the real file's hash; this hub serves another file
+# under its name and says so in X-Linked-Etag: nothing is saved, and the
+# message names the hub's file, which is then verified against the hub's hash
 fresh; pull qwen35-2b-q4k-m --hub-url "$base"; rc=$?
-check "a catalog id (the seed's alias) comes from the hub, verified against its hash (rc $rc)" \
+refused "a catalog id (the seed's alias) whose file the hub has replaced: refused, nothing saved" \
+  "the hub announces SHA-256 $sum, but the catalog's hash is aaf42c8b.*nothing saved; .zinc model pull unsloth/Qwen3.5-2B-GGUF/Qwen3.5-2B-Q4_K_M.gguf. takes the hub's file"
+check "... asked the hub's resolve URL of the catalog's file" \
+  grep -q "^/unsloth/Qwen3.5-2B-GGUF/resolve/main/Qwen3.5-2B-Q4_K_M.gguf " "$tmp/log"
+pull unsloth/Qwen3.5-2B-GGUF/Qwen3.5-2B-Q4_K_M.gguf --hub-url "$base"; rc=$?
+check "... the pull it names installs the hub's file, verified against the hub's hash (rc $rc)" \
   bash -c '[ $0 -eq 0 ] && cmp -s "$1" "$2" && grep -q "verified against the hub.s hash" "$3"' \
   $rc "$www/demo.gguf" "$m/Qwen3.5-2B-Q4_K_M.gguf" "$tmp/out"
 timeout 20 "$zinc" model use qwen35-2b-q4k-m >"$tmp/out" 2>&1; rc=$?

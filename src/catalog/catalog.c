@@ -14,7 +14,12 @@
 /* Sizes of downloads are what the hosting pages show, rounded: they only
  * size the disk-space check before the server says the exact length. No
  * hash is claimed for a file we have not seen: sha256 NULL = the hub's
- * announced hash is used (X-Linked-Etag), else "unverified".
+ * announced hash is used (X-Linked-Etag), else "unverified". The two hashes
+ * given (with exact sizes) are the seed's catalog's (zolotukhin/zinc,
+ * src/model/catalog.zig: the LFS SHA-256 the hub announced for these files),
+ * and others who downloaded the same files record the same ones; should
+ * the hub announce another hash (the file was replaced upstream), the pull
+ * stops before downloading and says how to take the hub's file instead.
  *
  * Shapes (zn_model_shape) are the released configs as llama.cpp converts
  * them (the same numbers as synth.c's shapes where it has the model);
@@ -28,9 +33,9 @@ static const zn_catalog_entry entries[] = {
      ZN_DEMO_MODEL_FILE, NULL, "CC0-1.0",
      "shipped with zinc, works offline; trained on War and Peace and Shakespeare: English-looking prose, nothing more",
      {0}},
-    {"qwen3.5-2b", {"qwen35-2b-q4k-m"}, "Qwen3.5 2B", "qwen35", "Q4_K_M", 1300000000ull,
+    {"qwen3.5-2b", {"qwen35-2b-q4k-m"}, "Qwen3.5 2B", "qwen35", "Q4_K_M", 1280835840ull,
      "https://huggingface.co/unsloth/Qwen3.5-2B-GGUF/resolve/main/Qwen3.5-2B-Q4_K_M.gguf", "Qwen3.5-2B-Q4_K_M.gguf",
-     NULL, "Apache-2.0", "small hybrid (Gated DeltaNet) chat model",
+     "aaf42c8b7c3cab2bf3d69c355048d4a0ee9973d48f16c731c0520ee914699223", "Apache-2.0", "small hybrid (Gated DeltaNet) chat model",
      {6, 512, 512, QWEN35_STATE(18, 16, 16), 262144}},
     {"qwen3.5-35b-a3b", {"qwen35-35b-a3b-q4k-m"}, "Qwen3.5 35B-A3B (MoE)", "qwen35moe", "Q4_K_M", 22016000000ull,
      "https://huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/Qwen3.5-35B-A3B-Q4_K_M.gguf",
@@ -38,9 +43,9 @@ static const zn_catalog_entry entries[] = {
      "hybrid mixture of experts (256 experts, 3B active); needs ~24 GB of RAM or VRAM",
      {10, 512, 512, QWEN35_STATE(30, 16, 32), 262144}},
     {"qwen3.5-35b-a3b-ud", {"qwen35-35b-a3b-ud-q4k-xl", "qwen35-35b-a3b-q4k-xl"}, "Qwen3.5 35B-A3B (MoE, Unsloth Dynamic)",
-     "qwen35moe", "UD-Q4_K_XL", 22230000000ull,
+     "qwen35moe", "UD-Q4_K_XL", 22241950336ull,
      "https://huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf",
-     "Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf", NULL, "Apache-2.0",
+     "Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf", "1b0ac637dfa092bbba2793977db9485a40c4f8b42df5fe342f0076d61b66ae83", "Apache-2.0",
      "the same model, Unsloth's dynamic 4-bit mix (sensitive tensors kept at higher precision); ~24 GB",
      {10, 512, 512, QWEN35_STATE(30, 16, 32), 262144}},
     {"qwen3.5-9b", {NULL}, "Qwen3.5 9B", "qwen35", "Q4_K_M", 5700000000ull,

@@ -140,6 +140,7 @@ typedef struct zn_fetch_result {
     zn_hash_src verified;       /* what it matched; NONE: unverified */
     uint64_t size;
     bool resumed;               /* bytes of an earlier run's .part were kept */
+    bool hub_differs;           /* refused: the hub announced another hash than the expected one */
 } zn_fetch_result;
 
 /* Downloads url (http or https only, also across redirects) to dest:

@@ -52,6 +52,7 @@ typedef struct dl {
     int hops;             /* responses seen in this transfer */
     char linked_etag[HDR_VALUE_MAX]; /* the hub's X-Linked-Etag / -Size (first seen) */
     uint64_t linked_size;
+    bool hub_differs;   /* the hub announced another hash than the expected one */
     char validator[HDR_VALUE_MAX];   /* strong ETag or Last-Modified of the content in the part */
     bool resumable;       /* the server can resume this content (ranges + validator + size) */
     bool started;
@@ -288,6 +289,15 @@ static void show(dl *d, bool final);
 /* The first body bytes of the final response: is it what we asked for? */
 static zn_status on_start(dl *d) {
     const resp *r = &d->r;
+    /* the hub says which file it serves before its first byte: one that
+     * cannot match the expected hash is not downloaded */
+    if (d->o->expect && catalog_is_sha256(d->linked_etag) && strcasecmp(d->o->expect, d->linked_etag)) {
+        d->stop = STOP_OTHER;
+        d->hub_differs = true;
+        return zn_errf(d->err, ZN_ERR_FORMAT, "%s: the hub announces SHA-256 %s, but %s is %s: another file than the one "
+                       "expected (replaced upstream?); nothing saved", d->url, d->linked_etag,
+                       catalog_hash_src_text(d->o->expect_src ? d->o->expect_src : ZN_HASH_USER), d->o->expect);
+    }
     const char *validator = *r->etag && strncmp(r->etag, "W/", 2) ? r->etag : r->last_modified;
     if (r->code == 200) {
         if (d->have) {
@@ -677,6 +687,7 @@ zn_status catalog_download(const char *url, const char *dest, const zn_fetch_opt
         s = zn_errf(err, ZN_ERR_IO, "%s exists already (zinc model rm to download it again)", dest);
     if (!s && !(d->c = curl_easy_init())) s = zn_errf(err, ZN_ERR_IO, "libcurl: cannot start a transfer");
     if (!s) s = run(d, res);
+    res->hub_differs = d->hub_differs;
     if (d->fd >= 0) {
         /* an empty part is no progress worth keeping */
         struct stat st;

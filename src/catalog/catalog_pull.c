@@ -290,5 +290,18 @@ zn_status catalog_pull(const char *what, const zn_pull_opts *o, zn_pull_result *
         return ZN_OK;
     }
     if (f.progress) fprintf(f.progress, "zinc: downloading %s\nzinc:   to %s\n", r->url, r->path);
-    return catalog_download(r->url, r->path, &f, &r->f, err);
+    s = catalog_download(r->url, r->path, &f, &r->f, err);
+    /* the hub has replaced a catalog file: its own hash can verify the new one */
+    const size_t hl = strlen(ZN_HUB_URL "/");
+    if (s && r->f.hub_differs && e && f.expect_src == ZN_HASH_CATALOG && !strncmp(e->url, ZN_HUB_URL "/", hl)) {
+        char repo_file[ZN_PATH_MAX];
+        const char *rm = strstr(e->url + hl, "/resolve/main/");
+        if (rm && (size_t)snprintf(repo_file, sizeof repo_file, "%.*s/%s", (int)(rm - e->url - hl), e->url + hl,
+                                   rm + strlen("/resolve/main/")) < sizeof repo_file) {
+            size_t n = strlen(err->msg);
+            snprintf(err->msg + n, sizeof err->msg - n, "; `zinc model pull %s` takes the hub's file, verified against "
+                     "the hub's hash", repo_file);
+        }
+    }
+    return s;
 }
