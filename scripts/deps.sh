@@ -108,8 +108,8 @@ EOS
   chmod +x "$prefix/glslc"
 fi
 # npm packages of the end-to-end tests (tests/e2e/package-lock.json: the
-# browser test's playwright-core, the UI's vendored libraries); Node itself
-# comes with the machine (nodejs >= 20).
+# browser test's playwright-core, the UI's vendored libraries); they run on
+# Node >= 18 (Debian 12's and Ubuntu 24.04's nodejs).
 if [ -f "$here/tests/e2e/package-lock.json" ]; then
   if command -v npm >/dev/null 2>&1; then
     stamp=$here/tests/e2e/node_modules/.zinc-installed-lock
