@@ -3,6 +3,7 @@
  * schema of the golden fixtures: n_vocab, prompt, prompt_logits (every
  * position) and greedy (n tokens continuing the prompt, one step each). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,13 +118,29 @@ int cli_eval(int argc, char **argv) {
     /* greedy continuation: the last prompt position's argmax, then one
      * decode step per further token */
     const float *last = logits + (size_t)(n_prompt - 1) * n_vocab;
+    int nonfinite_step = -1;
     for (int i = 0; i < n_gen; i++) {
+        for (int v = 0; v < n_vocab && nonfinite_step < 0; v++)
+            if (!isfinite(last[v])) nonfinite_step = i;
         greedy[i] = sampler_argmax(last, n_vocab);
         if (i + 1 == n_gen) break;
         if (engine_decode(&e, &s, &greedy[i], 1, step, false, &err) != ZN_OK) goto fail;
         last = step;
     }
 
+    /* JSON has no NaN or inf: a model that produces them is reported, not printed */
+    for (size_t i = 0; i < (size_t)n_prompt * n_vocab; i++)
+        if (!isfinite(logits[i])) {
+            zn_errf(&err, ZN_ERR_FORMAT, "%s: logit %g at prompt position %zu, token id %zu: the model's output "
+                    "is not finite (broken weights or hyper-parameters)", model_path, logits[i], i / n_vocab,
+                    i % n_vocab);
+            goto fail;
+        }
+    if (nonfinite_step >= 0) {
+        zn_errf(&err, ZN_ERR_FORMAT, "%s: non-finite logits at greedy step %d: the model's output is not finite "
+                "(broken weights or hyper-parameters)", model_path, nonfinite_step);
+        goto fail;
+    }
     printf("{\"n_vocab\": %d, \"prompt\": [", n_vocab);
     for (int i = 0; i < n_prompt; i++) printf(i ? ", %d" : "%d", prompt[i]);
     printf("], \"prompt_logits\": [");

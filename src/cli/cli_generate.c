@@ -256,6 +256,11 @@ static int gen_reply(gen *g, int *first, int *count) {
     double t0 = timer_now();
     while (g->o->n_predict < 0 || produced < g->o->n_predict) {
         int32_t id = sampler_sample(&g->smp, g->logits);
+        if (g->smp.nonfinite) { /* sampling is defined, but the text would be noise */
+            zn_errf(&g->err, ZN_ERR_FORMAT, "%s: the model's logits are not finite (NaN or inf) at position %d: "
+                    "broken weights or hyper-parameters", g->o->model, g->n_cache);
+            return 1;
+        }
         if (tokenizer_is_eog(g->tok, id)) {
             why = "eos";
             break;

@@ -61,7 +61,7 @@ typedef struct gguf_tensor {
     zn_type type;
     uint64_t offset;       /* relative to the data section */
     uint64_t nbytes;
-    const uint8_t *data;   /* into the map */
+    const uint8_t *data;   /* into the map, or a copy when the map's is not ZN_GGUF_DATA_ALIGN-aligned */
 } gguf_tensor;
 
 typedef struct gguf_ctx {
