@@ -39,15 +39,15 @@ zinc: $(BUILD)/zinc
 $(BUILD)/zinc: $(BUILD)/obj/cli/main.o $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o
+$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/obj/%_avx2.o: src/%_avx2.c | $(BUILD)/gen/shaders_embed.h
+$(BUILD)/obj/%_avx2.o: src/%_avx2.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
 
-$(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h
+$(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
@@ -66,6 +66,19 @@ $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/shaders_embed.S &: $(SPV) scripts/embe
 	bash scripts/embed_shaders.sh $(BUILD)/gen $(SPV)
 
 $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
+# The web UI (src/server/web/): each file gzipped and embedded the same way
+# (scripts/embed_web.sh); the folders are prerequisites too, so adding or
+# removing a file repacks.
+WEB_DIR   := src/server/web
+WEB_FILES := $(sort $(shell find $(WEB_DIR) -type f 2>/dev/null))
+$(BUILD)/gen/web_embed.h $(BUILD)/gen/web_embed.S &: $(WEB_FILES) $(sort $(dir $(WEB_FILES))) scripts/embed_web.sh
+	@mkdir -p $(BUILD)/gen
+	bash scripts/embed_web.sh $(BUILD)/gen $(WEB_DIR) $(WEB_FILES:$(WEB_DIR)/%=%)
+
+$(BUILD)/obj/web_embed.o: $(BUILD)/gen/web_embed.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 

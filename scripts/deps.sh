@@ -5,7 +5,8 @@
 set -euo pipefail
 PKGS="build-essential clang llvm pkg-config git ca-certificates python3 python3-jinja2 python3-numpy
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
- libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev"
+ libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev
+ chromium"
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${ZINC_GLSLC_PREFIX:-$here/.deps/glslc-trixie}
 
@@ -40,6 +41,20 @@ exec "$r/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path "$r/usr/l
 EOS
   chmod +x "$prefix/glslc"
   rm -rf "$tmp"
+fi
+# npm packages of the end-to-end tests (tests/e2e/package-lock.json: the
+# browser test's playwright-core, the UI's vendored libraries); Node itself
+# comes with the machine (nodejs >= 20).
+if [ -f "$here/tests/e2e/package-lock.json" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    stamp=$here/tests/e2e/node_modules/.zinc-installed-lock
+    if ! cmp -s "$here/tests/e2e/package-lock.json" "$stamp" 2>/dev/null; then
+      (cd "$here/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error) &&
+        cp "$here/tests/e2e/package-lock.json" "$stamp"
+    fi
+  else
+    echo "zinc deps: no npm; the browser and OpenAI-client tests will be skipped" >&2
+  fi
 fi
 "$prefix/glslc" --version > /tmp/zinc-glslc-version.txt && head -1 /tmp/zinc-glslc-version.txt
 echo "zinc deps: ok"

@@ -123,7 +123,7 @@ static void matmul_case(zn_type type, int bias_first, int N) {
     n->w[0] = fake_tensor(&f, type, K, N, 1, wq);
     n->w[1] = fake_tensor(&f, ZN_TYPE_F32, N, 1, 1, bias);
     n->w[2] = fake_tensor(&f, ZN_TYPE_F32, 1, 1, 1, &scale);
-    n->ip[0] = bias_first;
+    n->matmul.bias_first = bias_first;
     CHECK(graph_finish(&g, ya, &err) == ZN_OK);
     run_both(&f.m, &g, y, T * N);
     /* float weights dot exact f32 activations; the others see activations
@@ -262,8 +262,7 @@ static void test_rmsnorm(void) {
         zn_node *n = graph_node(&g, ZN_OP_RMSNORM, graph_act(&g, T, C), "norm", -1);
         n->src[0] = xa;
         n->w[0] = fake_tensor(&f, ZN_TYPE_F32, group, 1, 1, w);
-        n->ip[0] = group;
-        n->fp[0] = 1e-5f;
+        n->norm = (zn_norm_params){.group = group, .eps = 1e-5f};
         CHECK(graph_finish(&g, n->dst, &err) == ZN_OK);
         run_both(&f.m, &g, y, T * C);
         CHECK_MSG(nmse(y, ref, T * C) < 1e-12, "group %d: %.3g", group, nmse(y, ref, T * C));
@@ -331,11 +330,7 @@ static void rope_case(zn_rope_mode mode, const float *ff, int n_past, const floa
     int xa = input_rows(&g, &f, x, 1, hd);
     zn_node *n = graph_node(&g, ZN_OP_ROPE, xa, "rope", -1);
     n->src[0] = xa;
-    n->ip[0] = hd;
-    n->ip[1] = n_rot;
-    n->ip[2] = mode;
-    n->fp[0] = 10000.0f;
-    n->fp[1] = 1.0f;
+    n->rope = (zn_rope_params){.head_dim = hd, .n_rot = n_rot, .mode = mode, .freq_base = 10000.0f, .freq_scale = 1.0f};
     if (ff) n->w[0] = fake_tensor(&f, ZN_TYPE_F32, n_rot / 2, 1, 1, ff);
     CHECK(graph_finish(&g, xa, &err) == ZN_OK);
     float y[8];
@@ -418,8 +413,7 @@ static void attention_case(int H, int HKV, int D) {
             int ya = graph_act(&g[step], n, C);
             zn_node *at = graph_node(&g[step], ZN_OP_ATTN, ya, "attn", 0);
             at->src[0] = qa;
-            at->ip[0] = H, at->ip[1] = HKV, at->ip[2] = D, at->ip[3] = D;
-            at->fp[0] = scale;
+            at->attn = (zn_attn_params){.n_head = H, .n_head_kv = HKV, .hd_k = D, .hd_v = D, .scale = scale};
             CHECK(graph_finish(&g[step], ya, &err) == ZN_OK);
             if (g[step].arena_floats > o.arena_floats) o.arena_floats = g[step].arena_floats;
         }
@@ -454,8 +448,7 @@ static void test_moe_route(void) {
     int la = input_rows(&g, &f, logits, 3, 4);
     zn_node *n = graph_node(&g, ZN_OP_MOE_ROUTE, graph_act(&g, 3, 4), "route", -1);
     n->src[0] = la;
-    n->ip[0] = 2;
-    n->ip[1] = 1;
+    n->route = (zn_route_params){.k = 2, .normalise = 1};
     CHECK(graph_finish(&g, n->dst, &err) == ZN_OK);
     float y[12];
     run_both(&f.m, &g, y, 12);

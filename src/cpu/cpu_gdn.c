@@ -8,7 +8,7 @@
 
 void cpu_op_copy_cols(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *sa = cpu_shape(r, n->src[0]), *da = cpu_shape(r, n->dst);
-    const int64_t width = n->ip[0], stride = n->ip[1], off = n->ip[2], blocks = da->cols / width;
+    const int64_t width = n->copy_cols.width, stride = n->copy_cols.stride, off = n->copy_cols.off, blocks = da->cols / width;
     const float *x = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
     int64_t r0, r1;
@@ -34,7 +34,7 @@ void cpu_op_ssm_conv(const cpu_run *r, const zn_node *n, int ith, int nth) {
 }
 
 void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth) {
-    const int64_t h_k = n->ip[0], h_v = n->ip[1], d_k = n->ip[2], d_v = n->ip[3];
+    const int64_t h_k = n->gdn.h_k, h_v = n->gdn.h_v, d_k = n->gdn.d_k, d_v = n->gdn.d_v;
     const zn_act *xa = cpu_shape(r, n->src[0]);
     const float *x = cpu_act(r, n->src[0]);
     const gdn_args args = {
@@ -57,7 +57,7 @@ void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth) {
         .ld_o = h_v * d_v,
         .ld_g = h_v,
         .l2_qk = true,
-        .l2_eps = n->fp[0],
+        .l2_eps = n->gdn.eps,
         .kernel = gdn_kernel_best(),
     };
     int64_t h0, h1;

@@ -121,7 +121,7 @@ void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth) {
     if (!b && !n->w[2]) return;
     for (int64_t t = 0; t < xa->rows; t++) {
         float *yr = y + t * N;
-        if (n->ip[0]) /* (Wx + b) * s */
+        if (n->matmul.bias_first) /* (Wx + b) * s */
             for (int64_t o = o0; o < o1; o++) yr[o] = (yr[o] + (b ? b[o] : 0.0f)) * s;
         else
             for (int64_t o = o0; o < o1; o++) yr[o] = yr[o] * s + (b ? b[o] : 0.0f);

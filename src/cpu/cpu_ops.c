@@ -19,11 +19,11 @@ void cpu_op_embed(const cpu_run *r, const zn_node *n, int ith, int nth) {
 
 void cpu_op_rmsnorm(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *a = cpu_shape(r, n->src[0]);
-    const int64_t group = n->ip[0], groups = (int64_t)a->rows * a->cols / group;
+    const int64_t group = n->norm.group, groups = (int64_t)a->rows * a->cols / group;
     const float *x = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
     const float *w = n->w[0] ? (const float *)n->w[0]->data : NULL;
-    const float eps = n->fp[0];
+    const float eps = n->norm.eps;
     int64_t g0, g1;
     cpu_split(groups, ith, nth, &g0, &g1);
     for (int64_t gi = g0; gi < g1; gi++) {
@@ -52,8 +52,8 @@ static void rope_table(float *cs, int n_rot, float p, float base, float freq_sca
 
 void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *a = cpu_shape(r, n->src[0]);
-    const int hd = n->ip[0], n_rot = n->ip[1], mode = n->ip[2], n_heads = a->cols / hd;
-    const int sections[4] = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]};
+    const zn_rope_params *rp = &n->rope;
+    const int hd = rp->head_dim, n_rot = rp->n_rot, mode = rp->mode, n_heads = a->cols / hd;
     const float *ff = n->w[0] ? (const float *)n->w[0]->data : NULL;
     float *x = cpu_act(r, n->src[0]);
     float *cs = r->c->rope + (size_t)ith * r->c->rope_stride;
@@ -64,9 +64,9 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
         float *row = x + t * a->cols;
         if (mode == ZN_ROPE_IMROPE) {
             const int32_t pos[4] = {p, p, p, 0};
-            gdn_imrope_cache(cs, n_rot, sections, pos, n->fp[0], n->fp[1]);
+            gdn_imrope_cache(cs, n_rot, rp->sections, pos, rp->freq_base, rp->freq_scale);
         } else {
-            rope_table(cs, n_rot, (float)p, n->fp[0], n->fp[1], ff);
+            rope_table(cs, n_rot, (float)p, rp->freq_base, rp->freq_scale, ff);
         }
         if (mode != ZN_ROPE_NORM) {
             gdn_rope_neox_apply(row, n_heads, hd, n_rot, cs);
@@ -104,9 +104,9 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const cpu_seq *s = r->s;
     const cpu_vec *vec = &r->c->vec;
     const int li = r->c->attn_index[n->layer];
-    const int n_head = n->ip[0], n_head_kv = n->ip[1], hd_k = n->ip[2], hd_v = n->ip[3];
+    const int n_head = n->attn.n_head, n_head_kv = n->attn.n_head_kv, hd_k = n->attn.hd_k, hd_v = n->attn.hd_v;
     const int group = n_head / n_head_kv;
-    const float scale = n->fp[0];
+    const float scale = n->attn.scale;
     const zn_act *qa = cpu_shape(r, n->src[0]);
     const float *q = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
@@ -183,7 +183,7 @@ void cpu_op_sigmoid_mul(const cpu_run *r, const zn_node *n, int ith, int nth) {
 
 void cpu_op_moe_route(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *la = cpu_shape(r, n->src[0]);
-    const int n_exp = la->cols, k = n->ip[0];
+    const int n_exp = la->cols, k = n->route.k;
     const float *logits = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
     float p[ZN_MAX_EXPERTS];
@@ -209,12 +209,13 @@ void cpu_op_moe_route(const cpu_run *r, const zn_node *n, int ith, int nth) {
             wsum += p[best];
             p[best] = -1.0f;
         }
-        if (n->ip[1]) {
+        if (n->route.normalise) {
             if (wsum < 6.103515625e-5f) wsum = 6.103515625e-5f;
             for (int j = 0; j < k; j++) yt[k + j] /= wsum;
         }
-        if (n->fp[0] != 0.0f && n->fp[0] != 1.0f)
-            for (int j = 0; j < k; j++) yt[k + j] *= n->fp[0];
+        const float ws = n->route.w_scale;
+        if (ws != 0.0f && ws != 1.0f)
+            for (int j = 0; j < k; j++) yt[k + j] *= ws;
     }
 }
 
@@ -237,6 +238,6 @@ void cpu_op_moe_sum(const cpu_run *r, const zn_node *n, int ith, int nth) {
 void cpu_op_get_rows(const cpu_run *r, const zn_node *n, int ith, int nth) {
     if (ith) return;
     const zn_act *d = cpu_shape(r, n->dst);
-    memcpy(cpu_act(r, n->dst), cpu_act(r, n->src[0]) + (size_t)n->ip[0] * d->cols,
+    memcpy(cpu_act(r, n->dst), cpu_act(r, n->src[0]) + (size_t)n->get_rows.first * d->cols,
            sizeof(float) * (size_t)d->rows * d->cols);
 }

@@ -298,8 +298,7 @@ int graph_rmsnorm(zn_graph *g, int x, const gguf_tensor *w, int group, int layer
     zn_node *n = graph_node(g, ZN_OP_RMSNORM, y, tag, layer);
     n->src[0] = x;
     n->w[0] = w;
-    n->ip[0] = group;
-    n->fp[0] = g->model->hp.rms_eps;
+    n->norm = (zn_norm_params){.group = group, .eps = g->model->hp.rms_eps};
     return y;
 }
 
@@ -310,7 +309,7 @@ int graph_linear(zn_graph *g, int x, const zn_linear *lin, bool bias_first, int 
     n->w[0] = lin->w;
     n->w[1] = lin->b;
     n->w[2] = lin->s;
-    n->ip[0] = bias_first;
+    n->matmul.bias_first = bias_first;
     return y;
 }
 
@@ -339,12 +338,9 @@ void graph_rope(zn_graph *g, int x, int head_dim, int layer, const char *tag) {
     zn_node *n = graph_node(g, ZN_OP_ROPE, x, tag, layer);
     n->src[0] = x;
     n->w[0] = g->model->rope_freqs;
-    n->ip[0] = head_dim;
-    n->ip[1] = hp->n_rot;
-    n->ip[2] = hp->rope_mode;
-    for (int i = 0; i < 4; i++) n->ip[3 + i] = hp->rope_sections[i];
-    n->fp[0] = hp->rope_freq_base;
-    n->fp[1] = hp->rope_freq_scale;
+    n->rope = (zn_rope_params){.head_dim = head_dim, .n_rot = hp->n_rot, .mode = hp->rope_mode,
+                               .freq_base = hp->rope_freq_base, .freq_scale = hp->rope_freq_scale};
+    for (int i = 0; i < 4; i++) n->rope.sections[i] = hp->rope_sections[i];
 }
 
 int graph_attention(zn_graph *g, int q, int k, int v, int layer) {
@@ -355,11 +351,8 @@ int graph_attention(zn_graph *g, int q, int k, int v, int layer) {
     int y = graph_act(g, g->acts[q].rows, hp->n_head * hp->head_dim_v);
     n = graph_node(g, ZN_OP_ATTN, y, "attn", layer);
     n->src[0] = q;
-    n->ip[0] = hp->n_head;
-    n->ip[1] = hp->n_head_kv;
-    n->ip[2] = hp->head_dim_k;
-    n->ip[3] = hp->head_dim_v;
-    n->fp[0] = hp->attn_scale;
+    n->attn = (zn_attn_params){.n_head = hp->n_head, .n_head_kv = hp->n_head_kv, .hd_k = hp->head_dim_k,
+                               .hd_v = hp->head_dim_v, .scale = hp->attn_scale};
     return y;
 }
 
@@ -367,7 +360,7 @@ int graph_get_rows(zn_graph *g, int x, int first, int count, int layer, const ch
     int y = graph_act(g, count, g->acts[x].cols);
     zn_node *n = graph_node(g, ZN_OP_GET_ROWS, y, tag, layer);
     n->src[0] = x;
-    n->ip[0] = first;
+    n->get_rows.first = first;
     return y;
 }
 
@@ -406,9 +399,7 @@ int graph_moe(zn_graph *g, int x, const zn_layer *L, int layer) {
     int route = graph_act(g, g->acts[x].rows, 2 * k);
     zn_node *n = graph_node(g, ZN_OP_MOE_ROUTE, route, "ffn_moe_route", layer);
     n->src[0] = logits;
-    n->ip[0] = k;
-    n->ip[1] = 1;
-    n->fp[0] = hp->expert_weights_scale;
+    n->route = (zn_route_params){.k = k, .normalise = 1, .w_scale = hp->expert_weights_scale};
     int act;
     if (L->ffn_gate_up_exps.w) {
         int gu = moe_matmul(g, x, route, &L->ffn_gate_up_exps, layer, "ffn_moe_gate_up");

@@ -32,24 +32,24 @@ typedef enum zn_op {
      * dst: [n_tokens][n_embd]. */
     ZN_OP_EMBED,
 
-    /* RMS norm over groups of ip[0] elements (ip[0] == cols: whole row;
-     * ip[0] == head_dim: per head, for q/k norm):
-     *   y = x / sqrt(mean(x^2) + fp[0]),  then y *= w[0] (f32 [ip[0]]) if w[0].
+    /* RMS norm over groups of norm.group elements (group == cols: whole
+     * row; group == head_dim: per head, for q/k norm):
+     *   y = x / sqrt(mean(x^2) + norm.eps),  then y *= w[0] (f32 [group]) if w[0].
      * src[0] -> dst, same shape; dst == src[0] allowed. */
     ZN_OP_RMSNORM,
 
     /* dst[r][o] = sum_i W[o][i] * src[0][r][i]      W = w[0], [rows][ne0]
      * then, with s = w[2] (f32 [1]) and b = w[1] (f32 [rows]), each optional:
-     *   ip[0] == 0: y = y * s + b      (llama.cpp build_lora_mm then bias)
-     *   ip[0] == 1: y = (y + b) * s    (llama.cpp build_ffn order)
+     *   !matmul.bias_first: y = y * s + b    (llama.cpp build_lora_mm then bias)
+     *   matmul.bias_first:  y = (y + b) * s  (llama.cpp build_ffn order)
      * dst: [src rows][W rows]. Backends may quantize src[0] to the weight's
      * vec-dot type first (quant_vec_dot_type), as ggml does. */
     ZN_OP_MATMUL,
 
     /* Rotary embedding, in place (dst == src[0]), on rows of heads of
-     * ip[0] = head_dim; the first ip[1] = n_rot dims of each head rotate, the
-     * rest pass through. ip[2] = zn_rope_mode; ip[3..6] = sections (IMRoPE).
-     * fp[0] = freq_base, fp[1] = freq_scale; w[0] = frequency factors
+     * rope.head_dim; the first rope.n_rot dims of each head rotate, the rest
+     * pass through. rope.mode = zn_rope_mode; rope.sections (IMRoPE);
+     * rope.freq_base, rope.freq_scale; w[0] = frequency factors
      * (f32 [n_rot/2]) or NULL. For pair i in [0, n_rot/2) at position p:
      *   theta_i = p * freq_scale * freq_base^(-2i/n_rot) / ff[i]
      * (ggml computes base^(-2i/n_rot) as a running product of
@@ -71,10 +71,10 @@ typedef enum zn_op {
 
     /* Causal multi-head attention over the KV cache of node->layer (after
      * this step's KV_STORE). src[0] = Q [n_tokens][n_head*hd_k];
-     * dst [n_tokens][n_head*hd_v]. ip = {n_head, n_head_kv, hd_k, hd_v};
-     * fp[0] = kq scale. Query row r at position p = n_past + r, head h, uses
+     * dst [n_tokens][n_head*hd_v]; attn = {n_head, n_head_kv, hd_k, hd_v,
+     * scale (kq)}. Query row r at position p = n_past + r, head h, uses
      * KV head h / (n_head / n_head_kv) and cache positions 0..p:
-     *   dst[r][h] = sum_j softmax_j(fp[0] * q.k_j) * v_j. */
+     *   dst[r][h] = sum_j softmax_j(scale * q.k_j) * v_j. */
     ZN_OP_ATTN,
 
     /* dst = src[0] + src[1], same shape; dst may alias either. */
@@ -90,11 +90,11 @@ typedef enum zn_op {
      * column (one gate per row, broadcast). dst may alias src[0]. */
     ZN_OP_SIGMOID_MUL,
 
-    /* MoE router. src[0] = logits [n_tokens][n_expert]; ip[0] = k (experts
-     * used), ip[1] = normalise; fp[0] = weight scale (0 or 1: none).
+    /* MoE router. src[0] = logits [n_tokens][n_expert]; route.k (experts
+     * used), route.normalise, route.w_scale (0 or 1: none).
      * p = softmax(logits row); the k largest p (ties: lower index first) in
-     * descending order; w_j = p_j, then if ip[1]: w_j /= max(sum_j w_j,
-     * 6.103515625e-5), then w_j *= fp[0] if fp[0] is not 0 or 1.
+     * descending order; w_j = p_j, then if normalise: w_j /= max(sum_j w_j,
+     * 6.103515625e-5), then w_j *= w_scale if w_scale is not 0 or 1.
      * dst [n_tokens][2k]: dst[r][j] = expert index (as float), dst[r][k+j] = w_j. */
     ZN_OP_MOE_ROUTE,
 
@@ -109,15 +109,17 @@ typedef enum zn_op {
      * src[0] [n_tokens*k][n], dst [n_tokens][n]. */
     ZN_OP_MOE_SUM,
 
-    /* dst = rows ip[0] .. ip[0]+dst.rows-1 of src[0] (e.g. the last row). */
+    /* dst = rows get_rows.first .. first+dst.rows-1 of src[0] (e.g. the
+     * last row). */
     ZN_OP_GET_ROWS,
 
     /* ---- Qwen3.5 (qwen35, qwen35moe) ---- */
 
-    /* Column gather: dst [rows][n * ip[0]] with, for block b < n and
-     * i < ip[0], dst[r][b*ip[0] + i] = src[0][r][b*ip[1] + ip[2] + i]
-     * (ip[0] = block width, ip[1] = source stride between blocks, ip[2] =
-     * offset). E.g. the query (offset 0) and gate (offset head_dim) halves of
+    /* Column gather: with copy_cols = {width, stride, off} (block width,
+     * source stride between blocks, offset), dst [rows][n * width] with, for
+     * block b < n and i < width,
+     *   dst[r][b*width + i] = src[0][r][b*stride + off + i].
+     * E.g. the query (offset 0) and gate (offset head_dim) halves of
      * qwen35's per-head [query | gate] projection (stride 2*head_dim). */
     ZN_OP_COPY_COLS,
 
@@ -132,7 +134,7 @@ typedef enum zn_op {
 
     /* Gated DeltaNet of recurrent layer node->layer, with its delta state:
      * per value head h, S_h [d_v][d_k] (S[j][i]; zero for a new sequence).
-     * ip = {H_k, H_v, d_k, d_v}; fp[0] = eps.
+     * gdn = {h_k (H_k), h_v (H_v), d_k, d_v, eps}.
      * src[0] = SSM_CONV output [n_tokens][2*H_k*d_k + H_v*d_v], each row
      *          q (H_k heads of d_k) | k (H_k heads of d_k) | v (H_v of d_v);
      * src[1] = alpha [n_tokens][H_v], src[2] = beta logits [n_tokens][H_v];
@@ -153,8 +155,24 @@ typedef enum zn_op {
 
 #define ZN_NODE_SRC 3
 #define ZN_NODE_W   3
-#define ZN_NODE_IP  8
-#define ZN_NODE_FP  4
+
+/* Op parameters, one struct per op family; a node holds the one of its op
+ * (the union in zn_node), the formulas above say what each field means.
+ * int rather than bool flags: no padding inside a struct (the Vulkan
+ * replay compares recorded nodes byte for byte). */
+typedef struct zn_norm_params { int group; float eps; } zn_norm_params;       /* RMSNORM */
+typedef struct zn_matmul_params { int bias_first; } zn_matmul_params;         /* MATMUL */
+typedef struct zn_rope_params {                                               /* ROPE */
+    int head_dim, n_rot;
+    zn_rope_mode mode;
+    int sections[4];
+    float freq_base, freq_scale;
+} zn_rope_params;
+typedef struct zn_attn_params { int n_head, n_head_kv, hd_k, hd_v; float scale; } zn_attn_params; /* ATTN */
+typedef struct zn_route_params { int k, normalise; float w_scale; } zn_route_params;             /* MOE_ROUTE */
+typedef struct zn_get_rows_params { int first; } zn_get_rows_params;                            /* GET_ROWS */
+typedef struct zn_copy_cols_params { int width, stride, off; } zn_copy_cols_params;             /* COPY_COLS */
+typedef struct zn_gdn_params { int h_k, h_v, d_k, d_v; float eps; } zn_gdn_params;              /* GDN */
 
 typedef struct zn_node {
     zn_op op;
@@ -162,8 +180,16 @@ typedef struct zn_node {
     int src[ZN_NODE_SRC];             /* activation ids, -1 when unused */
     const gguf_tensor *w[ZN_NODE_W];  /* weights, NULL when unused */
     int layer;                        /* block index, -1 outside blocks */
-    int ip[ZN_NODE_IP];
-    float fp[ZN_NODE_FP];
+    union {                           /* by op; zero for ops without parameters */
+        zn_norm_params norm;
+        zn_matmul_params matmul;
+        zn_rope_params rope;
+        zn_attn_params attn;
+        zn_route_params route;
+        zn_get_rows_params get_rows;
+        zn_copy_cols_params copy_cols;
+        zn_gdn_params gdn;
+    };
     const char *tag;                  /* static: "attn_q"; name = blk.<layer>.<tag> */
 } zn_node;
 

@@ -11,9 +11,7 @@ static int copy_cols(zn_graph *g, int x, int blocks, int width, int stride, int 
     int y = graph_act(g, g->acts[x].rows, blocks * width);
     zn_node *n = graph_node(g, ZN_OP_COPY_COLS, y, tag, layer);
     n->src[0] = x;
-    n->ip[0] = width;
-    n->ip[1] = stride;
-    n->ip[2] = off;
+    n->copy_cols = (zn_copy_cols_params){.width = width, .stride = stride, .off = off};
     return y;
 }
 
@@ -60,11 +58,7 @@ static int delta_net(zn_graph *g, int x, const zn_layer *L, int il) {
     n->src[2] = beta;
     n->w[0] = L->ssm_dt;
     n->w[1] = L->ssm_a;
-    n->ip[0] = h_k;
-    n->ip[1] = h_v;
-    n->ip[2] = d_k;
-    n->ip[3] = d_v;
-    n->fp[0] = hp->rms_eps;
+    n->gdn = (zn_gdn_params){.h_k = h_k, .h_v = h_v, .d_k = d_k, .d_v = d_v, .eps = hp->rms_eps};
 
     o = graph_rmsnorm(g, o, L->ssm_norm, d_v, il, "ssm_norm");
     o = graph_swiglu(g, z, o, il, "gdn_gated");

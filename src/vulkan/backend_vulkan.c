@@ -162,7 +162,7 @@ static int matmul_run(const zn_graph *g, int i) {
     while (n < ZN_VK_GROUP_MAX && i + n < g->n_nodes) {
         const zn_node *b = &g->nodes[i + n];
         if (b->op != ZN_OP_MATMUL || b->src[0] != a->src[0] || b->w[0]->type != a->w[0]->type ||
-            b->w[0]->ne[0] != a->w[0]->ne[0] || b->ip[0] != a->ip[0] || b->w[0] == a->w[0])
+            b->w[0]->ne[0] != a->w[0]->ne[0] || b->matmul.bias_first != a->matmul.bias_first || b->w[0] == a->w[0])
             break;
         n++;
     }
@@ -529,7 +529,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
                      .bias = n->w[1] ? waddr(c, n->w[1]) + sizeof(float) * r0 : 0, .scale = waddr(c, n->w[2]),
                      .ncols = (uint32_t)t->ne[0], .nrows = nr, .row_bytes = w->row_bytes, .n_tok = (uint32_t)x->rows,
                      .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
-                     .bias_first = n->ip[0] == 1};
+                     .bias_first = n->matmul.bias_first != 0};
         matmul_x(c, g, n, &a);
         a.x_reuse |= ch > 0;
         zn_status st = vkop_matmul(&c->o, c->rec, &a, n->tag, err);
@@ -578,7 +578,7 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
     const zn_act *x = &g->acts[a->src[0]];
     vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
                  .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
-                 .bias_first = a->ip[0] == 1, .group = c->groups.addr + sizeof(vkop_group) * slot};
+                 .bias_first = a->matmul.bias_first != 0, .group = c->groups.addr + sizeof(vkop_group) * slot};
     c->n_groups++;
     matmul_x(c, g, a, &m);
     return vkop_matmul(&c->o, c->rec, &m, a->tag, err);
@@ -617,22 +617,23 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                           (uint32_t)g->n_tokens, dst, err);
     }
     case ZN_OP_RMSNORM:
-        return vkop_norm(&c->o, c->rec, VKNORM_RMS, a0, dst, waddr(c, n->w[0]), 0, (uint32_t)n->ip[0],
-                         ny / (uint32_t)n->ip[0], n->fp[0], n->tag, err);
+        return vkop_norm(&c->o, c->rec, VKNORM_RMS, a0, dst, waddr(c, n->w[0]), 0, (uint32_t)n->norm.group,
+                         ny / (uint32_t)n->norm.group, n->norm.eps, n->tag, err);
     case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
     case ZN_OP_ROPE: {
+        const zn_rope_params *rp = &n->rope;
         vkop_rope a = {.x = dst, .ff = waddr(c, n->w[0]), .n_tok = (uint32_t)y->rows,
-                       .n_heads = (uint32_t)(y->cols / n->ip[0]), .head_dim = (uint32_t)n->ip[0],
-                       .n_rot = (uint32_t)n->ip[1], .row_stride = (uint32_t)y->cols, .mode = (uint32_t)n->ip[2],
+                       .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
+                       .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
                        .n_past = (uint32_t)g->n_past, .step = c->step.addr,
-                       .sections = {n->ip[3], n->ip[4], n->ip[5], n->ip[6]},
-                       .freq_base = n->fp[0], .freq_scale = n->fp[1]};
+                       .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
+                       .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
         const int i = (int)(n - g->nodes);
         if (c->rope_norm[i] >= 0) {
             const zn_node *nn = &g->nodes[c->rope_norm[i]];
             a.src = act_addr(c, g, nn->src[0]);
             a.nw = waddr(c, nn->w[0]);
-            a.eps = nn->fp[0];
+            a.eps = nn->norm.eps;
         }
         if (c->rope_kv[i] >= 0) {
             const zn_node *kv = &g->nodes[c->rope_kv[i]];
@@ -648,9 +649,9 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                              (uint32_t)g->acts[n->src[1]].cols, (uint32_t)g->n_past, c->step.addr, n->tag, err);
     case ZN_OP_ATTN: {
         vkop_attn a = {.q = a0, .ck = s->k[L], .cv = s->v[L], .dst = dst, .part = c->part.addr, .step = c->step.addr,
-                       .n_tok = (uint32_t)x->rows, .n_past = (uint32_t)g->n_past, .n_head = (uint32_t)n->ip[0],
-                       .n_head_kv = (uint32_t)n->ip[1], .hd_k = (uint32_t)n->ip[2], .hd_v = (uint32_t)n->ip[3],
-                       .scale = n->fp[0]};
+                       .n_tok = (uint32_t)x->rows, .n_past = (uint32_t)g->n_past, .n_head = (uint32_t)n->attn.n_head,
+                       .n_head_kv = (uint32_t)n->attn.n_head_kv, .hd_k = (uint32_t)n->attn.hd_k,
+                       .hd_v = (uint32_t)n->attn.hd_v, .scale = n->attn.scale};
         return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_ADD: {
@@ -668,8 +669,8 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_MOE_ROUTE:
-        return vkop_moe_route(&c->o, c->rec, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->ip[0],
-                              n->ip[1] != 0, n->fp[0], n->tag, err);
+        return vkop_moe_route(&c->o, c->rec, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->route.k,
+                              n->route.normalise != 0, n->route.w_scale, n->tag, err);
     case ZN_OP_MOE_MATMUL: return run_moe_matmul(c, g, n, err);
     case ZN_OP_MOE_SUM: {
         vkop_elt e = {.mode = VKELT_MOE_SUM, .a = a0, .dst = dst, .route = a1, .n = ny, .cols = (uint32_t)y->cols,
@@ -678,24 +679,25 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
     }
     case ZN_OP_COPY_COLS: {
         vkop_elt e = {.mode = VKELT_COPY_COLS, .a = a0, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
-                      .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->ip[0], .aux = (uint32_t)n->ip[1],
-                      .aux2 = (uint32_t)n->ip[2]};
+                      .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->copy_cols.width,
+                      .aux = (uint32_t)n->copy_cols.stride, .aux2 = (uint32_t)n->copy_cols.off};
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_SSM_CONV:
         return vkop_conv1d(&c->o, c->rec, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
                            (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
-        const uint32_t hk = (uint32_t)n->ip[0], hv = (uint32_t)n->ip[1], dk = (uint32_t)n->ip[2], dv = (uint32_t)n->ip[3];
+        const uint32_t hk = (uint32_t)n->gdn.h_k, hv = (uint32_t)n->gdn.h_v, dk = (uint32_t)n->gdn.d_k,
+                       dv = (uint32_t)n->gdn.d_v;
         vkop_gdn a = {.q = a0, .k = a0 + 4ull * hk * dk, .v = a0 + 8ull * hk * dk, .g = a1,
                       .beta = act_addr(c, g, n->src[2]), .state = s->delta[L].addr, .dst = dst,
                       .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = (uint32_t)x->rows, .h_k = hk,
                       .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
-                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->fp[0]};
+                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
         return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_GET_ROWS: {
-        vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->ip[0] * (size_t)x->cols),
+        vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->get_rows.first * (size_t)x->cols),
                               sizeof(float) * ny);
         vkcmd_copy(c->rec, src, vkref_sub(c->act, sizeof(float) * y->off, sizeof(float) * ny), sizeof(float) * ny);
         return ZN_OK;
@@ -776,7 +778,7 @@ static bool fusable(const vk_ctx *c, const zn_graph *g, int i) {
     const zn_node *n = &g->nodes[i];
     const zn_act *y = &g->acts[n->dst];
     if (n->op == ZN_OP_RMSNORM) {
-        if (!n->w[0] || n->ip[0] != y->cols || c->last_use[n->src[0]] <= c->last_use[n->dst]) return false;
+        if (!n->w[0] || n->norm.group != y->cols || c->last_use[n->src[0]] <= c->last_use[n->dst]) return false;
     } else if (n->op == ZN_OP_SWIGLU) {
         if (n->src[1] < 0 || c->last_use[n->dst] != i + 1) return false;
         range out = act_range(c, g, g->nodes[i + 1].dst);
@@ -836,7 +838,7 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
         if (!c->skip[i]) continue;
         struct fused_x *f = &c->fx[n->dst];
         f->src = n->src[0];
-        if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->fp[0];
+        if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->norm.eps;
         else f->mode = VKX_SWIGLU, f->aux = n->src[1];
     }
     /* ROPE with the per-head norm that produced its input (a few nodes back;
@@ -852,7 +854,7 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
         for (int j = i - 1; j >= 0 && j >= i - 4; j--) {
             const zn_node *pn = &g->nodes[j];
             if (pn->dst != n->src[0]) continue;
-            if (pn->op != ZN_OP_RMSNORM || c->skip[j] || pn->ip[0] != n->ip[0] || !pn->w[0] || c->last_use[pn->dst] < i)
+            if (pn->op != ZN_OP_RMSNORM || c->skip[j] || pn->norm.group != n->rope.head_dim || !pn->w[0] || c->last_use[pn->dst] < i)
                 break;
             bool clobbered = false;
             for (int m = j + 1; m < i; m++)
