@@ -52,6 +52,7 @@
 #define ZN_JINJA_MAX_OUTPUT   ZN_MAX_PROMPT_BYTES /* bytes of rendered text */
 #define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
 #define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
+#define ZN_JINJA_MAX_FORMAT_WIDTH 1024   /* width or precision of one '%...' conversion */
 
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");

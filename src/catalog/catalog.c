@@ -248,7 +248,10 @@ zn_status catalog_sha256_buf(const void *p, size_t n, char hex[ZN_SHA256_HEX], z
 zn_status catalog_sha256_file(const char *path, char hex[ZN_SHA256_HEX], zn_err *err) {
     int fd;
     zn_status s = zn_file_open_regular(path, &fd, NULL, err);
-    if (s) return s;
+    if (s) {
+        if (err) err->status = ZN_ERR_IO; /* a missing file is an I/O failure here */
+        return ZN_ERR_IO;
+    }
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL)) s = zn_errf(err, ZN_ERR_IO, "sha256: OpenSSL failed");
     static const size_t chunk = 1 << 16;
