@@ -2,7 +2,7 @@
 #   make            build ./zinc
 #   make test       build and run every test (prints "N passed, N failed")
 #   make test-asan  the same under ASan+UBSan
-#   make fuzz       build the libFuzzer target for the GGUF reader
+#   make fuzz       build the libFuzzer targets (fuzz/fuzz_*.c; scripts/fuzz-smoke.sh runs them)
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
 #   make deps       install build/test dependencies (Debian, root)
 
@@ -86,7 +86,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/gguf-edit
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(FUZZ_REPLAY) $(BUILD)/gguf-edit
 	@bash tests/run.sh $(BUILD)
 
 # The shell tests' fixture maker: edited copies of the shared GGUF files.
@@ -106,11 +106,31 @@ tools: $(VK_TOOLS)
 $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itools/vk-bench -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-fuzz: $(BUILD)/fuzz_gguf
-FUZZ_GGUF_SRCS := fuzz/fuzz_gguf.c src/format/gguf.c src/format/qtypes.c src/base/status.c
-$(BUILD)/fuzz_gguf: $(FUZZ_GGUF_SRCS) $(wildcard src/*/*.h)
+# libFuzzer targets (clang, ASan + UBSan), each over only the sources it
+# needs; fuzz/fuzz.h describes their input layouts. scripts/fuzz-smoke.sh runs
+# them. $(BUILD)/fuzz-replay/fuzz_X: the same target with fuzz/replay.c as
+# main(), built with $(CC) and $(CFLAGS), so `make test` (and test-asan)
+# replay the regression inputs in fuzz/regress/X without clang.
+FUZZ_TARGETS := gguf model tokenizer jinja sampler
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
+FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c)
+FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
+FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
+FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
+FUZZ_LIBS_tokenizer := -lpcre2-8
+FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/fuzz_%)
+fuzz: $(FUZZ_BIN) $(BUILD)/make_seeds
+$(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz/make_seeds.h fuzz/fuzz.h $(FUZZ_SRCS_gguf)
 	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_GGUF_SRCS)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c $(FUZZ_SRCS_gguf) -lm
+.SECONDEXPANSION:
+$(FUZZ_BIN): $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $$(FUZZ_SRCS_$$*) $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -Ifuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(FUZZ_SRCS_$*) -lm $(FUZZ_LIBS_$*)
+$(FUZZ_REPLAY): $(BUILD)/fuzz-replay/fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/libzinc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ $< fuzz/replay.c $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf build build-asan zinc

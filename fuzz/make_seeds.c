@@ -1,29 +1,33 @@
-/* Writes a seed corpus for fuzz_gguf into a directory:
- *   - small valid files made with the writer (every kv type, nested arrays,
- *     several tensor types, a non-default alignment);
- *   - for each fixture given: a "shrunk" valid copy (its real keys, value
- *     types and tensor names, arrays cut to a few elements, each tensor one
- *     block), its first bytes cut at several points (up to 16 KiB), and bit-flipped
- *     variants of the shrunk copy.
- * usage: make_seeds OUTDIR [FIXTURE.gguf...] */
+/* Writes the seed corpus of one fuzz target into a directory (layouts in
+ * fuzz.h); nothing of it is committed.
+ *   gguf:  small valid files made with the writer (every kv type, nested
+ *          arrays, several tensor types, a non-default alignment); for each
+ *          fixture a "shrunk" valid copy (its real keys, value types and
+ *          tensor names, arrays cut to a few elements, each tensor one block),
+ *          its first bytes cut at several points (up to 16 KiB), and
+ *          bit-flipped variants of the shrunk copy.
+ *   model: each model fixture scaled down so that it still loads (fuzz/seeds_model.c).
+ *   tokenizer, jinja, sampler: fuzz/seeds_text.c.
+ * usage: make_seeds TARGET OUTDIR [FILE...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf.h"
+#include "make_seeds.h"
 
 #define SEED_ARR_MAX 8      /* elements kept per array in a shrunk copy */
 #define SEED_CUT_MAX 16384  /* longest cut: long seeds slow every execution */
 #define SEED_FLIPS 24       /* bit-flipped variants per shrunk fixture */
 
-static int n_seeds;
+int n_seeds;
 static char outdir[1024];
 
-static void next_path(char *buf, size_t cap, const char *tag) {
-    snprintf(buf, cap, "%s/%04d-%s.gguf", outdir, n_seeds++, tag);
+void next_path(char *buf, size_t cap, const char *tag) {
+    snprintf(buf, cap, "%s/%04d-%s", outdir, n_seeds++, tag);
 }
 
-static void write_bytes(const char *tag, const void *p, size_t n) {
+void write_bytes(const char *tag, const void *p, size_t n) {
     char path[1200];
     next_path(path, sizeof path, tag);
     FILE *f = fopen(path, "wb");
@@ -32,19 +36,22 @@ static void write_bytes(const char *tag, const void *p, size_t n) {
     fclose(f);
 }
 
-static uint8_t *slurp(const char *path, size_t *n) {
+uint8_t *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long sz = ftell(f);
     fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)sz + 1);
-    if (p) *n = fread(p, 1, (size_t)sz, f);
+    uint8_t *p = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
+    if (p) {
+        *n = fread(p, 1, (size_t)sz, f);
+        p[*n] = 0;
+    }
     fclose(f);
     return p;
 }
 
-static int write_seed(gguf_writer *w, const char *tag, char *path, size_t cap) {
+int write_seed(gguf_writer *w, const char *tag, char *path, size_t cap) {
     zn_err err;
     next_path(path, cap, tag);
     if (gguf_writer_write(w, path, &err) != ZN_OK) {
@@ -81,7 +88,7 @@ static int handmade(void) {
     gguf_writer_add_tensor(w, "blk.0.q", ZN_TYPE_Q8_0, 2, (const uint64_t[]){32, 2}, buf, &err);
     gguf_writer_add_tensor(w, "blk.0.k", ZN_TYPE_Q4_K, 1, (const uint64_t[]){256}, buf, &err);
     gguf_writer_add_tensor(w, "blk.0.n", ZN_TYPE_BF16, 4, (const uint64_t[]){2, 1, 3, 1}, buf, &err);
-    int rc = write_seed(w, "handmade-all", path, sizeof path);
+    int rc = write_seed(w, "handmade-all.gguf", path, sizeof path);
     gguf_writer_free(w);
 
     /* a nested array and the smallest files */
@@ -98,14 +105,14 @@ static int handmade(void) {
     const gguf_kv nested = {.key = {"k.nested", 8}, .type = GGUF_TYPE_ARRAY,
                             .v.arr = {.type = GGUF_TYPE_ARRAY, .n = 1, .subs = outer}};
     gguf_writer_copy_kv(w, &nested);
-    rc |= write_seed(w, "handmade-strs", path, sizeof path);
+    rc |= write_seed(w, "handmade-strs.gguf", path, sizeof path);
     gguf_writer_free(w);
     if (gguf_writer_init(&w, 0, &err)) return 1;
-    rc |= write_seed(w, "handmade-empty", path, sizeof path);
+    rc |= write_seed(w, "handmade-empty.gguf", path, sizeof path);
     gguf_writer_free(w);
     if (gguf_writer_init(&w, 1, &err)) return 1;
     gguf_writer_add_tensor(w, "t", ZN_TYPE_F16, 1, (const uint64_t[]){3}, buf, &err);
-    rc |= write_seed(w, "handmade-align1", path, sizeof path);
+    rc |= write_seed(w, "handmade-align1.gguf", path, sizeof path);
     gguf_writer_free(w);
     return rc;
 }
@@ -127,7 +134,7 @@ static int shrink(const gguf_ctx *g, const char *path, char *out, size_t cap) {
         uint64_t ne[ZN_GGUF_MAX_DIMS] = {ti->blck, 1, 1, 1};
         if (gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, zeros, &err)) fprintf(stderr, "%s\n", err.msg);
     }
-    int rc = write_seed(w, "shrunk", out, cap);
+    int rc = write_seed(w, "shrunk.gguf", out, cap);
     gguf_writer_free(w);
     (void)path;
     return rc;
@@ -143,7 +150,7 @@ static int fixture(const char *path, uint64_t *rng) {
     /* cut at a few points inside the header and kv part */
     static const size_t cuts[] = {24, 100, 512, 2048, 8192, SEED_CUT_MAX};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++)
-        if (cuts[i] < n) write_bytes("cut", p, cuts[i]);
+        if (cuts[i] < n) write_bytes("cut.gguf", p, cuts[i]);
     gguf_ctx g;
     zn_err err;
     int rc = 0;
@@ -163,7 +170,7 @@ static int fixture(const char *path, uint64_t *rng) {
                 size_t pos = (size_t)(r % (sn < 4096 ? sn : 4096));
                 c[pos] ^= (uint8_t)(1u << (r >> 40) % 8);
             }
-            write_bytes("flip", c, sn);
+            write_bytes("flip.gguf", c, sn);
             free(c);
         }
         free(s);
@@ -176,14 +183,29 @@ static int fixture(const char *path, uint64_t *rng) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: make_seeds OUTDIR [FIXTURE.gguf...]\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: make_seeds gguf|model|tokenizer|jinja|sampler OUTDIR [FILE...]\n");
         return 2;
     }
-    snprintf(outdir, sizeof outdir, "%s", argv[1]);
-    int rc = handmade();
-    uint64_t rng = 42;
-    for (int i = 2; i < argc; i++) rc |= fixture(argv[i], &rng);
+    snprintf(outdir, sizeof outdir, "%s", argv[2]);
+    const char *target = argv[1];
+    int rc = 0;
+    if (!strcmp(target, "gguf")) {
+        rc = handmade();
+        uint64_t rng = 42;
+        for (int i = 3; i < argc; i++) rc |= fixture(argv[i], &rng);
+    } else if (!strcmp(target, "model")) {
+        for (int i = 3; i < argc; i++) rc |= seeds_model(argv[i]);
+    } else if (!strcmp(target, "tokenizer")) {
+        rc = seeds_tokenizer(argc - 3, argv + 3);
+    } else if (!strcmp(target, "jinja")) {
+        rc = seeds_jinja(argc - 3, argv + 3);
+    } else if (!strcmp(target, "sampler")) {
+        rc = seeds_sampler(argc - 3, argv + 3);
+    } else {
+        fprintf(stderr, "make_seeds: unknown target '%s'\n", target);
+        return 2;
+    }
     printf("make_seeds: %d seeds\n", n_seeds);
     return rc;
 }

@@ -1,37 +1,84 @@
 #!/usr/bin/env bash
-# Fuzz smoke run of the GGUF reader (libFuzzer + ASan + UBSan).
-# Builds build/fuzz_gguf, makes a seed corpus in a temporary directory (never
-# committed): hand-made files from the writer, and for every shared fixture a
-# shrunk valid copy, cuts of its first 16 KiB and bit-flipped variants. Then
-# fuzzes for FUZZ_TIME seconds (default 240) and prints the execution count.
-# A crash is kept under build/fuzz-crashes/. Last line: "fuzz: N passed, N failed".
+# Fuzz smoke run (libFuzzer + ASan + UBSan) of every fuzz target, one after
+# the other: gguf (the GGUF reader), model (loading + graph), tokenizer (every
+# vocab kind), jinja (templates + contexts), sampler (logits + parameters).
+# Input layouts: fuzz/fuzz.h; seeds: build/make_seeds, written into a
+# temporary directory from ../shared (never committed), plus the regression
+# inputs in fuzz/regress/TARGET/, which are replayed first: a regression fails
+# the target.
+#
+# Environment:
+#   FUZZ_TIME       seconds of fuzzing in all, split evenly (default 225)
+#   FUZZ_TIME_PER   seconds per target (overrides the split)
+#   FUZZ_TARGETS    which targets, in order (default: all five)
+#   ZN_SHARED       the shared fixtures (default ../shared)
+# Per target it prints seeds, execs and execs/s and PASS/FAIL; a crash,
+# sanitizer report, timeout (10 s per input) or out-of-memory fails it, and
+# the input is kept in build/fuzz-crashes/TARGET/ (reproduce: build/fuzz_TARGET
+# FILE; keep it as fuzz/regress/TARGET/NAME once fixed).
+# Last line: "fuzz: N passed, N failed" (one per target).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-secs=${FUZZ_TIME:-240}
-max_len=${FUZZ_MAX_LEN:-65536}
+targets=(${FUZZ_TARGETS:-gguf model tokenizer jinja sampler})
+total=${FUZZ_TIME:-225}
+per=${FUZZ_TIME_PER:-$(( total / ${#targets[@]} ))}
+[ "$per" -ge 1 ] || per=1
 shared=${ZN_SHARED:-../shared}
-fail() { echo "fuzz-smoke: $*" >&2; echo "fuzz: 0 passed, 1 failed"; exit 1; }
+fail_all() { echo "fuzz-smoke: $*" >&2; echo "fuzz: 0 passed, ${#targets[@]} failed"; exit 1; }
 
-make -s fuzz || fail "cannot build the fuzzer"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-fuzz.XXXXXX") || fail "mktemp"
+make -s -j"$(nproc)" fuzz || fail_all "cannot build the fuzz targets"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-fuzz.XXXXXX") || fail_all "mktemp"
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/corpus" "$tmp/artifacts"
-cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Wno-format-truncation $(for d in src/*/; do printf -- "-I%s " "${d%/}"; done) -o "$tmp/make_seeds" \
-  fuzz/make_seeds.c src/format/gguf.c src/format/qtypes.c src/base/status.c || fail "cannot build make_seeds"
-mapfile -t fixtures < <(find "$shared/models" "$shared/tokenizers/ggml-vocab" -name '*.gguf' 2>/dev/null | sort)
-"$tmp/make_seeds" "$tmp/corpus" "${fixtures[@]}" || fail "cannot make the seed corpus"
 
-echo "fuzz-smoke: ${#fixtures[@]} fixtures, $(ls "$tmp/corpus" | wc -l) seeds, ${secs}s, max_len $max_len"
-build/fuzz_gguf "$tmp/corpus" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$tmp/artifacts/" -print_final_stats=1 >"$tmp/log" 2>&1
-rc=$?
-runs=$(grep -oE 'Done [0-9]+ runs' "$tmp/log" | grep -oE '[0-9]+' | tail -1)
-[ -n "$runs" ] || runs=$(grep -E '^stat::number_of_executed_units' "$tmp/log" | grep -oE '[0-9]+' | tail -1)
-echo "fuzz-smoke: ${runs:-?} executions in ${secs}s ($(( ${runs:-0} / (secs > 0 ? secs : 1) ))/s), exit $rc"
-if [ "$rc" -ne 0 ]; then
-  tail -40 "$tmp/log" >&2
-  mkdir -p build/fuzz-crashes && cp "$tmp"/artifacts/* build/fuzz-crashes/ 2>/dev/null
-  echo "fuzz-smoke: crashing inputs kept in build/fuzz-crashes/ (reproduce: build/fuzz_gguf FILE)" >&2
-  echo "fuzz: 0 passed, 1 failed"; exit 1
-fi
-echo "fuzz: 1 passed, 0 failed"
+max_len_of() {
+  case $1 in gguf|model) echo 65536;; tokenizer) echo 4096;; jinja) echo 32768;; sampler) echo 16384;; esac
+}
+
+seeds() { # target dir
+  local t=$1 d=$2
+  case $t in
+    gguf) mapfile -t f < <(find "$shared/models" "$shared/tokenizers/ggml-vocab" -name '*.gguf' 2>/dev/null | sort) ;;
+    model) mapfile -t f < <(find "$shared/models" -name '*.gguf' 2>/dev/null | sort) ;;
+    tokenizer) f=("$shared") ;;
+    jinja) mapfile -t f < <({ ls tests/templates/*.jinja tests/templates/cases.tsv;
+                              find "$shared/tokenizers/ggml-vocab" "$shared/models" -name '*.gguf'; } 2>/dev/null | sort) ;;
+    sampler) mapfile -t f < <(find "$shared/models" -name '*.golden.json' 2>/dev/null | sort) ;;
+  esac
+  build/make_seeds "$t" "$d" "${f[@]}" >/dev/null
+}
+
+P=0; F=0
+echo "fuzz-smoke: ${#targets[@]} targets, ${per}s each, shared fixtures in $shared"
+for t in "${targets[@]}"; do
+  corpus=$tmp/corpus-$t art=$tmp/artifacts-$t log=$tmp/log-$t
+  mkdir -p "$corpus" "$art"
+  if ! seeds "$t" "$corpus"; then
+    echo "fuzz-smoke: $t: cannot make the seed corpus" >&2; echo "fuzz-smoke: $t FAIL"; F=$((F+1)); continue
+  fi
+  n_seeds=$(ls "$corpus" | wc -l)
+  dirs=("$corpus")
+  n_reg=0
+  if [ -d "fuzz/regress/$t" ]; then dirs+=("fuzz/regress/$t"); n_reg=$(ls "fuzz/regress/$t" | wc -l); fi
+  start=$(date +%s)
+  build/fuzz_"$t" "${dirs[@]}" -max_total_time="$per" -max_len="$(max_len_of "$t")" -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix="$art/" -print_final_stats=1 >"$log" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - start ))
+  runs=$(grep -E '^stat::number_of_executed_units' "$log" | grep -oE '[0-9]+' | tail -1)
+  [ -n "$runs" ] || runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+  rate=$(( ${runs:-0} / (secs > 0 ? secs : 1) ))
+  if [ "$rc" -eq 0 ]; then
+    echo "fuzz-smoke: $t: $n_seeds seeds + $n_reg regression inputs, ${runs:-?} execs in ${secs}s ($rate/s) PASS"
+    P=$((P+1))
+  else
+    echo "fuzz-smoke: $t: $n_seeds seeds + $n_reg regression inputs, ${runs:-?} execs in ${secs}s ($rate/s) FAIL (exit $rc)"
+    # the report (sanitizer, libFuzzer or the target's own check), then where the input went
+    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)|NEW_FUNC|^INFO:|^fuzz_tokenizer: .*: (spm|bpe|wpm|test),' "$log" |
+      sed -n '/ERROR\|runtime error\|^fuzz_[a-z]*: /,$p' | grep -vE '^ +0x|^  [A-Z][a-z].*: +[0-9a-f]+' | head -40 >&2
+    mkdir -p "build/fuzz-crashes/$t" && cp "$art"/* "build/fuzz-crashes/$t/" 2>/dev/null
+    echo "fuzz-smoke: $t: failing input kept in build/fuzz-crashes/$t/ (reproduce: build/fuzz_$t FILE)" >&2
+    F=$((F+1))
+  fi
+done
+echo "fuzz: $P passed, $F failed"
+[ "$F" -eq 0 ]

@@ -1,6 +1,11 @@
 /* A tiny test harness: one test binary per tests/test_*.c, each test a
- * function; failures print file:line and the values compared. main() ends
- * with harness_report(), which prints "NAME: N passed, N failed". */
+ * function; failures print file:line and the values compared. A test that
+ * cannot run here (no device, a feature this device lacks) says SKIP with
+ * the reason instead of passing after checking nothing. main() ends with
+ * harness_report(), which prints "NAME: N passed, N failed, N skipped".
+ * Progress on stderr: a test that took a second or more, or the first one
+ * to finish 5 s after the last line, prints its name and time (every test
+ * with ZN_TEST_VERBOSE), so a long run is visibly alive. */
 #ifndef ZINC_TEST_HARNESS_H
 #define ZINC_TEST_HARNESS_H
 
@@ -8,9 +13,17 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-static int h_passed, h_failed, h_cur_failed;
+static int h_passed, h_failed, h_skipped, h_cur_failed, h_cur_skipped;
 static const char *h_cur;
+static double h_last_note;
+
+static inline double harness_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 #define CHECK(cond) do { if (!(cond)) { \
     fprintf(stderr, "  %s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, h_cur, #cond); \
@@ -28,12 +41,41 @@ static const char *h_cur;
     fprintf(stderr, "  %s:%d: %s: |%s - %s| <= %g failed: %.9g vs %.9g\n", __FILE__, __LINE__, h_cur, #a, #b, _t, _a, _b); \
     h_cur_failed = 1; } } while (0)
 
-#define RUN(fn) do { h_cur = #fn; h_cur_failed = 0; fn(); \
-    if (h_cur_failed) { h_failed++; fprintf(stderr, "FAIL %s\n", #fn); } \
-    else { h_passed++; if (getenv("ZN_TEST_VERBOSE")) fprintf(stderr, "ok   %s\n", #fn); } } while (0)
+/* Inside a test function: this test cannot run here. Prints "SKIP NAME:
+ * reason" and returns; RUN counts it skipped (failed, if a check before
+ * it failed). Only in functions returning void. */
+#define SKIP(...) do { fprintf(stderr, "SKIP %s: ", h_cur); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); \
+    h_cur_skipped = 1; return; } while (0)
+
+static inline void harness_done(const char *fn, double t0) {
+    const double now = harness_now(), dt = now - t0;
+    if (h_cur_failed) {
+        h_failed++;
+        fprintf(stderr, "FAIL %s (%.1f s)\n", fn, dt);
+        h_last_note = now;
+        return;
+    }
+    if (h_cur_skipped) h_skipped++;
+    else h_passed++;
+    if (!h_cur_skipped && (dt >= 1.0 || now - h_last_note >= 5.0 || getenv("ZN_TEST_VERBOSE"))) {
+        fprintf(stderr, "ok   %s (%.1f s)\n", fn, dt);
+        h_last_note = now;
+    }
+}
+
+#define RUN(fn) do { h_cur = #fn; h_cur_failed = 0; h_cur_skipped = 0; \
+    if (h_last_note == 0) h_last_note = harness_now(); \
+    double _t0 = harness_now(); fn(); harness_done(#fn, _t0); } while (0)
+
+/* Outside a test (in main): the whole suite cannot run here (no device);
+ * prints "SKIP SUITE: reason" and counts one skipped. */
+static inline void harness_skip_suite(const char *suite, const char *why) {
+    fprintf(stderr, "SKIP %s: %s\n", suite, why);
+    h_skipped++;
+}
 
 static inline int harness_report(const char *suite) {
-    printf("%s: %d passed, %d failed\n", suite, h_passed, h_failed);
+    printf("%s: %d passed, %d failed, %d skipped\n", suite, h_passed, h_failed, h_skipped);
     return h_failed ? 1 : 0;
 }
 

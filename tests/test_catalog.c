@@ -109,6 +109,35 @@ static void test_table(void) {
     CHECK_EQ_INT(demos, 1);
     CHECK(catalog_find(ZN_DEMO_MODEL_ID) && !catalog_find(ZN_DEMO_MODEL_ID)->url);
     CHECK(catalog_find("no-such-model") == NULL);
+    /* aliases name one entry each and never shadow an id */
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < ZN_CATALOG_MAX_ALIASES && e[i].aliases[k]; k++) {
+            CHECK_MSG(catalog_find(e[i].aliases[k]) == &e[i], "alias %s", e[i].aliases[k]);
+            for (size_t j = 0; j < n; j++) CHECK(strcmp(e[j].id, e[i].aliases[k]));
+        }
+    /* an entry with a shape has it whole: K and V widths with its layers */
+    for (size_t i = 0; i < n; i++) {
+        const zn_model_shape *sh = &e[i].shape;
+        CHECK_MSG(!sh->n_attn == !sh->kv_k && !sh->kv_k == !sh->kv_v && !sh->n_attn == !sh->ctx_train, "%s", e[i].id);
+    }
+}
+
+/* The seed's flagship models and its ids for them. */
+static void test_seed_models(void) {
+    const zn_catalog_entry *two = catalog_find("qwen35-2b-q4k-m");
+    CHECK(two && two == catalog_find("qwen3.5-2b"));
+    CHECK(two && !strcmp(two->quant, "Q4_K_M") && !strcmp(two->file, "Qwen3.5-2B-Q4_K_M.gguf"));
+    const zn_catalog_entry *m = catalog_find("qwen35-35b-a3b-q4k-m"), *ud = catalog_find("qwen35-35b-a3b-ud-q4k-xl");
+    CHECK(m && ud && m != ud);
+    if (!m || !ud) return;
+    CHECK_EQ_STR(m->file, "Qwen3.5-35B-A3B-Q4_K_M.gguf");
+    CHECK_EQ_STR(ud->file, "Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf");
+    CHECK_EQ_STR(m->arch, "qwen35moe");
+    CHECK(strstr(m->url, "huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/") != NULL);
+    CHECK(strstr(ud->url, "huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/") != NULL);
+    /* 10 of 40 layers keep a KV cache (2 heads x 256): 20 KiB a token at f16 */
+    CHECK_EQ_INT(m->shape.n_attn, 10);
+    CHECK_EQ_INT(2ull * m->shape.n_attn * (m->shape.kv_k + m->shape.kv_v), 20480);
 }
 
 static void test_home(void) {
@@ -160,6 +189,10 @@ static void test_active_and_locate(void) {
     CHECK_EQ_STR(got, "other.gguf");
     CHECK(catalog_locate(home, NULL, "dir/x.gguf", got, sizeof got, &err) == ZN_OK);
     CHECK_EQ_STR(got, "dir/x.gguf");
+    /* an alias locates its entry's file */
+    CHECK(catalog_locate(home, NULL, "qwen35-2b-q4k-m", got, sizeof got, &err) == ZN_OK);
+    snprintf(want, sizeof want, "%s/models/Qwen3.5-2B-Q4_K_M.gguf", home);
+    CHECK_EQ_STR(got, want);
 
     char hex[ZN_SHA256_HEX];
     bool verified = true;
@@ -257,6 +290,23 @@ static void test_cli_use_active_rm(void) {
     CHECK(!exists(m));
     CHECK(catalog_active_get(home, got, sizeof got, &err) == ZN_ERR_NOT_FOUND);  /* cleared */
     CHECK_EQ_INT(cli_model(3, rm_mine), 1);   /* not installed any more */
+
+    /* the seed's ids: use, --model-id and rm by alias */
+    char buf[4096];
+    CHECK(cli_resolve_model_id("qwen35-2b-q4k-m", buf) == NULL);  /* not installed */
+    CHECK(cli_resolve_model_id("no-such-id", buf) == NULL);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/models/Qwen3.5-2B-Q4_K_M.gguf'", DEMO, home);
+    CHECK(system(cmd) == 0);
+    snprintf(want, sizeof want, "%s/models/Qwen3.5-2B-Q4_K_M.gguf", home);
+    CHECK(cli_resolve_model_id("qwen35-2b-q4k-m", buf) && !strcmp(buf, want));
+    CHECK(cli_resolve_model_id("qwen3.5-2b", buf) && !strcmp(buf, want));
+    char *use_alias[] = {"model", "use", "qwen35-2b-q4k-m", NULL};
+    char *rm_alias[] = {"model", "rm", "qwen35-2b-q4k-m", NULL};
+    CHECK_EQ_INT(cli_model(3, use_alias), 0);
+    CHECK(catalog_active_get(home, got, sizeof got, &err) == ZN_OK && realpath(want, m) && !strcmp(got, m));
+    CHECK_EQ_INT(cli_model(3, rm_alias), 0);
+    CHECK(!exists(want));
+    CHECK(cli_resolve_model_id(ZN_DEMO_MODEL_ID, buf) != NULL);  /* the shipped one needs no pull */
     unsetenv("ZINC_HOME");
 }
 
@@ -269,6 +319,7 @@ int main(void) {
     RUN(test_sha256_vectors);
     RUN(test_helpers);
     RUN(test_table);
+    RUN(test_seed_models);
     RUN(test_home);
     RUN(test_active_and_locate);
     RUN(test_resolve_order);

@@ -92,6 +92,22 @@ check "a file larger than the free disk space: refused before writing (rc $rc), 
   bash -c '[ $0 -ne 0 ] && grep -q "not enough disk space" "$1" && [ -z "$(ls -A "$2")" ]' $rc "$tmp/err" "$m"
 pull not-a-model; rc=$?
 check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id nor a URL" "$tmp/err"
+echo secret > "$tmp/local.gguf"
+for u in "file://$tmp/local.gguf" "ftp://127.0.0.1:$port/local.gguf" "gopher://127.0.0.1:$port/local.gguf"; do
+  pull "$u"; rc=$?
+  check "pull $u is refused (rc $rc): only http and https, nothing installed" \
+    bash -c '[ $0 -ne 0 ] && grep -q "only http:// and https://" "$1" && [ -z "$(ls -A "$2" 2>/dev/null)" ]' $rc "$tmp/err" "$m"
+done
+
+# the seed's ids: --model-id runs an installed catalog model by alias
+mkdir -p "$m" && cp "$tmp/www/demo.gguf" "$m/Qwen3.5-2B-Q4_K_M.gguf"
+timeout 30 "$zinc" --model-id qwen35-2b-q4k-m -p hi -n 2 --seed 1 --backend cpu >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "zinc --model-id qwen35-2b-q4k-m -p runs the installed file (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && [ -s "$1" ]' $rc "$tmp/out"
+rm -f "$m/Qwen3.5-2B-Q4_K_M.gguf"
+timeout 30 "$zinc" --model-id qwen35-2b-q4k-m -p hi -n 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--model-id of a model not installed says which pull to run (rc $rc)" \
+  bash -c '[ $0 -ne 0 ] && grep -q "not installed.*zinc model pull qwen35-2b-q4k-m" "$1"' $rc "$tmp/err"
 
 # default model: empty ZINC_HOME -> the shipped demo model
 export ZINC_HOME="$tmp/empty"

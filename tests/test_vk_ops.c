@@ -283,10 +283,7 @@ static void test_matmat_f16(void) {
  * clamped loads) and 260 x 272 with kp a multiple of 64 (whole tiles: the
  * unclamped loads), against the same double-precision reference. */
 static void test_matmat_cm2(void) {
-    if (!E.o.coopmat || !E.d.info.coopmat2) {
-        fprintf(stderr, "  no NV cooperative matrix 2 on this device\n");
-        return;
-    }
+    if (!E.o.coopmat || !E.d.info.coopmat2) SKIP("no NV cooperative matrix 2 on %s", E.d.info.name);
     const uint32_t cfg = E.o.cm2_cfg;
     f16_cm = f16_cm2 = true;
     for (uint32_t ci = 0; ci < ZN_VK_CM2_NCFG; ci++) {
@@ -873,7 +870,7 @@ static void matvec_x_reuse(void) {
 }
 
 static void test_matvec_x_reuse(void) {
-    if (!E.o.intdot) return;
+    if (!E.o.intdot) SKIP("no integer dot products on %s: no integer mat-vec", E.d.info.name);
     const bool mvx = E.o.mvx;
     matvec_x_reuse();
     E.o.mvx = false;
@@ -885,7 +882,8 @@ static void test_matvec_x_reuse(void) {
  * memory: rows past the small one's 4096 columns take the next, and rows
  * past what the device holds go to quantx.comp. */
 static void test_matvec_mvx_sizes(void) {
-    if (!E.o.mvx) return;
+    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s (integer dot products %s, subgroup %u, or ZN_VK_MVX=0)", E.d.info.name,
+                      E.o.intdot ? "yes" : "no", E.d.info.subgroup_size);
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
     const uint32_t lim = E.o.mvx_max_cols, cols[3] = {4352, lim >= 16640 ? 16640 : 0, (lim / 256 + 1) * 256};
     const uint32_t modes = E.o.mvx_modes;

@@ -6,18 +6,30 @@
  * that short contexts cross 1 -> 2 -> 4 splits at 17 and 33 keys), two
  * sequences taking turns, a reset, and a one-token step with all logits.
  * The backend's counters must show exactly the expected replays (and none
- * with replay off). No Vulkan device: failure, unless ZN_SKIP_VULKAN=1. */
+ * with replay off). No Vulkan device: the suite is skipped. */
 #include <stdint.h>
 
 #include "engine.h"
 #include "harness.h"
 #include "model.h"
+#include "vk_device.h"
 
 #define CHUNK "16" /* ZN_VK_ATTN_CHUNK */
 #define PREFIX 12
 #define N_TOK 64
 
-static bool no_device;
+/* No Vulkan device to open here: the suite is skipped (any failure after
+ * a device opened is a failure). */
+static bool vk_absent(char *why, size_t cap) {
+    vkdev d;
+    zn_err err = {0};
+    if (vkdev_open(&d, -1, &err) == ZN_OK) {
+        vkdev_close(&d);
+        return false;
+    }
+    snprintf(why, cap, "no usable Vulkan device: %s", err.msg);
+    return true;
+}
 
 typedef struct pair {
     zn_engine e[2];   /* [0] replay, [1] recorded every step */
@@ -42,12 +54,11 @@ static bool pair_init(pair *p, const zn_model *m) {
         unsetenv("ZN_VK_POLL");
         unsetenv("ZN_VK_ATTN_CHUNK");
         unsetenv("ZN_VK_ATTN_DEC_MIN");
-        if (st == ZN_ERR_DEVICE) no_device = true;
         if (!st) st = seq_init(&p->a[i], &p->e[i], N_TOK + 8, &err);
         if (!st) st = seq_init(&p->b[i], &p->e[i], N_TOK + 8, &err);
         p->out[i] = malloc(sizeof(float) * (size_t)p->n_vocab);
         if (st || !p->out[i]) {
-            if (!no_device) CHECK_MSG(false, "%s", err.msg);
+            CHECK_MSG(false, "%s", err.msg);
             return false;
         }
     }
@@ -130,16 +141,12 @@ static void test_qwen35(void) { replay_case("qwen35-dense-q4_k_m"); }
 static void test_llama_moe(void) { replay_case("llama-moe-q8_0"); }
 
 int main(void) {
-    RUN(test_qwen3);
-    if (no_device) {
-        const char *skip = getenv("ZN_SKIP_VULKAN");
-        if (skip && !strcmp(skip, "1")) {
-            printf("vk_replay: skipped (ZN_SKIP_VULKAN=1): 0 passed, 0 failed\n");
-            return 0;
-        }
-        fprintf(stderr, "vk_replay: no Vulkan device\n");
+    char why[sizeof(zn_err) + 32];
+    if (vk_absent(why, sizeof why)) {
+        harness_skip_suite("vk_replay", why);
         return harness_report("vk_replay");
     }
+    RUN(test_qwen3);
     RUN(test_qwen35);
     RUN(test_llama_moe);
     return harness_report("vk_replay");

@@ -13,32 +13,57 @@
 
 /* Sizes of downloads are what the hosting pages show, rounded: they only
  * size the disk-space check before the server says the exact length. No
- * hash is claimed for a file we have not seen: sha256 NULL = "unverified". */
+ * hash is claimed for a file we have not seen: sha256 NULL = the hub's
+ * announced hash is used (X-Linked-Etag), else "unverified".
+ *
+ * Shapes (zn_model_shape) are the released configs as llama.cpp converts
+ * them (the same numbers as synth.c's shapes where it has the model);
+ * Qwen3.5 keeps full attention in every 4th layer and a Gated DeltaNet
+ * state (conv + delta, f32) in the others. Unknown shapes are 0: read from
+ * the file once it is installed. */
+#define QWEN35_STATE(n_recr, groups, v_heads) \
+    ((uint64_t)(n_recr) * (4ull * (2ull * 128 * (groups) + 128ull * (v_heads)) * 3 + 4ull * 128 * (v_heads) * 128))
 static const zn_catalog_entry entries[] = {
-    {ZN_DEMO_MODEL_ID, "zinc demo (Qwen3.5 hybrid, 8.6M)", "qwen35", "Q8_0", 9295808, NULL, ZN_DEMO_MODEL_FILE,
-     NULL, "CC0-1.0",
-     "shipped with zinc, works offline; trained on War and Peace and Shakespeare: English-looking prose, nothing more"},
-    {"qwen3.5-2b", "Qwen3.5 2B", "qwen35", "Q4_K_M", 1300000000ull,
+    {ZN_DEMO_MODEL_ID, {NULL}, "zinc demo (Qwen3.5 hybrid, 8.6M)", "qwen35", "Q8_0", 9295808, NULL,
+     ZN_DEMO_MODEL_FILE, NULL, "CC0-1.0",
+     "shipped with zinc, works offline; trained on War and Peace and Shakespeare: English-looking prose, nothing more",
+     {0}},
+    {"qwen3.5-2b", {"qwen35-2b-q4k-m"}, "Qwen3.5 2B", "qwen35", "Q4_K_M", 1300000000ull,
      "https://huggingface.co/unsloth/Qwen3.5-2B-GGUF/resolve/main/Qwen3.5-2B-Q4_K_M.gguf", "Qwen3.5-2B-Q4_K_M.gguf",
-     NULL, "Apache-2.0", "small hybrid (Gated DeltaNet) chat model"},
-    {"qwen3.5-9b", "Qwen3.5 9B", "qwen35", "Q4_K_M", 5700000000ull,
+     NULL, "Apache-2.0", "small hybrid (Gated DeltaNet) chat model",
+     {6, 512, 512, QWEN35_STATE(18, 16, 16), 262144}},
+    {"qwen3.5-35b-a3b", {"qwen35-35b-a3b-q4k-m"}, "Qwen3.5 35B-A3B (MoE)", "qwen35moe", "Q4_K_M", 22016000000ull,
+     "https://huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/Qwen3.5-35B-A3B-Q4_K_M.gguf",
+     "Qwen3.5-35B-A3B-Q4_K_M.gguf", NULL, "Apache-2.0",
+     "hybrid mixture of experts (256 experts, 3B active); needs ~24 GB of RAM or VRAM",
+     {10, 512, 512, QWEN35_STATE(30, 16, 32), 262144}},
+    {"qwen3.5-35b-a3b-ud", {"qwen35-35b-a3b-ud-q4k-xl", "qwen35-35b-a3b-q4k-xl"}, "Qwen3.5 35B-A3B (MoE, Unsloth Dynamic)",
+     "qwen35moe", "UD-Q4_K_XL", 22230000000ull,
+     "https://huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf",
+     "Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf", NULL, "Apache-2.0",
+     "the same model, Unsloth's dynamic 4-bit mix (sensitive tensors kept at higher precision); ~24 GB",
+     {10, 512, 512, QWEN35_STATE(30, 16, 32), 262144}},
+    {"qwen3.5-9b", {NULL}, "Qwen3.5 9B", "qwen35", "Q4_K_M", 5700000000ull,
      "https://huggingface.co/unsloth/Qwen3.5-9B-GGUF/resolve/main/Qwen3.5-9B-Q4_K_M.gguf", "Qwen3.5-9B-Q4_K_M.gguf",
-     NULL, "Apache-2.0", "hybrid (Gated DeltaNet) chat model; needs ~8 GB of RAM or VRAM"},
-    {"qwen3-0.6b", "Qwen3 0.6B", "qwen3", "Q8_0", 639000000ull,
+     NULL, "Apache-2.0", "hybrid (Gated DeltaNet) chat model; needs ~8 GB of RAM or VRAM", {0}},
+    {"qwen3-0.6b", {NULL}, "Qwen3 0.6B", "qwen3", "Q8_0", 639000000ull,
      "https://huggingface.co/Qwen/Qwen3-0.6B-GGUF/resolve/main/Qwen3-0.6B-Q8_0.gguf", "Qwen3-0.6B-Q8_0.gguf", NULL,
-     "Apache-2.0", "tiny dense chat model, fast on any CPU"},
-    {"qwen3-8b", "Qwen3 8B", "qwen3", "Q4_K_M", 5030000000ull,
+     "Apache-2.0", "tiny dense chat model, fast on any CPU", {28, 1024, 1024, 0, 40960}},
+    {"qwen3-8b", {NULL}, "Qwen3 8B", "qwen3", "Q4_K_M", 5030000000ull,
      "https://huggingface.co/Qwen/Qwen3-8B-GGUF/resolve/main/Qwen3-8B-Q4_K_M.gguf", "Qwen3-8B-Q4_K_M.gguf", NULL,
-     "Apache-2.0", "dense chat model with thinking mode; needs ~7 GB of RAM or VRAM"},
-    {"qwen3-30b-a3b", "Qwen3 30B-A3B (MoE)", "qwen3moe", "Q4_K_M", 18600000000ull,
+     "Apache-2.0", "dense chat model with thinking mode; needs ~7 GB of RAM or VRAM", {36, 1024, 1024, 0, 40960}},
+    {"qwen3-30b-a3b", {NULL}, "Qwen3 30B-A3B (MoE)", "qwen3moe", "Q4_K_M", 18600000000ull,
      "https://huggingface.co/Qwen/Qwen3-30B-A3B-GGUF/resolve/main/Qwen3-30B-A3B-Q4_K_M.gguf",
-     "Qwen3-30B-A3B-Q4_K_M.gguf", NULL, "Apache-2.0", "mixture of experts, 3B active; needs ~20 GB of RAM or VRAM"},
-    {"llama3.2-1b", "Llama 3.2 1B Instruct", "llama", "Q4_K_M", 808000000ull,
+     "Qwen3-30B-A3B-Q4_K_M.gguf", NULL, "Apache-2.0", "mixture of experts, 3B active; needs ~20 GB of RAM or VRAM",
+     {48, 512, 512, 0, 40960}},
+    {"llama3.2-1b", {NULL}, "Llama 3.2 1B Instruct", "llama", "Q4_K_M", 808000000ull,
      "https://huggingface.co/bartowski/Llama-3.2-1B-Instruct-GGUF/resolve/main/Llama-3.2-1B-Instruct-Q4_K_M.gguf",
-     "Llama-3.2-1B-Instruct-Q4_K_M.gguf", NULL, "Llama 3.2 Community License", "small dense chat model"},
-    {"llama3.2-3b", "Llama 3.2 3B Instruct", "llama", "Q4_K_M", 2020000000ull,
+     "Llama-3.2-1B-Instruct-Q4_K_M.gguf", NULL, "Llama 3.2 Community License", "small dense chat model",
+     {16, 512, 512, 0, 131072}},
+    {"llama3.2-3b", {NULL}, "Llama 3.2 3B Instruct", "llama", "Q4_K_M", 2020000000ull,
      "https://huggingface.co/bartowski/Llama-3.2-3B-Instruct-GGUF/resolve/main/Llama-3.2-3B-Instruct-Q4_K_M.gguf",
-     "Llama-3.2-3B-Instruct-Q4_K_M.gguf", NULL, "Llama 3.2 Community License", "dense chat model"},
+     "Llama-3.2-3B-Instruct-Q4_K_M.gguf", NULL, "Llama 3.2 Community License", "dense chat model",
+     {28, 1024, 1024, 0, 131072}},
 };
 
 const zn_catalog_entry *catalog_entries(size_t *n) {
@@ -47,8 +72,11 @@ const zn_catalog_entry *catalog_entries(size_t *n) {
 }
 
 const zn_catalog_entry *catalog_find(const char *id) {
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
         if (!strcmp(entries[i].id, id)) return &entries[i];
+        for (int k = 0; k < ZN_CATALOG_MAX_ALIASES && entries[i].aliases[k]; k++)
+            if (!strcmp(entries[i].aliases[k], id)) return &entries[i];
+    }
     return NULL;
 }
 

@@ -24,8 +24,22 @@
 #define ZN_DEMO_MODEL_ID   "zinc-demo"
 #define ZN_SHA256_HEX      65  /* 64 hex digits + NUL */
 
+/* What a model needs besides its weights, for the memory estimate of a
+ * hardware profile (profile.h): per token of context, n_attn layers each
+ * keep a K row of kv_k and a V row of kv_v elements; recurrent layers keep
+ * state_bytes in all, whatever the context. 0 everywhere: unknown until the
+ * file is installed (then read from its metadata). */
+typedef struct zn_model_shape {
+    uint32_t n_attn, kv_k, kv_v;
+    uint64_t state_bytes;
+    uint32_t ctx_train;    /* the longest context it was trained for */
+} zn_model_shape;
+
+#define ZN_CATALOG_MAX_ALIASES 2
+
 typedef struct zn_catalog_entry {
     const char *id;        /* what `zinc model pull|use|rm` take */
+    const char *aliases[ZN_CATALOG_MAX_ALIASES]; /* other names for the same file (NULL-padded) */
     const char *name;      /* display name */
     const char *arch;      /* GGUF general.architecture */
     const char *quant;
@@ -35,10 +49,12 @@ typedef struct zn_catalog_entry {
     const char *sha256;    /* lower-case hex, or NULL: unknown, download stays "unverified" */
     const char *license;
     const char *desc;
+    zn_model_shape shape;
 } zn_catalog_entry;
 
 const zn_catalog_entry *catalog_entries(size_t *n);
-const zn_catalog_entry *catalog_find(const char *id);  /* NULL when unknown */
+/* By id or alias; NULL when unknown. */
+const zn_catalog_entry *catalog_find(const char *id);
 
 /* The home directory (not created). ZN_ERR_NOT_FOUND when no variable says. */
 zn_status catalog_home(char *out, size_t cap, zn_err *err);

@@ -130,6 +130,10 @@ static CURLcode transfer(dl *d, char *curl_msg) {
     curl_easy_setopt(d->c, CURLOPT_URL, d->url);
     curl_easy_setopt(d->c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(d->c, CURLOPT_MAXREDIRS, 10L);
+    /* file://, ftp://, gopher://... would copy local files or talk to other
+     * services: only the web, also where a redirect points */
+    curl_easy_setopt(d->c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(d->c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(d->c, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(d->c, CURLOPT_USERAGENT, "zinc");
     curl_easy_setopt(d->c, CURLOPT_CONNECTTIMEOUT, 30L);
@@ -231,6 +235,8 @@ zn_status catalog_download(const char *url, const char *dest, const char *expect
     char part[ZN_PATH_MAX];
     got_hex[0] = 0;
     if ((size_t)snprintf(part, sizeof part, "%s.part", dest) >= sizeof part) return zn_errf(err, ZN_ERR_ARG, "path too long: %s", dest);
+    if (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))
+        return zn_errf(err, ZN_ERR_ARG, "%s: only http:// and https:// URLs are downloaded", url);
     if (expect && !catalog_is_sha256(expect)) return zn_errf(err, ZN_ERR_ARG, "'%s' is not a SHA-256 (64 hex digits)", expect);
     dl d = {.url = url, .part = part, .size_hint = size_hint, .err = err, .progress = progress};
     d.tty = progress && isatty(fileno(progress));

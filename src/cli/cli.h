@@ -17,6 +17,9 @@ int cli_check(int argc, char **argv);       /* cli_check.c: zinc --check, the do
 /* The model a command runs: m when non-NULL, else the active model, else the
  * shipped demo model (said on stderr). NULL after printing what to do. */
 const char *cli_resolve_model(const char *m, char buf[4096]); /* cli_model.c */
+/* The installed file of a catalog id or alias (--model-id); NULL after
+ * saying what is wrong (unknown id, not installed: the pull to run). */
+const char *cli_resolve_model_id(const char *id, char buf[4096]); /* cli_model.c */
 
 /* A whole-string decimal integer in [lo, hi] -> *out; 0 on anything else. */
 int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */

@@ -22,7 +22,7 @@
 #define DEFAULT_N_PREDICT 256
 
 typedef struct gen_opts {
-    const char *model, *prompt, *system, *backend;
+    const char *model, *model_id, *prompt, *system, *backend;
     long n_predict, threads, n_ctx;
     bool chat, interactive, special, seed_given;
     int think;  /* ZN_THINK_* */
@@ -36,6 +36,7 @@ static void usage(FILE *f) {
             "       zinc -m MODEL -i [options]          chat: one user message per line of stdin\n"
             "\n"
             "  -m, --model PATH        GGUF model file (default: the active model, else the shipped demo model)\n"
+            "  --model-id ID           an installed catalog model by id or alias (zinc model list)\n"
             "  -p, --prompt TEXT       the prompt; with --chat or -i, the (first) user message\n"
             "  -n, --n-predict N       generate at most N tokens; -1: until end of text or a full context (default %d)\n"
             "  --chat                  apply the model's chat template (ChatML if the model has none)\n"
@@ -107,6 +108,7 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         bool ok = true;
         long l;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "--model-id")) o->model_id = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--system")) o->system = v;
         else if (!strcmp(a, "--backend")) o->backend = v;
@@ -140,6 +142,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
             fprintf(stderr, "zinc: bad value '%s' for %s (zinc --help)\n", v, a);
             return 2;
         }
+    }
+    if (o->model && o->model_id) {
+        fprintf(stderr, "zinc: -m and --model-id both name a model; give one (zinc --help)\n");
+        return 2;
     }
     if (!o->prompt && !o->interactive) {
         fprintf(stderr, "zinc: -p PROMPT is required (zinc --help)\n");
@@ -405,7 +411,11 @@ int cli_generate(int argc, char **argv) {
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
     char model_path[ZN_PATH_MAX];
-    if (!(o.model = cli_resolve_model(o.model, model_path))) return 1;
+    if (o.model_id) {
+        if (!(o.model = cli_resolve_model_id(o.model_id, model_path))) return 1;
+    } else if (!(o.model = cli_resolve_model(o.model, model_path))) {
+        return 1;
+    }
     o.backend = cli_backend_or_default(o.backend);
     if (!o.seed_given) {
         o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);

@@ -75,7 +75,7 @@ static void list_row(const char *active, const char *id, const char *path, uint6
     char sz[32];
     struct stat st;
     fmt_size(stat(path, &st) == 0 ? (uint64_t)st.st_size : size, sz, sizeof sz);
-    printf("%s %-15s %9s  %-7s %-29s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state, name);
+    printf("%s %-19s %9s  %-10s %-29s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state, name);
 }
 
 static int cmd_list(const char *home) {
@@ -83,7 +83,7 @@ static int cmd_list(const char *home) {
     zn_err err = {0};
     if (catalog_models_dir(home, false, dir, sizeof dir, &err)) return fail(&err);
     catalog_active_get(home, active, sizeof active, &err);
-    printf("  %-15s %9s  %-7s %-29s %s\n", "ID", "SIZE", "QUANT", "STATE", "NAME");
+    printf("  %-19s %9s  %-10s %-29s %s\n", "ID", "SIZE", "QUANT", "STATE", "NAME");
     size_t n;
     const zn_catalog_entry *e = catalog_entries(&n);
     for (size_t i = 0; i < n; i++) {
@@ -292,5 +292,24 @@ const char *cli_resolve_model(const char *m, char buf[ZN_PATH_MAX]) {
     if (*note) fprintf(stderr, "zinc: warning: %s\n", note);
     if (src == ZN_SRC_ACTIVE) fprintf(stderr, "zinc: no -m given; using the active model %s\n", buf);
     if (src == ZN_SRC_DEMO) fprintf(stderr, "zinc: no -m given and no active model; using the built-in demo model %s\n", buf);
+    return buf;
+}
+
+const char *cli_resolve_model_id(const char *id, char buf[ZN_PATH_MAX]) {
+    char home[ZN_PATH_MAX] = "";
+    zn_err err = {0};
+    const zn_catalog_entry *e = catalog_find(id);
+    if (!e) {
+        fprintf(stderr, "zinc: --model-id %s: not a catalog id (zinc model list)\n", id);
+        return NULL;
+    }
+    if ((e->url && catalog_home(home, sizeof home, &err)) || catalog_locate(home, NULL, e->id, buf, ZN_PATH_MAX, &err)) {
+        fprintf(stderr, "zinc: --model-id %s: %s\n", id, err.msg);
+        return NULL;
+    }
+    if (!exists(buf)) {
+        fprintf(stderr, "zinc: --model-id %s: not installed (%s): zinc model pull %s\n", id, buf, id);
+        return NULL;
+    }
     return buf;
 }
