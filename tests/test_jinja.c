@@ -283,9 +283,10 @@ static void test_limits(void) {
     free(got);
 }
 
+/* CPU seconds of this process: the box running the tests may be loaded */
 static double now_s(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -350,7 +351,8 @@ static void test_untrusted_sizes(void) {
         for (char *w = strtok(alts, "|"); w && !named; w = strtok(NULL, "|")) named = strstr(err.msg, w) != NULL;
         CHECK_MSG(!got && named && !strncmp(err.msg, "template:", 9), "%s: message [%s] lacks [%s]", bad[i].tmpl,
                   err.msg, bad[i].want);
-        CHECK_MSG(dt < 5.0, "%s took %.1f s", bad[i].tmpl, dt); /* generous for ASan on a loaded box */
+        CHECK_MSG(dt < 10.0, "%s took %.1f s of CPU", bad[i].tmpl, dt); /* generous for ASan (once: minutes) */
+        if (getenv("ZN_TEST_VERBOSE")) fprintf(stderr, "    %.2f s CPU: %.60s\n", dt, bad[i].tmpl);
     }
 }
 
