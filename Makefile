@@ -143,4 +143,8 @@ check: deps
 run: deps zinc
 	./zinc -p "The old prince looked at his son and said" -n 200 --seed 42
 
+# The fuzz replay binaries, named here where FUZZ_REPLAY is defined (the test
+# rule above is read before it, when the variable was still empty).
+test: $(FUZZ_REPLAY)
+
 -include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d)

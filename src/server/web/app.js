@@ -400,8 +400,7 @@ function renderMessage(msg) {
     v.reasoning.hidden = !hasR;
     if (hasR) {
       v.reasoningSummary.textContent = streaming && !msg.content ? 'Thinking…' : 'Reasoning';
-      if (v.reasoning.open || streaming) renderMarkdown(v.reasoningBody, msg.reasoning);
-      else v.reasoning.addEventListener('toggle', () => renderMarkdown(v.reasoningBody, msg.reasoning), { once: true });
+      renderMarkdown(v.reasoningBody, msg.reasoning);
     }
     renderMarkdown(v.body, msg.content);
     v.body.hidden = !msg.content && !streaming;
@@ -609,6 +608,11 @@ function autosize(ta) {
 function init() {
   applyTheme();
   const input = $('input');
+  const narrow = matchMedia('(max-width: 760px)');
+  const longHint = input.placeholder;
+  const placeholder = () => { input.placeholder = narrow.matches ? input.dataset.shortPlaceholder : longHint; };
+  narrow.addEventListener('change', placeholder);
+  placeholder();
   $('composer').addEventListener('submit', (e) => {
     e.preventDefault();
     if (gen) return;
