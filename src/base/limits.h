@@ -41,6 +41,8 @@
 /* Text */
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */
 #define ZN_MAX_PROMPT_BYTES   (16 << 20)
+#define ZN_EVAL_MAX_TOKENS    (8 * ZN_MAX_BATCH) /* ids `zinc eval --tokens` takes */
+#define ZN_CHAT_MAX_LINE      ZN_MAX_PROMPT_BYTES /* bytes of one interactive (-i) input line */
 
 /* Chat templates (Jinja) come from untrusted model files: every resource a
  * parse or render may use is bounded. */

@@ -21,6 +21,8 @@ const char *cli_resolve_model(const char *m, char buf[4096]); /* cli_model.c */
  * saying what is wrong (unknown id, not installed: the pull to run). */
 const char *cli_resolve_model_id(const char *id, char buf[4096]); /* cli_model.c */
 
+/* Whether a is one of the NULL-terminated names (an option table). */
+int cli_opt_in(const char *a, const char *const *names); /* cli_args.c */
 /* A whole-string decimal integer in [lo, hi] -> *out; 0 on anything else. */
 int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
 /* opt, or for NULL/"auto" the default backend (logged on stderr). */

@@ -7,6 +7,12 @@
 #include "cli.h"
 #include "vk_device.h"
 
+int cli_opt_in(const char *a, const char *const *names) {
+    for (; *names; names++)
+        if (!strcmp(a, *names)) return 1;
+    return 0;
+}
+
 int cli_parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;

@@ -17,19 +17,30 @@ static void usage(FILE *f) {
             backend_names());
 }
 
-/* "1,5,9" -> ids; returns the count or -1. */
+/* "1,5,9" -> ids; returns the count, or -1 after saying what is wrong. */
 static int parse_tokens(const char *s, int32_t *ids, int cap) {
     int n = 0;
     while (*s) {
         char *end;
         errno = 0;
         long v = strtol(s, &end, 10);
-        if (errno || end == s || v < 0 || v > INT32_MAX || n == cap) return -1;
+        if (errno || end == s || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+            int k = (int)strcspn(s, ",");
+            fprintf(stderr, "zinc eval: --tokens: '%.*s' (id %d) is not a token id; want comma-separated ids, e.g. 1,5,9\n",
+                    k > 40 ? 40 : k, s, n + 1);
+            return -1;
+        }
+        if (n == cap) {
+            int total = n;
+            for (const char *p = s; *p; p++) total += *p == ',';
+            fprintf(stderr, "zinc eval: --tokens: %d ids, at most %d\n", total + 1, cap);
+            return -1;
+        }
         ids[n++] = (int32_t)v;
         if (*end == ',') end++;
-        else if (*end) return -1;
         s = end;
     }
+    if (!n) fprintf(stderr, "zinc eval: --tokens: no ids; want comma-separated ids, e.g. 1,5,9\n");
     return n;
 }
 
@@ -48,6 +59,13 @@ int cli_eval(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        static const char *const with_value[] = {"-m", "--model", "--tokens", "--backend", "--device", "-n",
+                                                 "--threads", "-t", NULL};
+        if (!cli_opt_in(a, with_value)) {
+            fprintf(stderr, "zinc eval: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
         }
         if (!v) {
             fprintf(stderr, "zinc eval: %s needs a value\n", a);
@@ -69,10 +87,6 @@ int cli_eval(int argc, char **argv) {
                 fprintf(stderr, "zinc eval: bad --threads '%s'\n", v);
                 return 2;
             }
-        } else {
-            fprintf(stderr, "zinc eval: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
         }
     }
     if (!tokens_arg) {
@@ -81,10 +95,10 @@ int cli_eval(int argc, char **argv) {
     }
     char resolved[ZN_PATH_MAX];
     if (!(model_path = cli_resolve_model(model_path, resolved))) return 1;
-    int32_t *prompt = malloc(sizeof *prompt * ZN_MAX_BATCH * 8);
-    int n_prompt = prompt ? parse_tokens(tokens_arg, prompt, ZN_MAX_BATCH * 8) : -1;
+    int32_t *prompt = malloc(sizeof *prompt * ZN_EVAL_MAX_TOKENS);
+    int n_prompt = prompt ? parse_tokens(tokens_arg, prompt, ZN_EVAL_MAX_TOKENS) : -1;
     if (n_prompt < 1) {
-        fprintf(stderr, "zinc eval: --tokens wants comma-separated ids, e.g. 1,5,9\n");
+        if (!prompt) fprintf(stderr, "zinc eval: out of memory\n");
         free(prompt);
         return 2;
     }

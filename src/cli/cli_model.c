@@ -194,9 +194,12 @@ static int cmd_use(const char *home, const char *what) {
         fprintf(stderr, "zinc: %s does not load, not made active: %s\n", path, err.msg);
         return 1;
     }
-    printf("active model: %s (%s, %.1fM parameters)\n", path, model_arch_name(m.arch), (double)m.n_params / 1e6);
+    zn_arch arch = m.arch;
+    double mparams = (double)m.n_params / 1e6;
     model_free(&m);
-    return catalog_active_set(home, path, &err) ? fail(&err) : 0;
+    if (catalog_active_set(home, path, &err)) return fail(&err); /* say "active" only once it is */
+    printf("active model: %s (%s, %.1fM parameters)\n", path, model_arch_name(arch), mparams);
+    return 0;
 }
 
 static int cmd_active(const char *home) {
