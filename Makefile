@@ -86,7 +86,7 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(FUZZ_REPLAY) $(BUILD)/gguf-edit
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/gguf-edit
 	@bash tests/run.sh $(BUILD)
 
 # The shell tests' fixture maker: edited copies of the shared GGUF files.
@@ -106,31 +106,46 @@ tools: $(VK_TOOLS)
 $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itools/vk-bench -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-# libFuzzer targets (clang, ASan + UBSan), each over only the sources it
-# needs; fuzz/fuzz.h describes their input layouts. scripts/fuzz-smoke.sh runs
-# them. $(BUILD)/fuzz-replay/fuzz_X: the same target with fuzz/replay.c as
-# main(), built with $(CC) and $(CFLAGS), so `make test` (and test-asan)
-# replay the regression inputs in fuzz/regress/X without clang.
+# libFuzzer targets (clang, ASan + UBSan) over only the sources each needs,
+# compiled once into $(BUILD)/fuzz-obj; fuzz/fuzz.h describes their input
+# layouts and scripts/fuzz-smoke.sh runs them. $(BUILD)/fuzz-replay/fuzz_X:
+# the same target with fuzz/replay.c as main(), built with $(CC) and
+# $(CFLAGS), so `make test` (and test-asan) replay the regression inputs in
+# fuzz/regress/X without clang.
 FUZZ_TARGETS := gguf model tokenizer jinja sampler
 FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
-FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c)
+FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
+                   src/format/quant.c src/format/quant_avx2.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
 FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
+FUZZ_LIBS_model := -lpthread
 FUZZ_LIBS_tokenizer := -lpcre2-8
+# (warnings are the gcc build's business: clang's differ)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -pthread $(INC) -Ifuzz \
+               -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+$(foreach t,$(FUZZ_TARGETS),$(eval FUZZ_OBJS_$(t) := $(patsubst src/%.c,$(BUILD)/fuzz-obj/%.o,$(FUZZ_SRCS_$(t)))))
 FUZZ_BIN := $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 FUZZ_REPLAY := $(FUZZ_TARGETS:%=$(BUILD)/fuzz-replay/fuzz_%)
 fuzz: $(FUZZ_BIN) $(BUILD)/make_seeds
-$(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz/make_seeds.h fuzz/fuzz.h $(FUZZ_SRCS_gguf)
+$(BUILD)/fuzz-obj/%_vnni_avx2.o: src/%_vnni_avx2.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Ifuzz -o $@ fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c $(FUZZ_SRCS_gguf) -lm
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -mavxvnni -Wno-unknown-pragmas -c -o $@ $<
+$(BUILD)/fuzz-obj/%_avx2.o: src/%_avx2.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
+$(BUILD)/fuzz-obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 .SECONDEXPANSION:
-$(FUZZ_BIN): $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $$(FUZZ_SRCS_$$*) $(wildcard src/*/*.h)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -g -O1 $(INC) -Ifuzz -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(FUZZ_SRCS_$*) -lm $(FUZZ_LIBS_$*)
+$(FUZZ_BIN): $(BUILD)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz.h $$(FUZZ_OBJS_$$*)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS_$*) -lm $(FUZZ_LIBS_$*)
 $(FUZZ_REPLAY): $(BUILD)/fuzz-replay/fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Ifuzz -o $@ $< fuzz/replay.c $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+$(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz/make_seeds.h fuzz/fuzz.h $(FUZZ_SRCS_gguf)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Ifuzz -o $@ fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c $(FUZZ_SRCS_gguf) -lm
 
 clean:
 	rm -rf build build-asan zinc
@@ -147,4 +162,4 @@ run: deps zinc
 # rule above is read before it, when the variable was still empty).
 test: $(FUZZ_REPLAY)
 
--include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d)
+-include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d) $(wildcard $(BUILD)/fuzz-obj/*/*.d)

@@ -2,15 +2,18 @@
  * model_load() (hyper-parameters and tensor binding with shape and type
  * checks) through a memfd, so the real open/mmap path runs. When the model
  * loads, what the loader promised is checked (every tensor a layer needs is
- * bound with the shape the graph will read) and the graph of a few steps is
- * built and planned: every node's activations in range and inside the
- * planned arena, every matmul's weight matching its input and output. */
+ * bound inside the file) and the graph of a few steps is built and planned:
+ * every node's activations in range and inside the planned arena, every
+ * matmul's weight matching its input and output. Then the CPU backend (one
+ * thread) runs a prompt step and a decode step: whatever the loader accepts,
+ * the kernels must compute without a fault (values may be anything). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "graph.h"
 #include "model.h"
 
@@ -62,6 +65,36 @@ static void check_model(const zn_model *m) {
         if (hp->n_expert ? !L->ffn_gate_inp.w || !L->ffn_down_exps.w : !L->ffn_gate.w || !L->ffn_up.w || !L->ffn_down.w)
             fail("an FFN tensor missing", m, il);
     }
+}
+
+/* The CPU backend over the steps of check_steps(); a model the loader and
+ * the graph accepted must run. */
+static void run_cpu(const zn_model *m, const zn_graph *g0, const int32_t *tokens) {
+    zn_err err;
+    void *ctx = NULL, *state = NULL;
+    zn_graph g = *g0;
+    zn_backend_opts o = {.n_threads = 1, .max_tokens = g.max_tokens, .arena_floats = g.arena_floats};
+    if (zn_backend_cpu.init(&ctx, m, &o, &err) != ZN_OK) {
+        fprintf(stderr, "fuzz_model: the CPU backend refuses a loaded model: %s\n", err.msg);
+        abort();
+    }
+    if (zn_backend_cpu.seq_init(ctx, &state, 8, &err) != ZN_OK) {
+        fprintf(stderr, "fuzz_model: seq_init: %s\n", err.msg);
+        abort();
+    }
+    float *logits = malloc(sizeof *logits * (size_t)m->hp.n_vocab * 4);
+    static const struct { int n, past; bool all; } steps[] = {{4, 0, true}, {1, 4, false}};
+    for (size_t s = 0; logits && s < sizeof steps / sizeof steps[0]; s++) {
+        if (graph_build(&g, tokens, steps[s].n, steps[s].past, steps[s].all, &err) != ZN_OK ||
+            zn_backend_cpu.run(ctx, state, &g, &err) != ZN_OK ||
+            zn_backend_cpu.read(ctx, &g, g.logits, logits, &err) != ZN_OK) {
+            fprintf(stderr, "fuzz_model: step %zu: %s\n", s, err.msg);
+            abort();
+        }
+    }
+    free(logits);
+    zn_backend_cpu.seq_free(ctx, state);
+    zn_backend_cpu.free(ctx);
 }
 
 static void check_graph(const zn_graph *g) {
@@ -117,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
             check_graph(&g);
         }
+        run_cpu(&m, &g, tokens);
         graph_free(&g);
     } else if (!err.msg[0]) {
         abort();

@@ -59,8 +59,9 @@ for t in "${targets[@]}"; do
   dirs=("$corpus")
   n_reg=0
   if [ -d "fuzz/regress/$t" ]; then dirs+=("fuzz/regress/$t"); n_reg=$(ls "fuzz/regress/$t" | wc -l); fi
+  dict=(); [ -f "fuzz/$t.dict" ] && dict=(-dict="fuzz/$t.dict")
   start=$(date +%s)
-  build/fuzz_"$t" "${dirs[@]}" -max_total_time="$per" -max_len="$(max_len_of "$t")" -timeout=10 \
+  build/fuzz_"$t" "${dirs[@]}" "${dict[@]}" -max_total_time="$per" -max_len="$(max_len_of "$t")" -timeout=10 \
     -rss_limit_mb=2048 -artifact_prefix="$art/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))

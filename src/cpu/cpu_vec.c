@@ -3,6 +3,9 @@
  * versions here, AVX2/FMA/F16C ones in cpu_vec_avx2.c, picked once at init
  * from what the running CPU supports. */
 #include <math.h>
+#ifdef __x86_64__
+#include <cpuid.h>
+#endif
 
 #include "cpu.h"
 
@@ -58,13 +61,27 @@ static cpu_pack_tile_fn no_packed(zn_type t) {
     return NULL;
 }
 
+#ifdef __x86_64__
+/* CPUID bits clang's __builtin_cpu_supports has no name for before clang 16
+ * (the fuzz targets build with clang): F16C (leaf 1, ECX 29) and AVX-VNNI
+ * (leaf 7 subleaf 1, EAX 4). */
+static bool has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+}
+static bool has_avxvnni(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+}
+#endif
+
 void cpu_vec_select(cpu_vec *v) {
     *v = (cpu_vec){no_packed, att_scores, att_softmax, att_values, to_f16, swiglu, sum_sq};
 #ifdef __x86_64__
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         *v = (cpu_vec){cpu_packed_avx2,     cpu_att_scores_avx2, cpu_att_softmax_avx2, cpu_att_values_avx2,
                        cpu_to_f16_avx2,     cpu_swiglu_avx2,     cpu_sum_sq_avx2};
-    if (v->packed == cpu_packed_avx2 && __builtin_cpu_supports("avxvnni")) v->packed = cpu_packed_vnni;
+    if (v->packed == cpu_packed_avx2 && has_avxvnni()) v->packed = cpu_packed_vnni;
 #endif
 }

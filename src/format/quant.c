@@ -13,7 +13,11 @@
  * Everything here is the scalar reference; quant_avx2.c holds the fast
  * kernels, picked at run time. */
 #include <float.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "quant.h"
@@ -721,7 +725,17 @@ float quant_dot_act(zn_type t, const void *row, const void *xq, int64_t n) {
 
 bool quant_cpu_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    /* F16C from CPUID (leaf 1, ECX bit 29): clang's __builtin_cpu_supports
+     * has no name for it before clang 16 (the fuzz targets build with clang).
+     * Asked once: this runs per row. */
+    static _Atomic int f16c = -1;
+    int has = atomic_load_explicit(&f16c, memory_order_relaxed);
+    if (has < 0) {
+        unsigned a, b, c, d;
+        has = __get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1);
+        atomic_store_explicit(&f16c, has, memory_order_relaxed);
+    }
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has;
 #else
     return false;
 #endif
