@@ -27,7 +27,7 @@ err_has() { has "$1" "$tmp/err" "$2"; }
 out_lacks() { if grep -qiE "$2" "$tmp/out"; then bad "$1: stdout has /$2/: $(head -c 200 "$tmp/out")"; else ok; fi; }
 
 vk_ok=0
-if $zinc --list-devices >/dev/null 2>&1 && $zinc --list-devices 2>/dev/null | grep -q '^ *[0-9]'; then vk_ok=1; fi
+$zinc --list-devices 2>/dev/null | grep -qE '^[* ] [0-9]+: ' && vk_ok=1
 backends="cpu"; [ $vk_ok = 1 ] && backends="cpu vulkan"
 [ $vk_ok = 1 ] || skip vulkan-cases "no Vulkan device: the Vulkan halves of the model cases do not run"
 
@@ -132,6 +132,12 @@ head -c $((17 << 20)) /dev/zero | tr '\0' 'a' >"$tmp/long.txt"; echo >>"$tmp/lon
 run "chat line too long" 1 $zinc -m "$T/qwen3-dense-f32.gguf" -i --backend cpu <"$tmp/long.txt"
 err_has "chat line too long" "line of more than"
 # model use on a home that cannot be written: no "active model" claim, the path and the reason
+# (a home below a regular file fails for root too; a read-only one only for others)
+: >"$tmp/plain"
+ZINC_HOME=$tmp/plain/home run "model use unwritable" 1 $zinc model use "$T/qwen3-dense-f32.gguf"
+out_lacks "model use unwritable claims nothing" "active model"
+err_has "model use unwritable names the path" "$tmp/plain"
+err_has "model use unwritable says why" "Not a directory"
 mkdir -p "$tmp/ro"; chmod 555 "$tmp/ro"
 if [ -w "$tmp/ro" ]; then skip model-use-ro "running as root: a read-only directory is writable"
 else

@@ -11,6 +11,7 @@
 
 #include "catalog.h"
 #include "cli.h"
+#include "file.h"
 #include "model.h"
 
 static const char *const usage_text[] = {
@@ -184,6 +185,11 @@ static int cmd_use(const char *home, const char *what) {
     char path[ZN_PATH_MAX];
     zn_err err = {0};
     if (catalog_locate(home, NULL, what, path, sizeof path, &err)) return fail(&err);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "zinc: %s: not a regular file (%s)\n", path, zn_file_kind(st.st_mode));
+        return 1;
+    }
     if (!exists(path)) {
         if (catalog_find(what)) fprintf(stderr, "zinc: %s is not installed (%s): zinc model pull %s\n", what, path, what);
         else fprintf(stderr, "zinc: %s: no such model file or catalog id (zinc model list)\n", path);

@@ -153,6 +153,7 @@ typedef struct gguf_priv {
     bool owns_map;
     index_tab kv_index, tensor_index;
     void *aligned; /* copies of the tensors whose data the file left misaligned */
+    uint64_t aligned_bytes;
 } gguf_priv;
 
 /* ---- reader cursor ---------------------------------------------------- */
@@ -489,6 +490,7 @@ static zn_status realign(gguf_ctx *g, gguf_priv *pv, zn_err *err) {
     if (bytes > SIZE_MAX - A || !(pv->aligned = aligned_alloc(A, (size_t)bytes)))
         return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory for %" PRIu64 " bytes of realigned tensors "
                        "(general.alignment %" PRIu64 ")", g->path, bytes, g->alignment);
+    pv->aligned_bytes = bytes;
     uint8_t *p = pv->aligned;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
@@ -573,6 +575,13 @@ void gguf_close(gguf_ctx *g) {
     char path[ZN_PATH_MAX];
     memcpy(path, g->path, sizeof path);
     ctx_reset(g, path);
+}
+
+bool gguf_data_in_bounds(const gguf_ctx *g, const uint8_t *p, uint64_t n) {
+    const gguf_priv *pv = g->arena;
+    const uint8_t *a = pv ? pv->aligned : NULL;
+    if (p >= g->map && p <= g->map + g->size && n <= (uint64_t)(g->map + g->size - p)) return true;
+    return a && p >= a && p <= a + pv->aligned_bytes && n <= (uint64_t)(a + pv->aligned_bytes - p);
 }
 
 /* ---- lookups and getters ---------------------------------------------- */
