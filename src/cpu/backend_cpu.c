@@ -246,6 +246,17 @@ static zn_status cpu_read(void *ctx, const zn_graph *g, int act, float *out, zn_
     return ZN_OK;
 }
 
+static zn_status cpu_write(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err) {
+    cpu_ctx *c = ctx;
+    if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "cpu: no activation %d", act);
+    const zn_act *a = &g->acts[act];
+    const size_t n = (size_t)a->rows * (size_t)a->cols;
+    if (a->off > c->arena_floats || n > c->arena_floats - a->off)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: activation %d outside the arena", act);
+    memcpy(c->arena + a->off, in, sizeof(float) * n);
+    return ZN_OK;
+}
+
 const zn_backend_ops zn_backend_cpu = {
     .name = "cpu",
     .init = cpu_init,
@@ -255,4 +266,5 @@ const zn_backend_ops zn_backend_cpu = {
     .seq_reset = cpu_seq_reset,
     .run = cpu_run_graph,
     .read = cpu_read,
+    .write = cpu_write,
 };

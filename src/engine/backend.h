@@ -18,6 +18,11 @@ typedef struct zn_backend_opts {
     int n_threads;        /* CPU worker threads (>= 1) */
     int max_tokens;       /* largest step (graph max_tokens) */
     size_t arena_floats;  /* activation arena size (graph arena_floats) */
+    /* The graph whose weights init prepares, and whose node/activation
+     * capacities bound later runs; NULL: the model's own step (graph_build).
+     * Hand-built graphs (graph_init_empty; the op conformance test) pass
+     * one; every graph run later may read only weights it reads. */
+    const zn_graph *graph;
 } zn_backend_opts;
 
 /* Host-side cost of the one-token (decode) steps a backend ran since init,
@@ -43,6 +48,9 @@ typedef struct zn_backend_ops {
     zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
     /* Copies activation act of the last run to out ([rows][cols] f32). */
     zn_status (*read)(void *ctx, const zn_graph *g, int act, float *out, zn_err *err);
+    /* Copies in ([rows][cols] f32) into activation act of g, an input no
+     * node writes (graph_input), for the next run of g. */
+    zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);
     /* Optional (NULL: the backend keeps none). */
     void (*stats)(void *ctx, zn_backend_stats *out);
 } zn_backend_ops;

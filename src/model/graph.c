@@ -72,6 +72,8 @@ int graph_act(zn_graph *g, int rows, int cols) {
     return g->n_acts++;
 }
 
+int graph_input(zn_graph *g, int rows, int cols) { return graph_act(g, rows, cols); }
+
 zn_node *graph_node(zn_graph *g, zn_op op, int dst, const char *tag, int layer) {
     plan *p = g->plan;
     zn_node *n;
@@ -151,6 +153,15 @@ static void plan_arena(zn_graph *g) {
     p->last[g->logits] = g->n_nodes; /* read after the run */
     p->n_free = 0;
     p->top = p->peak = 0;
+    /* inputs (read before or where they are first written: graph_input,
+     * also when an in-place op rewrites one) live from the start */
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int s = 0; s < ZN_NODE_SRC; s++) {
+            const int a = g->nodes[i].src[s];
+            if (a < 0 || (p->first[a] >= 0 && p->first[a] < i) || p->first[a] == -2) continue;
+            g->acts[a].off = arena_alloc(p, act_size(&g->acts[a]));
+            p->first[a] = -2; /* placed */
+        }
     /* Activations dying at node i are released only after node i + 1's dst
      * is placed: an op never writes over an input it is still reading, nor
      * over one of the node before it, so a backend may fold node i + 1 into

@@ -227,7 +227,7 @@ zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_pa
 
 /* Op tests ("does backend X compute op Y like the CPU?"): an empty graph
  * with room for cap_nodes/cap_acts, filled by hand with graph_act /
- * graph_node (the caller sets tokens, n_tokens, n_past), then
+ * graph_input / graph_node (the caller sets tokens, n_tokens, n_past), then
  * graph_finish() places the activations, keeping `out` alive to the end,
  * and sets arena_floats to what they need. */
 zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int cap_nodes, int cap_acts,
@@ -253,6 +253,10 @@ zn_status graph_build_llama(zn_graph *g, zn_err *err); /* llama, qwen2, qwen3(mo
 int graph_qwen35_mixer(zn_graph *g, int x, const zn_layer *L, int layer);
 
 int graph_act(zn_graph *g, int rows, int cols);
+/* An activation no node writes, filled by the caller through the backend's
+ * write() before run (hand-built graphs). The planner places every such
+ * activation before the first node and keeps it to its last reader. */
+int graph_input(zn_graph *g, int rows, int cols);
 /* Adds a node; all fields zero except op/dst/tag/layer, src[] = -1. */
 zn_node *graph_node(zn_graph *g, zn_op op, int dst, const char *tag, int layer);
 

@@ -207,12 +207,16 @@ static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
 }
 
 /* The weights a model's graph reads: those of a one-token step (a prefill
- * step uses the same ones). */
-static zn_status upload_weights(vk_ctx *c, zn_err *err) {
-    zn_graph g;
-    zn_status st = graph_init(&g, c->m, 1, err);
-    int32_t tok = 0;
-    if (!st) st = graph_build(&g, &tok, 1, 0, false, err);
+ * step uses the same ones), or of the graph the caller gave (gin). */
+static zn_status upload_weights(vk_ctx *c, const zn_graph *gin, zn_err *err) {
+    zn_graph own = {0};
+    zn_status st = ZN_OK;
+    if (!gin) {
+        st = graph_init(&own, c->m, 1, err);
+        int32_t tok = 0;
+        if (!st) st = graph_build(&own, &tok, 1, 0, false, err);
+    }
+    const zn_graph g = gin ? *gin : own; /* read only */
     uint8_t *tmp = st ? NULL : malloc(REPACK_BYTES);
     /* every graph of this model has the same table capacities */
     c->cap_nodes = g.cap_nodes + 1;
@@ -277,7 +281,7 @@ static zn_status upload_weights(vk_ctx *c, zn_err *err) {
     if (progress) fprintf(stderr, "\n");
     if (!st) c->mm_need = mm_scratch_need(c, &g);
     free(tmp);
-    graph_free(&g);
+    graph_free(&own);
     return st;
 }
 
@@ -325,7 +329,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     vkarena_init(&c->smem, &c->d, VKMEM_DEVICE, 0, 0);
     c->w = calloc(m->gguf.n_tensors, sizeof *c->w);
     if (!c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
-    if (!st) st = upload_weights(c, err);
+    if (!st) st = upload_weights(c, opt->graph, err);
     if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
     if (!st && c->mm_need) st = vkarena_alloc(&c->smem, c->mm_need, 256, &c->mm_scratch, err);
     if (!st && c->mm_need) c->o.mm_scratch = c->mm_scratch.addr, c->o.mm_scratch_bytes = c->mm_need;
@@ -980,6 +984,16 @@ static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_e
     return st;
 }
 
+static zn_status vk_write(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err) {
+    vk_ctx *c = ctx;
+    if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "vulkan: no activation %d", act);
+    const uint64_t off = sizeof(float) * g->acts[act].off, n = sizeof(float) * (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
+    if (off > c->act.size || n > c->act.size - off)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: activation %d outside the arena", act);
+    zn_status st = vkxfer_upload(&c->x, vkref_sub(c->act, off, n), in, n, err);
+    return st ? st : vkxfer_flush(&c->x, err);
+}
+
 static void vk_stats(void *ctx, zn_backend_stats *out) { *out = ((vk_ctx *)ctx)->stats; }
 
 const zn_backend_ops zn_backend_vulkan = {
@@ -991,5 +1005,6 @@ const zn_backend_ops zn_backend_vulkan = {
     .seq_reset = vk_seq_reset,
     .run = vk_run,
     .read = vk_read,
+    .write = vk_write,
     .stats = vk_stats,
 };
