@@ -167,8 +167,9 @@ zn_status catalog_active_get(const char *home, char *out, size_t cap, zn_err *er
     s = zn_file_fopen_regular(p, &f, err);
     if (s == ZN_ERR_NOT_FOUND) return zn_errf(err, ZN_ERR_NOT_FOUND, "no active model (zinc model use ID|PATH)");
     if (s) return s;
-    bool got = fgets(out, (int)cap, f) != NULL;
+    bool got = fgets(out, (int)cap, f) != NULL, rerr = ferror(f);
     fclose(f);
+    if (rerr) return zn_errf(err, ZN_ERR_IO, "%s: read error", p);
     if (!got) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s is empty: no active model", p);
     out[strcspn(out, "\r\n")] = 0;
     if (!*out) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s is empty: no active model", p);

@@ -147,7 +147,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         else if (!strcmp(k, "--device") && v) setenv("ZN_VK_DEVICE", v, 1), i++;
         else if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
         else if (!cli_opt_in(k, (const char *const[]){"-m", "--model", "--backend", "-p", "-n", "-r", "--depth",
-                                                        "--threads", "-t", "--device", NULL}))
+                                                        "--threads", "-t", "--device", NULL})) /* the options below */
             return fprintf(stderr, "zinc bench: unknown option '%s'\n", k), usage(stderr), -1;
         else if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
         else if (!strcmp(k, "-m") || !strcmp(k, "--model")) a->model = v, i++;

@@ -55,38 +55,34 @@ int cli_eval(int argc, char **argv) {
     long n_gen = 16, threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         }
-        static const char *const with_value[] = {"-m", "--model", "--tokens", "--backend", "--device", "-n",
-                                                 "--threads", "-t", NULL};
-        if (!cli_opt_in(a, with_value)) {
-            fprintf(stderr, "zinc eval: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (!v) {
-            fprintf(stderr, "zinc eval: %s needs a value\n", a);
-            usage(stderr);
-            return 2;
-        }
-        i++;
+        /* the option is matched before its value is looked at, so an unknown
+         * one is "unknown" even last; a missing value reads as "" until then */
+        const bool missing = i + 1 >= argc;
+        const char *v = missing ? "" : argv[++i];
+        long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--tokens")) tokens_arg = v;
         else if (!strcmp(a, "--backend")) backend = v;
         else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c */
-        else if (!strcmp(a, "-n")) {
-            if (!cli_parse_long(v, 0, ZN_MAX_CTX, &n_gen)) {
-                fprintf(stderr, "zinc eval: bad -n '%s'\n", v);
-                return 2;
-            }
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) {
-            if (!cli_parse_long(v, 1, ZN_MAX_THREADS, &threads)) {
-                fprintf(stderr, "zinc eval: bad --threads '%s'\n", v);
-                return 2;
-            }
+        else if (!strcmp(a, "-n")) num = &n_gen;
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) num = &threads, lo = 1, hi = ZN_MAX_THREADS;
+        else {
+            fprintf(stderr, "zinc eval: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (missing) {
+            fprintf(stderr, "zinc eval: %s needs a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (num && !cli_parse_long(v, lo, hi, num)) {
+            fprintf(stderr, "zinc eval: bad %s '%s'\n", a, v);
+            return 2;
         }
     }
     if (!tokens_arg) {

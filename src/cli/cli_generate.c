@@ -99,19 +99,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         if (!strcmp(a, "--chat")) { o->chat = true; continue; }
         if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) { o->interactive = o->chat = true; continue; }
         if (!strcmp(a, "--special")) { o->special = true; continue; }
-        static const char *const with_value[] = {"-m", "--model", "-p", "--prompt", "--system", "--backend", "--device",
-                                                 "-n", "--n-predict", "--threads", "-t", "--ctx", "-c", "--temp", "--top-k",
-                                                 "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n",
-                                                 "--presence-penalty", "--frequency-penalty", "--seed", "--think", NULL};
-        if (!cli_opt_in(a, with_value)) {
-            fprintf(stderr, "zinc: unknown option '%s' (zinc --help)\n", a);
-            return 2;
-        }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "zinc: %s needs a value (zinc --help)\n", a);
-            return 2;
-        }
+        /* the option is matched before its value is looked at, so an unknown
+         * one is "unknown" even last; a missing value reads as "" until then */
+        const bool missing = i + 1 >= argc;
+        const char *v = missing ? "" : argv[i + 1];
         i++;
         bool ok = true;
         long l;
@@ -144,6 +135,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
             o->think = !strcmp(v, "on") ? ZN_THINK_ON : ZN_THINK_OFF;
         } else {
             fprintf(stderr, "zinc: unknown option '%s' (zinc --help)\n", a);
+            return 2;
+        }
+        if (missing) {
+            fprintf(stderr, "zinc: %s needs a value (zinc --help)\n", a);
             return 2;
         }
         if (!ok) {
