@@ -14,7 +14,7 @@ CFLAGS  ?= $(OPT) -g
 SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 INC      := $(addprefix -I,$(SRC_DIRS:%/=%))
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread $(INC) -I$(BUILD)/gen
-LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd
+LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd -ljansson
 BUILD   ?= build
 
 SRCS     := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
@@ -112,15 +112,17 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # the same target with fuzz/replay.c as main(), built with $(CC) and
 # $(CFLAGS), so `make test` (and test-asan) replay the regression inputs in
 # fuzz/regress/X without clang.
-FUZZ_TARGETS := gguf model tokenizer jinja sampler
+FUZZ_TARGETS := gguf model tokenizer jinja sampler request
 FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
                    src/format/quant.c src/format/quant_avx2.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
 FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
+FUZZ_SRCS_request := src/server/oai.c src/engine/sampler.c src/base/status.c
 FUZZ_LIBS_model := -lpthread
 FUZZ_LIBS_tokenizer := -lpcre2-8
+FUZZ_LIBS_request := -ljansson
 # (warnings are the gcc build's business: clang's differ)
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -pthread $(INC) -Ifuzz \
                -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined

@@ -6,7 +6,10 @@ set -euo pipefail
 PKGS="build-essential clang llvm pkg-config git ca-certificates python3 python3-jinja2 python3-numpy
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
  libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev
- chromium"
+ curl chromium"
+# Node.js + npm for the end-to-end tests (the openai SDK, the browser test);
+# a node that is already there (e.g. NodeSource's, which bundles npm) is used as is.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then PKGS="$PKGS nodejs npm"; fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${ZINC_GLSLC_PREFIX:-$here/.deps/glslc-trixie}
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzz smoke run (libFuzzer + ASan + UBSan) of every fuzz target, one after
 # the other: gguf (the GGUF reader), model (loading + graph), tokenizer (every
-# vocab kind), jinja (templates + contexts), sampler (logits + parameters).
+# vocab kind), jinja (templates + contexts), sampler (logits + parameters),
+# request (the server's request bodies).
 # Input layouts: fuzz/fuzz.h; seeds: build/make_seeds, written into a
 # temporary directory from ../shared (never committed), plus the regression
 # inputs in fuzz/regress/TARGET/, which are replayed first: a regression fails
@@ -10,7 +11,7 @@
 # Environment:
 #   FUZZ_TIME       seconds of fuzzing in all, split evenly (default 225)
 #   FUZZ_TIME_PER   seconds per target (overrides the split)
-#   FUZZ_TARGETS    which targets, in order (default: all five)
+#   FUZZ_TARGETS    which targets, in order (default: all six)
 #   ZN_SHARED       the shared fixtures (default ../shared)
 # Per target it prints seeds, execs and execs/s and PASS/FAIL; a crash,
 # sanitizer report, timeout (10 s per input) or out-of-memory fails it, and
@@ -19,7 +20,7 @@
 # Last line: "fuzz: N passed, N failed" (one per target).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-targets=(${FUZZ_TARGETS:-gguf model tokenizer jinja sampler})
+targets=(${FUZZ_TARGETS:-gguf model tokenizer jinja sampler request})
 total=${FUZZ_TIME:-225}
 per=${FUZZ_TIME_PER:-$(( total / ${#targets[@]} ))}
 [ "$per" -ge 1 ] || per=1
@@ -31,7 +32,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-fuzz.XXXXXX") || fail_all "mktemp"
 trap 'rm -rf "$tmp"' EXIT
 
 max_len_of() {
-  case $1 in gguf|model) echo 65536;; tokenizer) echo 4096;; jinja) echo 32768;; sampler) echo 16384;; esac
+  case $1 in gguf|model) echo 65536;; tokenizer) echo 4096;; jinja) echo 32768;; sampler) echo 16384;; request) echo 8192;; esac
 }
 
 seeds() { # target dir
@@ -43,6 +44,19 @@ seeds() { # target dir
     jinja) mapfile -t f < <({ ls tests/templates/*.jinja tests/templates/cases.tsv;
                               find "$shared/tokenizers/ggml-vocab" "$shared/models" -name '*.gguf'; } 2>/dev/null | sort) ;;
     sampler) mapfile -t f < <(find "$shared/models" -name '*.golden.json' 2>/dev/null | sort) ;;
+    request) # request bodies of the server's endpoints (src/server/oai.c), every field once
+      local i=0 b
+      for b in '{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}' \
+        '{"messages":[{"role":"developer","content":"x"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"assistant","content":null,"reasoning_content":"r","tool_calls":[]},{"role":"tool","content":"t","tool_call_id":"c1","name":"f"}],"stream":true,"stream_options":{"include_usage":true}}' \
+        '{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"max_completion_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,"presence_penalty":0.1,"frequency_penalty":0.2,"repetition_penalty":1.1,"seed":42,"stop":["a","bc"],"n":1,"logprobs":true,"top_logprobs":3,"chat_template_kwargs":{"enable_thinking":false,"x":1},"cache_prompt":false,"ignore_eos":true}' \
+        '{"prompt":"Once upon a time","max_tokens":16,"logprobs":2,"stop":"\n","echo":false}' \
+        '{"prompt":[1,2,3,4093]}' '{"prompt":[[5,6]]}' '{"prompt":["one"]}' \
+        '{"content":"Hello world","add_special":true}' '{"tokens":[1,2,3]}' \
+        '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}' \
+        '{"messages":[],"n":2}' '[1]' '{"stop":"'"$(printf 'a%.0s' $(seq 300))"'"}'; do
+        printf '%s' "$b" > "$d/seed$i.json"; i=$((i + 1))
+      done
+      return 0 ;;
   esac
   build/make_seeds "$t" "$d" "${f[@]}" >/dev/null
 }

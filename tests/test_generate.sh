@@ -64,7 +64,8 @@ expect "no args" 2 "$(rc_of $zinc)"
 # a binary with neither fails at run time
 mkdir -p "$tmp/bin" && cp "$zinc" "$tmp/bin/zinc"
 expect "no model anywhere" 1 "$(rc_of env ZINC_HOME="$tmp/nohome" "$tmp/bin/zinc" -p hi)"
-expect "no prompt" 2 "$(rc_of $zinc -m "$M")"
+# (a model and no prompt starts the server: test_serve.sh)
+expect "no prompt" 2 "$(rc_of $zinc --temp 0.5)"
 expect "unknown option" 2 "$(rc_of $zinc -m "$M" -p hi --bogus)"
 expect "bad temp" 2 "$(rc_of $zinc -m "$M" -p hi --temp x)"
 expect "bad top-p" 2 "$(rc_of $zinc -m "$M" -p hi --top-p 2)"

@@ -56,7 +56,32 @@
 #define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
 #define ZN_JINJA_MAX_FORMAT_WIDTH 1024   /* width or precision of one '%...' conversion */
 
+/* HTTP server (zinc serve). A request over a limit gets a 4xx naming it. */
+#define ZN_SRV_MAX_BODY         (8u << 20) /* bytes of a request body (413 above) */
+#define ZN_SRV_MAX_HEADER       (32u << 10) /* bytes of a request's headers (libmicrohttpd's connection memory) */
+#define ZN_SRV_MAX_MESSAGES     1024       /* messages in one chat request */
+#define ZN_SRV_MAX_PROMPT_TOKENS ZN_MAX_CTX /* token ids in one /v1/completions prompt array */
+#define ZN_SRV_MAX_GEN_TOKENS   ZN_MAX_CTX /* max_tokens / max_completion_tokens (the context bounds it too) */
+#define ZN_SRV_DEFAULT_GEN_TOKENS -1       /* no max_tokens: until end of text or a full context */
+#define ZN_SRV_MAX_STOP         4          /* stop strings (as OpenAI) */
+#define ZN_SRV_MAX_STOP_BYTES   256        /* bytes in one stop string */
+#define ZN_SRV_MAX_TOP_LOGPROBS 20         /* top_logprobs (as OpenAI) */
+#define ZN_SRV_MAX_CONNECTIONS  256        /* concurrent connections (one thread each) */
+#define ZN_SRV_MAX_QUEUE        64         /* requests waiting for a slot (429 beyond) */
+#define ZN_SRV_MAX_PARALLEL     64         /* --parallel slots */
+#define ZN_SRV_IDLE_TIMEOUT_S   30         /* seconds a connection may send nothing */
+#define ZN_SRV_READ_TIMEOUT_S   30         /* seconds to receive one request's body */
+#define ZN_SRV_DRAIN_S          10         /* seconds in-flight requests get after SIGTERM/SIGINT (--drain-timeout) */
+#define ZN_SRV_MAX_DRAIN_S      3600       /* --drain-timeout upper bound */
+#define ZN_SRV_PREFILL_CHUNK    256        /* prompt tokens a slot evaluates per turn (others' decode keeps going) */
+#define ZN_SRV_MAX_HOSTS        32         /* --allowed-hosts entries */
+#define ZN_SRV_MAX_KEY_BYTES    1024       /* bytes of an API key */
+#define ZN_SRV_POLL_MS          20         /* how often a waiting connection checks that its client is still there */
+
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
+
+_Static_assert(ZN_SRV_MAX_HEADER >= 4096, "headers need room");
+_Static_assert(ZN_SRV_PREFILL_CHUNK <= ZN_MAX_BATCH, "a prefill chunk is one step");
 
 #endif

@@ -13,6 +13,8 @@ int cli_generate(int argc, char **argv);    /* cli_generate.c: zinc -m MODEL -p 
 int cli_list_devices(int argc, char **argv);/* cli_devices.c */
 int cli_model(int argc, char **argv);       /* cli_model.c: zinc model list|pull|use|active|rm */
 int cli_check(int argc, char **argv);       /* cli_check.c: zinc --check, the doctor */
+int cli_serve(int argc, char **argv);       /* cli_serve.c: zinc serve, the OpenAI-compatible server */
+int cli_chat(int argc, char **argv);        /* cli_serve.c: zinc chat, the same on port 9090 + the browser */
 
 /* The model a command runs: m when non-NULL, else the active model, else the
  * shipped demo model (said on stderr). NULL after printing what to do. */

@@ -442,11 +442,27 @@ static int run_chat(gen *g) {
     return rc;
 }
 
+/* The seed's form: a model and no prompt starts the server. */
+static bool wants_server(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--prompt") || !strcmp(argv[i], "-i") ||
+            !strcmp(argv[i], "--interactive") || !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") ||
+            !strcmp(argv[i], "--help-generate"))
+            return false;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model") || !strcmp(argv[i], "--model-id")) return true;
+    return false;
+}
+
 int cli_generate(int argc, char **argv) {
     gen_opts o;
     if (argc < 2) {
         usage(stderr);
         return 2;
+    }
+    if (wants_server(argc, argv)) {
+        fprintf(stderr, "zinc: a model and no prompt: starting the server (as zinc serve; -p PROMPT generates instead)\n");
+        return cli_serve(argc, argv);
     }
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;

@@ -18,6 +18,8 @@ static const command commands[] = {
     {"tokenize", cli_tokenize, "print the token ids of a text"},
     {"detokenize", cli_detokenize, "print the text of token ids"},
     {"model", cli_model, "the model catalog: list, pull, use, active, rm"},
+    {"serve", cli_serve, "OpenAI-compatible server (and the chat UI at /); port 8080"},
+    {"chat", cli_chat, "the server on port 9090, opened in the browser"},
 };
 
 static void usage(FILE *f) {

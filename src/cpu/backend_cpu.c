@@ -199,6 +199,24 @@ static void cpu_seq_reset(void *ctx, void *state) {
     }
 }
 
+static zn_status cpu_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
+    const zn_hparams *hp = &((cpu_ctx *)ctx)->m->hp;
+    cpu_seq *d = dst;
+    const cpu_seq *s = src;
+    if (n_kv < 0 || n_kv > d->n_ctx || n_kv > s->n_ctx)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
+    if (d == s) return ZN_OK;
+    for (int i = 0; i < s->n_recr; i++) {
+        memcpy(d->conv[i], s->conv[i], sizeof(float) * conv_floats(hp));
+        memcpy(d->delta[i], s->delta[i], sizeof(float) * delta_floats(hp));
+    }
+    for (int i = 0; i < s->n_attn && n_kv > 0; i++) {
+        memcpy(d->k[i], s->k[i], sizeof(zn_half) * s->kv_row_k * (size_t)n_kv);
+        memcpy(d->v[i], s->v[i], sizeof(zn_half) * s->kv_row_v * (size_t)n_kv);
+    }
+    return ZN_OK;
+}
+
 /* ---- running ---- */
 
 /* Whether b may start before every thread has finished a: not when both
@@ -264,6 +282,7 @@ const zn_backend_ops zn_backend_cpu = {
     .seq_init = cpu_seq_init,
     .seq_free = cpu_seq_free,
     .seq_reset = cpu_seq_reset,
+    .seq_copy = cpu_seq_copy,
     .run = cpu_run_graph,
     .read = cpu_read,
     .write = cpu_write,

@@ -44,6 +44,12 @@ typedef struct zn_backend_ops {
     void (*seq_free)(void *ctx, void *state);
     /* Forgets the sequence (recurrent state zeroed; KV need not be). */
     void (*seq_reset)(void *ctx, void *state);
+    /* Copies src's recurrent state (conv + delta of every recurrent layer)
+     * and its KV entries for positions [0, n_kv) into dst, both sequences
+     * of this context; n_kv <= both contexts. dst's other KV entries stay
+     * as they were. What a checkpoint (save: a small sequence, n_kv 0) and
+     * its restore, or a fork of a sequence, are made of. */
+    zn_status (*seq_copy)(void *ctx, void *dst, const void *src, int n_kv, zn_err *err);
     /* Runs every node of g against the sequence state. */
     zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
     /* Copies activation act of the last run to out ([rows][cols] f32). */

@@ -59,6 +59,31 @@ void seq_reset(zn_seq *s) {
     s->n_past = 0;
 }
 
+zn_status seq_copy(zn_seq *dst, const zn_seq *src, int n_kv, zn_err *err) {
+    if (!dst->eng || dst->eng != src->eng) return zn_errf(err, ZN_ERR_ARG, "seq_copy: sequences of different engines");
+    if (n_kv < 0 || n_kv > src->n_past || n_kv > dst->n_ctx)
+        return zn_errf(err, ZN_ERR_ARG, "seq_copy: %d KV positions of a sequence at %d into a context of %d", n_kv,
+                       src->n_past, dst->n_ctx);
+    zn_status st = dst->eng->be->seq_copy(dst->eng->be_ctx, dst->state, src->state, n_kv, err);
+    if (st == ZN_OK) dst->n_past = src->n_past;
+    return st;
+}
+
+zn_status seq_truncate(zn_seq *s, int n, zn_err *err) {
+    if (n < 0 || n > s->n_past) return zn_errf(err, ZN_ERR_ARG, "seq_truncate: %d of %d tokens", n, s->n_past);
+    if (n == s->n_past) return ZN_OK;
+    if (n == 0) {
+        seq_reset(s);
+        return ZN_OK;
+    }
+    if (engine_is_recurrent(s->eng))
+        return zn_errf(err, ZN_ERR_ARG, "seq_truncate: a recurrent state cannot be cut back (%d -> %d tokens)", s->n_past, n);
+    s->n_past = n;
+    return ZN_OK;
+}
+
+bool engine_is_recurrent(const zn_engine *e) { return model_n_attn_layers(e->model) < e->model->hp.n_layer; }
+
 zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, float *logits, bool all_logits,
                         zn_err *err) {
     const int n_vocab = e->model->hp.n_vocab;

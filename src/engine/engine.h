@@ -45,6 +45,22 @@ zn_status seq_init(zn_seq *s, zn_engine *e, int n_ctx, zn_err *err);
 void seq_free(zn_seq *s);
 void seq_reset(zn_seq *s);
 
+/* dst takes src's place: its recurrent state, its KV entries for positions
+ * [0, n_kv), and its position (n_past). Entries of dst in [n_kv, src->n_past)
+ * are not copied: the caller knows they already hold the same tokens (a
+ * restore), or n_kv = src->n_past (a fork). A checkpoint of a hybrid
+ * model's sequence s is a sequence of n_ctx 1, ck: seq_copy(&ck, &s, 0) saves
+ * it, seq_copy(&s, &ck, 0) returns s to that position (its KV below it is
+ * still valid as long as s was not reset or cut back below it since). */
+zn_status seq_copy(zn_seq *dst, const zn_seq *src, int n_kv, zn_err *err);
+/* Cuts the sequence back to its first n tokens (0 <= n <= n_past): the KV
+ * entries after n are forgotten. With recurrent layers only n == n_past or
+ * n == 0 (a reset) can be honoured; anything else is ZN_ERR_ARG. */
+zn_status seq_truncate(zn_seq *s, int n, zn_err *err);
+/* Whether the model has recurrent layers: then a sequence cannot be cut back
+ * to an earlier position (n_past = k), only restored from a checkpoint. */
+bool engine_is_recurrent(const zn_engine *e);
+
 /* Evaluates n tokens after the sequence's n_past ones (split into steps of at
  * most max_tokens). logits (may be NULL): all_logits ? [n][n_vocab] : the
  * last token's [n_vocab]. Token ids outside the vocab or a full context fail

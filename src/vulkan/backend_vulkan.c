@@ -88,6 +88,7 @@ typedef struct vk_seq {
     vkarena mem;
     int n_ctx;
     VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
+    vkref *kr, *vr;               /* [n_layer]: the same as ranges (copies) */
     vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
 } vk_seq;
 
@@ -411,8 +412,10 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->v = calloc((size_t)hp->n_layer, sizeof *s->v);
     s->conv = calloc((size_t)hp->n_layer, sizeof *s->conv);
     s->delta = calloc((size_t)hp->n_layer, sizeof *s->delta);
+    s->kr = calloc((size_t)hp->n_layer, sizeof *s->kr);
+    s->vr = calloc((size_t)hp->n_layer, sizeof *s->vr);
     vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, 0, 0);
-    zn_status st = !s->k || !s->v || !s->conv || !s->delta ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    zn_status st = !s->k || !s->v || !s->conv || !s->delta || !s->kr || !s->vr ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
     /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
     const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
     const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
@@ -428,7 +431,7 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         vkref k, v;
         st = vkarena_alloc(&s->mem, 2 * kdim * (uint64_t)n_ctx, 256, &k, err);
         if (!st) st = vkarena_alloc(&s->mem, 2 * vdim * (uint64_t)n_ctx, 256, &v, err);
-        if (!st) s->k[il] = k.addr, s->v[il] = v.addr;
+        if (!st) s->k[il] = k.addr, s->v[il] = v.addr, s->kr[il] = k, s->vr[il] = v;
     }
     /* the split-K scratch must cover the longest context any sequence has */
     uint64_t pf = vkop_attn_part_floats(&c->o, 1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
@@ -454,6 +457,8 @@ static void vk_seq_free(void *ctx, void *state) {
     vkarena_free(&s->mem);
     free(s->k);
     free(s->v);
+    free(s->kr);
+    free(s->vr);
     free(s->conv);
     free(s->delta);
     free(s);
@@ -464,6 +469,29 @@ static void vk_seq_reset(void *ctx, void *state) {
     /* the interface has no status here; a failed fill leaves the device lost,
      * which the next run reports */
     seq_zero(ctx, state, &err);
+}
+
+static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
+    vk_ctx *c = ctx;
+    vk_seq *d = dst;
+    const vk_seq *s = src;
+    const zn_hparams *hp = &c->m->hp;
+    if (n_kv < 0 || n_kv > d->n_ctx || n_kv > s->n_ctx)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
+    if (d == s) return ZN_OK;
+    const uint64_t kb = 2ull * hp->n_head_kv * hp->head_dim_k * (uint64_t)n_kv;
+    const uint64_t vb = 2ull * hp->n_head_kv * hp->head_dim_v * (uint64_t)n_kv;
+    zn_status st = ZN_OK;
+    for (int il = 0; il < hp->n_layer && !st; il++) {
+        if (s->conv[il].buf) {
+            st = vkxfer_copy(&c->x, s->conv[il], d->conv[il], s->conv[il].size, err);
+            if (!st) st = vkxfer_copy(&c->x, s->delta[il], d->delta[il], s->delta[il].size, err);
+        } else if (n_kv > 0) {
+            st = vkxfer_copy(&c->x, s->kr[il], d->kr[il], kb, err);
+            if (!st) st = vkxfer_copy(&c->x, s->vr[il], d->vr[il], vb, err);
+        }
+    }
+    return st;
 }
 
 /* ---- hazards ---- */
@@ -1003,6 +1031,7 @@ const zn_backend_ops zn_backend_vulkan = {
     .seq_init = vk_seq_init,
     .seq_free = vk_seq_free,
     .seq_reset = vk_seq_reset,
+    .seq_copy = vk_seq_copy,
     .run = vk_run,
     .read = vk_read,
     .write = vk_write,

@@ -265,3 +265,14 @@ zn_status vkxfer_fill(vkxfer *x, vkref dst, uint32_t pattern, zn_err *err) {
     if (!st) st = slot_wait(x, 0, err);
     return st;
 }
+
+zn_status vkxfer_copy(vkxfer *x, vkref src, vkref dst, uint64_t n, zn_err *err) {
+    if (n > src.size || n > dst.size)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %llu bytes between ranges of %llu and %llu",
+                       (unsigned long long)n, (unsigned long long)src.size, (unsigned long long)dst.size);
+    if (!n) return ZN_OK;
+    zn_status st = slot_wait(x, 0, err);
+    if (!st) st = slot_submit(x, 0, src.buf, src.off, dst, n, false, 0, err);
+    if (!st) st = slot_wait(x, 0, err);
+    return st;
+}

@@ -80,6 +80,8 @@ zn_status vkxfer_upload(vkxfer *x, vkref dst, const void *src, uint64_t n, zn_er
 zn_status vkxfer_flush(vkxfer *x, zn_err *err);
 /* Synchronous read of n bytes of src into host memory. */
 zn_status vkxfer_download(vkxfer *x, vkref src, void *dst, uint64_t n, zn_err *err);
+/* Synchronous device-to-device copy of n bytes (n <= both sizes). */
+zn_status vkxfer_copy(vkxfer *x, vkref src, vkref dst, uint64_t n, zn_err *err);
 /* Synchronous fill of a range with a 32-bit pattern (size multiple of 4). */
 zn_status vkxfer_fill(vkxfer *x, vkref dst, uint32_t pattern, zn_err *err);
 

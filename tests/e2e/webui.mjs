@@ -75,21 +75,33 @@ async function recordStreaming(page) {
 }
 
 // Clicks Stop (or presses Escape) the moment the last reply shows text.
-async function stopAtFirstText(page, how) {
-  await page.evaluate((how) => {
+async function stopAtFirstText(page, how, slots = false) {
+  await page.evaluate(([how, slots]) => {
     const box = document.getElementById('messages');
     window.__stopped = null;
+    window.__slotIdle = null;
     const mo = new MutationObserver(() => {
       const m = [...box.querySelectorAll('.msg.assistant')].pop();
       const c = m && m.querySelector('.content');
       if (!m || !m.classList.contains('streaming') || !c || !c.textContent.length || window.__stopped) return;
-      window.__stopped = { len: c.textContent.length };
+      window.__stopped = { len: c.textContent.length, t: performance.now() };
       mo.disconnect();
       if (how === 'escape') document.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
       else document.getElementById('stop').click();
+      if (slots) (async () => {   // how soon the server's slot is idle again
+        const t0 = performance.now();
+        while (performance.now() - t0 < 5000) {
+          const r = await fetch('/slots');
+          if (!r.ok) { window.__slotIdle = { error: `GET /slots: ${r.status}` }; return; }
+          const a = await r.json();
+          if (Array.isArray(a) && a.length && a.every((x) => !x.is_processing)) { window.__slotIdle = { ms: performance.now() - t0 }; return; }
+          await new Promise((ok) => setTimeout(ok, 10));
+        }
+        window.__slotIdle = { error: 'a slot still busy 5 s after Stop' };
+      })();
     });
     mo.observe(box, { subtree: true, childList: true, characterData: true, attributes: true });
-  }, how);
+  }, [how, slots]);
 }
 
 const lastReply = (page) => page.locator('.msg.assistant').last();
@@ -173,7 +185,7 @@ if (URL_REAL) {
     return meta;
   });
   await check('real: Stop ends the reply where it is', async () => {
-    await stopAtFirstText(page, 'click');
+    await stopAtFirstText(page, 'click', true);
     await sendMessage(page, 'Tell me more.');   // greedy: 150 tokens
     await waitIdle(page, 15000);
     const st = await page.evaluate(() => window.__stopped);
@@ -185,7 +197,9 @@ if (URL_REAL) {
     const len2 = (await lastReply(page).locator('.content').textContent()).length;
     assert(len1 === len2, `text still grew after Stop: ${len1} -> ${len2}`);
   });
-  await check('real: after Stop the slot is free: the next reply completes (server has --parallel 1)', async () => {
+  await check('real: after Stop the slot is free: /slots says idle, the next reply completes (server has --parallel 1)', async () => {
+    const idle = await page.waitForFunction(() => window.__slotIdle, null, { timeout: 6000 }).then((h) => h.jsonValue());
+    assert(!idle.error, idle.error);
     await lastReply(page).getByRole('button', { name: 'Regenerate' }).click();
     await page.waitForFunction(() => document.querySelector('.msg.streaming') || !document.getElementById('stop').hidden, null, { timeout: 5000 }).catch(() => {});
     await waitIdle(page);
@@ -193,6 +207,7 @@ if (URL_REAL) {
     const meta = await lastReply(page).locator('.meta').textContent();
     assert(/reply tokens/.test(meta) && !/≈/.test(meta), `no exact usage after regenerate: '${meta}'`);
     assert((await lastReply(page).locator('.content').textContent()).length > 0, 'empty regenerated reply');
+    return `/slots idle ${Math.round(idle.ms)} ms after Stop`;
   });
   await page.screenshot({ path: path.join(OUT, 'webui-desktop-turns.png') });
   await check('real: edit-and-resend replaces the turn and what followed', async () => {

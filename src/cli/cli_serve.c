@@ -1,0 +1,250 @@
+/* zinc serve / zinc chat: the OpenAI-compatible server (src/server) from the
+ * command line. SIGINT/SIGTERM drain it (new work gets 503, in-flight
+ * requests get ZN_SRV_DRAIN_S seconds) and it exits 0. */
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "engine.h"
+#include "server.h"
+
+extern char **environ;
+
+#define SERVE_PORT 8080
+#define CHAT_PORT 9090
+
+static void usage(FILE *f, const char *cmd, int port) {
+    fprintf(f,
+            "usage: zinc %s [-m MODEL | --model-id ID] [options]\n"
+            "An OpenAI-compatible server: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize;\n"
+            "GET /v1/models, /health, /slots, /metrics; the chat UI at /.%s\n"
+            "\n"
+            "  -m, --model PATH         GGUF model (default: the active model, else the shipped demo model)\n"
+            "  --model-id ID            a catalog model (zinc model list), also the name clients give\n"
+            "  --alias NAME             the model name /v1/models lists (default: the file name without .gguf)\n"
+            "  --host ADDR              address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)\n"
+            "  --port N                 port (default %d; 0: any free port, printed)\n"
+            "  --api-key KEY            require 'Authorization: Bearer KEY' (not for /health and the UI's files)\n"
+            "  --api-key-file F         the same, the key read from the first line of F\n"
+            "  --ctx N                  context tokens per slot (default: %d or the model's training context if smaller)\n"
+            "  --parallel N             slots: requests generated at once, each with its own state (default 1, at most %d)\n"
+            "  --backend NAME           %s (default: vulkan if a GPU is present, else cpu)\n"
+            "  --device N               Vulkan device N of zinc --list-devices\n"
+            "  --threads N              CPU threads (default: all cores)\n"
+            "  --cors ORIGIN            send CORS headers for this origin ('*': any); none by default\n"
+            "  --allowed-hosts LIST     comma-separated Host names accepted besides the bound address\n"
+            "                           (DNS-rebinding protection; '*' accepts any, e.g. behind a proxy)\n"
+            "  --chat-template-file F   use this Jinja chat template instead of the model's\n"
+            "  --drain-timeout S        seconds in-flight requests get after SIGTERM/SIGINT (default %d)\n"
+            "%s"
+            "  -h, --help               this help\n",
+            cmd, !strcmp(cmd, "chat") ? "\nzinc chat prints the URL and opens it in the browser." : "", port,
+            ZN_DEFAULT_CTX, ZN_SRV_MAX_PARALLEL, backend_names(), ZN_SRV_DRAIN_S,
+            !strcmp(cmd, "chat") ? "  --no-browser             do not open the browser\n" : "");
+}
+
+static char *read_first_line(const char *path, size_t max) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(max + 2);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = 0;
+    buf[strcspn(buf, "\r\n")] = 0;
+    return buf;
+}
+
+static char *read_file(const char *path, size_t max) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max, f) : 0;
+    bool more = buf && fgetc(f) != EOF;
+    fclose(f);
+    if (!buf || more) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static void open_browser(const char *url) {
+    if (!getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY")) {
+#ifndef __APPLE__
+        fprintf(stderr, "zinc: no display; open %s in a browser\n", url);
+        return;
+#endif
+    }
+#ifdef __APPLE__
+    const char *opener = "open";
+#else
+    const char *opener = "xdg-open";
+#endif
+    char *argv[] = {(char *)opener, (char *)url, NULL};
+    pid_t pid;
+    if (posix_spawnp(&pid, opener, NULL, NULL, argv, environ)) {
+        fprintf(stderr, "zinc: could not run %s; open %s in a browser\n", opener, url);
+        return;
+    }
+    /* xdg-open returns at once; reaping it keeps no zombie */
+    waitpid(pid, NULL, 0);
+}
+
+static int serve_main(int argc, char **argv, const char *cmd, int default_port) {
+    zn_server_cfg cfg = {.n_parallel = 1, .n_ctx = 0};
+    cfg.http.host = "127.0.0.1";
+    cfg.http.port = default_port;
+    const char *model = NULL, *model_id = NULL, *key_file = NULL, *tmpl_file = NULL, *hosts = NULL;
+    bool browser = !strcmp(cmd, "chat");
+    long drain_s = ZN_SRV_DRAIN_S;
+    long l;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout, cmd, default_port);
+            return 0;
+        }
+        if (!strcmp(a, "--no-browser")) {
+            browser = false;
+            continue;
+        }
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "zinc %s: %s needs a value (zinc %s --help)\n", cmd, a, cmd);
+            return 2;
+        }
+        i++;
+        int ok = 1;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--model-id")) model_id = v;
+        else if (!strcmp(a, "--alias")) cfg.model_id = v;
+        else if (!strcmp(a, "--host")) cfg.http.host = v;
+        else if (!strcmp(a, "--port")) ok = cli_parse_long(v, 0, 65535, &l), cfg.http.port = (int)l;
+        else if (!strcmp(a, "--api-key")) cfg.http.api_key = v;
+        else if (!strcmp(a, "--api-key-file")) key_file = v;
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) ok = cli_parse_long(v, 2, ZN_MAX_CTX, &l), cfg.n_ctx = (int)l;
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
+            ok = cli_parse_long(v, 1, ZN_SRV_MAX_PARALLEL, &l), cfg.n_parallel = (int)l;
+        else if (!strcmp(a, "--backend")) cfg.backend = v;
+        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c, as zinc -p does */
+        else if (!strcmp(a, "--threads") || !strcmp(a, "-t"))
+            ok = cli_parse_long(v, 1, ZN_MAX_THREADS, &l), cfg.n_threads = (int)l;
+        else if (!strcmp(a, "--cors")) cfg.http.cors = v;
+        else if (!strcmp(a, "--allowed-hosts")) hosts = v;
+        else if (!strcmp(a, "--chat-template-file")) tmpl_file = v;
+        else if (!strcmp(a, "--drain-timeout")) ok = cli_parse_long(v, 0, ZN_SRV_MAX_DRAIN_S, &drain_s);
+        else {
+            fprintf(stderr, "zinc %s: unknown option '%s' (zinc %s --help)\n", cmd, a, cmd);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "zinc %s: bad value '%s' for %s (zinc %s --help)\n", cmd, v, a, cmd);
+            return 2;
+        }
+    }
+    if (model && model_id) {
+        fprintf(stderr, "zinc %s: give -m or --model-id, not both\n", cmd);
+        return 2;
+    }
+    char hosts_buf[4096];
+    if (hosts) {
+        if (strlen(hosts) >= sizeof hosts_buf) {
+            fprintf(stderr, "zinc %s: --allowed-hosts is too long\n", cmd);
+            return 2;
+        }
+        strcpy(hosts_buf, hosts);
+        for (char *save = NULL, *t = strtok_r(hosts_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            while (*t == ' ') t++;
+            if (!*t) continue;
+            if (cfg.http.n_allowed_hosts == ZN_SRV_MAX_HOSTS) {
+                fprintf(stderr, "zinc %s: --allowed-hosts: at most %d names\n", cmd, ZN_SRV_MAX_HOSTS);
+                return 2;
+            }
+            cfg.http.allowed_hosts[cfg.http.n_allowed_hosts++] = t;
+        }
+    }
+    char *key = NULL, *tmpl = NULL;
+    int rc = 1;
+    if (key_file) {
+        if (cfg.http.api_key) {
+            fprintf(stderr, "zinc %s: give --api-key or --api-key-file, not both\n", cmd);
+            return 2;
+        }
+        if (!(key = read_first_line(key_file, ZN_SRV_MAX_KEY_BYTES)) || !*key) {
+            fprintf(stderr, "zinc %s: --api-key-file %s: %s\n", cmd, key_file, key ? "empty" : strerror(errno));
+            free(key);
+            return 1;
+        }
+        cfg.http.api_key = key;
+    }
+    if (tmpl_file && !(tmpl = read_file(tmpl_file, ZN_JINJA_MAX_SRC))) {
+        fprintf(stderr, "zinc %s: --chat-template-file %s: cannot read it (or larger than %d bytes)\n", cmd, tmpl_file,
+                ZN_JINJA_MAX_SRC);
+        free(key);
+        return 1;
+    }
+    cfg.chat_template = tmpl;
+    char path[ZN_PATH_MAX];
+    zn_err err = {0};
+    if (model_id) {
+        if (!(cfg.model_path = cli_resolve_model_id(model_id, path))) goto out;
+        if (!cfg.model_id) cfg.model_id = model_id;
+    } else if (!(cfg.model_path = cli_resolve_model(model, path))) {
+        goto out;
+    }
+    cfg.backend = cli_backend_or_default(cfg.backend);
+
+    /* Signals go to sigwait below, not to whichever thread runs. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    zn_server *srv = NULL;
+    if (server_start(&srv, &cfg, &err)) {
+        fprintf(stderr, "zinc %s: %s\n", cmd, err.msg);
+        goto out;
+    }
+    const char *h = cfg.http.host;
+    bool v6 = strchr(h, ':') != NULL;
+    char url[512];
+    snprintf(url, sizeof url, "http://%s%s%s:%d/", v6 ? "[" : "", !strcmp(h, "0.0.0.0") ? "127.0.0.1" : h, v6 ? "]" : "",
+             server_port(srv));
+    fprintf(stderr, "zinc: listening on %s (loading %s)\n", url, cfg.model_path);
+    if (server_load(srv, &err)) {
+        fprintf(stderr, "zinc %s: %s\n", cmd, err.msg);
+        server_free(srv);
+        goto out;
+    }
+    fprintf(stderr, "zinc: ready: %s, %d slot%s; API at %sv1 (OpenAI-compatible)%s\n", cfg.model_path, cfg.n_parallel,
+            cfg.n_parallel == 1 ? "" : "s", url, cfg.http.api_key ? ", API key required" : "");
+    if (!strcmp(cmd, "chat")) {
+        printf("%s\n", url);
+        fflush(stdout);
+        if (browser) open_browser(url);
+    }
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    fprintf(stderr, "zinc: %s: draining (at most %ld s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
+    server_drain(srv, (double)drain_s);
+    server_free(srv);
+    fprintf(stderr, "zinc: stopped\n");
+    rc = 0;
+out:
+    free(key);
+    free(tmpl);
+    return rc;
+}
+
+int cli_serve(int argc, char **argv) { return serve_main(argc, argv, "serve", SERVE_PORT); }
+int cli_chat(int argc, char **argv) { return serve_main(argc, argv, "chat", CHAT_PORT); }

@@ -1,0 +1,367 @@
+/* Parsing of OpenAI-style request bodies (see oai.h). */
+#include "oai.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat.h"
+
+bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...) {
+    e->status = status;
+    e->type = type;
+    e->code = code;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+#define BAD(param, ...) oai_fail(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
+#define OOM() oai_fail(e, 500, "server_error", NULL, NULL, "out of memory")
+
+static json_t *load(const char *body, size_t len, zn_oai_error *e) {
+    json_error_t je;
+    json_t *root = json_loadb(body, len, 0, &je);
+    if (!root) {
+        BAD(NULL, "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        BAD(NULL, "the body must be a JSON object");
+        return NULL;
+    }
+    return root;
+}
+
+/* A number field in [lo, hi] (absent or null: untouched). */
+static bool get_num(json_t *o, const char *key, double lo, double hi, float *out, zn_oai_error *e) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_number(v)) return BAD(key, "'%s' must be a number", key);
+    double d = json_number_value(v);
+    if (!(d >= lo && d <= hi)) return BAD(key, "'%s' is %g; it must be between %g and %g", key, d, lo, hi);
+    *out = (float)d;
+    return true;
+}
+
+/* An integer field in [lo, hi]; *given set when present. */
+static bool get_int(json_t *o, const char *key, long long lo, long long hi, long long *out, bool *given,
+                    zn_oai_error *e) {
+    json_t *v = json_object_get(o, key);
+    if (given) *given = false;
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_integer(v)) return BAD(key, "'%s' must be an integer", key);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi) return BAD(key, "'%s' is %lld; it must be between %lld and %lld", key, x, lo, hi);
+    *out = x;
+    if (given) *given = true;
+    return true;
+}
+
+static bool get_bool(json_t *o, const char *key, bool *out, zn_oai_error *e) {
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v)) return true;
+    if (!json_is_boolean(v)) return BAD(key, "'%s' must be true or false", key);
+    *out = json_is_true(v);
+    return true;
+}
+
+static char *dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+static bool parse_stop(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    json_t *v = json_object_get(o, "stop");
+    if (!v || json_is_null(v)) return true;
+    json_t *one[1] = {v};
+    json_t **items = one;
+    size_t n = 1;
+    if (json_is_array(v)) {
+        n = json_array_size(v);
+        if (n > ZN_SRV_MAX_STOP) return BAD("stop", "'stop' has %zu strings; at most %d", n, ZN_SRV_MAX_STOP);
+        items = NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = items ? items[i] : json_array_get(v, i);
+        if (!json_is_string(s)) return BAD("stop", "'stop' must be a string or an array of strings");
+        size_t len = json_string_length(s);
+        if (len == 0) return BAD("stop", "'stop' strings must not be empty");
+        if (len > ZN_SRV_MAX_STOP_BYTES)
+            return BAD("stop", "a 'stop' string has %zu bytes; at most %d", len, ZN_SRV_MAX_STOP_BYTES);
+        if (memchr(json_string_value(s), 0, len)) return BAD("stop", "'stop' strings must not contain NUL");
+        if (!(r->stop[r->n_stop] = dup_n(json_string_value(s), len))) return OOM();
+        r->n_stop++;
+    }
+    return true;
+}
+
+/* content: a string, null, or text parts -> one string (parts joined by "\n"). */
+static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
+    char param[96];
+    snprintf(param, sizeof param, "messages[%zu].content", i);
+    if (!c || json_is_null(c)) {
+        *out = json_string("");
+    } else if (json_is_string(c)) {
+        *out = json_incref(c);
+        return true;
+    } else if (json_is_array(c)) {
+        size_t total = 0, n = json_array_size(c);
+        for (size_t k = 0; k < n; k++) {
+            json_t *p = json_array_get(c, k);
+            json_t *type = json_is_object(p) ? json_object_get(p, "type") : NULL;
+            json_t *text = json_is_object(p) ? json_object_get(p, "text") : NULL;
+            if (!json_is_string(type)) return BAD(param, "%s[%zu] must be an object with a 'type'", param, k);
+            if (strcmp(json_string_value(type), "text"))
+                return BAD(param, "%s[%zu]: content parts of type '%s' are not supported (text only)", param, k,
+                           json_string_value(type));
+            if (!json_is_string(text)) return BAD(param, "%s[%zu].text must be a string", param, k);
+            total += json_string_length(text) + 1;
+        }
+        char *buf = malloc(total + 1);
+        if (!buf) return OOM();
+        size_t at = 0;
+        for (size_t k = 0; k < n; k++) {
+            json_t *text = json_object_get(json_array_get(c, k), "text");
+            if (k) buf[at++] = '\n';
+            memcpy(buf + at, json_string_value(text), json_string_length(text));
+            at += json_string_length(text);
+        }
+        *out = json_stringn_nocheck(buf, at);  /* parts were valid UTF-8, so is the join */
+        free(buf);
+    } else {
+        return BAD(param, "%s must be a string or an array of text parts", param);
+    }
+    return *out ? true : OOM();
+}
+
+static bool parse_messages(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    json_t *v = json_object_get(o, "messages");
+    if (!json_is_array(v)) return BAD("messages", "'messages' must be an array of messages");
+    size_t n = json_array_size(v);
+    if (n == 0) return BAD("messages", "'messages' is empty");
+    if (n > ZN_SRV_MAX_MESSAGES) return BAD("messages", "%zu messages; at most %d", n, ZN_SRV_MAX_MESSAGES);
+    json_t *out = json_array();
+    if (!out) return OOM();
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool"};
+    for (size_t i = 0; i < n; i++) {
+        json_t *m = json_array_get(v, i);
+        char param[96];
+        snprintf(param, sizeof param, "messages[%zu]", i);
+        json_t *role = json_is_object(m) ? json_object_get(m, "role") : NULL;
+        if (!json_is_string(role)) {
+            json_decref(out);
+            return BAD(param, "%s must be an object with a string 'role'", param);
+        }
+        const char *rs = json_string_value(role);
+        size_t ri = 0;
+        while (ri < 5 && strcmp(rs, roles[ri])) ri++;
+        if (ri == 5) {
+            json_decref(out);
+            return BAD(param, "%s has role '%.64s'; expected system, developer, user, assistant or tool", param, rs);
+        }
+        json_t *text = NULL;
+        if (!content_text(json_object_get(m, "content"), i, &text, e)) {
+            json_decref(out);
+            return false;
+        }
+        json_t *nm = json_object();
+        /* templates know "system"; "developer" is OpenAI's newer name for it */
+        if (!nm || json_object_set_new(nm, "role", json_string(ri == 1 ? "system" : rs)) ||
+            json_object_set_new(nm, "content", text) || json_array_append_new(out, nm)) {
+            json_decref(nm);
+            json_decref(out);
+            return OOM();
+        }
+        static const char *const pass[] = {"name", "tool_call_id", "reasoning_content", "tool_calls"};
+        for (int k = 0; k < 4; k++) {
+            json_t *x = json_object_get(m, pass[k]);
+            if (!x || json_is_null(x)) continue;
+            if (k < 3 && !json_is_string(x)) {
+                json_decref(out);
+                return BAD(param, "%s.%s must be a string", param, pass[k]);
+            }
+            if (k == 3 && !json_is_array(x)) {
+                json_decref(out);
+                return BAD(param, "%s.tool_calls must be an array", param);
+            }
+            if (json_object_set(nm, pass[k], x)) {
+                json_decref(out);
+                return OOM();
+            }
+        }
+    }
+    r->messages = json_dumps(out, JSON_COMPACT);
+    r->n_messages = n;
+    json_decref(out);
+    return r->messages ? true : OOM();
+}
+
+static bool parse_prompt(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    json_t *v = json_object_get(o, "prompt");
+    if (json_is_array(v) && json_array_size(v) == 1 && json_is_string(json_array_get(v, 0))) v = json_array_get(v, 0);
+    if (json_is_array(v) && json_array_size(v) == 1 && json_is_array(json_array_get(v, 0))) v = json_array_get(v, 0);
+    if (json_is_string(v)) {
+        size_t n = json_string_length(v);
+        if (n == 0) return BAD("prompt", "'prompt' is empty");
+        if (n > ZN_MAX_PROMPT_BYTES) return BAD("prompt", "'prompt' has %zu bytes; at most %d", n, ZN_MAX_PROMPT_BYTES);
+        if (!(r->prompt = dup_n(json_string_value(v), n))) return OOM();
+        r->prompt_len = n;
+        return true;
+    }
+    if (!json_is_array(v))
+        return BAD("prompt", "'prompt' must be a string or an array of token ids (one prompt per request)");
+    size_t n = json_array_size(v);
+    if (n == 0) return BAD("prompt", "'prompt' is empty");
+    if (n > ZN_SRV_MAX_PROMPT_TOKENS) return BAD("prompt", "'prompt' has %zu tokens; at most %d", n, ZN_SRV_MAX_PROMPT_TOKENS);
+    if (!(r->prompt_ids = malloc(sizeof *r->prompt_ids * n))) return OOM();
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(v, i);
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= ZN_MAX_VOCAB)
+            return BAD("prompt", "'prompt' must be a string or an array of token ids (item %zu is not one)", i);
+        r->prompt_ids[i] = (int32_t)json_integer_value(t);
+    }
+    r->n_prompt_ids = n;
+    return true;
+}
+
+static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    json_t *model = json_object_get(o, "model");
+    if (model && !json_is_null(model)) {
+        if (!json_is_string(model)) return BAD("model", "'model' must be a string");
+        if (!(r->model = dup_n(json_string_value(model), json_string_length(model)))) return OOM();
+    }
+    if (!get_bool(o, "stream", &r->stream, e)) return false;
+    json_t *so = json_object_get(o, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so)) return BAD("stream_options", "'stream_options' must be an object");
+        if (!get_bool(so, "include_usage", &r->include_usage, e)) return false;
+    }
+    long long x = 0;
+    bool given;
+    if (!get_int(o, "n", 1, 1, &x, NULL, e)) {
+        snprintf(e->message, sizeof e->message, "'n' must be 1: one choice per request is supported");
+        return false;
+    }
+    if (!get_int(o, "max_tokens", 1, ZN_SRV_MAX_GEN_TOKENS, &x, &given, e)) return false;
+    if (given) r->max_tokens = (long)x;
+    if (r->chat) {
+        if (!get_int(o, "max_completion_tokens", 1, ZN_SRV_MAX_GEN_TOKENS, &x, &given, e)) return false;
+        if (given) r->max_tokens = (long)x;
+    }
+    if (!get_num(o, "temperature", 0, 100, &r->sp.temperature, e) || !get_num(o, "top_p", 0, 1, &r->sp.top_p, e) ||
+        !get_num(o, "min_p", 0, 1, &r->sp.min_p, e) ||
+        !get_num(o, "presence_penalty", -2, 2, &r->sp.presence_penalty, e) ||
+        !get_num(o, "frequency_penalty", -2, 2, &r->sp.frequency_penalty, e) ||
+        !get_num(o, "repetition_penalty", 1e-6, 100, &r->sp.repeat_penalty, e) ||
+        !get_num(o, "repeat_penalty", 1e-6, 100, &r->sp.repeat_penalty, e))
+        return false;
+    if (!get_int(o, "top_k", 0, ZN_MAX_VOCAB, &x, &given, e)) return false;
+    if (given) r->sp.top_k = (int)x;
+    json_t *seed = json_object_get(o, "seed");
+    if (seed && !json_is_null(seed)) {
+        if (!json_is_integer(seed)) return BAD("seed", "'seed' must be an integer");
+        r->sp.seed = (uint64_t)json_integer_value(seed);
+        r->seed_given = true;
+    }
+    if (!parse_stop(o, r, e)) return false;
+    if (!get_bool(o, "cache_prompt", &r->cache_prompt, e) || !get_bool(o, "ignore_eos", &r->ignore_eos, e)) return false;
+    /* logprobs: chat has a bool plus top_logprobs, completions an integer */
+    json_t *lp = json_object_get(o, "logprobs");
+    if (r->chat) {
+        bool want = false;
+        if (!get_bool(o, "logprobs", &want, e)) return false;
+        if (!get_int(o, "top_logprobs", 0, ZN_SRV_MAX_TOP_LOGPROBS, &x, &given, e)) return false;
+        if (given && !want) return BAD("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+        if (want) r->top_logprobs = given ? (int)x : 0;
+    } else if (lp && !json_is_null(lp)) {
+        if (!get_int(o, "logprobs", 0, ZN_SRV_MAX_TOP_LOGPROBS, &x, NULL, e)) return false;
+        r->top_logprobs = (int)x;
+    }
+    json_t *kw = json_object_get(o, "chat_template_kwargs");
+    if (kw && !json_is_null(kw)) {
+        if (!json_is_object(kw)) return BAD("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+        json_t *th = json_object_get(kw, "enable_thinking");
+        if (th && !json_is_boolean(th))
+            return BAD("chat_template_kwargs", "'chat_template_kwargs.enable_thinking' must be true or false");
+        if (th) r->think = json_is_true(th) ? ZN_THINK_ON : ZN_THINK_OFF;
+        if (json_object_size(kw) && !(r->template_kwargs = json_dumps(kw, JSON_COMPACT))) return OOM();
+    }
+    return true;
+}
+
+bool oai_parse(const char *body, size_t len, bool chat, zn_oai_req *r, zn_oai_error *e) {
+    memset(r, 0, sizeof *r);
+    r->chat = chat;
+    r->max_tokens = -1;
+    r->top_logprobs = -1;
+    r->cache_prompt = true;
+    r->sp = sampler_default_params();
+    json_t *o = load(body, len, e);
+    if (!o) return false;
+    bool ok = parse_common(o, r, e) && (chat ? parse_messages(o, r, e) : parse_prompt(o, r, e));
+    json_decref(o);
+    if (!ok) oai_req_free(r);
+    return ok;
+}
+
+void oai_req_free(zn_oai_req *r) {
+    free(r->model);
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->template_kwargs);
+    free(r->messages);
+    free(r->prompt);
+    free(r->prompt_ids);
+    memset(r, 0, sizeof *r);
+}
+
+bool oai_parse_tokenize(const char *body, size_t len, char **content, size_t *n, bool *add_special, zn_oai_error *e) {
+    *content = NULL;
+    *add_special = false;
+    json_t *o = load(body, len, e);
+    if (!o) return false;
+    json_t *c = json_object_get(o, "content");
+    bool ok = json_is_string(c) ? true : BAD("content", "'content' must be a string");
+    if (ok && json_string_length(c) > ZN_MAX_PROMPT_BYTES)
+        ok = BAD("content", "'content' has %zu bytes; at most %d", json_string_length(c), ZN_MAX_PROMPT_BYTES);
+    if (ok) ok = get_bool(o, "add_special", add_special, e);
+    if (ok && !(*content = dup_n(json_string_value(c), json_string_length(c)))) ok = OOM();
+    if (ok) *n = json_string_length(c);
+    json_decref(o);
+    return ok;
+}
+
+bool oai_parse_detokenize(const char *body, size_t len, int32_t **ids, size_t *n, zn_oai_error *e) {
+    *ids = NULL;
+    json_t *o = load(body, len, e);
+    if (!o) return false;
+    json_t *t = json_object_get(o, "tokens");
+    bool ok = json_is_array(t) ? true : BAD("tokens", "'tokens' must be an array of token ids");
+    size_t k = ok ? json_array_size(t) : 0;
+    if (ok && k > ZN_SRV_MAX_PROMPT_TOKENS) ok = BAD("tokens", "%zu tokens; at most %d", k, ZN_SRV_MAX_PROMPT_TOKENS);
+    if (ok && !(*ids = malloc(sizeof **ids * (k ? k : 1)))) ok = OOM();
+    for (size_t i = 0; ok && i < k; i++) {
+        json_t *x = json_array_get(t, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= ZN_MAX_VOCAB)
+            ok = BAD("tokens", "tokens[%zu] is not a token id", i);
+        else (*ids)[i] = (int32_t)json_integer_value(x);
+    }
+    if (ok) *n = k;
+    else {
+        free(*ids);
+        *ids = NULL;
+    }
+    json_decref(o);
+    return ok;
+}

@@ -1,0 +1,61 @@
+/* OpenAI-style request parsing (jansson): the body of /v1/chat/completions
+ * or /v1/completions -> a zn_oai_req, or an error naming the field, with the
+ * HTTP status it gets. Unknown fields are ignored (clients send many); a
+ * known field of the wrong type or out of range is a 400. Every limit is a
+ * ZN_SRV_* constant (limits.h). Fuzzed by fuzz/fuzz_request.c. */
+#ifndef ZINC_OAI_H
+#define ZINC_OAI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+#include "sampler.h"
+
+typedef struct zn_oai_error {
+    int status;                /* HTTP status */
+    const char *type;          /* "invalid_request_error", "authentication_error", ... */
+    const char *code;          /* NULL, or e.g. "context_length_exceeded", "model_not_found" */
+    char param[96];            /* the offending field ("" when none) */
+    char message[ZN_ERR_MSG_MAX];
+} zn_oai_error;
+
+/* Fills e and returns false, for `return oai_fail(e, 400, ...)`. */
+bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+typedef struct zn_oai_req {
+    bool chat;                 /* /v1/chat/completions (else /v1/completions) */
+    char *model;               /* NULL: not given */
+    bool stream, include_usage;
+    long max_tokens;           /* -1: not given */
+    zn_sampler_params sp;
+    bool seed_given;
+    char *stop[ZN_SRV_MAX_STOP];
+    int n_stop;
+    int top_logprobs;          /* -1: no logprobs */
+    int think;                 /* ZN_THINK_* from chat_template_kwargs.enable_thinking */
+    char *template_kwargs;     /* chat_template_kwargs as JSON text, or NULL */
+    bool cache_prompt;         /* llama-server's extension; default true */
+    bool ignore_eos;           /* llama-server's extension: generate past end-of-text tokens */
+    char *messages;            /* chat: the messages as a normalized JSON array */
+    size_t n_messages;
+    char *prompt;              /* completions: a text prompt (NUL-terminated), or NULL */
+    size_t prompt_len;
+    int32_t *prompt_ids;       /* completions: a prompt of token ids, or NULL */
+    size_t n_prompt_ids;
+} zn_oai_req;
+
+/* Parses body[0..len) of a chat (chat = true) or completions request. On
+ * false, e says why and *r holds nothing to free. */
+bool oai_parse(const char *body, size_t len, bool chat, zn_oai_req *r, zn_oai_error *e);
+void oai_req_free(zn_oai_req *r);
+
+/* {"content": str} of /tokenize (also llama-server's "add_special",
+ * "with_pieces" are not supported: add_special false) and {"tokens": [...]}
+ * of /detokenize. */
+bool oai_parse_tokenize(const char *body, size_t len, char **content, size_t *n, bool *add_special, zn_oai_error *e);
+bool oai_parse_detokenize(const char *body, size_t len, int32_t **ids, size_t *n, zn_oai_error *e);
+
+#endif

@@ -1,0 +1,559 @@
+/* The slot scheduler and its engine thread (see scheduler.h). */
+#include "scheduler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "textstream.h"
+#include "timer.h"
+
+enum { SLOT_IDLE, SLOT_PREFILL, SLOT_GEN };
+
+struct zn_slot {
+    int id;
+    zn_seq seq;
+    zn_seq ckpt;              /* recurrent-state checkpoint (hybrid models only) */
+    int ckpt_pos;             /* its position, -1: none */
+    int32_t *cache;           /* [n_ctx]: the tokens seq holds */
+    int n_cache;
+    float *logits;            /* [n_vocab] of the last evaluated token */
+    zn_sampler smp;
+    bool smp_ok;
+    zn_detok detok;
+    zn_stopper stopper;
+    zn_thinker thinker;
+    zn_job *job;
+    int state;
+    int pos;                  /* prefill: prompt tokens in the state */
+    uint64_t last_used;
+    double t_last;            /* when the last token was generated */
+    zn_slot_info pub;         /* what sched_slots reports, refreshed under s->mu once per round */
+    char raw[ZN_DETOK_OUT_MAX];
+    char out[ZN_STOPPER_CAP];
+};
+
+/* ---- jobs ---- */
+
+zn_job *job_new(void) {
+    zn_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->ckpt_at = -1;
+    j->top_logprobs = -1;
+    j->max_tokens = -1;
+    j->cache_prompt = true;
+    j->slot = -1;
+    atomic_init(&j->cancel, false);
+    atomic_init(&j->refs, 1);
+    return j;
+}
+
+void job_ref(zn_job *j) { atomic_fetch_add(&j->refs, 1); }
+
+void job_unref(zn_job *j) {
+    if (!j || atomic_fetch_sub(&j->refs, 1) != 1) return;
+    free(j->prompt);
+    for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+    free(j->text[0].p);
+    free(j->text[1].p);
+    free(j->pieces);
+    free(j->lp);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+static bool grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, (size_t)c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = c;
+    return true;
+}
+
+/* Appends released text of channel ch; false when out of memory. Under j->mu. */
+static bool job_text(zn_job *j, int ch, const char *p, size_t n) {
+    if (!n) return true;
+    zn_textbuf *b = &j->text[ch];
+    if (b->n + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap * 2 : 1024;
+        while (c < b->n + n + 1) c *= 2;
+        char *q = realloc(b->p, c);
+        if (!q) return false;
+        b->p = q;
+        b->cap = c;
+    }
+    if (!grow((void **)&j->pieces, &j->cap_pieces, j->n_pieces + 1, sizeof *j->pieces)) return false;
+    memcpy(b->p + b->n, p, n);
+    j->pieces[j->n_pieces++] = (zn_piece){ch, b->n, n};
+    b->n += n;
+    b->p[b->n] = 0;
+    return true;
+}
+
+/* ---- log-probabilities ---- */
+
+void sched_logprobs(const float *logits, int n, int32_t chosen, int top_n, zn_tok_lp *out) {
+    float mx = -INFINITY;
+    for (int i = 0; i < n; i++)
+        if (logits[i] > mx) mx = logits[i];
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += exp((double)logits[i] - mx);
+    const float lse = mx + (float)log(sum);
+    out->id = chosen;
+    out->lp = logits[chosen] - lse;
+    if (top_n > ZN_SRV_MAX_TOP_LOGPROBS) top_n = ZN_SRV_MAX_TOP_LOGPROBS;
+    if (top_n > n) top_n = n;
+    int k = 0;
+    for (int i = 0; i < n && top_n > 0; i++) {
+        float v = logits[i];
+        if (k == top_n && v <= logits[out->top_id[k - 1]]) continue;
+        int at = k < top_n ? k++ : k - 1;
+        while (at > 0 && logits[out->top_id[at - 1]] < v) {
+            out->top_id[at] = out->top_id[at - 1];
+            at--;
+        }
+        out->top_id[at] = i;
+    }
+    out->n_top = k;
+    for (int i = 0; i < k; i++) out->top_lp[i] = logits[out->top_id[i]] - lse;
+}
+
+/* ---- slots ---- */
+
+static void slot_forget(zn_sched *s, zn_slot *sl) {
+    seq_reset(&sl->seq);
+    sl->n_cache = 0;
+    sl->ckpt_pos = -1;
+}
+
+/* How many of j's prompt tokens slot sl can keep, and how (*mode). */
+enum { REUSE_RESET, REUSE_CUT, REUSE_CONTINUE, REUSE_RESTORE };
+
+static int plan_reuse(const zn_sched *s, const zn_slot *sl, const zn_job *j, int *mode) {
+    *mode = REUSE_RESET;
+    if (!j->cache_prompt) return 0;
+    int p = 0;
+    while (p < sl->n_cache && p < j->n_prompt && sl->cache[p] == j->prompt[p]) p++;
+    if (!s->recurrent) {
+        if (p >= j->n_prompt) p = j->n_prompt - 1; /* one token to evaluate for the logits */
+        *mode = p ? REUSE_CUT : REUSE_RESET;
+        return p;
+    }
+    if (p == sl->n_cache && p > 0 && p < j->n_prompt) {
+        *mode = REUSE_CONTINUE;
+        return p;
+    }
+    if (sl->ckpt_pos > 0 && sl->ckpt_pos <= p && sl->ckpt_pos < j->n_prompt) {
+        *mode = REUSE_RESTORE;
+        return sl->ckpt_pos;
+    }
+    return 0;
+}
+
+static void job_fail(zn_job *j, const zn_err *err) {
+    pthread_mutex_lock(&j->mu);
+    j->failed = true;
+    j->err = *err;
+    j->state = ZN_JOB_DONE;
+    j->t_done = timer_now();
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* Puts job j into slot sl. Called by the engine thread. */
+static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
+    zn_err err = {0};
+    int mode, keep = plan_reuse(s, sl, j, &mode);
+    zn_status st = ZN_OK;
+    if (mode == REUSE_RESET) {
+        slot_forget(s, sl);
+    } else if (mode == REUSE_CUT) {
+        st = seq_truncate(&sl->seq, keep, &err);
+        sl->n_cache = keep;
+    } else if (mode == REUSE_RESTORE) {
+        st = seq_copy(&sl->seq, &sl->ckpt, 0, &err);
+        sl->n_cache = keep;
+    }
+    if (sl->ckpt_pos > keep) sl->ckpt_pos = -1;
+    if (sl->smp_ok) sampler_free(&sl->smp);
+    sl->smp_ok = false;
+    if (!st) st = sampler_init(&sl->smp, &j->sp, s->n_vocab, &err);
+    if (st) {
+        slot_forget(s, sl);
+        sl->state = SLOT_IDLE;
+        sl->job = NULL;
+        job_fail(j, &err);
+        job_unref(j);
+        return;
+    }
+    sl->smp_ok = true;
+    for (int i = 0; i < j->n_prompt; i++) sampler_accept(&sl->smp, j->prompt[i]);
+    detok_init(&sl->detok, s->tok, false, false);
+    stopper_init(&sl->stopper, (const char *const *)j->stop, j->n_stop);
+    thinker_init(&sl->thinker, j->think_open, j->split_think);
+    sl->job = j;
+    sl->state = SLOT_PREFILL;
+    sl->pos = keep;
+    sl->last_used = ++s->tick;
+    double now = timer_now();
+    pthread_mutex_lock(&j->mu);
+    j->state = ZN_JOB_RUNNING;
+    j->slot = sl->id;
+    j->n_cached = keep;
+    j->t_start = now;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    metrics_observe(s->metrics, ZN_HIST_QUEUE, now - j->t_arrival);
+}
+
+/* Ends the slot's job: held text released (unless cancelled), counts recorded. */
+static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err *err) {
+    zn_job *j = sl->job;
+    bool cancelled = atomic_load(&j->cancel);
+    pthread_mutex_lock(&j->mu);
+    bool ok = true;
+    if (!err && !cancelled) {
+        size_t k = detok_flush(&sl->detok, sl->raw);
+        size_t m = stopper_push(&sl->stopper, sl->raw, k, sl->out);
+        zn_think_out o[2];
+        int no = thinker_push(&sl->thinker, sl->out, m, o);
+        for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+        m = stopper_flush(&sl->stopper, sl->out);
+        no = thinker_push(&sl->thinker, sl->out, m, o);
+        for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+        no = thinker_flush(&sl->thinker, o);
+        for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+    }
+    if (err || !ok) {
+        j->failed = true;
+        if (err) j->err = *err;
+        else zn_errf(&j->err, ZN_ERR_NOMEM, "out of memory for the reply");
+    }
+    j->finish = why;
+    j->state = ZN_JOB_DONE;
+    j->t_done = timer_now();
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (!err && !cancelled) {
+        metrics_tokens(s->metrics, j->n_prompt, j->n_cached, j->n_gen);
+        metrics_observe(s->metrics, ZN_HIST_DURATION, j->t_done - j->t_arrival);
+    }
+    sl->job = NULL;
+    sl->state = SLOT_IDLE;
+    sl->last_used = ++s->tick;
+    job_unref(j);
+}
+
+/* One turn of a prefilling slot: a chunk of the prompt, stopping at the
+ * checkpoint position so the state there can be saved. */
+static void slot_prefill(zn_sched *s, zn_slot *sl) {
+    zn_job *j = sl->job;
+    zn_err err = {0};
+    int end = j->n_prompt;
+    if (s->recurrent && j->ckpt_at > sl->pos && j->ckpt_at < end) end = j->ckpt_at;
+    int n = end - sl->pos < ZN_SRV_PREFILL_CHUNK ? end - sl->pos : ZN_SRV_PREFILL_CHUNK;
+    bool last = sl->pos + n == j->n_prompt;
+    zn_status st = engine_decode(s->eng, &sl->seq, j->prompt + sl->pos, n, last ? sl->logits : NULL, false, &err);
+    if (st) {
+        slot_forget(s, sl);
+        slot_finish(s, sl, NULL, &err);
+        return;
+    }
+    memcpy(sl->cache + sl->pos, j->prompt + sl->pos, sizeof *sl->cache * (size_t)n);
+    sl->pos += n;
+    sl->n_cache = sl->pos;
+    if (s->recurrent && sl->pos == j->ckpt_at && sl->ckpt_pos != sl->pos) {
+        if (seq_copy(&sl->ckpt, &sl->seq, 0, &err) == ZN_OK) sl->ckpt_pos = sl->pos;
+        else sl->ckpt_pos = -1; /* no checkpoint: a later turn recomputes, nothing is wrong */
+    }
+    if (last) {
+        sl->state = SLOT_GEN;
+        sl->t_last = 0;
+    }
+}
+
+/* One turn of a generating slot: sample a token, publish its text, evaluate it. */
+static void slot_generate(zn_sched *s, zn_slot *sl) {
+    zn_job *j = sl->job;
+    int32_t id = sampler_sample(&sl->smp, sl->logits);
+    if (!j->ignore_eos && tokenizer_is_eog(s->tok, id)) {
+        slot_finish(s, sl, "stop", NULL);
+        return;
+    }
+    zn_tok_lp lp;
+    if (j->top_logprobs >= 0) sched_logprobs(sl->logits, s->n_vocab, id, j->top_logprobs, &lp);
+    sampler_accept(&sl->smp, id);
+    size_t k = detok_push(&sl->detok, id, sl->raw);
+    size_t m = stopper_push(&sl->stopper, sl->raw, k, sl->out);
+    zn_think_out o[2];
+    int no = thinker_push(&sl->thinker, sl->out, m, o);
+    double now = timer_now();
+    pthread_mutex_lock(&j->mu);
+    bool ok = true;
+    for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+    if (j->top_logprobs >= 0 && ok) {
+        ok = grow((void **)&j->lp, &j->cap_lp, j->n_lp + 1, sizeof *j->lp);
+        if (ok) j->lp[j->n_lp++] = lp;
+    }
+    j->n_gen++;
+    if (!j->t_first) j->t_first = now;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (!ok) {
+        zn_err err;
+        zn_errf(&err, ZN_ERR_NOMEM, "out of memory for the reply");
+        slot_finish(s, sl, NULL, &err);
+        return;
+    }
+    if (sl->t_last) metrics_observe(s->metrics, ZN_HIST_ITL, now - sl->t_last);
+    else metrics_observe(s->metrics, ZN_HIST_TTFT, now - j->t_arrival);
+    sl->t_last = now;
+    if (sl->stopper.matched) {
+        slot_finish(s, sl, "stop", NULL);
+        return;
+    }
+    if (j->max_tokens >= 0 && j->n_gen >= j->max_tokens) {
+        slot_finish(s, sl, "length", NULL);
+        return;
+    }
+    if (sl->n_cache + 1 > s->n_ctx) { /* no room to evaluate it: the context is full */
+        slot_finish(s, sl, "length", NULL);
+        return;
+    }
+    zn_err err = {0};
+    if (engine_decode(s->eng, &sl->seq, &id, 1, sl->logits, false, &err)) {
+        slot_forget(s, sl);
+        slot_finish(s, sl, NULL, &err);
+        return;
+    }
+    sl->cache[sl->n_cache++] = id;
+}
+
+/* The free slot that reuses most of j's prompt; the least recently used among equals. */
+static zn_slot *pick_slot(zn_sched *s, const zn_job *j) {
+    zn_slot *best = NULL;
+    int best_keep = -1;
+    for (int i = 0; i < s->n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        if (sl->state != SLOT_IDLE) continue;
+        int mode, keep = plan_reuse(s, sl, j, &mode);
+        if (keep > best_keep || (keep == best_keep && sl->last_used < best->last_used)) {
+            best = sl;
+            best_keep = keep;
+        }
+    }
+    return best;
+}
+
+/* Under s->mu, by the engine thread: the state other threads may read. */
+static void publish(zn_sched *s) {
+    for (int i = 0; i < s->n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        const zn_job *j = sl->job;
+        int st = sl->state;
+        sl->pub = (zn_slot_info){.id = i, .state = st == SLOT_IDLE ? "idle" : st == SLOT_PREFILL ? "prefill" : "generating",
+                                 .n_ctx = s->n_ctx, .n_cached = sl->n_cache, .n_prompt = j ? j->n_prompt : 0,
+                                 .n_gen = j ? j->n_gen : 0, .ckpt_pos = sl->ckpt_pos};
+    }
+}
+
+static void *worker(void *arg) {
+    zn_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        /* start queued jobs on free slots; drop the ones whose client left */
+        while (s->q_len > 0) {
+            zn_job *j = s->queue[s->q_head];
+            zn_slot *sl = atomic_load(&j->cancel) ? NULL : pick_slot(s, j);
+            if (!sl && !atomic_load(&j->cancel)) break;
+            s->q_head = (s->q_head + 1) % ZN_SRV_MAX_QUEUE;
+            s->q_len--;
+            if (!sl) {
+                zn_err e;
+                zn_errf(&e, ZN_ERR_ARG, "cancelled");
+                job_fail(j, &e);
+                job_unref(j);
+                continue;
+            }
+            sl->state = SLOT_PREFILL;  /* taken: pick_slot skips it */
+            s->running++;
+            pthread_mutex_unlock(&s->mu);
+            slot_start(s, sl, j);
+            pthread_mutex_lock(&s->mu);
+            if (sl->state == SLOT_IDLE) s->running--;
+        }
+        publish(s);
+        if (s->running == 0) {
+            pthread_cond_wait(&s->cv, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        int ended = 0;
+        for (int i = 0; i < s->n_slots; i++) {
+            zn_slot *sl = &s->slots[i];
+            if (sl->state == SLOT_IDLE) continue;
+            if (atomic_load(&sl->job->cancel)) {
+                zn_err e;
+                zn_errf(&e, ZN_ERR_ARG, "cancelled");
+                slot_finish(s, sl, NULL, &e);
+            } else if (sl->state == SLOT_PREFILL) {
+                slot_prefill(s, sl);
+            } else {
+                slot_generate(s, sl);
+            }
+            if (sl->state == SLOT_IDLE) ended++;
+        }
+        pthread_mutex_lock(&s->mu);
+        s->running -= ended;
+    }
+    /* shutting down: end whatever still runs or waits */
+    zn_err e;
+    zn_errf(&e, ZN_ERR_IO, "the server is shutting down");
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].state != SLOT_IDLE) slot_finish(s, &s->slots[i], NULL, &e);
+    while (s->q_len > 0) {
+        zn_job *j = s->queue[s->q_head];
+        s->q_head = (s->q_head + 1) % ZN_SRV_MAX_QUEUE;
+        s->q_len--;
+        job_fail(j, &e);
+        job_unref(j);
+    }
+    s->running = 0;
+    publish(s);
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_slots, int n_ctx, zn_metrics *m,
+                     zn_err *err) {
+    memset(s, 0, sizeof *s);
+    if (n_slots < 1 || n_slots > ZN_SRV_MAX_PARALLEL)
+        return zn_errf(err, ZN_ERR_ARG, "%d slots: between 1 and %d", n_slots, ZN_SRV_MAX_PARALLEL);
+    s->eng = e;
+    s->tok = tok;
+    s->metrics = m;
+    s->n_slots = n_slots;
+    s->n_ctx = n_ctx;
+    s->n_vocab = e->model->hp.n_vocab;
+    s->recurrent = engine_is_recurrent(e);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->slots = calloc((size_t)n_slots, sizeof *s->slots);
+    if (!s->slots) {
+        sched_free(s);
+        return zn_errf(err, ZN_ERR_NOMEM, "out of memory for %d slots", n_slots);
+    }
+    for (int i = 0; i < n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        sl->id = i;
+        sl->ckpt_pos = -1;
+        zn_status st = seq_init(&sl->seq, e, n_ctx, err);
+        if (!st && s->recurrent) st = seq_init(&sl->ckpt, e, 1, err);
+        sl->cache = malloc(sizeof *sl->cache * (size_t)n_ctx);
+        sl->logits = malloc(sizeof *sl->logits * (size_t)s->n_vocab);
+        if (!st && (!sl->cache || !sl->logits)) st = zn_errf(err, ZN_ERR_NOMEM, "out of memory for slot %d", i);
+        if (st) {
+            zn_err_prefix(err, "slot %d of %d (context %d)", i, n_slots, n_ctx);
+            sched_free(s);
+            return st;
+        }
+    }
+    publish(s);
+    if (pthread_create(&s->thread, NULL, worker, s)) {
+        sched_free(s);
+        return zn_errf(err, ZN_ERR_NOMEM, "cannot start the engine thread");
+    }
+    s->started = true;
+    return ZN_OK;
+}
+
+void sched_stop(zn_sched *s) {
+    if (!s->started) return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->started = false;
+}
+
+void sched_free(zn_sched *s) {
+    sched_stop(s);
+    for (int i = 0; s->slots && i < s->n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        if (sl->smp_ok) sampler_free(&sl->smp);
+        seq_free(&sl->seq);
+        seq_free(&sl->ckpt);
+        free(sl->cache);
+        free(sl->logits);
+    }
+    free(s->slots);
+    if (s->eng) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err) {
+    if (j->n_prompt < 1 || j->n_prompt >= s->n_ctx)
+        return zn_errf(err, ZN_ERR_ARG, "%d prompt tokens: the context holds %d", j->n_prompt, s->n_ctx);
+    pthread_mutex_lock(&s->mu);
+    if (s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        return zn_errf(err, ZN_ERR_IO, "the server is shutting down");
+    }
+    if (s->q_len == ZN_SRV_MAX_QUEUE) { /* make room: waiting jobs whose client left go now */
+        int k = 0;
+        for (int i = 0; i < s->q_len; i++) {
+            zn_job *q = s->queue[(s->q_head + i) % ZN_SRV_MAX_QUEUE];
+            if (atomic_load(&q->cancel)) {
+                zn_err e;
+                zn_errf(&e, ZN_ERR_ARG, "cancelled");
+                job_fail(q, &e);
+                job_unref(q);
+            } else {
+                s->queue[(s->q_head + k++) % ZN_SRV_MAX_QUEUE] = q;
+            }
+        }
+        s->q_len = k;
+    }
+    if (s->q_len == ZN_SRV_MAX_QUEUE) {
+        pthread_mutex_unlock(&s->mu);
+        return zn_errf(err, ZN_ERR_NOMEM, "the server is busy: %d requests are waiting (the queue holds %d)",
+                       ZN_SRV_MAX_QUEUE, ZN_SRV_MAX_QUEUE);
+    }
+    job_ref(j);
+    j->state = ZN_JOB_QUEUED;
+    s->queue[(s->q_head + s->q_len) % ZN_SRV_MAX_QUEUE] = j;
+    s->q_len++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return ZN_OK;
+}
+
+/* The engine thread owns the slots; other threads read what it published
+ * (at most one round old). */
+int sched_slots(zn_sched *s, zn_slot_info *out, int cap) {
+    pthread_mutex_lock(&s->mu);
+    int n = s->n_slots < cap ? s->n_slots : cap;
+    for (int i = 0; i < n; i++) out[i] = s->slots[i].pub;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
+    pthread_mutex_lock(&s->mu);
+    long used = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
+    *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
+                             .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots};
+    pthread_mutex_unlock(&s->mu);
+}

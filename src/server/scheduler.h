@@ -1,0 +1,140 @@
+/* The slot scheduler: a queue of generation jobs feeding n slots, each with
+ * its own sequence state (KV + recurrent), sampler and token cache, run by
+ * one engine thread. Until the batched engine lands, active slots take turns
+ * step by step (a prompt chunk or one token each), so a long request never
+ * keeps others from starting.
+ *
+ * A slot keeps the tokens its state holds after a job, and a new job goes to
+ * the free slot that can reuse the longest prefix of its prompt: attention
+ * caches are cut back to the shared prefix; a hybrid model's recurrent state
+ * cannot be cut back, so each slot also keeps a checkpoint of it taken where
+ * the job asked (where the assistant's turn began) and returns to it.
+ *
+ * Jobs are reference counted (the HTTP thread and the engine thread each hold
+ * one); results are appended under the job's mutex and its condition
+ * variable is signalled on every change. */
+#ifndef ZINC_SCHEDULER_H
+#define ZINC_SCHEDULER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "limits.h"
+#include "metrics.h"
+#include "sampler.h"
+#include "status.h"
+#include "tokenizer.h"
+
+typedef struct zn_tok_lp {
+    int32_t id;
+    float lp;
+    int n_top;
+    int32_t top_id[ZN_SRV_MAX_TOP_LOGPROBS];
+    float top_lp[ZN_SRV_MAX_TOP_LOGPROBS];
+} zn_tok_lp;
+
+/* A run of released text of one channel (textstream.h ZN_CH_*), in order. */
+typedef struct zn_piece {
+    int ch;
+    size_t off, len;  /* into text[ch] */
+} zn_piece;
+
+typedef struct zn_textbuf {
+    char *p;
+    size_t n, cap;
+} zn_textbuf;
+
+enum { ZN_JOB_QUEUED, ZN_JOB_RUNNING, ZN_JOB_DONE };
+
+typedef struct zn_job {
+    /* the request: set before sched_submit, read-only after */
+    int32_t *prompt;
+    int n_prompt;
+    int ckpt_at;              /* checkpoint the recurrent state here (0 < ckpt_at < n_prompt), -1: none */
+    bool think_open;          /* the prompt opened a <think> block */
+    bool split_think;         /* route <think> text to the reasoning channel (chat) */
+    bool cache_prompt;        /* may reuse a slot's cached prefix (default true) */
+    bool ignore_eos;          /* end-of-generation tokens do not end it */
+    long max_tokens;          /* < 0: until end of text or a full context */
+    zn_sampler_params sp;
+    char *stop[ZN_SRV_MAX_STOP];
+    int n_stop;
+    int top_logprobs;         /* < 0: no logprobs; else how many alternatives per token */
+    double t_arrival;         /* timer_now() when the request arrived */
+
+    /* results, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int state;                /* ZN_JOB_* */
+    zn_textbuf text[2];       /* released content / reasoning */
+    zn_piece *pieces;
+    int n_pieces, cap_pieces;
+    zn_tok_lp *lp;
+    int n_lp, cap_lp;
+    const char *finish;       /* "stop" or "length" once done without error */
+    int n_cached;             /* prompt tokens reused instead of computed */
+    int n_gen;                /* tokens generated */
+    int slot;                 /* -1 until running */
+    bool failed;
+    zn_err err;
+    double t_start, t_first, t_done;
+
+    atomic_bool cancel;       /* the client is gone: the engine thread frees its slot */
+    atomic_int refs;
+} zn_job;
+
+/* A new job with one reference, or NULL when out of memory. */
+zn_job *job_new(void);
+void job_ref(zn_job *j);
+void job_unref(zn_job *j);
+
+typedef struct zn_slot_info {
+    int id;
+    const char *state;        /* "idle", "prefill", "generating" */
+    int n_ctx, n_cached;      /* context size; tokens its state holds */
+    int n_prompt, n_gen;      /* the running job's */
+    int ckpt_pos;             /* checkpoint position, -1: none */
+} zn_slot_info;
+
+typedef struct zn_slot zn_slot;
+
+typedef struct zn_sched {
+    zn_engine *eng;
+    const zn_tokenizer *tok;
+    zn_metrics *metrics;
+    int n_slots, n_ctx, n_vocab;
+    bool recurrent;
+    zn_slot *slots;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    zn_job *queue[ZN_SRV_MAX_QUEUE];
+    int q_head, q_len;
+    int running;
+    bool stop, started;
+    pthread_t thread;
+    uint64_t tick;            /* for least-recently-used slot choice */
+} zn_sched;
+
+zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_slots, int n_ctx, zn_metrics *m,
+                     zn_err *err);
+/* Stops the engine thread: running and queued jobs end with an error, new
+ * ones are refused; sched_slots/sched_gauges still work. Idempotent. */
+void sched_stop(zn_sched *s);
+/* sched_stop, then frees everything. */
+void sched_free(zn_sched *s);
+/* Queues the job (the scheduler takes its own reference). ZN_ERR_NOMEM when
+ * the queue is full, ZN_ERR_IO after sched_stop, ZN_ERR_ARG when the prompt
+ * is empty or does not fit the context. */
+zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err);
+/* Snapshot for the slots endpoint and metrics; returns the slot count. */
+int sched_slots(zn_sched *s, zn_slot_info *out, int cap);
+void sched_gauges(zn_sched *s, zn_metrics_gauges *g);
+
+/* Log-probabilities of logits [n] (log-softmax): the chosen token's and the
+ * top_n largest, best first (exposed for tests). */
+void sched_logprobs(const float *logits, int n, int32_t chosen, int top_n, zn_tok_lp *out);
+
+#endif

@@ -1,0 +1,363 @@
+/* The generation endpoints: /v1/chat/completions and /v1/completions, whole
+ * or streamed as server-sent events (server_impl.h). */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "chat.h"
+#include "oai_resp.h"
+#include "server_impl.h"
+#include "textstream.h"
+#include "timer.h"
+
+static bool fail_e(zn_oai_error *e, int status, const char *type, const char *code, const char *fmt, const char *arg) {
+    return oai_fail(e, status, type, code, NULL, fmt, arg);
+}
+
+static const char *token_text(const zn_tokenizer *tok, int32_t id) {
+    return id == ZN_TOKEN_NULL ? NULL : tokenizer_token_text(tok, id);
+}
+
+/* Tokenizes text into a new array (parse_special: control tokens written in
+ * it count); false when it does not fit the context. */
+static bool tokenize(zn_server *s, const char *text, size_t len, bool add_special, int32_t **ids, int *n,
+                     zn_oai_error *e) {
+    size_t cap = (size_t)s->cfg.n_ctx + 1, got = 0;
+    *ids = malloc(sizeof **ids * cap);
+    if (!*ids) return fail_e(e, 500, "server_error", NULL, "out of memory%s", "");
+    zn_err err = {0};
+    zn_status st = tokenizer_encode(s->tok, text, len, add_special, true, *ids, cap, &got, &err);
+    if (st == ZN_OK && got < cap) {
+        *n = (int)got;
+        return true;
+    }
+    free(*ids);
+    *ids = NULL;
+    if (st && st != ZN_ERR_NOMEM) return fail_e(e, 400, "invalid_request_error", NULL, "%s", err.msg);
+    char msg[160];
+    snprintf(msg, sizeof msg, "the prompt has more tokens than the context holds (%d; zinc serve --ctx)", s->cfg.n_ctx);
+    return fail_e(e, 400, "invalid_request_error", "context_length_exceeded", "%s", msg);
+}
+
+static bool render(zn_server *s, const zn_oai_req *r, bool gen_prompt, char **out, size_t *len, zn_oai_error *e) {
+    zn_chat_kwargs kw = {.enable_thinking = r->think,
+                         .bos_token = token_text(s->tok, tokenizer_bos(s->tok)),
+                         .eos_token = token_text(s->tok, tokenizer_eos(s->tok)),
+                         .extra = r->template_kwargs};
+    bool fallback = false;
+    zn_err err = {0};
+    zn_status st = chat_render_json(s->tmpl, r->messages, strlen(r->messages), gen_prompt, &kw, out, len, &fallback, &err);
+    if (st) return fail_e(e, st == ZN_ERR_NOMEM ? 500 : 400, st == ZN_ERR_NOMEM ? "server_error" : "invalid_request_error",
+                          NULL, "the chat template failed on these messages: %s", err.msg);
+    if (fallback && !atomic_exchange(&s->said_fallback, true))
+        fprintf(stderr, "zinc: the model has no chat template; using ChatML\n");
+    return true;
+}
+
+/* The prompt of a chat request, and where its recurrent state is checkpointed:
+ * at the end of the conversation before the generation prompt, which is where
+ * the next turn's history diverges from this one at the earliest (templates
+ * rewrite the assistant's turn: reasoning dropped, tags). */
+static bool chat_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_error *e) {
+    char *p;
+    size_t len;
+    if (!render(s, r, true, &p, &len, e)) return false;
+    const char *bos = token_text(s->tok, tokenizer_bos(s->tok));
+    bool add_bos = !(bos && *bos && !strncmp(p, bos, strlen(bos)));  /* the template wrote it */
+    bool ok = tokenize(s, p, len, add_bos, &j->prompt, &j->n_prompt, e);
+    j->think_open = chat_prompt_opens_thinking(p, len);
+    free(p);
+    if (!ok) return false;
+    if (engine_is_recurrent(&s->eng)) {
+        char *h;
+        size_t hl;
+        int32_t *ids;
+        int n;
+        zn_oai_error ignore;
+        if (render(s, r, false, &h, &hl, &ignore)) {
+            if (tokenize(s, h, hl, add_bos, &ids, &n, &ignore)) {
+                if (n > 0 && n < j->n_prompt && !memcmp(ids, j->prompt, sizeof *ids * (size_t)n)) j->ckpt_at = n;
+                free(ids);
+            }
+            free(h);
+        }
+    }
+    j->split_think = true;
+    return true;
+}
+
+static bool completion_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_error *e) {
+    if (r->prompt_ids) {
+        if (r->n_prompt_ids >= (size_t)s->cfg.n_ctx)
+            return fail_e(e, 400, "invalid_request_error", "context_length_exceeded",
+                          "the prompt has more tokens than the context holds%s", "");
+        for (size_t i = 0; i < r->n_prompt_ids; i++)
+            if (r->prompt_ids[i] >= tokenizer_n_vocab(s->tok))
+                return fail_e(e, 400, "invalid_request_error", NULL, "a prompt token id is out of the vocabulary%s", "");
+        j->prompt = malloc(sizeof *j->prompt * r->n_prompt_ids);
+        if (!j->prompt) return fail_e(e, 500, "server_error", NULL, "out of memory%s", "");
+        memcpy(j->prompt, r->prompt_ids, sizeof *j->prompt * r->n_prompt_ids);
+        j->n_prompt = (int)r->n_prompt_ids;
+    } else if (!tokenize(s, r->prompt, r->prompt_len, true, &j->prompt, &j->n_prompt, e)) {
+        return false;
+    }
+    if (j->n_prompt == 0) return fail_e(e, 400, "invalid_request_error", NULL, "the prompt has no tokens%s", "");
+    /* the same prompt again reuses all but its last token */
+    if (j->n_prompt > 1) j->ckpt_at = j->n_prompt - 1;
+    return true;
+}
+
+/* ---- whole responses ---- */
+
+/* Waits for the job, giving it up when the client leaves. false: gone. */
+static bool wait_done(zn_http_req *r, zn_job *j) {
+    pthread_mutex_lock(&j->mu);
+    while (j->state != ZN_JOB_DONE) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += ZN_SRV_POLL_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (j->state != ZN_JOB_DONE && http_client_gone(r)) {
+            atomic_store(&j->cancel, true);
+            pthread_mutex_unlock(&j->mu);
+            return false;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return true;
+}
+
+static void job_error(const zn_job *j, zn_oai_error *e) {
+    bool shutting = j->err.status == ZN_ERR_IO;
+    oai_fail(e, shutting ? 503 : 500, shutting ? "unavailable_error" : "server_error", NULL, NULL, "%s", j->err.msg);
+}
+
+static void respond_whole(zn_server *s, zn_http_req *r, zn_job *j, const zn_oai_ctx *c) {
+    if (!wait_done(r, j)) {
+        zn_oai_error e;
+        oai_fail(&e, 499, "invalid_request_error", NULL, NULL, "the client closed the connection");
+        server_send_error(r, &e);  /* nobody reads it; keeps the status for the metrics */
+        return;
+    }
+    if (j->failed) {
+        zn_oai_error e;
+        job_error(j, &e);
+        server_send_error(r, &e);
+        return;
+    }
+    size_t n = 0;
+    char *body = oai_dump(oai_final(c, j), &n);
+    if (!body) {
+        zn_oai_error e;
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        server_send_error(r, &e);
+        return;
+    }
+    http_send(r, 200, "application/json", body, n, NULL);
+    free(body);
+}
+
+/* ---- streams ---- */
+
+typedef struct sse {
+    zn_server *srv;
+    zn_job *job;
+    zn_http_req req;          /* a copy: its connection, to notice the client leaving */
+    zn_oai_ctx c;
+    bool include_usage;
+    int stage;                /* 0 role chunk, 1 content, 2 finished */
+    int next_piece, next_lp;
+    char *out;                /* events formatted, not yet handed to the connection */
+    size_t out_n, out_off, out_cap;
+} sse;
+
+static bool out_add(sse *q, char *ev, size_t n) {
+    if (!ev) return false;
+    if (q->out_n + n > q->out_cap) {
+        size_t cap = q->out_cap ? q->out_cap * 2 : 4096;
+        while (cap < q->out_n + n) cap *= 2;
+        char *b = realloc(q->out, cap);
+        if (!b) {
+            free(ev);
+            return false;
+        }
+        q->out = b;
+        q->out_cap = cap;
+    }
+    memcpy(q->out + q->out_n, ev, n);
+    q->out_n += n;
+    free(ev);
+    return true;
+}
+
+static bool add_event(sse *q, json_t *j) {
+    size_t n = 0;
+    char *ev = oai_sse(j, &n);
+    return out_add(q, ev, n);
+}
+
+/* Formats what the job has produced since the last call; under j->mu. */
+static bool take_pieces(sse *q) {
+    zn_job *j = q->job;
+    bool ok = true;
+    int last = j->n_pieces - 1;
+    for (int i = q->next_piece; ok && i < j->n_pieces; i++) {
+        const zn_piece *p = &j->pieces[i];
+        /* logprobs of the tokens seen so far ride on the batch's last chunk */
+        int n_lp = i == last ? j->n_lp - q->next_lp : 0;
+        ok = add_event(q, oai_chunk(&q->c, false, p->ch, j->text[p->ch].p + p->off, p->len, j->lp + q->next_lp, n_lp,
+                                    j->top_logprobs, NULL));
+        if (n_lp) q->next_lp = j->n_lp;
+    }
+    q->next_piece = j->n_pieces;
+    return ok;
+}
+
+static bool take_end(sse *q) {
+    zn_job *j = q->job;
+    if (j->failed) {
+        zn_oai_error e;
+        job_error(j, &e);
+        return add_event(q, oai_error_json(&e));
+    }
+    bool ok = true;
+    if (j->n_lp > q->next_lp) { /* tokens whose text never came (held, then dropped with a stop string) */
+        ok = add_event(q, oai_chunk(&q->c, false, ZN_CH_CONTENT, "", 0, j->lp + q->next_lp, j->n_lp - q->next_lp,
+                                    j->top_logprobs, NULL));
+        q->next_lp = j->n_lp;
+    }
+    ok = ok && add_event(q, oai_chunk(&q->c, false, ZN_CH_CONTENT, "", 0, NULL, 0, 0, j->finish ? j->finish : "stop"));
+    if (ok && q->include_usage)
+        ok = add_event(q, oai_usage_chunk(&q->c, oai_usage(j->n_prompt, j->n_gen, j->n_cached)));
+    static const char done[] = "data: [DONE]\n\n";
+    if (ok) {
+        char *d = strdup(done);
+        ok = out_add(q, d, sizeof done - 1);
+    }
+    return ok;
+}
+
+static ssize_t sse_read(void *cls, char *buf, size_t max) {
+    sse *q = cls;
+    for (;;) {
+        if (q->out_off < q->out_n) {
+            size_t k = q->out_n - q->out_off < max ? q->out_n - q->out_off : max;
+            memcpy(buf, q->out + q->out_off, k);
+            q->out_off += k;
+            if (q->out_off == q->out_n) q->out_off = q->out_n = 0;
+            return (ssize_t)k;
+        }
+        if (q->stage == 2) return -1;
+        if (q->stage == 0) {
+            q->stage = 1;
+            if (q->c.chat && !add_event(q, oai_chunk(&q->c, true, ZN_CH_CONTENT, "", 0, NULL, 0, 0, NULL))) return -2;
+            continue;
+        }
+        zn_job *j = q->job;
+        pthread_mutex_lock(&j->mu);
+        while (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += ZN_SRV_POLL_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+            if (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE && http_client_gone(&q->req)) {
+                atomic_store(&j->cancel, true);
+                pthread_mutex_unlock(&j->mu);
+                return -2;
+            }
+        }
+        bool ok = take_pieces(q);
+        if (ok && j->state == ZN_JOB_DONE && q->next_piece == j->n_pieces) {
+            ok = take_end(q);
+            q->stage = 2;
+        }
+        pthread_mutex_unlock(&j->mu);
+        if (!ok) return -2;
+    }
+}
+
+static void sse_done(void *cls) {
+    sse *q = cls;
+    atomic_store(&q->job->cancel, true);  /* a no-op when it had finished; frees the slot when the client left */
+    job_unref(q->job);
+    atomic_fetch_sub(&q->srv->in_flight, 1);
+    free(q->out);
+    free(q);
+}
+
+/* ---- the endpoints ---- */
+
+static void generate(zn_server *s, zn_http_req *r, bool chat) {
+    zn_oai_req req;
+    zn_oai_error e;
+    if (!oai_parse(r->body, r->body_len, chat, &req, &e)) {
+        server_send_error(r, &e);
+        return;
+    }
+    zn_job *j = NULL;
+    if (req.model && strcmp(req.model, s->model_id)) {
+        oai_fail(&e, 404, "invalid_request_error", "model_not_found", "model", "the model '%.200s' does not exist (this server has '%.200s')",
+                 req.model, s->model_id);
+        goto fail;
+    }
+    if (!(j = job_new())) {
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        goto fail;
+    }
+    if (!(chat ? chat_prompt(s, &req, j, &e) : completion_prompt(s, &req, j, &e))) goto fail;
+    j->cache_prompt = req.cache_prompt;
+    j->ignore_eos = req.ignore_eos;
+    j->max_tokens = req.max_tokens;
+    j->sp = req.sp;
+    if (!req.seed_given) j->sp.seed = ((uint64_t)time(NULL) << 20) ^ (uint64_t)(uintptr_t)j ^ (uint64_t)(timer_now() * 1e9);
+    for (int i = 0; i < req.n_stop; i++) j->stop[i] = req.stop[i], req.stop[i] = NULL;
+    j->n_stop = req.n_stop;
+    req.n_stop = 0;
+    j->top_logprobs = req.top_logprobs;
+    j->t_arrival = r->t_arrival;
+    zn_err err = {0};
+    atomic_fetch_add(&s->in_flight, 1);
+    zn_status st = sched_submit(&s->sched, j, &err);
+    if (st) {
+        atomic_fetch_sub(&s->in_flight, 1);
+        if (st == ZN_ERR_NOMEM) oai_fail(&e, 429, "rate_limit_error", "queue_full", NULL, "%s", err.msg);
+        else if (st == ZN_ERR_IO) oai_fail(&e, 503, "unavailable_error", NULL, NULL, "%s", err.msg);
+        else oai_fail(&e, 400, "invalid_request_error", "context_length_exceeded", NULL, "%s", err.msg);
+        goto fail;
+    }
+    zn_oai_ctx c;
+    oai_ctx_init(&c, chat, s->model_id, s->tok);
+    if (!req.stream) {
+        respond_whole(s, r, j, &c);
+        atomic_store(&j->cancel, true);
+        job_unref(j);
+        atomic_fetch_sub(&s->in_flight, 1);
+        oai_req_free(&req);
+        return;
+    }
+    sse *q = calloc(1, sizeof *q);
+    if (!q) {
+        atomic_store(&j->cancel, true);
+        job_unref(j);
+        atomic_fetch_sub(&s->in_flight, 1);
+        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        goto fail;
+    }
+    c.usage_null = req.include_usage;
+    *q = (sse){.srv = s, .job = j, .req = *r, .c = c, .include_usage = req.include_usage};
+    static const char *const h[] = {"Cache-Control", "no-cache", "X-Accel-Buffering", "no", NULL};
+    http_send_stream(r, 200, "text/event-stream", h, sse_read, q, sse_done);
+    oai_req_free(&req);
+    return;
+fail:
+    job_unref(j);
+    oai_req_free(&req);
+    server_send_error(r, &e);
+}
+
+void server_chat(zn_server *s, zn_http_req *r) { generate(s, r, true); }
+void server_completions(zn_server *s, zn_http_req *r) { generate(s, r, false); }
