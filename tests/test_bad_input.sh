@@ -94,7 +94,12 @@ for cmd in "$zinc -m $tmp/fifo -p hi" "$zinc eval -m $tmp/fifo --tokens 1" "$zin
   run "fifo: $cmd" 1 $cmd
   err_has "fifo: $cmd" "not a regular file (a FIFO)"
 done
-for cmd in "$zinc -m $tmp -p hi" "$zinc tokenize -m $V/ggml-vocab-qwen2.gguf -f $tmp"; do
+for cmd in "$zinc serve --api-key-file $tmp/fifo" "$zinc serve --chat-template-file $tmp/fifo"; do
+  run "fifo: $cmd" 1 $cmd
+  err_has "fifo: $cmd" "not a regular file (a FIFO)"
+done
+for cmd in "$zinc -m $tmp -p hi" "$zinc tokenize -m $V/ggml-vocab-qwen2.gguf -f $tmp" \
+           "$zinc serve --api-key-file $tmp" "$zinc serve --chat-template-file $tmp"; do
   run "directory: $cmd" 1 $cmd
   err_has "directory: $cmd" "not a regular file (a directory)"
 done
@@ -116,12 +121,20 @@ run "unknown command" 2 $zinc frobnicate
 err_has "unknown command" "unknown command 'frobnicate'"
 err_has "unknown command lists commands" "tokenize"
 for cmd in "$zinc --frobnicate" "$zinc -p hi --frobnicate" "$zinc eval --frobnicate" "$zinc bench --frobnicate" \
-           "$zinc tokenize -m x --frobnicate"; do
+           "$zinc tokenize -m x --frobnicate" "$zinc serve --frobnicate"; do
   run "unknown option: $cmd" 2 $cmd
   err_has "unknown option: $cmd" "unknown option '--frobnicate'"
 done
-run "missing value" 2 $zinc -p
-err_has "missing value" "-p needs a value"
+for cmd in "$zinc -p" "$zinc eval -n" "$zinc serve --port"; do
+  run "missing value: $cmd" 2 $cmd
+  err_has "missing value: $cmd" "${cmd##* } needs a value"
+done
+printf '' >"$tmp/empty.key"
+run "serve empty key file" 1 $zinc serve --api-key-file "$tmp/empty.key"
+err_has "serve empty key file" "empty first line"
+printf 'a\0b' >"$tmp/nul.jinja"
+run "serve template with NUL" 1 $zinc serve --chat-template-file "$tmp/nul.jinja"
+err_has "serve template with NUL" "NUL byte"
 toks=$(seq -s, 1 5000)
 run "eval too many tokens" 2 $zinc eval -m "$T/qwen3-dense-f32.gguf" --tokens "$toks"
 err_has "eval too many tokens" "at most"
