@@ -46,7 +46,7 @@ mock_port=$(sed -n 's/^listening //p' "$tmp/mock.out")
 out=$(cd "$build" && pwd)/artifacts
 args=(--out "$out" --mock "http://127.0.0.1:$mock_port" --mock-key "$key")
 if "$build/zinc" serve --help >/dev/null 2>&1; then
-  up=
+  up=; t_serve=$SECONDS
   for _ in 1 2 3; do
     port=$((20000 + RANDOM % 40000))
     "$build/zinc" serve -m "$model" --host 127.0.0.1 --port "$port" --parallel 1 >"$tmp/serve.out" 2>"$tmp/serve.err" &
@@ -59,7 +59,9 @@ if "$build/zinc" serve --help >/dev/null 2>&1; then
     if [ -n "$up" ]; then pids+=("$spid"); break; fi
     kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null   # port taken, most likely: another one
   done
-  if [ -n "$up" ]; then ok; args+=(--url "http://127.0.0.1:$port"); else bad "zinc serve did not become healthy: $(tail -5 "$tmp/serve.err")"; fi
+  if [ -n "$up" ]; then
+    ok; args+=(--url "http://127.0.0.1:$port"); echo "  zinc serve on port $port healthy after $((SECONDS - t_serve)) s" >&2
+  else bad "zinc serve did not become healthy: $(tail -5 "$tmp/serve.err")"; fi
 else
   skip webui-real "this zinc has no 'serve' command yet: only the mock server's checks run"
 fi
@@ -70,6 +72,7 @@ while IFS= read -r line; do
   case "$line" in
     "ok "*) echo "$line"; ok;;
     "FAIL "*) bad "${line#FAIL }";;
+    "# "*) echo "  $line" >&2;;
   esac
 done <"$tmp/webui.out"
 grep -q '^webui.mjs: [0-9]* passed' "$tmp/webui.out" || bad "webui.mjs ended early (exit $rc): $(tail -5 "$tmp/webui.err")"

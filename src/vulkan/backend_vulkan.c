@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "vk_fuse.h"
 #include "vk_ops.h"
 #include "vk_quant.h"
 #include "vk_replay.h"
@@ -65,19 +66,10 @@ typedef struct vk_ctx {
     bool x_reuse;                 /* recording: the node's x is the previous matmul's, unchanged */
     uint64_t part_floats;
     int max_tokens;
-    /* per-run fusion plan (see plan_fusions), sized for the model's graphs */
+    /* the fusion plan of the graph being recorded (vk_fuse.h), sized for the model's graphs */
     int cap_nodes, cap_acts;
     bool no_fusion;               /* ZN_VK_NO_FUSION=1: every node on its own (tests) */
-    int *last_use;                /* [cap_acts]: last node reading each activation */
-    bool *skip;                   /* [cap_nodes]: node folded into its consumers */
-    int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
-    int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into its epilogue (-1: none) */
-    struct fused_x {              /* [cap_acts]: how to read an activation whose producer was skipped */
-        int mode;                 /* VKX_PLAIN: not fused */
-        int src, aux;             /* the producer's inputs (aux: SwiGLU "up" activation) */
-        const gguf_tensor *w;     /* RMS norm weight */
-        float eps;
-    } *fx;
+    vkfuse plan;
     /* hazard tracking since the last barrier */
     range rd[VK_HAZARDS], wr[VK_HAZARDS];
     int n_rd, n_wr;
@@ -153,23 +145,6 @@ static zn_status upload_weight(vk_ctx *c, const gguf_tensor *t, bool matrix, con
     return ZN_OK;
 }
 
-/* Nodes i .. i+n-1 (n >= 2) are matmuls of one input that can run as one
- * grouped mat-vec when their weights sit one after another in memory: same
- * type, row length and bias order. Returns n (1: no group). */
-static int matmul_run(const zn_graph *g, int i) {
-    const zn_node *a = &g->nodes[i];
-    if (a->op != ZN_OP_MATMUL) return 1;
-    int n = 1;
-    while (n < ZN_VK_GROUP_MAX && i + n < g->n_nodes) {
-        const zn_node *b = &g->nodes[i + n];
-        if (b->op != ZN_OP_MATMUL || b->src[0] != a->src[0] || b->w[0]->type != a->w[0]->type ||
-            b->w[0]->ne[0] != a->w[0]->ne[0] || b->matmul.bias_first != a->matmul.bias_first || b->w[0] == a->w[0])
-            break;
-        n++;
-    }
-    return n;
-}
-
 /* Is weight slot j of node n a matrix operand (GPU row layout)? */
 static bool is_matrix(const zn_node *n, int j) {
     return j == 0 && (n->op == ZN_OP_MATMUL || n->op == ZN_OP_MOE_MATMUL || n->op == ZN_OP_EMBED);
@@ -222,14 +197,8 @@ static zn_status upload_weights(vk_ctx *c, const zn_graph *gin, zn_err *err) {
     /* every graph of this model has the same table capacities */
     c->cap_nodes = g.cap_nodes + 1;
     c->cap_acts = g.cap_acts + 1;
-    c->last_use = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->last_use);
-    c->fx = st ? NULL : calloc((size_t)c->cap_acts, sizeof *c->fx);
-    c->skip = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->skip);
-    c->rope_norm = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rope_norm);
-    c->rope_kv = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->rope_kv);
-    c->res_add = st ? NULL : calloc((size_t)c->cap_nodes, sizeof *c->res_add);
-    if (!st && (!tmp || !c->last_use || !c->fx || !c->skip || !c->rope_norm || !c->rope_kv || !c->res_add))
-        st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    if (!st) st = vkfuse_init(&c->plan, c->cap_nodes, c->cap_acts, err);
+    if (!st && !tmp) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     uint64_t total = 0, done = 0;
     for (int i = 0; i < g.n_nodes && !st; i++)
         for (int j = 0; j < ZN_NODE_W; j++)
@@ -251,7 +220,7 @@ static zn_status upload_weights(vk_ctx *c, const zn_graph *gin, zn_err *err) {
     for (int i = 0; i < g.n_nodes && !st; i++) {
         /* matmuls of one input get their matrices side by side (grouped
          * mat-vec, see run_group) when they fit one allocation together */
-        const int run = g.nodes[i].op == ZN_OP_MATMUL ? matmul_run(&g, i) : 0;
+        const int run = g.nodes[i].op == ZN_OP_MATMUL ? vkfuse_matmul_run(&g, i) : 0;
         uint64_t bytes = 0;
         bool fresh = true;
         for (int k = 0; k < run; k++) {
@@ -375,12 +344,7 @@ static void vk_free(void *ctx) {
     }
     vkdev_close(&c->d);
     free(c->w);
-    free(c->last_use);
-    free(c->fx);
-    free(c->skip);
-    free(c->rope_norm);
-    free(c->rope_kv);
-    free(c->res_add);
+    vkfuse_free(&c->plan);
     free(c);
 }
 
@@ -496,8 +460,6 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
 
 /* ---- hazards ---- */
 
-static bool ranges_overlap(range a, range b) { return a.lo < b.hi && b.lo < a.hi; }
-
 static bool overlaps(const range *set, int n, range r) {
     for (int i = 0; i < n; i++)
         if (r.lo < set[i].hi && set[i].lo < r.hi) return true;
@@ -536,7 +498,7 @@ static VkDeviceAddress waddr(const vk_ctx *c, const gguf_tensor *t) {
 /* The x operand of a matmul node: its src[0], or the inputs of the skipped
  * RMS norm / SwiGLU that produced it (plan_fusions). */
 static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a) {
-    const struct fused_x *f = &c->fx[n->src[0]];
+    const vkfuse_x *f = &c->plan.fx[n->src[0]];
     a->x = act_addr(c, g, f->mode ? f->src : n->src[0]);
     a->xmode = f->mode;
     a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w) : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) : 0;
@@ -550,7 +512,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     const zn_act *x = &g->acts[n->src[0]], *y = &g->acts[n->dst];
     const uint32_t rows = (uint32_t)t->ne[1];
     /* a folded residual ADD: the sum goes straight to the ADD's output */
-    const int ra = c->res_add[n - g->nodes];
+    const int ra = c->plan.res_add[n - g->nodes];
     const zn_node *add = ra >= 0 ? &g->nodes[ra] : NULL;
     const VkDeviceAddress ya = act_addr(c, g, add ? add->dst : n->dst);
     const VkDeviceAddress res = add ? act_addr(c, g, add->src[add->src[0] == n->dst ? 1 : 0]) : 0;
@@ -568,26 +530,6 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
         if (st) return st;
     }
     return ZN_OK;
-}
-
-/* Nodes i .. i+n-1 as one grouped mat-vec when matmul_run() found them, the
- * upload put their matrices side by side, they run on the mat-vec kernel
- * and a group block is free; returns n, or 1 to run node i alone. */
-static int group_size(const vk_ctx *c, const zn_graph *g, int i) {
-    int n = matmul_run(g, i);
-    const zn_node *a = &g->nodes[i];
-    if (n < 2 || c->no_fusion || c->n_groups == c->cap_groups || !c->groups.map ||
-        !vkops_group_ok(&c->o, a->w[0]->type, (uint32_t)g->acts[a->src[0]].rows))
-        return 1;
-    VkDeviceAddress next = 0;
-    for (int k = 0; k < n; k++) {
-        const zn_node *b = &g->nodes[i + k];
-        const vk_weight *w = &c->w[model_weight_id(c->m, b->w[0])];
-        if (c->skip[i + k] || c->res_add[i + k] >= 0 || w->n_chunks != 1 || (k && w->addr[0] != next))
-            return k > 1 ? k : 1;
-        next = w->addr[0] + (uint64_t)w->row_bytes * weight_rows(b->w[0]);
-    }
-    return n;
 }
 
 static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *err) {
@@ -661,14 +603,14 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                        .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
                        .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
         const int i = (int)(n - g->nodes);
-        if (c->rope_norm[i] >= 0) {
-            const zn_node *nn = &g->nodes[c->rope_norm[i]];
+        if (c->plan.rope_norm[i] >= 0) {
+            const zn_node *nn = &g->nodes[c->plan.rope_norm[i]];
             a.src = act_addr(c, g, nn->src[0]);
             a.nw = waddr(c, nn->w[0]);
             a.eps = nn->norm.eps;
         }
-        if (c->rope_kv[i] >= 0) {
-            const zn_node *kv = &g->nodes[c->rope_kv[i]];
+        if (c->plan.rope_kv[i] >= 0) {
+            const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
             a.kc = s->k[L];
             a.v = act_addr(c, g, kv->src[1]);
             a.vc = s->v[L];
@@ -745,21 +687,21 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
     int nr = 0, nw = 0;
     for (int i = 0; i < ZN_NODE_SRC; i++) {
         if (n->src[i] < 0) continue;
-        const struct fused_x *f = &c->fx[n->src[i]];
+        const vkfuse_x *f = &c->plan.fx[n->src[i]];
         rd[nr++] = act_range(c, g, f->mode ? f->src : n->src[i]);
         if (f->mode == VKX_SWIGLU) rd[nr++] = act_range(c, g, f->aux);
     }
     wr[nw++] = act_range(c, g, n->dst);
     const zn_hparams *hp = &c->m->hp;
     const int i = (int)(n - g->nodes);
-    if (n->op == ZN_OP_MATMUL && c->res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
-        const zn_node *add = &g->nodes[c->res_add[i]];
+    if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
+        const zn_node *add = &g->nodes[c->plan.res_add[i]];
         rd[nr++] = act_range(c, g, add->src[add->src[0] == n->dst ? 1 : 0]);
         wr[0] = act_range(c, g, add->dst);
     }
-    if (n->op == ZN_OP_ROPE && c->rope_norm[i] >= 0) rd[0] = act_range(c, g, g->nodes[c->rope_norm[i]].src[0]);
-    if (n->op == ZN_OP_ROPE && c->rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */
-        const zn_node *kv = &g->nodes[c->rope_kv[i]];
+    if (n->op == ZN_OP_ROPE && c->plan.rope_norm[i] >= 0) rd[0] = act_range(c, g, g->nodes[c->plan.rope_norm[i]].src[0]);
+    if (n->op == ZN_OP_ROPE && c->plan.rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */
+        const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
         rd[nr++] = act_range(c, g, kv->src[1]);
         nw = 0;
         wr[nw++] = (range){s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
@@ -799,112 +741,20 @@ static void print_profile(vk_ctx *c, const zn_graph *g) {
                 e[i].count, e[i].ms, total > 0 ? 100.0 * e[i].ms / total : 0.0);
 }
 
-/* Can node i's result be computed inside each of its consumers instead? An
- * RMS norm over whole rows (with a weight) or a two-input SwiGLU can, when
- * every reader is a matmul that will run on the mat-vec kernel (a SwiGLU
- * also when it runs on the f16 GEMM path: its x conversion applies it), and the
- * producer's inputs are still intact when those matmuls run: the norm's
- * input must outlive them (the planner then keeps it), the SwiGLU's single
- * reader must come right after it and not write over its inputs. */
-static bool fusable(const vk_ctx *c, const zn_graph *g, int i) {
-    const zn_node *n = &g->nodes[i];
-    const zn_act *y = &g->acts[n->dst];
-    if (n->op == ZN_OP_RMSNORM) {
-        if (!n->w[0] || n->norm.group != y->cols || c->last_use[n->src[0]] <= c->last_use[n->dst]) return false;
-    } else if (n->op == ZN_OP_SWIGLU) {
-        if (n->src[1] < 0 || c->last_use[n->dst] != i + 1) return false;
-        range out = act_range(c, g, g->nodes[i + 1].dst);
-        if (ranges_overlap(out, act_range(c, g, n->src[0])) || ranges_overlap(out, act_range(c, g, n->src[1])))
-            return false;
-    } else {
-        return false;
-    }
-    if (c->last_use[n->dst] <= i) return false;
-    for (int j = i + 1; j <= c->last_use[n->dst]; j++) {
-        const zn_node *m = &g->nodes[j];
-        bool reads = false;
-        for (int k = 0; k < ZN_NODE_SRC; k++) reads |= m->src[k] == n->dst;
-        if (!reads) continue;
-        if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
-        if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
-        const bool moe = m->op == ZN_OP_MOE_MATMUL;
-        if (vkops_matvec_for(&c->o, m->w[0]->type, (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows, moe)) continue;
-        if (n->op != ZN_OP_SWIGLU || !vkops_gemm_fuses_swiglu(&c->o, m->w[0]->type)) return false;
-    }
-    return true;
+/* Does weight b lie in one piece right after weight a (vkfuse_env.follows)? */
+static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_tensor *b) {
+    const vk_ctx *c = ctx;
+    const vk_weight *wb = &c->w[model_weight_id(c->m, b)];
+    if (wb->n_chunks != 1) return false;
+    if (!a) return true;
+    const vk_weight *wa = &c->w[model_weight_id(c->m, a)];
+    return wa->n_chunks == 1 && wb->addr[0] == wa->addr[0] + (uint64_t)wa->row_bytes * weight_rows(a);
 }
 
-/* A matmul whose only reader is the next node, an ADD of a residual of the
- * same shape, stores the sum itself (mm_store adds res at y's index, so an
- * ADD that writes over the residual is fine). The ADD's output must not
- * overlap what the matmul reads as x: other workgroups still read it while
- * rows are stored. */
-static void plan_res_add(vk_ctx *c, const zn_graph *g, int i) {
-    const zn_node *n = &g->nodes[i], *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
-    if (c->no_fusion || !nx || nx->op != ZN_OP_ADD || c->last_use[n->dst] != i + 1) return;
-    if ((nx->src[0] == n->dst) == (nx->src[1] == n->dst)) return; /* exactly one operand is the matmul's */
-    const int r = nx->src[nx->src[0] == n->dst ? 1 : 0];
-    const zn_act *y = &g->acts[n->dst], *ra = &g->acts[r], *o = &g->acts[nx->dst];
-    if (ra->rows != y->rows || ra->cols != y->cols || o->rows != y->rows || o->cols != y->cols) return;
-    const struct fused_x *f = &c->fx[n->src[0]];
-    range out = act_range(c, g, nx->dst);
-    if (ranges_overlap(out, act_range(c, g, f->mode ? f->src : n->src[0]))) return;
-    if (f->mode == VKX_SWIGLU && ranges_overlap(out, act_range(c, g, f->aux))) return;
-    c->res_add[i] = i + 1;
-    c->skip[i + 1] = true;
-}
-
-/* Liveness and the fusion plan of this graph (no allocation). */
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
-    for (int a = 0; a < g->n_acts; a++) {
-        c->last_use[a] = -1;
-        c->fx[a].mode = VKX_PLAIN;
-    }
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int j = 0; j < ZN_NODE_SRC; j++)
-            if (g->nodes[i].src[j] >= 0) c->last_use[g->nodes[i].src[j]] = i;
-    c->last_use[g->logits] = g->n_nodes; /* read after the run */
-    for (int i = 0; i < g->n_nodes; i++) {
-        const zn_node *n = &g->nodes[i];
-        c->skip[i] = !c->no_fusion && fusable(c, g, i);
-        if (!c->skip[i]) continue;
-        struct fused_x *f = &c->fx[n->dst];
-        f->src = n->src[0];
-        if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->norm.eps;
-        else f->mode = VKX_SWIGLU, f->aux = n->src[1];
-    }
-    /* ROPE with the per-head norm that produced its input (a few nodes back;
-     * the norm's input must survive until the rope: no node in between may
-     * write over it) and the KV store right after it that is the only reader
-     * of K: one dispatch for the three. */
-    for (int i = 0; i < g->n_nodes; i++) {
-        const zn_node *n = &g->nodes[i];
-        c->rope_norm[i] = c->rope_kv[i] = c->res_add[i] = -1;
-        if (n->op == ZN_OP_MATMUL) plan_res_add(c, g, i);
-        if (n->op != ZN_OP_ROPE || c->no_fusion) continue;
-        const zn_node *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
-        for (int j = i - 1; j >= 0 && j >= i - 4; j--) {
-            const zn_node *pn = &g->nodes[j];
-            if (pn->dst != n->src[0]) continue;
-            if (pn->op != ZN_OP_RMSNORM || c->skip[j] || pn->norm.group != n->rope.head_dim || !pn->w[0] || c->last_use[pn->dst] < i)
-                break;
-            bool clobbered = false;
-            for (int m = j + 1; m < i; m++)
-                clobbered |= ranges_overlap(act_range(c, g, g->nodes[m].dst), act_range(c, g, pn->src[0]));
-            for (int m = j + 1; m < i; m++) /* nothing else may read the unrotated norm output */
-                for (int q = 0; q < ZN_NODE_SRC; q++) clobbered |= g->nodes[m].src[q] == pn->dst;
-            if (!clobbered) {
-                c->rope_norm[i] = j;
-                c->skip[j] = true;
-            }
-            break;
-        }
-        if (nx && nx->op == ZN_OP_KV_STORE && nx->src[0] == n->dst && c->last_use[n->dst] == i + 1 &&
-            nx->layer == n->layer) {
-            c->rope_kv[i] = i + 1;
-            c->skip[i + 1] = true;
-        }
-    }
+    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
+                            .follows = weight_follows, .ctx = c};
+    vkfuse_plan(&c->plan, &env, g);
 }
 
 /* Records g for sequence s into cmd: every node, then a copy of the logits
@@ -920,8 +770,8 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     c->group_base = group_base;
     int xq_src = -1; /* the x activation the last matmul read (its quantised copy may serve the next) */
     for (int i = 0; i < g->n_nodes && !st; i++) {
-        if (c->skip[i]) continue;
-        const int n = group_size(c, g, i);
+        if (c->plan.skip[i]) continue;
+        const int n = c->plan.group[i];
         for (int k = 0; k < n; k++) node_hazards(c, s, g, &g->nodes[i + k]);
         const zn_node *nd = &g->nodes[i];
         const bool mm = nd->op == ZN_OP_MATMUL || nd->op == ZN_OP_MOE_MATMUL;

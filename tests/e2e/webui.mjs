@@ -37,6 +37,8 @@ function assert(cond, msg) { if (!cond) throw new Error(msg); }
 
 const guard = setTimeout(() => { console.log(`FAIL webui: the whole test ran past ${TOTAL_MS / 1000} s`); process.exit(1); }, TOTAL_MS);
 
+const T0 = Date.now();
+const note = (what) => console.log(`# ${what} at ${((Date.now() - T0) / 1000).toFixed(1)} s`);
 fs.mkdirSync(OUT, { recursive: true });
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'zinc-webui-'));
 const ctx = await chromium.launchPersistentContext(profile, {
@@ -47,6 +49,8 @@ const ctx = await chromium.launchPersistentContext(profile, {
   viewport: { width: 1280, height: 800 },
   colorScheme: 'light',
 });
+
+note('Chromium started');
 
 async function openPage(base) {
   const page = await ctx.newPage();
@@ -393,5 +397,6 @@ if (URL_MOCK) {
 await ctx.close();
 fs.rmSync(profile, { recursive: true, force: true });
 clearTimeout(guard);
+note('done');
 console.log(`webui.mjs: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -1,0 +1,197 @@
+/* The fusion planner (vk_fuse.h). Activations are compared by their arena
+ * ranges (the graph planner's offsets): two overlap in device memory
+ * exactly when their ranges do. */
+#include "vk_fuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
+    memset(p, 0, sizeof *p);
+    p->cap_nodes = cap_nodes;
+    p->cap_acts = cap_acts;
+    p->last_use = calloc((size_t)cap_acts, sizeof *p->last_use);
+    p->fx = calloc((size_t)cap_acts, sizeof *p->fx);
+    p->skip = calloc((size_t)cap_nodes, sizeof *p->skip);
+    p->rope_norm = calloc((size_t)cap_nodes, sizeof *p->rope_norm);
+    p->rope_kv = calloc((size_t)cap_nodes, sizeof *p->rope_kv);
+    p->res_add = calloc((size_t)cap_nodes, sizeof *p->res_add);
+    p->group = calloc((size_t)cap_nodes, sizeof *p->group);
+    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->res_add || !p->group) {
+        vkfuse_free(p);
+        return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    }
+    return ZN_OK;
+}
+
+void vkfuse_free(vkfuse *p) {
+    free(p->last_use);
+    free(p->fx);
+    free(p->skip);
+    free(p->rope_norm);
+    free(p->rope_kv);
+    free(p->res_add);
+    free(p->group);
+    memset(p, 0, sizeof *p);
+}
+
+typedef struct range { size_t lo, hi; } range;
+
+static range act_range(const zn_graph *g, int a) {
+    return (range){g->acts[a].off, g->acts[a].off + (size_t)g->acts[a].rows * (size_t)g->acts[a].cols};
+}
+
+static bool overlap(range a, range b) { return a.lo < b.hi && b.lo < a.hi; }
+
+int vkfuse_matmul_run(const zn_graph *g, int i) {
+    const zn_node *a = &g->nodes[i];
+    if (a->op != ZN_OP_MATMUL) return 1;
+    int n = 1;
+    while (n < ZN_VK_GROUP_MAX && i + n < g->n_nodes) {
+        const zn_node *b = &g->nodes[i + n];
+        if (b->op != ZN_OP_MATMUL || b->src[0] != a->src[0] || b->w[0]->type != a->w[0]->type ||
+            b->w[0]->ne[0] != a->w[0]->ne[0] || b->matmul.bias_first != a->matmul.bias_first || b->w[0] == a->w[0])
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* Can node i's result be computed inside each of its consumers instead? An
+ * RMS norm over whole rows (with a weight) or a two-input SwiGLU can, when
+ * every reader is a matmul that will run on the mat-vec kernel (a SwiGLU
+ * also when it runs on the f16 GEMM path: its x conversion applies it), and the
+ * producer's inputs are still intact when those matmuls run: the norm's
+ * input must outlive them (the planner then keeps it), the SwiGLU's single
+ * reader must come right after it and not write over its inputs. */
+static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    const zn_act *y = &g->acts[n->dst];
+    if (n->op == ZN_OP_RMSNORM) {
+        if (!n->w[0] || n->norm.group != y->cols || p->last_use[n->src[0]] <= p->last_use[n->dst]) return false;
+    } else if (n->op == ZN_OP_SWIGLU) {
+        if (n->src[1] < 0 || p->last_use[n->dst] != i + 1) return false;
+        range out = act_range(g, g->nodes[i + 1].dst);
+        if (overlap(out, act_range(g, n->src[0])) || overlap(out, act_range(g, n->src[1]))) return false;
+    } else {
+        return false;
+    }
+    if (p->last_use[n->dst] <= i) return false;
+    for (int j = i + 1; j <= p->last_use[n->dst]; j++) {
+        const zn_node *m = &g->nodes[j];
+        bool reads = false;
+        for (int k = 0; k < ZN_NODE_SRC; k++) reads |= m->src[k] == n->dst;
+        if (!reads) continue;
+        if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
+        if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
+        const bool moe = m->op == ZN_OP_MOE_MATMUL;
+        if (vkops_matvec_for(env->o, m->w[0]->type, (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows, moe)) continue;
+        if (n->op != ZN_OP_SWIGLU || !vkops_gemm_fuses_swiglu(env->o, m->w[0]->type)) return false;
+    }
+    return true;
+}
+
+/* A matmul whose only reader is the next node, an ADD of a residual of the
+ * same shape, stores the sum itself (mm_store adds res at y's index, so an
+ * ADD that writes over the residual is fine). The ADD's output must not
+ * overlap what the matmul reads as x: other workgroups still read it while
+ * rows are stored. */
+static void plan_res_add(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i], *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
+    if (env->no_fusion || !nx || nx->op != ZN_OP_ADD || p->last_use[n->dst] != i + 1) return;
+    if ((nx->src[0] == n->dst) == (nx->src[1] == n->dst)) return; /* exactly one operand is the matmul's */
+    const int r = nx->src[nx->src[0] == n->dst ? 1 : 0];
+    const zn_act *y = &g->acts[n->dst], *ra = &g->acts[r], *o = &g->acts[nx->dst];
+    if (ra->rows != y->rows || ra->cols != y->cols || o->rows != y->rows || o->cols != y->cols) return;
+    const vkfuse_x *f = &p->fx[n->src[0]];
+    range out = act_range(g, nx->dst);
+    if (overlap(out, act_range(g, f->mode ? f->src : n->src[0]))) return;
+    if (f->mode == VKX_SWIGLU && overlap(out, act_range(g, f->aux))) return;
+    p->res_add[i] = i + 1;
+    p->skip[i + 1] = true;
+}
+
+/* ROPE i with the per-head norm that produced its input (a few nodes back;
+ * the norm's input must survive until the rope: no node in between may
+ * write over it) and the KV store right after it that is the only reader
+ * of K. */
+static void plan_rope(vkfuse *p, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    const zn_node *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
+    for (int j = i - 1; j >= 0 && j >= i - 4; j--) {
+        const zn_node *pn = &g->nodes[j];
+        if (pn->dst != n->src[0]) continue;
+        if (pn->op != ZN_OP_RMSNORM || p->skip[j] || pn->norm.group != n->rope.head_dim || !pn->w[0] ||
+            p->last_use[pn->dst] < i)
+            break;
+        bool clobbered = false;
+        for (int m = j + 1; m < i; m++) clobbered |= overlap(act_range(g, g->nodes[m].dst), act_range(g, pn->src[0]));
+        for (int m = j + 1; m < i; m++) /* nothing else may read the unrotated norm output */
+            for (int q = 0; q < ZN_NODE_SRC; q++) clobbered |= g->nodes[m].src[q] == pn->dst;
+        if (!clobbered) {
+            p->rope_norm[i] = j;
+            p->skip[j] = true;
+        }
+        break;
+    }
+    if (nx && nx->op == ZN_OP_KV_STORE && nx->src[0] == n->dst && p->last_use[n->dst] == i + 1 && nx->layer == n->layer) {
+        p->rope_kv[i] = i + 1;
+        p->skip[i + 1] = true;
+    }
+}
+
+/* Nodes i .. i+n-1 as one grouped matmul when vkfuse_matmul_run() found
+ * them, their weights lie side by side, the kernel takes groups, none of
+ * them is folded elsewhere or folds a residual, and a group block is
+ * free; returns n, or 1 to run node i alone. */
+static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    int n = vkfuse_matmul_run(g, i);
+    const zn_node *a = &g->nodes[i];
+    if (n < 2 || env->no_fusion || p->n_groups >= env->max_groups ||
+        !vkops_group_ok(env->o, a->w[0]->type, (uint32_t)g->acts[a->src[0]].rows))
+        return 1;
+    for (int k = 0; k < n; k++) {
+        const zn_node *b = &g->nodes[i + k];
+        if (p->skip[i + k] || p->res_add[i + k] >= 0 || !env->follows(env->ctx, k ? b[-1].w[0] : NULL, b->w[0]))
+            return k > 1 ? k : 1;
+    }
+    return n;
+}
+
+void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
+    for (int a = 0; a < g->n_acts; a++) {
+        p->last_use[a] = -1;
+        p->fx[a] = (vkfuse_x){.mode = VKX_PLAIN};
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int j = 0; j < ZN_NODE_SRC; j++)
+            if (g->nodes[i].src[j] >= 0) p->last_use[g->nodes[i].src[j]] = i;
+    p->last_use[g->logits] = g->n_nodes; /* read after the run */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        p->skip[i] = !env->no_fusion && fusable(p, env, g, i);
+        if (!p->skip[i]) continue;
+        vkfuse_x *f = &p->fx[n->dst];
+        f->src = n->src[0];
+        if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->norm.eps;
+        else f->mode = VKX_SWIGLU, f->aux = n->src[1];
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const zn_node *n = &g->nodes[i];
+        p->rope_norm[i] = p->rope_kv[i] = p->res_add[i] = -1;
+        if (n->op == ZN_OP_MATMUL) plan_res_add(p, env, g, i);
+        if (n->op == ZN_OP_ROPE && !env->no_fusion) plan_rope(p, g, i);
+    }
+    /* groups last, in recording order: they need the skips and residual
+     * folds of every node they span */
+    p->n_groups = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        p->group[i] = 1;
+        if (p->skip[i]) continue;
+        const int n = group_size(p, env, g, i);
+        p->group[i] = n;
+        if (n > 1) p->n_groups++;
+        for (int k = 1; k < n; k++) p->group[i + k] = 1;
+        i += n - 1;
+    }
+}

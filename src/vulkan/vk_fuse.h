@@ -1,0 +1,68 @@
+/* The Vulkan backend's fusion planner: which graph nodes run inside
+ * another node's dispatch, decided once per recorded step from the graph,
+ * the kernel each matmul takes (vk_ops.h) and where the weights lie. It
+ * only decides (no device, no allocation per plan); backend_vulkan.c
+ * records what it decided:
+ *
+ *  - an RMS norm over whole rows (with a weight), or a two-input SwiGLU,
+ *    computed by each matmul reading it as it loads x (vkop_mm.xmode):
+ *    when every reader is a matmul on a kernel that takes that x mode and
+ *    the producer's inputs are still intact when they run;
+ *  - a ROPE with the per-head RMS norm that produced its input and the
+ *    KV store after it (one dispatch for the three);
+ *  - a matmul whose only reader is the next node, an ADD of a residual of
+ *    its shape: the matmul stores the sum;
+ *  - up to ZN_VK_GROUP_MAX matmuls of one input whose weights lie one after
+ *    another in memory: one grouped mat-vec (or GEMM). */
+#ifndef ZINC_VK_FUSE_H
+#define ZINC_VK_FUSE_H
+
+#include <stdbool.h>
+
+#include "graph.h"
+#include "vk_ops.h"
+
+/* How a matmul reads an activation whose producer was folded into it. */
+typedef struct vkfuse_x {
+    int mode;                     /* vkop_mm.xmode: VKX_PLAIN (not fused), VKX_RMSNORM, VKX_SWIGLU */
+    int src, aux;                 /* the producer's inputs (aux: SwiGLU's "up" activation) */
+    const gguf_tensor *w;         /* RMS norm weight */
+    float eps;
+} vkfuse_x;
+
+/* What the planner asks of the backend besides the graph. */
+typedef struct vkfuse_env {
+    const vkops *o;               /* the kernel each matmul takes */
+    bool no_fusion;               /* every node on its own */
+    int max_groups;               /* grouped matmuls one plan may hold (their blocks) */
+    /* Does weight b lie in one piece right after weight a (a NULL: is b in
+     * one piece)? Grouped matmuls read such weights as one matrix. */
+    bool (*follows)(const void *ctx, const gguf_tensor *a, const gguf_tensor *b);
+    const void *ctx;
+} vkfuse_env;
+
+/* A plan, sized once for the largest graph (vkfuse_init). */
+typedef struct vkfuse {
+    int cap_nodes, cap_acts;
+    int *last_use;                /* [cap_acts]: last node reading each activation (n_nodes: the logits) */
+    bool *skip;                   /* [cap_nodes]: node folded into another (not recorded itself) */
+    int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
+    int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into it (-1: none) */
+    int *group;                   /* [cap_nodes]: matmuls from this node on that run as one (1: alone) */
+    int n_groups;                 /* nodes with group > 1 */
+    vkfuse_x *fx;                 /* [cap_acts] */
+} vkfuse;
+
+zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err);
+void vkfuse_free(vkfuse *p);
+
+/* The plan of g (n_nodes <= cap_nodes, n_acts <= cap_acts). */
+void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g);
+
+/* Nodes i .. i+n-1 (n >= 2) are matmuls of one input that can run as one
+ * grouped matmul when their weights sit one after another in memory: same
+ * type, row length and bias order. Returns n (1: no group). The upload
+ * places such weights side by side. */
+int vkfuse_matmul_run(const zn_graph *g, int i);
+
+#endif

@@ -1,0 +1,490 @@
+/* The Vulkan fusion planner's decisions (vk_fuse.h), without a device: on
+ * the graphs of the tiny fixtures (decode and prefill steps), under the
+ * kernel choices of a CPU device (lavapipe: mat-vec for every token count)
+ * and of a GPU (the GEMM from a few tokens on), with fusion off, and on
+ * hand-built graphs where a fusion must not happen. Results of the fused
+ * dispatches are test_backend_ops' (fusion on and off against the CPU). */
+#include <stdint.h>
+
+#include "graph.h"
+#include "harness.h"
+#include "model.h"
+#include "vk_fuse.h"
+
+/* ---- kernel choices without a device ---- */
+
+enum policy { CPU_DEV, GPU_DEV };
+
+/* What vkops_init chooses on lavapipe (mat-vec for every step) and on a
+ * GPU with cooperative matrices (the f16 GEMM from 5 tokens, grouped MoE
+ * GEMM from 16). */
+static void set_policy(vkops *o, enum policy p) {
+    memset(o, 0, sizeof *o);
+    if (p == CPU_DEV) {
+        o->mm_min_tok = o->moe_min_tok = 1u << 30;
+    } else {
+        o->mm_min_tok = 5;
+        o->moe_min_tok = 16;
+        o->coopmat = true;
+        o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */
+        o->mm_scratch_bytes = 1ull << 27;
+    }
+}
+
+/* ---- weights side by side, as the upload stacks them ---- */
+
+typedef struct stack {
+    const zn_model *m;
+    int *next; /* [n_tensors]: weight stacked right after this one, -1: none */
+} stack;
+
+static bool follows(const void *ctx, const gguf_tensor *a, const gguf_tensor *b) {
+    const stack *s = ctx;
+    return !a || s->next[model_weight_id(s->m, a)] == (int)model_weight_id(s->m, b);
+}
+
+/* The upload's stacking: matmul runs of the model's one-token graph. */
+static void stack_init(stack *s, const zn_model *m) {
+    s->m = m;
+    s->next = malloc(sizeof *s->next * (m->gguf.n_tensors + 1));
+    for (uint64_t i = 0; i <= m->gguf.n_tensors; i++) s->next[i] = -1;
+    zn_graph g;
+    zn_err err = {0};
+    int32_t tok = 0;
+    if (graph_init(&g, m, 1, &err) || graph_build(&g, &tok, 1, 0, false, &err)) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    for (int i = 0; i < g.n_nodes; i++) {
+        const int n = g.nodes[i].op == ZN_OP_MATMUL ? vkfuse_matmul_run(&g, i) : 1;
+        for (int k = 0; k + 1 < n; k++)
+            s->next[model_weight_id(m, g.nodes[i + k].w[0])] = (int)model_weight_id(m, g.nodes[i + k + 1].w[0]);
+        i += n - 1;
+    }
+    graph_free(&g);
+}
+
+/* ---- a model's step and its plan ---- */
+
+typedef struct fixture {
+    zn_model m;
+    stack st;
+    zn_graph g;
+    vkfuse p;
+    vkops o;
+    bool ok;
+} fixture;
+
+static bool fx_open(fixture *f, const char *name, int max_tokens) {
+    memset(f, 0, sizeof *f);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s.gguf", shared_path("models/tiny"), name);
+    zn_err err = {0};
+    if (model_load(&f->m, path, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    stack_init(&f->st, &f->m);
+    f->ok = !graph_init(&f->g, &f->m, max_tokens, &err) && !vkfuse_init(&f->p, f->g.cap_nodes, f->g.cap_acts, &err);
+    CHECK_MSG(f->ok, "%s", err.msg);
+    return f->ok;
+}
+
+static void fx_close(fixture *f) {
+    vkfuse_free(&f->p);
+    graph_free(&f->g);
+    free(f->st.next);
+    model_free(&f->m);
+}
+
+static int32_t toks[64];
+
+/* Builds the step of n tokens and plans it. */
+static void fx_plan(fixture *f, int n, enum policy pol, bool no_fusion, int max_groups) {
+    zn_err err = {0};
+    CHECK_MSG(!graph_build(&f->g, toks, n, 0, false, &err), "%s", err.msg);
+    set_policy(&f->o, pol);
+    const vkfuse_env env = {.o = &f->o, .no_fusion = no_fusion, .max_groups = max_groups, .follows = follows, .ctx = &f->st};
+    vkfuse_plan(&f->p, &env, &f->g);
+}
+
+/* Node `tag` of layer il (-1: outside blocks); -1 when absent. */
+static int node(const fixture *f, int il, const char *tag) {
+    for (int i = 0; i < f->g.n_nodes; i++)
+        if (f->g.nodes[i].layer == il && !strcmp(f->g.nodes[i].tag, tag)) return i;
+    return -1;
+}
+
+/* How many nodes are skipped, grouped, folded. */
+typedef struct counts { int skip, groups, grouped, res_add, rope_norm, rope_kv; } counts;
+static counts count(const fixture *f) {
+    counts c = {0};
+    for (int i = 0; i < f->g.n_nodes; i++) {
+        c.skip += f->p.skip[i];
+        c.groups += f->p.group[i] > 1;
+        c.grouped += f->p.group[i] > 1 ? f->p.group[i] : 0;
+        c.res_add += f->p.res_add[i] >= 0;
+        c.rope_norm += f->p.rope_norm[i] >= 0;
+        c.rope_kv += f->p.rope_kv[i] >= 0;
+    }
+    return c;
+}
+
+/* The x mode a matmul node reads its input with. */
+static int xmode(const fixture *f, int i) { return i < 0 ? -1 : f->p.fx[f->g.nodes[i].src[0]].mode; }
+
+static bool acts_overlap(const zn_graph *g, int a, int b) {
+    const zn_act *x = &g->acts[a], *y = &g->acts[b];
+    return x->off < y->off + (size_t)y->rows * y->cols && y->off < x->off + (size_t)x->rows * x->cols;
+}
+
+/* ---- a qwen3 block (q/k norms): every fusion of decode ---- */
+
+static void check_qwen3_layer(const fixture *f, int il, bool norm_fused, bool swiglu_fused) {
+    const int an = node(f, il, "attn_norm"), q = node(f, il, "attn_q"), k = node(f, il, "attn_k");
+    const int qn = node(f, il, "attn_q_norm"), kn = node(f, il, "attn_k_norm");
+    const int rq = node(f, il, "rope_q"), rk = node(f, il, "rope_k"), kv = node(f, il, "kv_store");
+    const int wo = node(f, il, "attn_output"), res = node(f, il, "ffn_inp"), fnorm = node(f, il, "ffn_norm");
+    const int gate = node(f, il, "ffn_gate"), sw = node(f, il, "ffn_swiglu"), down = node(f, il, "ffn_down");
+    const int lout = node(f, il, "l_out");
+    CHECK(an >= 0 && q >= 0 && k >= 0 && qn >= 0 && kn >= 0 && rq >= 0 && rk >= 0 && kv >= 0 && wo >= 0 && res >= 0 &&
+          fnorm >= 0 && gate >= 0 && sw >= 0 && down >= 0 && lout >= 0);
+    if (an < 0 || q < 0 || k < 0 || qn < 0 || kn < 0 || rq < 0 || rk < 0 || kv < 0 || wo < 0 || res < 0 || fnorm < 0 ||
+        gate < 0 || sw < 0 || down < 0 || lout < 0)
+        return;
+    /* the pre-norms into the q/k/v and gate/up groups' x */
+    CHECK_EQ_INT(f->p.skip[an], norm_fused);
+    CHECK_EQ_INT(xmode(f, q), norm_fused ? VKX_RMSNORM : VKX_PLAIN);
+    CHECK_EQ_INT(f->p.skip[fnorm], norm_fused);
+    CHECK_EQ_INT(xmode(f, gate), norm_fused ? VKX_RMSNORM : VKX_PLAIN);
+    /* q/k/v and gate/up of one weight type (Q4_K_M mixes in Q6_K) */
+    CHECK_EQ_INT(f->p.group[q], vkfuse_matmul_run(&f->g, q));
+    CHECK(vkfuse_matmul_run(&f->g, q) >= 2);
+    CHECK_EQ_INT(f->p.group[gate], vkfuse_matmul_run(&f->g, gate));
+    /* per-head norms into the ropes, the KV store after rope k */
+    CHECK_EQ_INT(f->p.rope_norm[rq], qn);
+    CHECK_EQ_INT(f->p.rope_norm[rk], kn);
+    CHECK(f->p.skip[qn] && f->p.skip[kn]);
+    CHECK_EQ_INT(f->p.rope_kv[rk], kv);
+    CHECK_EQ_INT(f->p.rope_kv[rq], -1);
+    CHECK(f->p.skip[kv]);
+    /* residual adds into the output projections; not into the down
+     * projection when it reads gate and up itself (fused SwiGLU) and the
+     * sum would land on one of them: they died one node earlier and the
+     * arena may have given their memory to the sum */
+    CHECK_EQ_INT(f->p.res_add[wo], res);
+    CHECK(f->p.skip[res]);
+    const zn_node *s = &f->g.nodes[sw];
+    const bool clash = swiglu_fused && (acts_overlap(&f->g, f->g.nodes[lout].dst, s->src[0]) ||
+                                        acts_overlap(&f->g, f->g.nodes[lout].dst, s->src[1]));
+    CHECK_EQ_INT(f->p.res_add[down], clash ? -1 : lout);
+    CHECK_EQ_INT(f->p.skip[lout], !clash);
+    /* SwiGLU into the down projection's x */
+    CHECK_EQ_INT(f->p.skip[sw], swiglu_fused);
+    CHECK_EQ_INT(xmode(f, down), swiglu_fused ? VKX_SWIGLU : VKX_PLAIN);
+    CHECK(!f->p.skip[q] && !f->p.skip[wo] && !f->p.skip[down] && !f->p.skip[rq] && !f->p.skip[rk]);
+}
+
+static void test_qwen3_decode(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen3-dense-q4_k_m", 32)) return;
+    for (int pol = CPU_DEV; pol <= GPU_DEV; pol++) {
+        fx_plan(&f, 1, (enum policy)pol, false, 1000);
+        for (int il = 0; il < f.m.hp.n_layer; il++) check_qwen3_layer(&f, il, true, true);
+        /* not the final norm: nothing reads its input after it, so the
+         * arena may reuse that before the output matmul runs */
+        CHECK(!f.p.skip[node(&f, -1, "output_norm")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, -1, "output")), VKX_PLAIN);
+        const counts c = count(&f);
+        CHECK_EQ_INT(c.groups, 2 * f.m.hp.n_layer);
+        CHECK_EQ_INT(c.rope_norm, 2 * f.m.hp.n_layer);
+        CHECK_EQ_INT(c.rope_kv, f.m.hp.n_layer);
+    }
+    fx_close(&f);
+}
+
+/* Prefill: on a GPU the GEMM takes the matmuls of 5+ tokens; it converts
+ * x with a SwiGLU applied but not with an RMS norm, and takes groups. On
+ * lavapipe everything stays on the mat-vec. */
+static void test_qwen3_prefill(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen3-dense-q4_k_m", 32)) return;
+    fx_plan(&f, 32, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, false, true);
+    fx_plan(&f, 32, CPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, true, true);
+    /* 4 tokens: still the mat-vec on the GPU */
+    fx_plan(&f, 4, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, true, true);
+    fx_close(&f);
+}
+
+/* F32 weights never take the f16 GEMM: a SwiGLU before an F32 matmul of
+ * many tokens stays a node of its own on a GPU (the tiled f32 kernel reads
+ * plain x). */
+static void test_f32_gemm_no_swiglu(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen3-dense-f32", 32)) return;
+    fx_plan(&f, 32, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) {
+        CHECK(!f.p.skip[node(&f, il, "ffn_swiglu")]);
+        CHECK(!f.p.skip[node(&f, il, "attn_norm")]);
+        CHECK_EQ_INT(f.p.group[node(&f, il, "attn_q")], 1); /* the tiled kernel takes no groups */
+    }
+    fx_plan(&f, 1, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer; il++) check_qwen3_layer(&f, il, true, true);
+    fx_close(&f);
+}
+
+static void test_no_fusion(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen3-dense-q4_k_m", 32)) return;
+    for (int n = 1; n <= 32; n += 31) {
+        fx_plan(&f, n, CPU_DEV, true, 1000);
+        const counts c = count(&f);
+        CHECK_EQ_INT(c.skip, 0);
+        CHECK_EQ_INT(c.groups, 0);
+        CHECK_EQ_INT(c.res_add + c.rope_norm + c.rope_kv, 0);
+        for (int a = 0; a < f.g.n_acts; a++) CHECK_EQ_INT(f.p.fx[a].mode, VKX_PLAIN);
+    }
+    fx_close(&f);
+}
+
+/* Groups take a block each: no more than the backend has; none when the
+ * weights do not lie side by side. */
+static void test_group_limits(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen3-dense-q4_k_m", 32)) return;
+    fx_plan(&f, 1, CPU_DEV, false, 3);
+    CHECK_EQ_INT(count(&f).groups, 3);
+    CHECK(f.p.group[node(&f, 0, "attn_q")] > 1);
+    CHECK(f.p.group[node(&f, 0, "ffn_gate")] > 1);
+    CHECK(f.p.group[node(&f, 1, "attn_q")] > 1);
+    CHECK_EQ_INT(f.p.group[node(&f, 1, "ffn_gate")], 1);
+    for (uint64_t i = 0; i <= f.m.gguf.n_tensors; i++) f.st.next[i] = -1;
+    fx_plan(&f, 1, CPU_DEV, false, 1000);
+    CHECK_EQ_INT(count(&f).groups, 0);
+    fx_close(&f);
+}
+
+/* MoE decode (llama-moe): the FFN norm into the router and the expert
+ * mat-vecs; the experts' SwiGLU into the down experts. Prefill on a GPU:
+ * 32 tokens x 2 slots over the experts is enough for the grouped GEMM,
+ * which converts x with a SwiGLU but not a norm. */
+static void test_moe(void) {
+    fixture f;
+    if (!fx_open(&f, "llama-moe-q4_k_m", 32)) return;
+    fx_plan(&f, 1, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer; il++) {
+        CHECK(f.p.skip[node(&f, il, "ffn_norm")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, il, "ffn_moe_logits")), VKX_RMSNORM);
+        CHECK(f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, il, "ffn_moe_down")), VKX_SWIGLU);
+    }
+    fx_plan(&f, 32, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) {
+        CHECK(!f.p.skip[node(&f, il, "ffn_norm")]);
+        CHECK(f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
+    }
+    fx_close(&f);
+}
+
+/* qwen35: a recurrent block's four projections of the normed input are one
+ * group of 4 in decode; the gated norm's SwiGLU goes into ssm_out. */
+static void test_qwen35(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen35-dense-f16", 32)) return;
+    fx_plan(&f, 1, GPU_DEV, false, 1000);
+    int recurrent = 0;
+    for (int il = 0; il < f.m.hp.n_layer; il++) {
+        if (!f.m.layers[il].recurrent) continue;
+        recurrent++;
+        CHECK(f.p.skip[node(&f, il, "attn_norm")]);
+        CHECK_EQ_INT(f.p.group[node(&f, il, "attn_qkv")], 4);
+        CHECK(f.p.skip[node(&f, il, "gdn_gated")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, il, "ssm_out")), VKX_SWIGLU);
+    }
+    CHECK(recurrent > 0);
+    fx_close(&f);
+}
+
+/* ---- hand-built graphs: where a fusion must not happen ---- */
+
+typedef struct hand {
+    zn_model m;
+    gguf_tensor t[8];
+    zn_graph g;
+    vkfuse p;
+    vkops o;
+} hand;
+
+static gguf_tensor *hand_w(hand *h, zn_type type, int ne0, int ne1) {
+    gguf_tensor *t = &h->t[h->m.gguf.n_tensors++];
+    *t = (gguf_tensor){.name = "w", .n_dims = 2, .ne = {(uint64_t)ne0, (uint64_t)ne1, 1, 1}, .type = type};
+    return t;
+}
+
+static void hand_init(hand *h, int n_tok) {
+    memset(h, 0, sizeof *h);
+    h->m.gguf.tensors = h->t;
+    h->m.hp.n_vocab = 8;
+    zn_err err = {0};
+    CHECK(!graph_init_empty(&h->g, &h->m, 8, 16, 16, &err));
+    CHECK(!vkfuse_init(&h->p, 16, 16, &err));
+    h->g.n_tokens = n_tok;
+    h->g.tokens = toks;
+}
+
+static bool always(const void *ctx, const gguf_tensor *a, const gguf_tensor *b) {
+    (void)ctx, (void)a, (void)b;
+    return true;
+}
+
+static void hand_plan(hand *h, int out) {
+    zn_err err = {0};
+    CHECK(!graph_finish(&h->g, out, &err));
+    set_policy(&h->o, CPU_DEV);
+    const vkfuse_env env = {.o = &h->o, .max_groups = 100, .follows = always};
+    vkfuse_plan(&h->p, &env, &h->g);
+}
+
+static void hand_free(hand *h) {
+    vkfuse_free(&h->p);
+    graph_free(&h->g);
+}
+
+static zn_node *hnode(hand *h, zn_op op, int dst, int a, int b) {
+    zn_node *n = graph_node(&h->g, op, dst, graph_op_name(op), 0);
+    n->src[0] = a;
+    n->src[1] = b;
+    return n;
+}
+
+/* A norm whose output a non-matmul also reads, or whose input dies with
+ * it (nothing reads x afterwards: the arena may reuse it), is computed on
+ * its own. */
+static void test_norm_not_fused(void) {
+    hand h;
+    hand_init(&h, 1);
+    gguf_tensor *nw = hand_w(&h, ZN_TYPE_F32, 64, 1), *w = hand_w(&h, ZN_TYPE_Q4_K, 64, 8);
+    int x = graph_input(&h.g, 1, 64), y = graph_act(&h.g, 1, 64), m = graph_act(&h.g, 1, 8), o = graph_act(&h.g, 1, 64);
+    zn_node *n = hnode(&h, ZN_OP_RMSNORM, y, x, -1);
+    n->w[0] = nw;
+    n->norm = (zn_norm_params){.group = 64, .eps = 1e-6f};
+    hnode(&h, ZN_OP_MATMUL, m, y, -1)->w[0] = w;
+    hnode(&h, ZN_OP_ADD, o, y, x); /* a second reader, not a matmul */
+    hand_plan(&h, o);
+    CHECK(!h.p.skip[0]);
+    hand_free(&h);
+
+    hand_init(&h, 1);
+    nw = hand_w(&h, ZN_TYPE_F32, 64, 1), w = hand_w(&h, ZN_TYPE_Q4_K, 64, 8);
+    x = graph_input(&h.g, 1, 64), y = graph_act(&h.g, 1, 64), m = graph_act(&h.g, 1, 8);
+    n = hnode(&h, ZN_OP_RMSNORM, y, x, -1);
+    n->w[0] = nw;
+    n->norm = (zn_norm_params){.group = 64, .eps = 1e-6f};
+    hnode(&h, ZN_OP_MATMUL, m, y, -1)->w[0] = w; /* x's last reader is the norm */
+    hand_plan(&h, m);
+    CHECK(!h.p.skip[0]);
+    hand_free(&h);
+}
+
+/* A SwiGLU read by two matmuls, or not by the next node, runs on its own. */
+static void test_swiglu_not_fused(void) {
+    hand h;
+    hand_init(&h, 1);
+    gguf_tensor *w1 = hand_w(&h, ZN_TYPE_Q4_K, 256, 8), *w2 = hand_w(&h, ZN_TYPE_Q6_K, 256, 8);
+    int a = graph_input(&h.g, 1, 256), b = graph_input(&h.g, 1, 256), s = graph_act(&h.g, 1, 256);
+    int y1 = graph_act(&h.g, 1, 8), y2 = graph_act(&h.g, 1, 8), o = graph_act(&h.g, 1, 8);
+    hnode(&h, ZN_OP_SWIGLU, s, a, b);
+    hnode(&h, ZN_OP_MATMUL, y1, s, -1)->w[0] = w1;
+    hnode(&h, ZN_OP_MATMUL, y2, s, -1)->w[0] = w2;
+    hnode(&h, ZN_OP_ADD, o, y1, y2);
+    hand_plan(&h, o);
+    CHECK(!h.p.skip[0]);
+    hand_free(&h);
+
+    hand_init(&h, 1);
+    w1 = hand_w(&h, ZN_TYPE_Q4_K, 256, 8);
+    a = graph_input(&h.g, 1, 256), b = graph_input(&h.g, 1, 256), s = graph_act(&h.g, 1, 256);
+    int t = graph_act(&h.g, 1, 256);
+    y1 = graph_act(&h.g, 1, 8);
+    hnode(&h, ZN_OP_SWIGLU, s, a, b);
+    hnode(&h, ZN_OP_ADD, t, a, b); /* in between */
+    hnode(&h, ZN_OP_MATMUL, y1, s, -1)->w[0] = w1;
+    o = graph_act(&h.g, 1, 256);
+    hnode(&h, ZN_OP_ADD, o, t, t);
+    hand_plan(&h, y1);
+    CHECK(!h.p.skip[0]);
+    hand_free(&h);
+}
+
+/* A residual ADD is folded into the matmul before it only when that ADD is
+ * the matmul's single reader and has its shape. */
+static void test_res_add_limits(void) {
+    hand h;
+    hand_init(&h, 1);
+    gguf_tensor *w = hand_w(&h, ZN_TYPE_Q4_K, 256, 8);
+    int x = graph_input(&h.g, 1, 256), r = graph_input(&h.g, 1, 8), y = graph_act(&h.g, 1, 8);
+    int o = graph_act(&h.g, 1, 8), o2 = graph_act(&h.g, 1, 8);
+    hnode(&h, ZN_OP_MATMUL, y, x, -1)->w[0] = w;
+    hnode(&h, ZN_OP_ADD, o, y, r);
+    hnode(&h, ZN_OP_ADD, o2, o, y); /* y read again */
+    hand_plan(&h, o2);
+    CHECK_EQ_INT(h.p.res_add[0], -1);
+    CHECK(!h.p.skip[1]);
+    hand_free(&h);
+
+    hand_init(&h, 1);
+    w = hand_w(&h, ZN_TYPE_Q4_K, 256, 8);
+    x = graph_input(&h.g, 1, 256), r = graph_input(&h.g, 1, 8), y = graph_act(&h.g, 1, 8), o = graph_act(&h.g, 1, 8);
+    hnode(&h, ZN_OP_MATMUL, y, x, -1)->w[0] = w;
+    hnode(&h, ZN_OP_ADD, o, r, y);
+    hand_plan(&h, o);
+    CHECK_EQ_INT(h.p.res_add[0], 1);
+    CHECK(h.p.skip[1]);
+    hand_free(&h);
+}
+
+/* A group ends where the type, the row length or the bias order changes,
+ * or a member folds a residual. */
+static void test_group_breaks(void) {
+    hand h;
+    hand_init(&h, 1);
+    gguf_tensor *a = hand_w(&h, ZN_TYPE_Q4_K, 256, 8), *b = hand_w(&h, ZN_TYPE_Q4_K, 256, 8);
+    gguf_tensor *c = hand_w(&h, ZN_TYPE_Q6_K, 256, 8), *d = hand_w(&h, ZN_TYPE_Q6_K, 256, 8);
+    int x = graph_input(&h.g, 1, 256), y[4];
+    for (int i = 0; i < 4; i++) y[i] = graph_act(&h.g, 1, 8);
+    hnode(&h, ZN_OP_MATMUL, y[0], x, -1)->w[0] = a;
+    hnode(&h, ZN_OP_MATMUL, y[1], x, -1)->w[0] = b;
+    hnode(&h, ZN_OP_MATMUL, y[2], x, -1)->w[0] = c;
+    zn_node *n = hnode(&h, ZN_OP_MATMUL, y[3], x, -1);
+    n->w[0] = d;
+    n->matmul.bias_first = 1;
+    int s1 = graph_act(&h.g, 1, 8), s2 = graph_act(&h.g, 1, 8), s3 = graph_act(&h.g, 1, 8);
+    hnode(&h, ZN_OP_ADD, s1, y[0], y[1]);
+    hnode(&h, ZN_OP_ADD, s2, y[2], y[3]);
+    hnode(&h, ZN_OP_ADD, s3, s1, s2);
+    hand_plan(&h, s3);
+    CHECK_EQ_INT(h.p.group[0], 2);
+    CHECK_EQ_INT(h.p.group[2], 1);
+    CHECK_EQ_INT(h.p.group[3], 1);
+    CHECK_EQ_INT(h.p.n_groups, 1);
+    hand_free(&h);
+}
+
+int main(void) {
+    for (int i = 0; i < 64; i++) toks[i] = i % 7;
+    RUN(test_qwen3_decode);
+    RUN(test_qwen3_prefill);
+    RUN(test_f32_gemm_no_swiglu);
+    RUN(test_no_fusion);
+    RUN(test_group_limits);
+    RUN(test_moe);
+    RUN(test_qwen35);
+    RUN(test_norm_not_fused);
+    RUN(test_swiglu_not_fused);
+    RUN(test_res_add_limits);
+    RUN(test_group_breaks);
+    return harness_report("vk_fuse");
+}
