@@ -44,7 +44,10 @@ static bool run(const char *path, const char *backend, float **out, int *nv, cha
     int32_t toks[NTOK];
     for (int i = 0; i < NTOK; i++) toks[i] = (int32_t)((i * 37 + 5) % m.hp.n_vocab);
     *out = malloc(sizeof **out * (size_t)NTOK * (size_t)*nv);
-    st = engine_init(&e, &m, backend, 1, &err);
+    zn_engine_opts o = engine_default_opts();
+    o.backend = backend;
+    o.be.n_threads = 1;
+    st = engine_init(&e, &m, &o, &err);
     if (!st) st = seq_init(&s, &e, 2 * NTOK, &err);
     if (!st) st = engine_decode(&e, &s, toks, NTOK, *out, true, &err);
     snprintf(msg, cap, "%s", err.msg);
@@ -198,7 +201,10 @@ int main(void) {
     zn_engine e = {0};
     zn_err err = {0};
     if (model_load(&m, tiny("qwen3-dense-f32"), &err) == ZN_OK) {
-        no_vulkan = engine_init(&e, &m, "vulkan", 1, &err) == ZN_ERR_DEVICE;
+        zn_engine_opts o = engine_default_opts();
+        o.backend = "vulkan";
+        o.be.n_threads = 1;
+        no_vulkan = engine_init(&e, &m, &o, &err) == ZN_ERR_DEVICE;
         engine_free(&e);
         model_free(&m);
     }

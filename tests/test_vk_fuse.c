@@ -15,16 +15,16 @@
 
 enum policy { CPU_DEV, GPU_DEV };
 
-/* What vkops_init chooses on lavapipe (mat-vec for every step) and on a
+/* What the tuning table gives lavapipe (mat-vec for every step) and a
  * GPU with cooperative matrices (the f16 GEMM from 5 tokens, grouped MoE
  * GEMM from 16). */
 static void set_policy(vkops *o, enum policy p) {
     memset(o, 0, sizeof *o);
     if (p == CPU_DEV) {
-        o->mm_min_tok = o->moe_min_tok = 1u << 30;
+        o->t.mm_min_tok = o->t.moe_min_tok = ZN_VK_OFF;
     } else {
-        o->mm_min_tok = 5;
-        o->moe_min_tok = 16;
+        o->t.mm_min_tok = 5;
+        o->t.moe_min_tok = 16;
         o->coopmat = true;
         o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */
         o->mm_scratch_bytes = 1ull << 27;

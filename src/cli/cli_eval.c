@@ -13,7 +13,8 @@
 #include "sampler.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N] [--device N]\n",
+    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N] [--device N]\n"
+               "                 [--tune KEY=VALUE,...]\n",
             backend_names());
 }
 
@@ -51,7 +52,8 @@ static void print_row(const float *x, int n) {
 }
 
 int cli_eval(int argc, char **argv) {
-    const char *model_path = NULL, *tokens_arg = NULL, *backend = NULL;
+    const char *model_path = NULL, *tokens_arg = NULL;
+    cli_engine_args ea = {0};
     long n_gen = 16, threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -66,8 +68,7 @@ int cli_eval(int argc, char **argv) {
         long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--tokens")) tokens_arg = v;
-        else if (!strcmp(a, "--backend")) backend = v;
-        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c */
+        else if (cli_engine_arg(a, v, &ea)) {}
         else if (!strcmp(a, "-n")) num = &n_gen;
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) num = &threads, lo = 1, hi = ZN_MAX_THREADS;
         else {
@@ -89,6 +90,10 @@ int cli_eval(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    ea.threads = threads;
+    zn_engine_opts eo;
+    char tune[CLI_TUNE_MAX];
+    if (cli_engine_opts("zinc eval", &ea, &eo, tune, sizeof tune)) return 2;
     char resolved[ZN_PATH_MAX];
     if (!(model_path = cli_resolve_model(model_path, resolved))) return 1;
     int32_t *prompt = malloc(sizeof *prompt * ZN_EVAL_MAX_TOKENS);
@@ -119,8 +124,7 @@ int cli_eval(int argc, char **argv) {
         fprintf(stderr, "zinc eval: out of memory\n");
         goto done;
     }
-    backend = cli_backend_or_default(backend);
-    if (engine_init(&e, &m, backend, (int)threads, &err) != ZN_OK ||
+    if (engine_init(&e, &m, &eo, &err) != ZN_OK ||
         seq_init(&s, &e, n_prompt + (int)n_gen, &err) != ZN_OK ||
         engine_decode(&e, &s, prompt, n_prompt, logits, true, &err) != ZN_OK)
         goto fail;
