@@ -326,7 +326,7 @@ static jv printf_format(jstate *st, const jnode *at, jv fmt, const jargs *a) {
                 } else {
                     jv iv = to_pyint(st, at, v, conv);
                     if (iv.i < 0 || iv.i > 0x10FFFF) jfail(st, at, "format: %%c arg not in range(0x110000)");
-                    sv = jstr(st, u8, utf8_encode((uint32_t)iv.i, u8));
+                    sv = jstr(st, u8, utf8_write((uint32_t)iv.i, u8));
                 }
                 prec = -1;
             } else {
