@@ -53,6 +53,26 @@ for be in $backends; do
   run "generate nan $be" 1 $zinc -m "$tmp/nan.gguf" -p "hi" -n 4 --seed 1 --backend $be
   err_has "generate nan $be" "logits are not finite"
 done
+# zinc serve on it: the request fails with the reason (whole and streamed), the server stays up
+"$zinc" serve -m "$tmp/nan.gguf" --port 0 --backend cpu --threads 1 2>"$tmp/srv.err" & spid=$!
+for _ in $(seq 600); do grep -q "zinc: ready:" "$tmp/srv.err" && break; kill -0 $spid 2>/dev/null || break; sleep 0.05; done
+port=$(sed -n 's|.*listening on http://[^/]*:\([0-9]*\)/.*|\1|p' "$tmp/srv.err" | head -1)
+if grep -q "zinc: ready:" "$tmp/srv.err"; then
+  for stream in false true; do
+    code=$(curl -s -o "$tmp/body" -w '%{http_code}' -H 'Content-Type: application/json' \
+      --data-binary "{\"prompt\":\"hi\",\"max_tokens\":4,\"stream\":$stream}" "http://127.0.0.1:$port/v1/completions")
+    # (a stream may have sent its headers already: then the error is an event)
+    [ "$code" = 500 ] || { [ $stream = true ] && [ "$code" = 200 ]; } && ok || bad "serve nan stream=$stream: HTTP $code"
+    has "serve nan stream=$stream says why" "$tmp/body" "logits are not finite"
+    grep -qiE '"text": *"[^"]' "$tmp/body" && bad "serve nan stream=$stream: text was sent: $(head -c 200 "$tmp/body")" || ok
+  done
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
+  [ "$code" = 200 ] && ok || bad "serve nan: /health after the failed requests: HTTP $code"
+else
+  bad "serve nan: the server did not start: $(head -c 300 "$tmp/srv.err")"
+fi
+kill $spid 2>/dev/null; wait $spid 2>/dev/null
+grep -qE 'Sanitizer|runtime error:' "$tmp/srv.err" && bad "serve nan: sanitizer: $(grep -m1 -E 'Sanitizer|runtime error' "$tmp/srv.err")" || ok
 # the same file's eval output for a good model is valid JSON
 run "eval json" 0 $zinc eval -m "$T/qwen3-dense-f32.gguf" --tokens 1,2,3 -n 2 --backend cpu
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/out" && ok || bad "eval output is not JSON"
@@ -94,15 +114,41 @@ for cmd in "$zinc -m $tmp/fifo -p hi" "$zinc eval -m $tmp/fifo --tokens 1" "$zin
   run "fifo: $cmd" 1 $cmd
   err_has "fifo: $cmd" "not a regular file (a FIFO)"
 done
-for cmd in "$zinc serve --api-key-file $tmp/fifo" "$zinc serve --chat-template-file $tmp/fifo"; do
+for cmd in "$zinc serve --api-key-file $tmp/fifo" "$zinc serve --chat-template-file $tmp/fifo" \
+           "$zinc serve -m $tmp/fifo --port 0" "$zinc chat -m $tmp/fifo --port 0 --no-browser" \
+           "$zinc synth --like qwen3-125m --layers 1 -o $tmp/fifo"; do
   run "fifo: $cmd" 1 $cmd
   err_has "fifo: $cmd" "not a regular file (a FIFO)"
 done
 for cmd in "$zinc -m $tmp -p hi" "$zinc tokenize -m $V/ggml-vocab-qwen2.gguf -f $tmp" \
-           "$zinc serve --api-key-file $tmp" "$zinc serve --chat-template-file $tmp"; do
+           "$zinc serve --api-key-file $tmp" "$zinc serve --chat-template-file $tmp" \
+           "$zinc synth --like qwen3-125m --layers 1 -o $tmp"; do
   run "directory: $cmd" 1 $cmd
   err_has "directory: $cmd" "not a regular file (a directory)"
 done
+# files zinc writes in its home: a FIFO where the temporary or partial file goes is refused, not waited on
+mkdir -p "$tmp/fh/models"; mkfifo "$tmp/fh/active.tmp" "$tmp/fh/models/demo.gguf.part"
+ZINC_HOME=$tmp/fh run "fifo: active.tmp" 1 $zinc model use "$T/qwen3-dense-f32.gguf"
+err_has "fifo: active.tmp" "active.tmp: not a regular file (a FIFO)"
+out_lacks "fifo: active.tmp claims nothing" "active model"
+# (port 1 is closed: the .part is opened before anything is fetched)
+ZINC_HOME=$tmp/fh run "fifo: .part" 1 $zinc model pull http://127.0.0.1:1/f/demo.gguf
+err_has "fifo: .part" "demo.gguf.part: not a regular file (a FIFO)"
+# the Vulkan pipeline cache is a hint: a FIFO in its place is ignored, the logits are the same
+if [ $vk_ok = 1 ]; then
+  export XDG_CACHE_HOME=$tmp/cache
+  run "pipeline cache made" 0 $zinc eval -m "$T/qwen3-dense-f32.gguf" --tokens 1,2 -n 1 --backend vulkan
+  cp "$tmp/out" "$tmp/vk1.json"
+  set -- "$tmp"/cache/zinc/pipelines-*.bin
+  if [ -f "$1" ]; then
+    rm -f "$1"; mkfifo "$1"
+    run "pipeline cache fifo" 0 $zinc eval -m "$T/qwen3-dense-f32.gguf" --tokens 1,2 -n 1 --backend vulkan
+    cmp -s "$tmp/out" "$tmp/vk1.json" && ok || bad "pipeline cache fifo: other logits"
+  else
+    bad "pipeline cache: no file under $tmp/cache/zinc"
+  fi
+  unset XDG_CACHE_HOME
+fi
 # read errors are errors: a directory as stdin, a missing file
 run "tokenize -f - < dir" 1 $zinc tokenize -m "$V/ggml-vocab-qwen2.gguf" -f - <"$tmp"
 err_has "tokenize -f - < dir" "standard input: read error"

@@ -104,3 +104,31 @@ zn_status zn_file_read_all(const char *path, size_t max, char **buf, size_t *len
     fclose(f);
     return s;
 }
+
+zn_status zn_file_create_regular(const char *path, int oflags, const char *mode, FILE **f, zn_err *err) {
+    *f = NULL;
+    struct stat st;
+    /* what is there already is looked at first: a FIFO without a reader would
+     * fail open() with a less clear ENXIO, a directory with EISDIR */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, zn_file_kind(st.st_mode));
+    int d = open(path, oflags | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (d < 0) return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    /* it may have been replaced between stat() and open() */
+    if (fstat(d, &st) != 0) {
+        int e = errno;
+        close(d);
+        return zn_errf(err, ZN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(d);
+        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, zn_file_kind(st.st_mode));
+    }
+    int fl = fcntl(d, F_GETFL);
+    if (fl < 0 || fcntl(d, F_SETFL, fl & ~O_NONBLOCK) < 0 || !(*f = fdopen(d, mode))) {
+        int e = errno;
+        close(d);
+        return zn_errf(err, ZN_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    return ZN_OK;
+}

@@ -29,4 +29,10 @@ zn_status zn_file_read_all(const char *path, size_t max, char **buf, size_t *len
 /* Reads f to its end the same way (a pipe or stdin); name is for messages. */
 zn_status zn_file_read_stream(FILE *f, const char *name, size_t max, char **buf, size_t *len, zn_err *err);
 
+/* Creates or opens path for writing as a regular file: oflags are open()'s
+ * (O_WRONLY | O_TRUNC, O_RDWR | O_APPEND), mode fdopen()'s ("w", "a+");
+ * a FIFO, directory or device there is refused as above instead of being
+ * waited on or written through. */
+zn_status zn_file_create_regular(const char *path, int oflags, const char *mode, FILE **f, zn_err *err);
+
 #endif

@@ -180,8 +180,9 @@ zn_status catalog_active_get(const char *home, char *out, size_t cap, zn_err *er
 static zn_status write_atomic(const char *path, const char *text, zn_err *err) {
     char tmp[ZN_PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) return zn_errf(err, ZN_ERR_ARG, "path too long: %s", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return zn_errf(err, ZN_ERR_IO, "%s: %s", tmp, strerror(errno));
+    FILE *f;
+    zn_status s = zn_file_create_regular(tmp, O_WRONLY | O_TRUNC, "w", &f, err);
+    if (s) return s;
     bool ok = fputs(text, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path)) {

@@ -2,6 +2,7 @@
  * resume with a Range request, verify, then rename into place. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "file.h"
 #include "timer.h"
 
 #define DL_DISK_MARGIN (64ull << 20)  /* keep this much free after the download */
@@ -240,8 +242,9 @@ zn_status catalog_download(const char *url, const char *dest, const char *expect
     if (expect && !catalog_is_sha256(expect)) return zn_errf(err, ZN_ERR_ARG, "'%s' is not a SHA-256 (64 hex digits)", expect);
     dl d = {.url = url, .part = part, .size_hint = size_hint, .err = err, .progress = progress};
     d.tty = progress && isatty(fileno(progress));
-    d.f = fopen(part, "a+b");
-    if (!d.f) return zn_errf(err, ZN_ERR_IO, "%s: cannot open for writing: %s", part, strerror(errno));
+    /* a FIFO there would be read forever when the .part is hashed */
+    zn_status fs = zn_file_create_regular(part, O_RDWR | O_APPEND, "a+b", &d.f, err);
+    if (fs) return fs;
     d.md = EVP_MD_CTX_new();
     d.c = curl_easy_init();
     zn_status s;

@@ -1070,10 +1070,22 @@ zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err) {
         free(meta.p);
         return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory while encoding", path);
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    FILE *f = NULL;
+    struct stat st;
+    /* a FIFO would block in open() until a reader came, a device be written through */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         free(meta.p);
-        return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644), fl;
+    const char *why = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno)
+                    : !S_ISREG(st.st_mode) ? file_kind(st.st_mode) /* replaced after stat() */
+                    : (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+                      !(f = fdopen(fd, "wb")) ? strerror(errno) : NULL;
+    if (why) {
+        if (fd >= 0) close(fd);
+        free(meta.p);
+        return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, why);
     }
     uint64_t pos = meta.len;
     bool ok = write_all(f, meta.p, meta.len) && write_pad(f, &pos, w->alignment);
