@@ -133,7 +133,11 @@ err_has "fifo: active.tmp" "active.tmp: not a regular file (a FIFO)"
 out_lacks "fifo: active.tmp claims nothing" "active model"
 # (port 1 is closed: the .part is opened before anything is fetched)
 ZINC_HOME=$tmp/fh run "fifo: .part" 1 $zinc model pull http://127.0.0.1:1/f/demo.gguf
-err_has "fifo: .part" "demo.gguf.part: not a regular file (a FIFO)"
+err_has "fifo: .part" "demo.gguf.part is not a plain file"
+# a resumable .part whose record (.part.info) is a FIFO: the record is not trusted, not waited on
+rm -f "$tmp/fh/models/demo.gguf.part"; printf 'abc' >"$tmp/fh/models/demo.gguf.part"; mkfifo "$tmp/fh/models/demo.gguf.part.info"
+ZINC_HOME=$tmp/fh run "fifo: .part.info" 1 $zinc model pull http://127.0.0.1:1/f/demo.gguf
+err_has "fifo: .part.info: starts again" "cannot be resumed"
 # the Vulkan pipeline cache is a hint: a FIFO in its place is ignored, the logits are the same
 if [ $vk_ok = 1 ]; then
   export XDG_CACHE_HOME=$tmp/cache

@@ -10,6 +10,7 @@
  * Writer: each kv is serialized to bytes when it is set, so replacing a key
  * is replacing one buffer and writing is concatenation. */
 #include "gguf.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -539,6 +540,9 @@ static const char *file_kind(mode_t m) {
 
 zn_status gguf_open(gguf_ctx *g, const char *path, zn_err *err) {
     ctx_reset(g, path);
+    const uint8_t *emb;
+    size_t emb_n;
+    if (embedded_find(path, &emb, &emb_n)) return open_common(g, emb, emb_n, path, false, err);
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return zn_errf(err, errno == ENOENT ? ZN_ERR_NOT_FOUND : ZN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
