@@ -4,6 +4,7 @@
 #   make test-asan  the same under ASan+UBSan
 #   make fuzz       build the libFuzzer targets (fuzz/fuzz_*.c; scripts/fuzz-smoke.sh runs them)
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
+#   make load       build the load tool (tools/load: build/zinc-load)
 #   make deps       install build/test dependencies (Debian, root)
 
 CC      ?= cc
@@ -14,7 +15,11 @@ CFLAGS  ?= $(OPT) -g
 SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 INC      := $(addprefix -I,$(SRC_DIRS:%/=%))
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread $(INC) -I$(BUILD)/gen
-LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd -ljansson
+# PCRE2, libmicrohttpd and jansson are linked statically: a copied zinc runs on a machine
+# without them (the GPU machines have libc, libcurl, libcrypto and gnutls, not these).
+# zlib stays shared: it is in every base system (Priority: required; libcurl needs it too).
+STATIC_LIBS := -Wl,-Bstatic -lpcre2-8 -lmicrohttpd -ljansson -Wl,-Bdynamic
+LDLIBS  += -lm -lpthread -ldl $(STATIC_LIBS) -lgnutls -lcurl -lcrypto -lz
 BUILD   ?= build
 
 SRCS     := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
@@ -27,7 +32,7 @@ DEPFLAGS  = -MMD -MP
 TESTS    := $(wildcard tests/test_*.c)
 TEST_BIN := $(TESTS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-asan fuzz deps clean run bench check tools
+.PHONY: all test test-asan fuzz deps clean run bench check tools load
 all: zinc
 
 deps:
@@ -39,7 +44,7 @@ zinc: $(BUILD)/zinc
 $(BUILD)/zinc: $(BUILD)/obj/cli/main.o $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o
+$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o $(BUILD)/obj/format/embedded_data.o
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -69,6 +74,11 @@ $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 
+# GGUF files built into the binary (src/format/embedded.h): the demo model.
+$(BUILD)/obj/format/embedded_data.o: src/format/embedded_data.S models/zinc-demo-qwen35.gguf
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
 # The web UI (src/server/web/): each file gzipped and embedded the same way
 # (scripts/embed_web.sh); the folders are prerequisites too, so adding or
 # removing a file repacks.
@@ -91,8 +101,12 @@ $(BUILD)/tests/lsan_probe: tests/lsan_probe.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=address -fno-omit-frame-pointer $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) -fsanitize=address $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe $(BUILD)/gguf-edit $(BUILD)/zinc-load
 	@bash tests/run.sh $(BUILD)
+
+# The shell tests' fixture maker: edited copies of the shared GGUF files.
+$(BUILD)/gguf-edit: tests/gguf_edit.c tests/gguf_edit.h $(BUILD)/libzinc.a
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
 test-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' LDFLAGS='-fsanitize=address,undefined' test
@@ -100,6 +114,13 @@ test-asan:
 # Packs the demo model's GGUF (tools/demo-model/README.md).
 $(BUILD)/demo-pack: tools/demo-model/pack.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+
+# The load tool (tools/load/): plain C and POSIX, linked statically so the binary can be
+# copied to a machine without a compiler (tools/load/h200.sh).
+load: $(BUILD)/zinc-load
+$(BUILD)/zinc-load: tools/load/zinc_load.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(findstring sanitize,$(CFLAGS)),$(LDFLAGS),-static) -o $@ $< -pthread
 
 # Kernel timing tools for A/B runs on a GPU (tools/vk-bench/*.c -> build/vk-NAME).
 VK_TOOLS := $(patsubst tools/vk-bench/%.c,$(BUILD)/vk-%,$(wildcard tools/vk-bench/*.c))
@@ -114,7 +135,8 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # $(CFLAGS), so `make test` (and test-asan) replay the regression inputs in
 # fuzz/regress/X without clang.
 FUZZ_TARGETS := gguf model tokenizer jinja sampler request
-FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
+# (embedded.c's table points into embedded_data.S: the built-in demo model)
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/format/embedded.c src/format/embedded_data.S
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
                    src/format/quant.c src/format/quant_avx2.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)

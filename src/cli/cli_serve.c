@@ -1,16 +1,21 @@
 /* zinc serve / zinc chat: the OpenAI-compatible server (src/server) from the
  * command line. SIGINT/SIGTERM drain it (new work gets 503, in-flight
- * requests get ZN_SRV_DRAIN_S seconds) and it exits 0. */
+ * requests get ZN_SRV_DRAIN_S seconds) and it exits 0. The model loads in a
+ * thread of its own, so a signal during the load is acted on at once too. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 #include "engine.h"
 #include "server.h"
 
@@ -50,30 +55,25 @@ static void usage(FILE *f, const char *cmd, int port) {
             !strcmp(cmd, "chat") ? "  --no-browser             do not open the browser\n" : "");
 }
 
-static char *read_first_line(const char *path, size_t max) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+/* The key: the first line of a regular file, at most max bytes; NULL with
+ * a message in err otherwise (a FIFO, a read error, an empty or long line). */
+static char *read_key_file(const char *path, size_t max, zn_err *err) {
+    FILE *f;
+    if (zn_file_fopen_regular(path, &f, err)) return NULL;
     char *buf = malloc(max + 2);
     size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    bool rerr = ferror(f);
     fclose(f);
-    if (!buf) return NULL;
+    if (!buf) return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory", path), NULL;
     buf[n] = 0;
-    buf[strcspn(buf, "\r\n")] = 0;
-    return buf;
-}
-
-static char *read_file(const char *path, size_t max) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max, f) : 0;
-    bool more = buf && fgetc(f) != EOF;
-    fclose(f);
-    if (!buf || more) {
+    size_t k = strcspn(buf, "\r\n");
+    const char *why = rerr ? "read error" : k == 0 ? "empty first line" : k > max ? "first line too long" : NULL;
+    if (why) {
+        zn_errf(err, ZN_ERR_ARG, "%s: %s (a key of 1..%zu bytes)", path, why, max);
         free(buf);
         return NULL;
     }
-    buf[n] = 0;
+    buf[k] = 0;
     return buf;
 }
 
@@ -99,6 +99,37 @@ static void open_browser(const char *url) {
     waitpid(pid, NULL, 0);
 }
 
+typedef struct loader {
+    zn_server *srv;
+    pthread_t waiter;          /* told with SIGUSR1 when the load is over */
+    atomic_bool done;
+    zn_status st;
+    zn_err err;
+} loader;
+
+static void *load_main(void *arg) {
+    loader *l = arg;
+    l->st = server_load(l->srv, &l->err);
+    atomic_store(&l->done, true);
+    pthread_kill(l->waiter, SIGUSR1);
+    return NULL;
+}
+
+/* Waits up to max_s seconds for the loader's SIGUSR1 (other signals of the
+ * set are dropped: a second SIGTERM changes nothing). */
+static bool wait_loaded(loader *l, const sigset_t *sigs, double max_s) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!atomic_load(&l->done)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = max_s - ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9);
+        if (left <= 0) return false;
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        sigtimedwait(sigs, NULL, &ts);
+    }
+    return true;
+}
+
 static int serve_main(int argc, char **argv, const char *cmd, int default_port) {
     zn_server_cfg cfg = {.n_parallel = 1, .n_ctx = 0};
     cli_engine_args ea = {0};
@@ -119,12 +150,10 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
             browser = false;
             continue;
         }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "zinc %s: %s needs a value (zinc %s --help)\n", cmd, a, cmd);
-            return 2;
-        }
-        i++;
+        /* the option is matched before its value is looked at, so an unknown
+         * one is "unknown" even last; a missing value reads as "" until then */
+        const bool missing = i + 1 >= argc;
+        const char *v = missing ? "" : argv[++i];
         int ok = 1;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--model-id")) model_id = v;
@@ -145,6 +174,10 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         else if (!strcmp(a, "--drain-timeout")) ok = cli_parse_long(v, 0, ZN_SRV_MAX_DRAIN_S, &drain_s);
         else {
             fprintf(stderr, "zinc %s: unknown option '%s' (zinc %s --help)\n", cmd, a, cmd);
+            return 2;
+        }
+        if (missing) {
+            fprintf(stderr, "zinc %s: %s needs a value (zinc %s --help)\n", cmd, a, cmd);
             return 2;
         }
         if (!ok) {
@@ -183,17 +216,24 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
             fprintf(stderr, "zinc %s: give --api-key or --api-key-file, not both\n", cmd);
             return 2;
         }
-        if (!(key = read_first_line(key_file, ZN_SRV_MAX_KEY_BYTES)) || !*key) {
-            fprintf(stderr, "zinc %s: --api-key-file %s: %s\n", cmd, key_file, key ? "empty" : strerror(errno));
-            free(key);
+        zn_err kerr = {0};
+        if (!(key = read_key_file(key_file, ZN_SRV_MAX_KEY_BYTES, &kerr))) {
+            fprintf(stderr, "zinc %s: --api-key-file: %s\n", cmd, kerr.msg);
             return 1;
         }
         cfg.http.api_key = key;
     }
-    if (tmpl_file && !(tmpl = read_file(tmpl_file, ZN_JINJA_MAX_SRC))) {
-        fprintf(stderr, "zinc %s: --chat-template-file %s: cannot read it (or larger than %d bytes)\n", cmd, tmpl_file,
-                ZN_JINJA_MAX_SRC);
+    size_t tmpl_len;
+    zn_err terr = {0};
+    if (tmpl_file && zn_file_read_all(tmpl_file, ZN_JINJA_MAX_SRC, &tmpl, &tmpl_len, &terr)) {
+        fprintf(stderr, "zinc %s: --chat-template-file: %s\n", cmd, terr.msg);
         free(key);
+        return 1;
+    }
+    if (tmpl && strlen(tmpl) != tmpl_len) {
+        fprintf(stderr, "zinc %s: --chat-template-file: %s holds a NUL byte (not a template)\n", cmd, tmpl_file);
+        free(key);
+        free(tmpl);
         return 1;
     }
     cfg.chat_template = tmpl;
@@ -206,11 +246,13 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         goto out;
     }
 
-    /* Signals go to sigwait below, not to whichever thread runs. */
+    /* Signals go to sigwait below, not to whichever thread runs; SIGUSR1 is
+     * the loader saying it is done. */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -225,8 +267,36 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
     snprintf(url, sizeof url, "http://%s%s%s:%d/", v6 ? "[" : "", !strcmp(h, "0.0.0.0") ? "127.0.0.1" : h, v6 ? "]" : "",
              server_port(srv));
     fprintf(stderr, "zinc: listening on %s (loading %s)\n", url, cfg.model_path);
-    if (server_load(srv, &err)) {
-        fprintf(stderr, "zinc %s: %s\n", cmd, err.msg);
+    loader ld = {.srv = srv, .waiter = pthread_self()};
+    atomic_init(&ld.done, false);
+    pthread_t lt;
+    int sig = 0;
+    if (pthread_create(&lt, NULL, load_main, &ld)) {
+        load_main(&ld);  /* no thread: load here; a signal waits for the end of the load */
+        lt = pthread_self();
+    }
+    while (!atomic_load(&ld.done)) {
+        sigwait(&sigs, &sig);
+        if (sig == SIGUSR1) continue;
+        /* stopped while loading: nothing is in flight; the load ends at its
+         * next step, or is abandoned after the drain deadline */
+        fprintf(stderr, "zinc: %s while loading: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        server_stop_load(srv);
+        if (!wait_loaded(&ld, &sigs, (double)drain_s)) {
+            fprintf(stderr, "zinc: still loading after %ld s (--drain-timeout); exiting without waiting\n", drain_s);
+            /* _exit: the loader thread still uses the model and the device;
+             * exit() would run the drivers' atexit handlers under it */
+            _exit(0);
+        }
+        if (!pthread_equal(lt, pthread_self())) pthread_join(lt, NULL);
+        server_free(srv);
+        fprintf(stderr, "zinc: stopped\n");
+        rc = 0;
+        goto out;
+    }
+    if (!pthread_equal(lt, pthread_self())) pthread_join(lt, NULL);
+    if (ld.st) {
+        fprintf(stderr, "zinc %s: %s\n", cmd, ld.err.msg);
         server_free(srv);
         goto out;
     }
@@ -237,8 +307,8 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         fflush(stdout);
         if (browser) open_browser(url);
     }
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    do sigwait(&sigs, &sig);
+    while (sig == SIGUSR1);  /* the loader's, late */
     fprintf(stderr, "zinc: %s: draining (at most %ld s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
     server_drain(srv, (double)drain_s);
     server_free(srv);
