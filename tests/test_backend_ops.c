@@ -12,9 +12,9 @@
  * node sequences the architectures produce, with fusion on and off.
  *
  * Each Vulkan case runs under the engine configurations that change which
- * kernel it takes (the f16 GEMM path, the float mat-vec, quantx); they are
- * set through the backend's environment variables for now (the backend
- * options struct will carry them). No Vulkan device: the suite is skipped. */
+ * kernel it takes (the f16 GEMM path, the float mat-vec, quantx), set
+ * through the backend's options (tuning overrides and test hooks). No
+ * Vulkan device: the suite is skipped. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -195,31 +195,25 @@ static void st_finish(tcase *tc, step *s, int out) {
 
 /* ---- running ---- */
 
-/* Kernel-choosing configurations of the Vulkan backend, as environment
- * settings (until the backend options carry them). A configuration that
- * must change some result of a case (another kernel, another rounding of
- * x) is checked to: a setting the backend stopped reading fails. */
+/* Kernel-choosing configurations of the Vulkan backend: tuning overrides
+ * and test hooks of its options. A configuration that must change some
+ * result of a case (another kernel, another rounding of x) is checked to:
+ * a setting the backend stopped reading fails. */
 typedef struct vkcfg {
     const char *name;
-    const char *var, *val; /* NULL: the defaults */
+    const char *tune;          /* NULL: the device's tuning */
+    bool mm_emulate, no_fusion;
     bool changes;
 } vkcfg;
-static const vkcfg CFG_DEFAULT = {"default", NULL, NULL, false};
-static const vkcfg CFG_GEMM = {"gemm", "ZN_VK_MM_EMULATE", "1", false}; /* f16 GEMM path from 2 tokens, emulated
-                                                                          where there are no cooperative matrices */
+static const vkcfg CFG_DEFAULT = {"default", NULL, false, false, false};
+static const vkcfg CFG_GEMM = {"gemm", NULL, true, false, false}; /* f16 GEMM path from 2 tokens, emulated
+                                                                   where there are no cooperative matrices */
 /* the same, where steps of 2-4 tokens on a matrix of 128+ rows are in the
  * case: every device runs those on the mat-vec by default */
-static const vkcfg CFG_GEMM_MM = {"gemm", "ZN_VK_MM_EMULATE", "1", true};
-static const vkcfg CFG_MVFLOAT = {"mvfloat", "ZN_VK_MV_FLOAT", "1", false}; /* float mat-vec for every type */
-static const vkcfg CFG_QUANTX = {"quantx", "ZN_VK_MVX", "0", false};     /* x quantised by its own dispatch */
-static const vkcfg CFG_NOFUSE = {"nofuse", "ZN_VK_NO_FUSION", "1", false};
-
-static const char *const cfg_vars[] = {"ZN_VK_MM_EMULATE", "ZN_VK_MV_FLOAT", "ZN_VK_MVX", "ZN_VK_NO_FUSION"};
-
-static void cfg_apply(const vkcfg *c) {
-    for (size_t i = 0; i < sizeof cfg_vars / sizeof cfg_vars[0]; i++) unsetenv(cfg_vars[i]);
-    if (c && c->var) setenv(c->var, c->val, 1);
-}
+static const vkcfg CFG_GEMM_MM = {"gemm", NULL, true, false, true};
+static const vkcfg CFG_MVFLOAT = {"mvfloat", "intdot=off", false, false, false}; /* float mat-vec for every type */
+static const vkcfg CFG_QUANTX = {"quantx", "mvx=off", false, false, false};     /* x quantised by its own dispatch */
+static const vkcfg CFG_NOFUSE = {"nofuse", NULL, false, true, false};
 
 /* The graph backends prepare: every step's nodes and activations side by
  * side (never run; init reads its weights, shapes and capacity). */
@@ -252,12 +246,14 @@ static void tc_prep(tcase *tc) {
 
 /* Runs every step of tc on backend be; outs[i] gets step i's output.
  * ZN_OK, or the first failure (err says where). */
-static zn_status run_case(const zn_backend_ops *be, tcase *tc, float **outs, zn_err *err) {
+static zn_status run_case_cfg(const zn_backend_ops *be, tcase *tc, const vkcfg *cfg, float **outs, zn_err *err) {
     size_t arena = 1;
     for (int i = 0; i < tc->n_steps; i++)
         if (tc->s[i].g.arena_floats > arena) arena = tc->s[i].g.arena_floats;
     if (!tc->prep.nodes) tc_prep(tc);
-    zn_backend_opts o = {.n_threads = 2, .max_tokens = tc->max_tokens, .arena_floats = arena, .graph = &tc->prep};
+    zn_backend_opts o = {.n_threads = 2, .max_tokens = tc->max_tokens, .arena_floats = arena, .graph = &tc->prep,
+                         .device = -1};
+    if (cfg) o.tune = cfg->tune, o.mm_emulate = cfg->mm_emulate, o.no_fusion = cfg->no_fusion;
     void *ctx = NULL, *seq = NULL;
     zn_status st = be->init(&ctx, &tc->m, &o, err);
     if (!st) st = be->seq_init(ctx, &seq, tc->n_ctx, err);
@@ -271,6 +267,10 @@ static zn_status run_case(const zn_backend_ops *be, tcase *tc, float **outs, zn_
     if (seq) be->seq_free(ctx, seq);
     if (ctx) be->free(ctx);
     return st;
+}
+
+static zn_status run_case(const zn_backend_ops *be, tcase *tc, float **outs, zn_err *err) {
+    return run_case_cfg(be, tc, NULL, outs, err);
 }
 
 static double nmse(const float *y, const float *ref, size_t n) {
@@ -327,9 +327,7 @@ static void check_case(tcase *tc, const vkcfg *const *cfgs, int n_cfg) {
             if (c == 1) first[i] = memcpy(tc_alloc(tc, sizeof(float) * n[i]), vk[i], sizeof(float) * n[i]);
             for (size_t j = 0; j < n[i]; j++) vk[i][j] = NAN; /* an output never read back fails */
         }
-        cfg_apply(cfgs[c]);
-        zn_status vs = run_case(&zn_backend_vulkan, tc, vk, &err);
-        cfg_apply(NULL);
+        zn_status vs = run_case_cfg(&zn_backend_vulkan, tc, cfgs[c], vk, &err);
         T.runs++;
         CHECK_MSG(!vs, "%s [%s]: vulkan: %s", tc->name, cfgs[c]->name, err.msg);
         for (int i = 0; i < tc->n_steps && !vs; i++) {
@@ -1033,7 +1031,7 @@ static bool vk_absent(char *why, size_t cap) {
     st_finish(tc, s, y);
     tc_prep(tc);
     zn_err err = {0};
-    zn_backend_opts o = {.n_threads = 1, .max_tokens = 1, .arena_floats = s->g.arena_floats, .graph = &tc->prep};
+    zn_backend_opts o = {.n_threads = 1, .max_tokens = 1, .arena_floats = s->g.arena_floats, .graph = &tc->prep, .device = -1};
     void *ctx = NULL;
     const zn_status st = zn_backend_vulkan.init(&ctx, &tc->m, &o, &err);
     if (ctx) zn_backend_vulkan.free(ctx);

@@ -44,7 +44,7 @@ static gguf_tensor *fake_tensor(fake *f, zn_type type, int64_t ne0, int64_t ne1,
 /* Runs g on a fresh CPU backend with one sequence; copies act `out`. */
 static int run_cpu(const zn_model *m, const zn_graph *g, int threads, float *out) {
     zn_err err = {0};
-    zn_backend_opts o = {.n_threads = threads, .max_tokens = g->max_tokens, .arena_floats = g->arena_floats};
+    zn_backend_opts o = {.n_threads = threads, .max_tokens = g->max_tokens, .arena_floats = g->arena_floats, .device = -1};
     void *ctx = NULL, *st = NULL;
     int ok = zn_backend_cpu.init(&ctx, m, &o, &err) == ZN_OK && zn_backend_cpu.seq_init(ctx, &st, 64, &err) == ZN_OK &&
              zn_backend_cpu.run(ctx, st, g, &err) == ZN_OK && zn_backend_cpu.read(ctx, g, g->logits, out, &err) == ZN_OK;
@@ -397,7 +397,7 @@ static void attention_case(int H, int HKV, int D) {
     fake_init(&f, H, HKV, D);
     zn_err err = {0};
     for (int threads = 1; threads <= 3; threads += 2) {
-        zn_backend_opts o = {.n_threads = threads, .max_tokens = T1, .arena_floats = 0};
+        zn_backend_opts o = {.n_threads = threads, .max_tokens = T1, .device = -1};
         f.m.gguf.n_tensors = 0;
         zn_graph g[2];
         for (int step = 0; step < 2; step++) {

@@ -74,6 +74,8 @@ msg=$($zinc -m /nonexistent.gguf -p hi 2>&1)
 case "$msg" in *nonexistent.gguf*) ok ;; *) bad "error names the file: '$msg'" ;; esac
 msg=$($zinc -m "$M" -p "a long prompt that cannot fit" --ctx 4 --seed 1 2>&1); expect "too long rc" 1 $?
 case "$msg" in *"does not fit the context"*) ok ;; *) bad "too-long prompt message: '$msg'" ;; esac
-expect "bad backend" 1 "$(rc_of $zinc -m "$M" -p hi --backend nope --seed 1)"
+# an unknown backend is a bad option value: exit 2 (as --device and --tune), named with the choices
+msg=$($zinc -m "$M" -p hi --backend nope --seed 1 2>&1); expect "bad backend" 2 $?
+case "$msg" in *"unknown backend 'nope' (available: cpu, vulkan)"*) ok ;; *) bad "bad backend message: '$msg'" ;; esac
 
 finish generate

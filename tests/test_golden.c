@@ -9,6 +9,9 @@
 #include "harness.h"
 #include "sampler.h"
 
+/* A CPU engine on n threads. */
+#define CPU_OPTS(n) (&(zn_engine_opts){.backend = "cpu", .be = {.n_threads = (n), .device = -1}})
+
 typedef struct golden {
     int n_vocab, n_prompt, n_greedy;
     int32_t prompt[64], greedy[64];
@@ -88,7 +91,7 @@ static int evaluate(const zn_model *m, const golden *g, int n_threads, float *lo
     zn_engine e;
     zn_seq s;
     zn_err err = {0};
-    if (engine_init(&e, m, "cpu", n_threads, &err) != ZN_OK) {
+    if (engine_init(&e, m, CPU_OPTS(n_threads), &err) != ZN_OK) {
         CHECK_MSG(0, "%s", err.msg);
         return 0;
     }
@@ -199,7 +202,7 @@ static void test_split_prompt(void) {
     float *all = malloc(sizeof *all * 12 * (size_t)V), *part = malloc(sizeof *part * 12 * (size_t)V);
     zn_engine e;
     zn_seq s;
-    CHECK(engine_init(&e, &m, "cpu", 2, &err) == ZN_OK);
+    CHECK(engine_init(&e, &m, CPU_OPTS(2), &err) == ZN_OK);
     CHECK(seq_init(&s, &e, 32, &err) == ZN_OK);
     CHECK(engine_decode(&e, &s, toks, 12, all, true, &err) == ZN_OK);
     seq_reset(&s);
@@ -220,7 +223,7 @@ static void test_split_prompt(void) {
     CHECK_EQ_INT(s.n_past, 12);
     seq_free(&s);
     engine_free(&e);
-    CHECK(engine_init(&e, &m, "no-such-backend", 1, &err) == ZN_ERR_ARG);
+    CHECK(engine_init(&e, &m, &(zn_engine_opts){.backend = "no-such-backend", .be = {.device = -1}}, &err) == ZN_ERR_ARG);
     CHECK(strstr(err.msg, "cpu") != NULL);
     free(all);
     free(part);

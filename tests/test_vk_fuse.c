@@ -15,16 +15,17 @@
 
 enum policy { CPU_DEV, GPU_DEV };
 
-/* What vkops_init chooses on lavapipe (mat-vec for every step) and on a
- * GPU with cooperative matrices (the f16 GEMM from 5 tokens, grouped MoE
- * GEMM from 16). */
+/* The tuning of lavapipe (mat-vec for every step) and of an NVIDIA GPU
+ * with cooperative matrices (the f16 GEMM from a few tokens on), from the
+ * device-class table; the f16 path has scratch. */
 static void set_policy(vkops *o, enum policy p) {
     memset(o, 0, sizeof *o);
-    if (p == CPU_DEV) {
-        o->mm_min_tok = o->moe_min_tok = 1u << 30;
-    } else {
-        o->mm_min_tok = 5;
-        o->moe_min_tok = 16;
+    vkdev_info d = {.kind = p == CPU_DEV ? "cpu" : "discrete", .vendor_id = p == CPU_DEV ? 0x10005 : 0x10de,
+                    .subgroup_size = p == CPU_DEV ? 8 : 32, .subgroup_min = 8, .subgroup_max = 32, .compute_units = 132,
+                    .vram_bytes = 80ull << 30, .coopmat = p == GPU_DEV};
+    zn_err err = {0};
+    CHECK_MSG(!vktune_init(&o->t, &d, NULL, &err), "%s", err.msg);
+    if (p == GPU_DEV) {
         o->coopmat = true;
         o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */
         o->mm_scratch_bytes = 1ull << 27;

@@ -6,81 +6,11 @@
  * architecture). Drives the backend
  * directly through graph.h, one prompt batch then one decode step per
  * token. No Vulkan device: the suite is skipped. */
-#include <ctype.h>
-#include <stdint.h>
-
 #include "backend.h"
+#include "golden.h"
 #include "graph.h"
-#include "harness.h"
 #include "model.h"
 #include "vk_device.h"
-
-#define NPOS 16
-
-typedef struct golden {
-    int n_vocab;
-    int prompt[NPOS], greedy[NPOS];
-    float *logits; /* [NPOS][n_vocab] */
-} golden;
-
-
-/* Reads up to cap numbers following "key": (nested arrays flattened). */
-static int numbers(const char *json, const char *key, float *out, int cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(json, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    int n = 0, depth = 0;
-    do {
-        if (*p == '[') depth++, p++;
-        else if (*p == ']') depth--, p++;
-        else if (*p == ',' || isspace((unsigned char)*p)) p++;
-        else {
-            char *end;
-            double v = strtod(p, &end);
-            if (end == p) return -1;
-            if (n < cap) out[n] = (float)v;
-            n++;
-            p = end;
-        }
-    } while (depth > 0 && *p);
-    return n;
-}
-
-static bool golden_load(golden *gd, const char *path) {
-    char *s = harness_read_file(path, NULL);
-    if (!s) return false;
-    float tmp[NPOS], nv;
-    bool ok = numbers(s, "n_vocab", &nv, 1) == 1;
-    gd->n_vocab = (int)nv;
-    ok = ok && numbers(s, "prompt", tmp, NPOS) == NPOS;
-    for (int i = 0; ok && i < NPOS; i++) gd->prompt[i] = (int)tmp[i];
-    ok = ok && numbers(s, "greedy", tmp, NPOS) == NPOS;
-    for (int i = 0; ok && i < NPOS; i++) gd->greedy[i] = (int)tmp[i];
-    gd->logits = ok ? malloc(sizeof(float) * NPOS * (size_t)gd->n_vocab) : NULL;
-    ok = ok && gd->logits && numbers(s, "prompt_logits", gd->logits, NPOS * gd->n_vocab) == NPOS * gd->n_vocab;
-    free(s);
-    return ok;
-}
-
-static double nmse(const float *y, const float *ref, int n) {
-    double num = 0, den = 0;
-    for (int i = 0; i < n; i++) {
-        if (y[i] != y[i]) return INFINITY;
-        double e = (double)y[i] - ref[i];
-        num += e * e;
-        den += (double)ref[i] * ref[i];
-    }
-    return den > 0 ? num / den : num;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
 
 /* No Vulkan device to open here: the suite is skipped (any failure after
  * a device opened is a failure). */
@@ -95,7 +25,8 @@ static bool vk_absent(char *why, size_t cap) {
     return true;
 }
 
-static void check_fixture(const char *name, double tol, bool check_greedy) {
+/* The fixture on a backend set up by o (max_tokens and arena set here). */
+static void check_fixture_with(const char *name, double tol, bool check_greedy, zn_backend_opts o) {
     char mpath[512], gpath[512];
     snprintf(mpath, sizeof mpath, "%s", shared_path("models/tiny/"));
     strncat(mpath, name, sizeof mpath - strlen(mpath) - 8);
@@ -118,7 +49,9 @@ static void check_fixture(const char *name, double tol, bool check_greedy) {
     zn_graph g;
     void *ctx = NULL, *seq = NULL;
     zn_status st = graph_init(&g, &m, NPOS, &err);
-    zn_backend_opts o = {.n_threads = 1, .max_tokens = NPOS, .arena_floats = g.arena_floats};
+    o.n_threads = 1;
+    o.max_tokens = NPOS;
+    o.arena_floats = g.arena_floats;
     if (!st) st = be->init(&ctx, &m, &o, &err);
     if (!st) st = be->seq_init(ctx, &seq, 2 * NPOS + 1, &err);
     float *logits = malloc(sizeof(float) * NPOS * (size_t)gd.n_vocab);
@@ -154,6 +87,27 @@ static void check_fixture(const char *name, double tol, bool check_greedy) {
     free(gd.logits);
 }
 
+static void check_fixture(const char *name, double tol, bool check_greedy) {
+    check_fixture_with(name, tol, check_greedy, backend_default_opts());
+}
+
+/* Options with one test hook set. */
+static zn_backend_opts max_alloc(uint64_t bytes) {
+    zn_backend_opts o = backend_default_opts();
+    o.max_alloc = bytes;
+    return o;
+}
+static zn_backend_opts no_fusion(void) {
+    zn_backend_opts o = backend_default_opts();
+    o.no_fusion = true;
+    return o;
+}
+static zn_backend_opts emulate(void) {
+    zn_backend_opts o = backend_default_opts();
+    o.mm_emulate = true;
+    return o;
+}
+
 #define F32 1e-5
 #define F16 1e-4
 #define QNT 1e-3
@@ -162,30 +116,22 @@ static void test_llama(void) {
     check_fixture("llama-dense-f32", F32, true);
     /* weights split by rows across allocations of at most 200 kB (the FFN
      * matrices and the output take 3 chunks each): same results */
-    setenv("ZN_VK_MAX_ALLOC", "200000", 1);
-    check_fixture("llama-dense-f32", F32, true);
-    unsetenv("ZN_VK_MAX_ALLOC");
+    check_fixture_with("llama-dense-f32", F32, true, max_alloc(200000));
     /* every node on its own: the fusions (norm / SwiGLU into the mat-vec
      * that reads them) change nothing beyond rounding */
-    setenv("ZN_VK_NO_FUSION", "1", 1);
-    check_fixture("llama-dense-f32", F32, true);
-    unsetenv("ZN_VK_NO_FUSION");
+    check_fixture_with("llama-dense-f32", F32, true, no_fusion());
     check_fixture("llama-dense-q8_0", QNT, false);
     check_fixture("llama-dense-q4_k_m", QNT, false);
     /* the prompt through the f16 GEMM path (emulated without cooperative
      * matrices): f16 operands, same bound */
-    setenv("ZN_VK_MM_EMULATE", "1", 1);
-    check_fixture("llama-dense-q4_k_m", QNT, false);
-    unsetenv("ZN_VK_MM_EMULATE");
+    check_fixture_with("llama-dense-q4_k_m", QNT, false, emulate());
 }
 static void test_llama_moe(void) {
     check_fixture("llama-moe-f32", F32, true);
     check_fixture("llama-moe-q8_0", QNT, false);
     check_fixture("llama-moe-q4_k_m", QNT, false);
     /* the experts of the prompt as one grouped GEMM (f16 path) */
-    setenv("ZN_VK_MM_EMULATE", "1", 1);
-    check_fixture("llama-moe-q8_0", QNT, false);
-    unsetenv("ZN_VK_MM_EMULATE");
+    check_fixture_with("llama-moe-q8_0", QNT, false, emulate());
 }
 static void test_qwen2(void) {
     check_fixture("qwen2-dense-f32", F32, true);
@@ -221,10 +167,8 @@ static void test_qwen35moe(void) {
     check_fixture("qwen35moe-moe-q5_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_0", QNT, false);
-    setenv("ZN_VK_MM_EMULATE", "1", 1);
-    check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
-    check_fixture("qwen35moe-moe-f16", F16, false);
-    unsetenv("ZN_VK_MM_EMULATE");
+    check_fixture_with("qwen35moe-moe-q4_k_m", QNT, false, emulate());
+    check_fixture_with("qwen35moe-moe-f16", F16, false, emulate());
 }
 
 int main(void) {

@@ -271,9 +271,9 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
 static void test_attention(void) {
     const double tol = 1e-10;
     const bool fa_cm = E.o.fa_cm, dec = E.o.attn_dec;
-    const uint32_t chunk = E.o.attn_chunk;
+    const uint32_t chunk = E.o.t.attn_chunk;
     E.o.fa_cm = false; /* the f32 kernels (matrix products: test_attention_mm) */
-    E.o.attn_dec = false, E.o.attn_chunk = ZN_VK_ATTN_CHUNK; /* attn.comp alone (ZN_VK_ATTN_DEC=0) */
+    E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK; /* attn.comp alone (tuning attn_dec=off) */
     double e0 = attn_case(4, 2, 64, 64, 0, 7, false);      /* causal prefill from empty, GQA 2 */
     double e1 = attn_case(2, 1, 128, 32, 13, 5, false);    /* prefill after a prefix, hd_k != hd_v */
     double e2 = attn_case(4, 4, 32, 32, 1100, 1, false);   /* decode with split-K (5 chunks -> 8 splits) */
@@ -289,9 +289,9 @@ static void test_attention(void) {
     CHECK_MSG(e3 <= tol, "hd 256 decode: nmse %.3g", e3);
     CHECK_MSG(e4 <= tol, "split-K decode via the step block: nmse %.3g", e4);
     CHECK_MSG(e5 <= tol, "prefill via the step block: nmse %.3g", e5);
-    E.o.attn_chunk = 4; /* 512 splits: the merge takes them in two blocks */
+    E.o.t.attn_chunk = 4; /* 512 splits: the merge takes them in two blocks */
     const double e6 = attn_case(4, 2, 64, 64, 1100, 1, false);
-    E.o.attn_chunk = ZN_VK_ATTN_CHUNK;
+    E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
     CHECK_MSG(e6 <= tol, "512 splits: nmse %.3g", e6);
     /* prefill of >= 16 rows: attn_fa.comp (32-row blocks, 64 / 32 / 16-key tiles by head dim) */
     double f0 = attn_case(4, 2, 64, 64, 0, 40, false), f1 = attn_case(2, 1, 128, 128, 45, 50, false);
@@ -302,7 +302,7 @@ static void test_attention(void) {
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
     CHECK_MSG(f3 <= tol, "flash prefill GQA 3: nmse %.3g", f3);
     CHECK_MSG(f4 <= tol, "flash prefill via the step block: nmse %.3g", f4);
-    E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.attn_chunk = chunk;
+    E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.t.attn_chunk = chunk;
 }
 
 /* Decode attention per KV head (attn_dec.comp) against the same reference:
@@ -314,20 +314,20 @@ static void test_attention(void) {
 static void test_attention_dec(void) {
     const double tol = 1e-10;
     const bool dec = E.o.attn_dec;
-    const uint32_t chunk = E.o.attn_chunk;
-    E.o.attn_dec = E.d.info.subgroup_size >= 8; /* as vkops_init has it without ZN_VK_ATTN_DEC=0 */
+    const uint32_t chunk = E.o.t.attn_chunk;
+    E.o.attn_dec = E.d.info.subgroup_size >= 8; /* as vkops_init has it with attn_dec on */
     if (!E.o.attn_dec) {
         E.o.attn_dec = dec;
         SKIP("subgroups of %u lanes: no attn_dec.comp on this device", E.d.info.subgroup_size);
     }
     /* short contexts: attn.comp unsplit (vkops_init's threshold) */
-    E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    E.o.t.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
     CHECK(vkop_attn_splits(&E.o, 1, ZN_VK_ATTN_CHUNK) == 1 && vkop_attn_splits(&E.o, 1, ZN_VK_ATTN_CHUNK + 1) > 1);
     const double es = attn_case(8, 2, 128, 128, 100, 1, true), el = attn_case(8, 2, 128, 128, 300, 1, true);
     CHECK_MSG(es <= tol && el <= tol, "101 keys (attn.comp): nmse %.3g; 301 keys (attn_dec.comp, split): %.3g", es, el);
     /* from here on attn_dec.comp at every context length (its splits as the chunk says) */
-    const uint32_t min_kv = E.o.attn_dec_min_kv;
-    E.o.attn_dec_min_kv = 0;
+    const uint32_t min_kv = E.o.t.attn_dec_min;
+    E.o.t.attn_dec_min = 0;
     CHECK(vkop_attn_splits(&E.o, 1, 64) == 1 && vkop_attn_splits(&E.o, 1, 65) == 2 &&
           vkop_attn_splits(&E.o, 1, 4097) == 128 && vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK, 4097) == 128 &&
           vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK + 1, 4097) == 1 &&
@@ -355,23 +355,23 @@ static void test_attention_dec(void) {
             if (hi >= 3 && i % 3) continue; /* hd_k != hd_v (attn.comp): a few cases */
             /* 16 rows at one head dim: those variants take lavapipe ~10 s each to compile */
             if (hds[hi][0] != 128 && cs[i].n_head / cs[i].n_kv * cs[i].T == 16) continue;
-            E.o.attn_chunk = cs[i].chunk ? cs[i].chunk : ZN_VK_ATTN_DEC_CHUNK;
+            E.o.t.attn_chunk = cs[i].chunk ? cs[i].chunk : ZN_VK_ATTN_DEC_CHUNK;
             const double e = attn_case(cs[i].n_head, cs[i].n_kv, hds[hi][0], hds[hi][1], cs[i].n_past, cs[i].T, cs[i].via_step);
             CHECK_MSG(e <= tol, "hd %d/%d, %d/%d heads, %d + %d tokens, chunk %u: nmse %.3g", hds[hi][0], hds[hi][1],
-                      cs[i].n_head, cs[i].n_kv, cs[i].n_past, cs[i].T, E.o.attn_chunk, e);
+                      cs[i].n_head, cs[i].n_kv, cs[i].n_past, cs[i].T, E.o.t.attn_chunk, e);
         }
     for (int k = VKO_ATTN_DEC64; k <= VKO_ATTN_DEC256; k++)
         for (int slot = 0; slot < (k == VKO_ATTN_DEC128 ? 5 : 4); slot++) /* 1, 2, 4, 8 (and 16) rows ran on it */
             CHECK_MSG(E.o.pipes[k][slot].pipe != VK_NULL_HANDLE, "attn_dec.comp, hd %d, %d rows: not used",
                       64 << (k - VKO_ATTN_DEC64), 1 << slot);
     /* head dims it does not take: attn.comp with the derived chunk */
-    E.o.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
+    E.o.t.attn_chunk = ZN_VK_ATTN_DEC_CHUNK;
     const double e0 = attn_case(4, 4, 32, 32, 1100, 1, false), e1 = attn_case(4, 2, 96, 96, 300, 3, true);
     const double e2 = attn_case(2, 1, 64, 36, 300, 1, false); /* the merge's last 32 dims partly past hd_v */
     CHECK_MSG(e0 <= tol, "hd 32, split: nmse %.3g", e0);
     CHECK_MSG(e1 <= tol, "hd 96, 3 tokens split: nmse %.3g", e1);
     CHECK_MSG(e2 <= tol, "hd 64/36, split: nmse %.3g", e2);
-    E.o.attn_dec = dec, E.o.attn_chunk = chunk, E.o.attn_dec_min_kv = min_kv;
+    E.o.attn_dec = dec, E.o.t.attn_chunk = chunk, E.o.t.attn_dec_min = min_kv;
 }
 
 /* Prefill attention on matrix products (attn_fa_cm.glsl): every tile config
@@ -391,11 +391,11 @@ static void test_attention_mm(void) {
         if (!vkops_fa_cfg_ok(&E.o, ci)) continue;
         const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
         const int hd = (int)f->hd;
-        E.o.fa_cfg = ci;
-        E.o.fa_kv2 = true;
+        E.o.t.fa_cfg = ci;
+        E.o.t.fa_kv2 = true;
         const uint32_t kv2_bytes = vkops_fa_cfg_bytes(&E.o, ci);
         for (int v = 1; v >= 0; v--) {
-            E.o.fa_kv2 = v;
+            E.o.t.fa_kv2 = v;
             if (!v && vkops_fa_cfg_bytes(&E.o, ci) == kv2_bytes) break; /* no second buffer here anyway */
             n_kv2 += v;
             vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built with this fa_kv2 */
@@ -421,8 +421,8 @@ static void test_attention_mm(void) {
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
         if (vkops_fa_cfg_ok(&E.o, ci)) dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;
     CHECK(dims[0] && dims[1] && dims[2]);
-    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.fa_cfg = saved.fa_cfg, E.o.fa_kv2 = saved.fa_kv2;
-    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built as saved.fa_kv2 says */
+    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.t.fa_cfg = saved.t.fa_cfg, E.o.t.fa_kv2 = saved.t.fa_kv2;
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built as saved.t.fa_kv2 says */
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }

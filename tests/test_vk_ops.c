@@ -124,10 +124,19 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
 /* Integer mat-vec pipelines for rows per subgroup / steps per iteration /
  * workgroup size, the fused kernel's workgroup (0: the device defaults). */
 static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg) {
-    E.o.mv_wg = wg ? wg : E.mv_wg0;
-    E.o.mvx_wg = xwg ? xwg : E.mvx_wg0;
-    E.o.mv_rows = rows ? rows : E.mv_rows0;
-    E.o.mv_unroll = unroll ? unroll : E.mv_unroll0;
+    vktune *t = &E.o.t;
+    const vktune *t0 = &E.t0;
+    t->mv_wg = wg ? wg : t0->mv_wg;
+    for (int i = 0; i < ZN_VK_NTYPES; i++) {
+        t->mv_rows[i] = rows ? rows : t0->mv_rows[i];
+        t->mvq_rows[i] = rows ? rows : t0->mvq_rows[i];
+        t->mvq_unroll[i] = unroll ? unroll : t0->mvq_unroll[i];
+        for (int b = 0; b < 2; b++) {
+            t->mvx_t[b].wg[i] = xwg ? xwg : t0->mvx_t[b].wg[i];
+            t->mvx_t[b].rows[i] = rows ? rows : t0->mvx_t[b].rows[i];
+            t->mvx_t[b].unroll[i] = unroll ? unroll : t0->mvx_t[b].unroll[i];
+        }
+    }
     /* the float kernel's rows per subgroup are a specialisation constant
      * too: a pipeline built for other rows would leave rows unwritten */
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
@@ -146,56 +155,59 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
  * token (each looping over row blocks) prefetching 5 sectors per thread
  * before x and 3 per row block (past the matrix's end on small ones), as
- * the pipelines for big matrices (vkops.mvx_big_bytes), and
+ * the pipelines for big matrices (tuning mvx_big_mb 0), and
  * quantx.comp for rows over 256
  * (fused below, on 2 subgroups per workgroup, while quantx.comp's mat-vec
  * has its default: both in one test), then quantx.comp alone, splitting
  * rows into slices of 2 vec4s per thread (several workgroups per row, a
  * partial last slice; fused x modes only through quantx.comp's slices,
- * ZN_VK_MVX_MODES) and its mat-vec prefetching 4 sectors per thread per
+ * tuning mvx_modes) and its mat-vec prefetching 4 sectors per thread per
  * row block. Then the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
-    const uint32_t wgs = E.o.mvx_wgs, max_cols = E.o.mvx_max_cols, pf = E.o.mvx_pf, sg = E.d.info.subgroup_size;
-    const uint32_t modes = E.o.mvx_modes, sk = E.o.qx_sk, pn = E.o.mvx_pn, mpn = E.o.mv_pn;
-    const uint64_t big = E.o.mvx_big_bytes;
+    const uint32_t max_cols = E.o.mvx_max_cols, sg = E.d.info.subgroup_size;
+    const vktune saved = E.o.t;
+    vktune *t = &E.o.t;
     if (had) {
         fn();
         mvq_config(3, 2, 3 * sg, 3 * sg);
-        E.o.mvx_wgs = 2;
-        E.o.mvx_pf = 5;
-        E.o.mvx_pn = 3;
-        E.o.mvx_big_bytes = 0;
+        for (int b = 0; b < 2; b++) {
+            vktune_set_all(t->mvx_t[b].wgs, 2);
+            vktune_set_all(t->mvx_t[b].pf, 5);
+            vktune_set_all(t->mvx_t[b].pn, 3);
+        }
+        t->mvx_big_mb = 0;
         fn();
-        E.o.mvx_big_bytes = big;
-        E.o.mvx_wgs = wgs;
-        E.o.mvx_pf = pf;
-        E.o.mvx_pn = pn;
+        t->mvx_big_mb = saved.mvx_big_mb;
+        for (int b = 0; b < 2; b++) {
+            memcpy(t->mvx_t[b].wgs, saved.mvx_t[b].wgs, sizeof t->mvx_t[b].wgs);
+            memcpy(t->mvx_t[b].pf, saved.mvx_t[b].pf, sizeof t->mvx_t[b].pf);
+            memcpy(t->mvx_t[b].pn, saved.mvx_t[b].pn, sizeof t->mvx_t[b].pn);
+        }
         mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
-        E.o.mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
-        E.o.qx_sk = 2;
-        E.o.mv_pn = 4;
+        t->mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
+        t->qx_sk = 2;
+        t->mvq_pn = 4;
         mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
         fn();
         E.o.mvx = false; /* and the plain one */
         fn();
         E.o.mvx = mvx;
-        E.o.mvx_modes = modes;
-        E.o.qx_sk = sk;
-        E.o.mv_pn = mpn;
+        t->mvx_modes = saved.mvx_modes;
+        t->qx_sk = saved.qx_sk;
+        t->mvq_pn = saved.mvq_pn;
         mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
     }
     E.o.intdot = false;
     fn();
-    const uint32_t one = E.o.mv_one_rows; /* the float kernel's multi-row workgroups too */
-    E.o.mv_one_rows = 0;
+    t->mv_one_rows = 0; /* the float kernel's multi-row workgroups too */
     fn();
-    E.o.mv_one_rows = one;
+    t->mv_one_rows = saved.mv_one_rows;
     E.o.intdot = had;
 }
 
@@ -266,16 +278,16 @@ static void f16_types(void) {
 static void test_matmat_f16(void) {
     f16_cm = false;
     f16_types();
-    const uint32_t cfg = E.o.mm_cfg;
+    const uint32_t cfg = E.o.t.mm_cfg;
     for (uint32_t ci = 0; E.o.coopmat && ci < ZN_VK_MM_NCFG; ci++) {
         const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
         if (!vkops_mm_cfg_fits(&E.o, ci)) continue;
         fprintf(stderr, "  coopmat GEMM %ux%u, subgroup %ux%u, %u threads\n", f->bm, f->bn, f->wm, f->wn, f->wg);
-        E.o.mm_cfg = ci;
+        E.o.t.mm_cfg = ci;
         f16_cm = true;
         f16_types();
     }
-    E.o.mm_cfg = cfg;
+    E.o.t.mm_cfg = cfg;
 }
 
 /* The NV cooperative matrix 2 GEMM (devices with it) in every tile config:
@@ -284,12 +296,12 @@ static void test_matmat_f16(void) {
  * unclamped loads), against the same double-precision reference. */
 static void test_matmat_cm2(void) {
     if (!E.o.coopmat || !E.d.info.coopmat2) SKIP("no NV cooperative matrix 2 on %s", E.d.info.name);
-    const uint32_t cfg = E.o.cm2_cfg;
+    const uint32_t cfg = E.o.t.cm2_cfg;
     f16_cm = f16_cm2 = true;
     for (uint32_t ci = 0; ci < ZN_VK_CM2_NCFG; ci++) {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
         fprintf(stderr, "  coopmat2 GEMM %ux%u, k %u x %u\n", f->bm, f->bn, f->bk, f->unroll);
-        E.o.cm2_cfg = ci;
+        E.o.t.cm2_cfg = ci;
         f16_types();
         /* vk_ops falls back to the KHR kernel when the driver refuses the pipeline: it must not have */
         CHECK_MSG(E.o.pipes[VKO_MMF_CM2][ci].pipe, "coopmat2 %ux%u k %u x %u: no pipeline", f->bm, f->bn, f->bk, f->unroll);
@@ -301,7 +313,7 @@ static void test_matmat_cm2(void) {
         }
     }
     f16_cm2 = false;
-    E.o.cm2_cfg = cfg;
+    E.o.t.cm2_cfg = cfg;
 }
 
 /* Three stacked matmuls as one f16 GEMM with the grouped epilogue (own
@@ -577,7 +589,7 @@ static void moe_x_reuse(void) {
     vkref ds = dev_up(scales, sizeof scales), dy[3];
     const int wsel[3] = {0, 1, 1}, rsel[3] = {0, 0, 1};
     const vkops saved = E.o;
-    E.o.coopmat = f16_cm, E.o.mm_emulate = !f16_cm, E.o.mm_cm2 = f16_cm && f16_cm2, E.o.mm_cm2_moe = true;
+    E.o.coopmat = f16_cm, E.o.mm_emulate = !f16_cm, E.o.mm_cm2 = f16_cm && f16_cm2, E.o.t.mm_cm2_moe = true;
     vkop_mm a = moe_args(t, ne, rows, cols, T, k, false, dw[0], dx, dr[0], ds, ds);
     E.o.mm_scratch_bytes = vkops_mm_scratch_bytes(&E.o, &a, eb * ne);
     E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
@@ -592,7 +604,7 @@ static void moe_x_reuse(void) {
     }
     const bool ok = run() && !st;
     E.o.coopmat = saved.coopmat, E.o.mm_emulate = saved.mm_emulate, E.o.mm_cm2 = saved.mm_cm2;
-    E.o.mm_cm2_moe = saved.mm_cm2_moe, E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
+    E.o.t.mm_cm2_moe = saved.t.mm_cm2_moe, E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
     CHECK(ok);
     for (int i = 0; ok && i < 3; i++) {
         dev_down(dy[i], y, sizeof(float) * T * k * rows);
@@ -617,11 +629,11 @@ static void test_moe_grouped(void) {
         if (f16_cm2) moe_x_reuse();
     }
     /* NV cooperative matrix 2: B rows gathered by its decode function, in every tile config */
-    const uint32_t cfg = E.o.cm2_cfg;
+    const uint32_t cfg = E.o.t.cm2_cfg;
     f16_cm2 = true;
     for (uint32_t ci = 0; E.o.coopmat && E.d.info.coopmat2 && ci < ZN_VK_CM2_NCFG; ci++) {
         const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci];
-        E.o.cm2_cfg = ci;
+        E.o.t.cm2_cfg = ci;
         fprintf(stderr, "  coopmat2 grouped GEMM %ux%u, k %u x %u\n", f->bm, f->bn, f->bk, f->unroll);
         moe_types();
         /* whole row tiles with kp a multiple of BK: the unclamped A loads */
@@ -631,7 +643,7 @@ static void test_moe_grouped(void) {
         CHECK_MSG(E.o.pipes[VKO_MMF_CM2_MOE][ci].pipe, "coopmat2 grouped %ux%u k %u: no pipeline", f->bm, f->bn, f->bk);
     }
     f16_cm2 = false;
-    E.o.cm2_cfg = cfg;
+    E.o.t.cm2_cfg = cfg;
 }
 
 /* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
@@ -846,7 +858,7 @@ static void matvec_x_reuse(void) {
     ok = run() && ok;
     CHECK(ok);
     /* quantised in the mat-vecs' workgroups: no quantise pass at all */
-    const uint32_t passes = E.o.mvx && (E.o.mvx_modes >> VKX_PLAIN & 1) ? 0 : 2;
+    const uint32_t passes = E.o.mvx && (E.o.t.mvx_modes >> VKX_PLAIN & 1) ? 0 : 2;
     CHECK_MSG(E.o.xq_turn - turn0 == passes && disp == 3 + passes, "%u quantise passes, %u dispatches for 3 calls (%u, %u expected)",
               E.o.xq_turn - turn0, disp, passes, 3 + passes);
     for (int k = 0; k < 3 && ok; k++) {
@@ -882,12 +894,12 @@ static void test_matvec_x_reuse(void) {
  * memory: rows past the small one's 4096 columns take the next, and rows
  * past what the device holds go to quantx.comp. */
 static void test_matvec_mvx_sizes(void) {
-    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s (integer dot products %s, subgroup %u, or ZN_VK_MVX=0)", E.d.info.name,
+    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s (integer dot products %s, subgroup %u, or tuning mvx=off)", E.d.info.name,
                       E.o.intdot ? "yes" : "no", E.d.info.subgroup_size);
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
     const uint32_t lim = E.o.mvx_max_cols, cols[3] = {4352, lim >= 16640 ? 16640 : 0, (lim / 256 + 1) * 256};
-    const uint32_t modes = E.o.mvx_modes;
-    E.o.mvx_modes = 7; /* every x mode fused (ZN_VK_MVX_MODES may say otherwise) */
+    const uint32_t modes = E.o.t.mvx_modes;
+    E.o.t.mvx_modes = 7; /* every x mode fused (whatever the tuning says) */
     for (int ti = 0; ti < 2; ti++)
         for (int k = 0; k < 3; k++) {
             if (!cols[k]) continue;
@@ -898,7 +910,7 @@ static void test_matvec_mvx_sizes(void) {
             CHECK_MSG(e <= MM_TOL_Q8 && fused, "%s, %u columns: nmse %.3g, %s", zn_type_name(types[ti]), cols[k], e,
                       k < 2 ? (fused ? "fused" : "no fused pipeline") : (fused ? "quantx" : "no quantx pass"));
         }
-    E.o.mvx_modes = modes;
+    E.o.t.mvx_modes = modes;
 }
 
 int main(void) {

@@ -1,6 +1,6 @@
 /* The Vulkan backend's decode replay (backend_vulkan.c vk_run): a one-token
  * step recorded once and submitted again at later positions must give
- * bit-identical logits to the same step recorded anew (ZN_VK_NO_REPLAY=1),
+ * bit-identical logits to the same step recorded anew (opts.no_replay),
  * through the engine, on tiny fixtures of three architectures: many
  * positions, the attention split count changing (with 16-key chunks, so
  * that short contexts cross 1 -> 2 -> 4 splits at 17 and 33 keys), two
@@ -14,7 +14,9 @@
 #include "model.h"
 #include "vk_device.h"
 
-#define CHUNK "16" /* ZN_VK_ATTN_CHUNK */
+/* split-K decode attention from 17 keys on (16 keys per split), on
+ * attn_dec.comp at every length */
+#define TUNE "attn_chunk=16,attn_dec_min=0"
 #define PREFIX 12
 #define N_TOK 64
 
@@ -44,16 +46,14 @@ static bool pair_init(pair *p, const zn_model *m) {
     memset(p, 0, sizeof *p);
     p->n_vocab = m->hp.n_vocab;
     for (int i = 0; i < 2; i++) {
-        /* all read at backend init; the replaying engine also polls for
-         * the end of each step (vkcmd_wait), the other sleeps */
-        setenv(i ? "ZN_VK_NO_REPLAY" : "ZN_VK_POLL", "1", 1);
-        setenv("ZN_VK_ATTN_CHUNK", CHUNK, 1);
-        setenv("ZN_VK_ATTN_DEC_MIN", "0", 1); /* split from 17 keys on, attn_dec.comp at every length */
-        zn_status st = engine_init(&p->e[i], m, "vulkan", 1, &err);
-        unsetenv("ZN_VK_NO_REPLAY");
-        unsetenv("ZN_VK_POLL");
-        unsetenv("ZN_VK_ATTN_CHUNK");
-        unsetenv("ZN_VK_ATTN_DEC_MIN");
+        /* the replaying engine also polls for the end of each step
+         * (vkcmd_wait), the other sleeps */
+        zn_engine_opts o = engine_default_opts();
+        o.backend = "vulkan";
+        o.be.n_threads = 1;
+        o.be.no_replay = i == 1;
+        o.be.tune = i ? TUNE ",poll=off" : TUNE ",poll=on";
+        zn_status st = engine_init(&p->e[i], m, &o, &err);
         if (!st) st = seq_init(&p->a[i], &p->e[i], N_TOK + 8, &err);
         if (!st) st = seq_init(&p->b[i], &p->e[i], N_TOK + 8, &err);
         p->out[i] = malloc(sizeof(float) * (size_t)p->n_vocab);

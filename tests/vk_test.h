@@ -22,7 +22,7 @@ typedef struct env {
     vkxfer x;
     vkarena a;
     vkarena xa;   /* the integer mat-vec's x scratch (vkops_set_xq) */
-    uint32_t mv_rows0, mv_unroll0, mv_wg0, mvx_wg0; /* vkops_init's mat-vec tuning */
+    vktune t0;    /* vkops_init's tuning, as the device's defaults */
 } env;
 static env E;
 static char vk_no_device[256]; /* setup: why no device could be opened */
@@ -132,7 +132,7 @@ static inline bool setup(const char *suite) {
         snprintf(vk_no_device, sizeof vk_no_device, "no usable Vulkan device: %s", err.msg);
         return false;
     }
-    if (vkops_init(&E.o, &E.d, NULL, &err) || vkcmd_init(&E.c, &E.d, E.o.ps.layout, false, &err) ||
+    if (vkops_init(&E.o, &E.d, NULL, NULL, &err) || vkcmd_init(&E.c, &E.d, E.o.ps.layout, false, &err) ||
         vkxfer_init(&E.x, &E.d, 1u << 20, &err)) {
         fprintf(stderr, "%s: %s\n", suite, err.msg);
         return false;
@@ -147,11 +147,7 @@ static inline bool setup(const char *suite) {
         return false;
     }
     vkops_set_xq(&E.o, xq.addr, xqb);
-    E.mv_rows0 = E.o.mv_rows;
-    E.mv_wg0 = E.o.mv_wg;
-    E.o.mm_cm2_moe = true; /* off by default for speed; the MoE tests cover that kernel too */
-    E.mv_unroll0 = E.o.mv_unroll;
-    E.mvx_wg0 = E.o.mvx_wg;
+    E.t0 = E.o.t;
     /* every upload through the double-buffered staging copy (lavapipe's
      * memory is host-visible, which would otherwise take the memcpy path);
      * a 1 MiB stage makes the larger uploads take several rounds */

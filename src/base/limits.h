@@ -4,6 +4,7 @@
 #define ZINC_LIMITS_H
 
 #define ZN_ERR_MSG_MAX        512        /* bytes in one error message */
+#define ZN_TUNE_TEXT_MAX      4096       /* bytes of a backend's tuning as "key=value,..." text */
 #define ZN_PATH_MAX           4096       /* bytes in a file path */
 
 /* GGUF reader: bounds that keep a hostile file from making us allocate

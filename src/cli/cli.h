@@ -3,6 +3,11 @@
 #ifndef ZINC_CLI_H
 #define ZINC_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine.h"
+
 int cli_inspect(int argc, char **argv);     /* cli_inspect.c */
 int cli_eval(int argc, char **argv);        /* cli_eval.c */
 int cli_bench(int argc, char **argv);       /* cli_bench.c */
@@ -27,5 +32,25 @@ const char *cli_resolve_model_id(const char *id, char buf[4096]); /* cli_model.c
 int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
 /* opt, or for NULL/"auto" the default backend (logged on stderr). */
 const char *cli_backend_or_default(const char *opt);     /* cli_args.c */
+
+/* The engine options of the commands that run a model, as given. */
+#define CLI_MAX_DEVICES 16
+#define CLI_TUNE_MAX (2 * ZN_TUNE_TEXT_MAX) /* ZN_TUNE and --tune together */
+typedef struct cli_engine_args {
+    const char *backend;  /* --backend (NULL / "auto": the default) */
+    const char *device;   /* --device, as typed (NULL: the backend's choice) */
+    const char *tune;     /* --tune key=value,... */
+    long threads;         /* --threads (0: all cores) */
+    bool profile;         /* --profile */
+} cli_engine_args;
+/* $ZN_TUNE, the Vulkan tuning overrides every run starts from (NULL: unset). */
+const char *cli_tune_env(void);                        /* cli_args.c */
+/* 1 when a (with value v) is --backend, --device or --tune, stored in ea; 0 otherwise. */
+int cli_engine_arg(const char *a, const char *v, cli_engine_args *ea); /* cli_args.c */
+/* The engine options from ea: the backend (--device implies vulkan), the
+ * device checked against the backend's list, the tuning overrides (ZN_TUNE,
+ * then --tune) checked against that device's keys, into tune[tune_cap].
+ * 0, or 2 after a message naming the option and what is available. */
+int cli_engine_opts(const char *cmd, const cli_engine_args *ea, zn_engine_opts *o, char *tune, size_t tune_cap);
 
 #endif

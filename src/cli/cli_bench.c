@@ -10,7 +10,8 @@
  * read probe measures in the same run, and, for backends that keep
  * zn_backend_stats (vulkan), as where a step's wall time goes: waiting for
  * the device versus host work (preparing = recording or replaying, submit,
- * read, and the rest: engine and graph). */
+ * read, and the rest: engine and graph). A backend with a tuning (vulkan)
+ * prints it, in the syntax --tune takes. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -125,30 +126,33 @@ static stats summarize(const double *x, int n) {
 }
 
 typedef struct bench_args {
-    const char *model, *backend;
+    const char *model;
     long p, n, reps, depth, threads;
-    int json, bandwidth_only;
+    int json, bandwidth_only, no_replay;
+    cli_engine_args ea;
 } bench_args;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
-               "                  [--device N] [--profile]   (vulkan: device of zinc --list-devices; per-op GPU times)\n"
+               "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay]\n"
+               "                  (vulkan: device of zinc --list-devices, tuning overrides after ZN_TUNE's, per-op GPU\n"
+               "                  times, every decode step recorded anew)\n"
                "       zinc bench --bandwidth [--threads N] [--json]\n", backend_names());
 }
 
 static int parse_args(int argc, char **argv, bench_args *a) {
-    *a = (bench_args){.backend = NULL, .p = 512, .n = 128, .reps = 3, .threads = 0};
+    *a = (bench_args){.p = 512, .n = 128, .reps = 3, .threads = 0};
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
         if (!strcmp(k, "--json")) a->json = 1;
         else if (!strcmp(k, "--bandwidth")) a->bandwidth_only = 1;
-        else if (!strcmp(k, "--profile")) setenv("ZN_VK_PROFILE", "1", 1); /* read by backend_vulkan.c */
-        else if (!strcmp(k, "--device") && v) setenv("ZN_VK_DEVICE", v, 1), i++;
+        else if (!strcmp(k, "--profile")) a->ea.profile = true;
+        else if (!strcmp(k, "--no-replay")) a->no_replay = 1;
         else if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
         else if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
         else if (!strcmp(k, "-m") || !strcmp(k, "--model")) a->model = v, i++;
-        else if (!strcmp(k, "--backend")) a->backend = v, i++;
+        else if (cli_engine_arg(k, v, &a->ea)) i++;
         else if (!strcmp(k, "-p")) num = &a->p;
         else if (!strcmp(k, "-n")) num = &a->n;
         else if (!strcmp(k, "-r")) num = &a->reps, lo = 1, hi = MAX_REPS;
@@ -187,6 +191,12 @@ int cli_bench(int argc, char **argv) {
         return bw > 0 ? 0 : 1;
     }
 
+    a.ea.threads = threads;
+    zn_engine_opts eo;
+    char tune[CLI_TUNE_MAX];
+    if (cli_engine_opts("zinc bench", &a.ea, &eo, tune, sizeof tune)) return 2;
+    eo.be.no_replay = a.no_replay;
+    const char *backend = eo.backend;
     char resolved[ZN_PATH_MAX];
     if (!(a.model = cli_resolve_model(a.model, resolved))) return 1;
     zn_err err = {0};
@@ -205,12 +215,12 @@ int cli_bench(int argc, char **argv) {
     zn_backend_stats bs0 = {0}, bs1 = {0};
     if (!toks || !logits) goto done;
     fill_tokens(toks, n_toks, m.hp.n_vocab);
-    a.backend = cli_backend_or_default(a.backend);
-    if (engine_init(&e, &m, a.backend, threads, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK)
-        goto fail;
+    if (engine_init(&e, &m, &eo, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK) goto fail;
+    zn_tuning tn = {0};
+    if (e.be->tuning && e.be->tuning(e.be_ctx, -1, NULL, &tn, &err) != ZN_OK) goto fail;
     /* warm-up: page the weights in, start the threads, and run one prefill
-     * of the measured size (a GPU backend builds that step's pipelines and
-     * scratch on first use: not what a repetition should time) */
+     * of the measured size (first runs of a shape pay for cold caches and
+     * first submissions: not what a repetition should time) */
     if (engine_decode(&e, &s, toks, 8, NULL, false, &err) != ZN_OK ||
         engine_decode(&e, &s, toks + 8, 1, NULL, false, &err) != ZN_OK)
         goto fail;
@@ -218,7 +228,7 @@ int cli_bench(int argc, char **argv) {
                     engine_decode(&e, &s, toks, (int)a.p, NULL, false, &err) != ZN_OK))
         goto fail;
     /* and a decode step at the measured depth (long contexts take other
-     * attention kernels: their pipelines too) */
+     * attention kernels) */
     if (a.depth > 0 && a.n > 0 &&
         (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK ||
          engine_decode(&e, &s, toks + a.depth, 1, logits, false, &err) != ZN_OK))
@@ -251,7 +261,7 @@ int cli_bench(int argc, char **argv) {
         printf("{\"model\": \"%s\", \"arch\": \"%s\", \"params\": %llu, \"weight_bytes\": %llu, \"backend\": \"%s\", "
                "\"threads\": %d, \"depth\": %ld, \"reps\": %ld",
                a.model, model_arch_name(m.arch), (unsigned long long)m.n_params,
-               (unsigned long long)m.weight_bytes, a.backend, threads, a.depth, a.reps);
+               (unsigned long long)m.weight_bytes, backend, threads, a.depth, a.reps);
         if (a.p > 0) printf(", \"pp\": %ld, \"pp_tps\": %.2f, \"pp_sd\": %.2f", a.p, sp.mean, sp.sd);
         if (a.n > 0)
             printf(", \"tg\": %ld, \"tg_tps\": %.2f, \"tg_sd\": %.2f, \"decode_gbs\": %.2f", a.n, sg.mean, sg.sd, dec_gbs);
@@ -259,11 +269,17 @@ int cli_bench(int argc, char **argv) {
             printf(", \"tg_step_us\": %.1f, \"tg_wait_us\": %.1f, \"tg_prepare_us\": %.1f, \"tg_submit_us\": %.1f, "
                    "\"tg_read_us\": %.1f, \"tg_rest_us\": %.1f, \"tg_replayed\": %.3f",
                    sc.wall, sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, sc.replayed);
+        if (e.be->tuning)
+            printf(", \"tuning_class\": \"%s\", \"tuning_units\": %u, \"tuning\": \"%s\"", tn.cls, tn.units, tn.spec);
+        if (e.be->stats)
+            printf(", \"pipelines\": %llu, \"pipelines_late\": %llu", (unsigned long long)bs1.pipelines,
+                   (unsigned long long)bs1.pipelines_late);
         printf(", \"bandwidth_gbs\": %.2f}\n", bw);
     } else {
         printf("model    %s (%s, %.1fM params, %.1f MiB)\n", a.model, model_arch_name(m.arch), m.n_params / 1e6,
                m.weight_bytes / 1048576.0);
-        printf("backend  %s, %d threads, depth %ld, %ld reps\n", a.backend, threads, a.depth, a.reps);
+        printf("backend  %s, %d threads, depth %ld, %ld reps\n", backend, threads, a.depth, a.reps);
+        if (e.be->tuning) printf("tuning   %s (%u compute units): %s\n", tn.cls, tn.units, tn.spec);
         if (a.p > 0) printf("pp%-6ld %9.2f ± %.2f tok/s\n", a.p, sp.mean, sp.sd);
         if (a.n > 0) printf("tg%-6ld %9.2f ± %.2f tok/s\n", a.n, sg.mean, sg.sd);
         if (a.n > 0)
@@ -273,6 +289,9 @@ int cli_bench(int argc, char **argv) {
             printf("step     %.1f us = %.1f us waiting for the device + %.1f us on the host (prepare %.1f, submit %.1f, "
                    "read %.1f, engine/graph %.1f); %.0f%% of steps replayed\n",
                    sc.wall, sc.wait, sc.wall - sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, 100 * sc.replayed);
+        if (e.be->stats)
+            printf("pipelines %llu, %llu of them created after init (inside a timed step)\n",
+                   (unsigned long long)bs1.pipelines, (unsigned long long)bs1.pipelines_late);
     }
     rc = 0;
     goto done;

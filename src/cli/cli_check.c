@@ -15,7 +15,6 @@
 #include "cli.h"
 #include "engine.h"
 #include "tokenizer.h"
-#include "vk_device.h"
 #include "timer.h"
 
 #define SMOKE_TOKENS 4
@@ -81,27 +80,25 @@ static void check_vulkan(doctor *d) {
     }
     dlclose(lib);
     say("[OK]", "vulkan: loader libvulkan.so.1 found");
-    vkdev_info infos[ZN_VK_MAX_DEVICES];
-    int n = 0;
+    const zn_backend_ops *vk = backend_find("vulkan");
+    zn_device_info devs[CLI_MAX_DEVICES];
+    int n = 0, def = -1;
     zn_err err = {0};
-    if (vkdev_list(infos, ZN_VK_MAX_DEVICES, &n, &err) || n == 0) {
+    if (!vk || !vk->devices || vk->devices(devs, CLI_MAX_DEVICES, &n, &def, &err) || n == 0) {
         d->warns++;
         say("[WARN]", "vulkan: no device (%s): GPU backend off; install your GPU's Vulkan driver", n ? "" : err.msg);
         return;
     }
-    int def = vkdev_default_index(infos, n);
     for (int i = 0; i < n; i++) {
-        const vkdev_info *v = &infos[i];
-        bool cpu = !strcmp(v->kind, "cpu");
-        char what[512];
+        const zn_device_info *v = &devs[i];
+        char what[768];
         snprintf(what, sizeof what, "vulkan device %d%s: %s (%s, driver %s, %.1f GiB, Vulkan %u.%u, cooperative matrix %s)",
                  i, i == def ? " (default)" : "", v->name, v->kind, *v->driver ? v->driver : "?", (double)v->vram_bytes / (1 << 30),
-                 v->api_version >> 22, (v->api_version >> 12) & 0x3ff,
-                 v->coopmat ? (v->coopmat2 ? "yes, NV coopmat2" : "yes") : "no");
-        if (!v->bda) {
+                 v->api_major, v->api_minor, v->coopmat ? (v->coopmat2 ? "yes, NV coopmat2" : "yes") : "no");
+        if (!v->usable) {
             d->warns++;
             say("[WARN]", "%s: no bufferDeviceAddress, zinc cannot use it; update the driver", what);
-        } else if (cpu) {
+        } else if (v->emulated) {
             d->warns++;
             bool lavapipe = strstr(v->name, "llvmpipe") || strstr(v->driver, "llvmpipe");
             say("[WARN]", "%s: %s, not a GPU: works, but --backend cpu is faster", what,
@@ -110,6 +107,17 @@ static void check_vulkan(doctor *d) {
             say("[OK]", "%s", what);
         }
     }
+    /* what a run on the default device would use, ZN_TUNE included */
+    const char *env = cli_tune_env();
+    zn_tuning t;
+    if (def < 0 || !devs[def].usable || !vk->tuning) return;
+    if (vk->tuning(NULL, def, env, &t, &err)) {
+        d->warns++;
+        say("[WARN]", "vulkan tuning: ZN_TUNE='%s': %s; Vulkan runs will fail until it is fixed or unset", env, err.msg);
+        return;
+    }
+    say("[OK]", "vulkan tuning of device %d: class %s (%u compute units)%s: %s", def, t.cls, t.units,
+        env && *env ? ", ZN_TUNE applied" : "", t.spec);
 }
 
 static void check_home(doctor *d, char *home, size_t cap) {
@@ -158,7 +166,7 @@ static bool smoke(const zn_model *m, zn_err *err, char *text, size_t cap, double
         zn_errf(err, ZN_ERR_NOMEM, "out of memory");
         return false;
     }
-    if (tokenizer_load(&tok, &m->gguf, err) || engine_init(&e, m, "cpu", 0, err) || seq_init(&s, &e, SMOKE_CTX, err) ||
+    if (tokenizer_load(&tok, &m->gguf, err) || engine_init(&e, m, NULL, err) || seq_init(&s, &e, SMOKE_CTX, err) ||
         tokenizer_encode(tok, "The", 3, true, false, ids, SMOKE_CTX - SMOKE_TOKENS, &n, err))
         goto done;
     const double t0 = timer_now();

@@ -12,7 +12,8 @@
 #include "sampler.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N] [--device N]\n",
+    fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N] [--device N]\n"
+               "                 [--tune KEY=VALUE,...]\n",
             backend_names());
 }
 
@@ -39,7 +40,8 @@ static void print_row(const float *x, int n) {
 }
 
 int cli_eval(int argc, char **argv) {
-    const char *model_path = NULL, *tokens_arg = NULL, *backend = NULL;
+    const char *model_path = NULL, *tokens_arg = NULL;
+    cli_engine_args ea = {0};
     long n_gen = 16, threads = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -56,8 +58,7 @@ int cli_eval(int argc, char **argv) {
         i++;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model_path = v;
         else if (!strcmp(a, "--tokens")) tokens_arg = v;
-        else if (!strcmp(a, "--backend")) backend = v;
-        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c */
+        else if (cli_engine_arg(a, v, &ea)) {}
         else if (!strcmp(a, "-n")) {
             if (!cli_parse_long(v, 0, ZN_MAX_CTX, &n_gen)) {
                 fprintf(stderr, "zinc eval: bad -n '%s'\n", v);
@@ -78,6 +79,10 @@ int cli_eval(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    ea.threads = threads;
+    zn_engine_opts eo;
+    char tune[CLI_TUNE_MAX];
+    if (cli_engine_opts("zinc eval", &ea, &eo, tune, sizeof tune)) return 2;
     char resolved[ZN_PATH_MAX];
     if (!(model_path = cli_resolve_model(model_path, resolved))) return 1;
     int32_t *prompt = malloc(sizeof *prompt * ZN_MAX_BATCH * 8);
@@ -108,8 +113,7 @@ int cli_eval(int argc, char **argv) {
         fprintf(stderr, "zinc eval: out of memory\n");
         goto done;
     }
-    backend = cli_backend_or_default(backend);
-    if (engine_init(&e, &m, backend, (int)threads, &err) != ZN_OK ||
+    if (engine_init(&e, &m, &eo, &err) != ZN_OK ||
         seq_init(&s, &e, n_prompt + (int)n_gen, &err) != ZN_OK ||
         engine_decode(&e, &s, prompt, n_prompt, logits, true, &err) != ZN_OK)
         goto fail;

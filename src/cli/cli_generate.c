@@ -24,6 +24,9 @@
 typedef struct gen_opts {
     const char *model, *model_id, *prompt, *system, *backend;
     long n_predict, threads, n_ctx;
+    cli_engine_args ea;   /* --backend, --device, --tune */
+    zn_engine_opts eo;    /* what they resolve to */
+    char tune[CLI_TUNE_MAX];
     bool chat, interactive, special, seed_given;
     int think;  /* ZN_THINK_* */
     zn_sampler_params sp;
@@ -55,7 +58,8 @@ static void usage(FILE *f) {
             "  --threads N             CPU threads (default: all %d cores)\n"
             "  --ctx N                 context size in tokens (default %d)\n"
             "  --backend NAME          %s (default: vulkan if a GPU is present, else cpu)\n"
-            "  --device N              Vulkan device N of zinc --list-devices\n"
+            "  --device N              Vulkan device N of zinc --list-devices (implies --backend vulkan)\n"
+            "  --tune KEY=VALUE,...    Vulkan tuning overrides, after ZN_TUNE's (README: Vulkan tuning)\n"
             "  --special               also print control tokens\n"
             "  -h, --help, --help-generate   this help\n"
             "\n"
@@ -111,8 +115,7 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         else if (!strcmp(a, "--model-id")) o->model_id = v;
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "--system")) o->system = v;
-        else if (!strcmp(a, "--backend")) o->backend = v;
-        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c */
+        else if (cli_engine_arg(a, v, &o->ea)) {}
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) ok = parse_long(v, -1, ZN_MAX_CTX, &o->n_predict);
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t")) ok = parse_long(v, 1, ZN_MAX_THREADS, &o->threads);
         else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) ok = parse_long(v, 1, ZN_MAX_CTX, &o->n_ctx);
@@ -190,7 +193,7 @@ static int gen_open(gen *g, const gen_opts *o) {
     double t0 = timer_now();
     if (model_load(&g->m, o->model, &g->err)) return 1;
     if (tokenizer_load(&g->tok, &g->m.gguf, &g->err) ||
-        engine_init(&g->e, &g->m, o->backend, (int)o->threads, &g->err) ||
+        engine_init(&g->e, &g->m, &o->eo, &g->err) ||
         seq_init(&g->s, &g->e, (int)o->n_ctx, &g->err) ||
         sampler_init(&g->smp, &o->sp, g->m.hp.n_vocab, &g->err))
         return 1;
@@ -421,13 +424,15 @@ int cli_generate(int argc, char **argv) {
     }
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
+    o.ea.threads = o.threads;
+    if (cli_engine_opts("zinc", &o.ea, &o.eo, o.tune, sizeof o.tune)) return 2;
+    o.backend = o.eo.backend;
     char model_path[ZN_PATH_MAX];
     if (o.model_id) {
         if (!(o.model = cli_resolve_model_id(o.model_id, model_path))) return 1;
     } else if (!(o.model = cli_resolve_model(o.model, model_path))) {
         return 1;
     }
-    o.backend = cli_backend_or_default(o.backend);
     if (!o.seed_given) {
         o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         fprintf(stderr, "zinc: seed %llu\n", (unsigned long long)o.sp.seed);

@@ -35,7 +35,8 @@ static void usage(FILE *f, const char *cmd, int port) {
             "  --ctx N                  context tokens per slot (default: %d or the model's training context if smaller)\n"
             "  --parallel N             slots: requests generated at once, each with its own state (default 1, at most %d)\n"
             "  --backend NAME           %s (default: vulkan if a GPU is present, else cpu)\n"
-            "  --device N               Vulkan device N of zinc --list-devices\n"
+            "  --device N               Vulkan device N of zinc --list-devices (implies --backend vulkan)\n"
+            "  --tune KEY=VALUE,...     Vulkan tuning overrides, after ZN_TUNE's (README: Vulkan tuning)\n"
             "  --threads N              CPU threads (default: all cores)\n"
             "  --cors ORIGIN            send CORS headers for this origin ('*': any); none by default\n"
             "  --allowed-hosts LIST     comma-separated Host names accepted besides the bound address\n"
@@ -100,6 +101,8 @@ static void open_browser(const char *url) {
 
 static int serve_main(int argc, char **argv, const char *cmd, int default_port) {
     zn_server_cfg cfg = {.n_parallel = 1, .n_ctx = 0};
+    cli_engine_args ea = {0};
+    char tune[CLI_TUNE_MAX];
     cfg.http.host = "127.0.0.1";
     cfg.http.port = default_port;
     const char *model = NULL, *model_id = NULL, *key_file = NULL, *tmpl_file = NULL, *hosts = NULL;
@@ -133,10 +136,9 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) ok = cli_parse_long(v, 2, ZN_MAX_CTX, &l), cfg.n_ctx = (int)l;
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
             ok = cli_parse_long(v, 1, ZN_SRV_MAX_PARALLEL, &l), cfg.n_parallel = (int)l;
-        else if (!strcmp(a, "--backend")) cfg.backend = v;
-        else if (!strcmp(a, "--device")) setenv("ZN_VK_DEVICE", v, 1); /* read by backend_vulkan.c, as zinc -p does */
+        else if (cli_engine_arg(a, v, &ea)) {}
         else if (!strcmp(a, "--threads") || !strcmp(a, "-t"))
-            ok = cli_parse_long(v, 1, ZN_MAX_THREADS, &l), cfg.n_threads = (int)l;
+            ok = cli_parse_long(v, 1, ZN_MAX_THREADS, &ea.threads);
         else if (!strcmp(a, "--cors")) cfg.http.cors = v;
         else if (!strcmp(a, "--allowed-hosts")) hosts = v;
         else if (!strcmp(a, "--chat-template-file")) tmpl_file = v;
@@ -154,6 +156,9 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         fprintf(stderr, "zinc %s: give -m or --model-id, not both\n", cmd);
         return 2;
     }
+    char who[32];
+    snprintf(who, sizeof who, "zinc %s", cmd);
+    if (cli_engine_opts(who, &ea, &cfg.engine, tune, sizeof tune)) return 2;
     char hosts_buf[4096];
     if (hosts) {
         if (strlen(hosts) >= sizeof hosts_buf) {
@@ -200,7 +205,6 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
     } else if (!(cfg.model_path = cli_resolve_model(model, path))) {
         goto out;
     }
-    cfg.backend = cli_backend_or_default(cfg.backend);
 
     /* Signals go to sigwait below, not to whichever thread runs. */
     sigset_t sigs;

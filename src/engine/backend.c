@@ -15,3 +15,5 @@ const zn_backend_ops *backend_find(const char *name) {
 }
 
 const char *backend_names(void) { return "cpu, vulkan"; }
+
+zn_backend_opts backend_default_opts(void) { return (zn_backend_opts){.device = -1}; }

@@ -14,16 +14,55 @@
 #include "model.h"
 #include "status.h"
 
+/* How a backend is set up: configuration is data, one struct per engine
+ * (nothing is read from the environment), so engines in one process can
+ * differ. Start from backend_default_opts(). */
 typedef struct zn_backend_opts {
     int n_threads;        /* CPU worker threads (>= 1) */
     int max_tokens;       /* largest step (graph max_tokens) */
     size_t arena_floats;  /* activation arena size (graph arena_floats) */
+    int device;           /* index into the backend's devices(); -1: the best one */
+    const char *tune;     /* tuning overrides "key=value,..." (vulkan: the keys of vk_tune.c); NULL: none */
+    bool profile;         /* GPU time per op on stderr after every step (each step recorded anew) */
+    bool profile_kernels; /* ... split by shader too */
+    /* test hooks (vulkan) */
+    bool no_fusion;       /* every graph node on its own */
+    bool no_replay;       /* record every decode step anew instead of replaying the recorded one */
+    bool mm_emulate;      /* the f16 GEMM path from 2 tokens on, on a scalar emulation of
+                             cooperative matrices where the device has none */
+    uint64_t max_alloc;   /* bytes per device allocation at most (0: the device's limit) */
+    bool lazy_pipelines;  /* create pipelines on first use, not all at init (what the
+                             pipeline counter sees without the init pass; with graph
+                             set they always are) */
     /* The graph whose weights init prepares, and whose node/activation
      * capacities bound later runs; NULL: the model's own step (graph_build).
      * Hand-built graphs (graph_init_empty; the op conformance test) pass
      * one; every graph run later may read only weights it reads. */
     const zn_graph *graph;
 } zn_backend_opts;
+
+/* A device a backend can run on, for listings and --device. */
+typedef struct zn_device_info {
+    char name[256];
+    char driver[256];
+    const char *kind;     /* "discrete", "integrated", "virtual", "cpu", "other" */
+    bool usable;          /* zinc can open it */
+    bool emulated;        /* the API implemented on the CPU (lavapipe): slower than the cpu backend */
+    bool coopmat, coopmat2;
+    uint64_t vram_bytes;
+    uint32_t api_major, api_minor;
+    uint32_t compute_units; /* SMs / CUs (0: unknown) */
+    char line[1024];      /* one line of capabilities (zinc --list-devices) */
+} zn_device_info;
+
+/* A backend's active tuning: its class (the table row chosen for the
+ * device), the compute units its counts were scaled to, and every key in
+ * the override syntax. */
+typedef struct zn_tuning {
+    char cls[64];
+    uint32_t units;
+    char spec[ZN_TUNE_TEXT_MAX];
+} zn_tuning;
 
 /* Host-side cost of the one-token (decode) steps a backend ran since init,
  * for zinc bench: prepare = walking the graph and recording commands (or,
@@ -32,6 +71,8 @@ typedef struct zn_backend_opts {
  * out after such a step. */
 typedef struct zn_backend_stats {
     uint64_t steps, replayed;     /* replayed: steps that reused a recording */
+    uint64_t pipelines, pipelines_late; /* compute pipelines created in all, and after init
+                                           (inside a step: 0 when init built them all) */
     double prepare_s, submit_s, wait_s, read_s;
 } zn_backend_stats;
 
@@ -59,7 +100,16 @@ typedef struct zn_backend_ops {
     zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);
     /* Optional (NULL: the backend keeps none). */
     void (*stats)(void *ctx, zn_backend_stats *out);
+    /* Optional (NULL: no devices to choose): up to cap devices in the order
+     * opts.device counts them; *def = the one device -1 picks (-1: none). */
+    zn_status (*devices)(zn_device_info *out, int cap, int *n, int *def, zn_err *err);
+    /* Optional (NULL: nothing to tune): the tuning of this context, or with
+     * ctx NULL what device `device` would get with overrides `tune`. */
+    zn_status (*tuning)(void *ctx, int device, const char *tune, zn_tuning *out, zn_err *err);
 } zn_backend_ops;
+
+/* Options with every field at its default (device -1, no overrides). */
+zn_backend_opts backend_default_opts(void);
 
 /* NULL when no backend has that name. */
 const zn_backend_ops *backend_find(const char *name);

@@ -10,12 +10,19 @@ int engine_default_threads(void) {
     return n < 1 ? 1 : n > ZN_MAX_THREADS ? ZN_MAX_THREADS : (int)n;
 }
 
-zn_status engine_init(zn_engine *e, const zn_model *m, const char *backend, int n_threads, zn_err *err) {
+zn_engine_opts engine_default_opts(void) { return (zn_engine_opts){.backend = NULL, .be = backend_default_opts()}; }
+
+zn_status engine_init(zn_engine *e, const zn_model *m, const zn_engine_opts *opts, zn_err *err) {
     memset(e, 0, sizeof *e);
-    if (!backend) backend = "cpu";
+    const zn_engine_opts def = engine_default_opts();
+    if (!opts) opts = &def;
+    const char *backend = opts->backend ? opts->backend : "cpu";
+    const int n_threads = opts->be.n_threads;
     e->be = backend_find(backend);
     if (!e->be)
         return zn_errf(err, ZN_ERR_ARG, "unknown backend '%s' (available: %s)", backend, backend_names());
+    if (opts->be.tune && strspn(opts->be.tune, ", \t") < strlen(opts->be.tune) && !e->be->tuning)
+        return zn_errf(err, ZN_ERR_ARG, "the %s backend has no tuning keys ('%s')", backend, opts->be.tune);
     e->model = m;
     e->n_threads = n_threads > 0 ? n_threads : engine_default_threads();
     if (e->n_threads > ZN_MAX_THREADS)
@@ -24,8 +31,10 @@ zn_status engine_init(zn_engine *e, const zn_model *m, const char *backend, int 
     e->graph_one = -1;
     zn_status st = graph_init(&e->graph, m, e->max_tokens, err);
     if (st != ZN_OK) return st;
-    zn_backend_opts o = {.n_threads = e->n_threads, .max_tokens = e->max_tokens,
-                         .arena_floats = e->graph.arena_floats};
+    zn_backend_opts o = opts->be;
+    o.n_threads = e->n_threads;
+    o.max_tokens = e->max_tokens;
+    o.arena_floats = e->graph.arena_floats;
     st = e->be->init(&e->be_ctx, m, &o, err);
     if (st != ZN_OK) {
         graph_free(&e->graph);

@@ -1,12 +1,15 @@
 /* The inference engine: a model + a backend + a graph, and sequences.
  *
- *   zn_engine e; engine_init(&e, &model, "cpu", n_threads, &err);
+ *   zn_engine_opts o = engine_default_opts(); o.backend = "vulkan";
+ *   zn_engine e; engine_init(&e, &model, &o, &err);
  *   zn_seq s;    seq_init(&s, &e, n_ctx, &err);
  *   engine_decode(&e, &s, tokens, n, logits, false, &err); // logits [n_vocab]
  *   ... seq_free(&s); engine_free(&e);
  *
  * One engine runs one step at a time (its scratch is shared by its
- * sequences); each sequence owns its KV/recurrent state and position. */
+ * sequences); each sequence owns its KV/recurrent state and position.
+ * Engines are independent: one process may hold several, each with its own
+ * backend, device and tuning. */
 #ifndef ZINC_ENGINE_H
 #define ZINC_ENGINE_H
 
@@ -37,8 +40,16 @@ typedef struct zn_seq {
     int n_past;         /* tokens already in the state */
 } zn_seq;
 
-/* backend: a name from backend_names() (NULL: "cpu"); n_threads <= 0: all cores. */
-zn_status engine_init(zn_engine *e, const zn_model *m, const char *backend, int n_threads, zn_err *err);
+typedef struct zn_engine_opts {
+    const char *backend;  /* a name from backend_names() (NULL: "cpu") */
+    zn_backend_opts be;   /* be.n_threads <= 0: all cores; be.max_tokens and be.arena_floats
+                             are set by engine_init */
+} zn_engine_opts;
+
+/* The cpu backend on all cores, the backend's defaults. */
+zn_engine_opts engine_default_opts(void);
+/* o NULL: engine_default_opts(). */
+zn_status engine_init(zn_engine *e, const zn_model *m, const zn_engine_opts *o, zn_err *err);
 void engine_free(zn_engine *e);
 
 zn_status seq_init(zn_seq *s, zn_engine *e, int n_ctx, zn_err *err);

@@ -328,7 +328,7 @@ zn_status server_load(zn_server *s, zn_err *err) {
         int t = s->model.hp.n_ctx_train;
         s->cfg.n_ctx = t >= 2 && t < ZN_DEFAULT_CTX ? t : ZN_DEFAULT_CTX;
     }
-    st = engine_init(&s->eng, &s->model, s->cfg.backend, s->cfg.n_threads, err);
+    st = engine_init(&s->eng, &s->model, &s->cfg.engine, err);
     if (st) return st;
     s->have_engine = true;
     st = sched_init(&s->sched, &s->eng, s->tok, s->cfg.n_parallel, s->cfg.n_ctx, &s->metrics, err);

@@ -15,11 +15,12 @@
 #include "http.h"
 #include "status.h"
 
+#include "engine.h"
+
 typedef struct zn_server_cfg {
     const char *model_path;
     const char *model_id;      /* the name /v1/models lists and requests may give; NULL: the file name without .gguf */
-    const char *backend;       /* "cpu", "vulkan" */
-    int n_threads;             /* <= 0: all cores */
+    zn_engine_opts engine;     /* backend, threads, device, tuning (strings outlive the server) */
     int n_ctx;                 /* per slot; 0: ZN_DEFAULT_CTX, or the model's training context when smaller */
     int n_parallel;            /* slots */
     const char *chat_template; /* template text replacing the model's, or NULL */

@@ -55,20 +55,21 @@ typedef struct vk_ctx {
     vkbuf groups;                 /* host-written vkop_group blocks: [0, cap) per-step recordings, [cap, 2 cap) the replay's */
     uint32_t n_groups, cap_groups, group_base;
     uint64_t next_seq;            /* vk_seq ids */
+    int pipes_at_init;            /* pipelines created when init returned */
     zn_backend_stats stats;
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
     vkref act;                    /* the activation arena */
     vkref part;                   /* split-K attention partials */
     vkref mm_scratch;             /* f16 GEMM operands (vkops.mm_scratch) */
     uint64_t mm_need;
-    bool profile_kernels; /* --profile splits each op's time by shader (ZN_VK_PROFILE_KERNELS=1) */
+    bool profile_kernels;         /* --profile splits each op's time by shader */
     uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
     bool x_reuse;                 /* recording: the node's x is the previous matmul's, unchanged */
     uint64_t part_floats;
     int max_tokens;
     /* the fusion plan of the graph being recorded (vk_fuse.h), sized for the model's graphs */
     int cap_nodes, cap_acts;
-    bool no_fusion;               /* ZN_VK_NO_FUSION=1: every node on its own (tests) */
+    bool no_fusion;               /* every node on its own (tests) */
     vkfuse plan;
     /* hazard tracking since the last barrier */
     range rd[VK_HAZARDS], wr[VK_HAZARDS];
@@ -85,6 +86,7 @@ typedef struct vk_seq {
 } vk_seq;
 
 static void vk_free(void *ctx);
+static zn_status prepare_pipelines(vk_ctx *c, zn_err *err);
 
 /* ---- weights ---- */
 
@@ -93,7 +95,7 @@ static uint64_t weight_rows(const gguf_tensor *t) { return t->ne[1] * t->ne[2] *
 #define REPACK_BYTES (32ull << 20) /* host buffer for rewriting rows before upload */
 
 /* Rows rewritten and sent per round: at most a quarter of an allocation, so
- * a test that shrinks allocations (ZN_VK_MAX_ALLOC) also takes several
+ * a test that shrinks allocations (opts.max_alloc) also takes several
  * rounds per chunk. */
 static uint64_t repack_rows(const vk_ctx *c, uint64_t rb) {
     uint64_t b = c->wmem.max_block / 4 < REPACK_BYTES ? c->wmem.max_block / 4 : REPACK_BYTES;
@@ -151,15 +153,10 @@ static bool is_matrix(const zn_node *n, int j) {
 }
 
 /* Scratch of the f16 GEMM path (vk_ops.h): the most any matmul of the
- * graph needs at max_tokens, with at most 1/64 of the device's memory
- * (between ZN_VK_MM_SCRATCH and ZN_VK_MM_SCRATCH_MAX) of weights per chunk:
- * a matrix split into chunks serialises dequantisation and multiplication
- * (ZN_VK_MM_SCRATCH_MB overrides the cap; 0 turns the path off). */
+ * graph needs at max_tokens, with at most the tuning's mm_scratch_mb of
+ * weights per chunk (0 turns the path off). */
 static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
-    const char *e = getenv("ZN_VK_MM_SCRATCH_MB");
-    uint64_t cap = c->d.info.vram_bytes / 64;
-    cap = cap < ZN_VK_MM_SCRATCH ? ZN_VK_MM_SCRATCH : cap > ZN_VK_MM_SCRATCH_MAX ? ZN_VK_MM_SCRATCH_MAX : cap;
-    if (e && *e) cap = strtoull(e, NULL, 0) << 20;
+    const uint64_t cap = (uint64_t)c->o.t.mm_scratch_mb << 20;
     uint64_t need = 0;
     if (!(c->o.coopmat || c->o.mm_emulate) || !cap) return 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -175,7 +172,7 @@ static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
             a.n_slots = (uint32_t)route->cols / 2;
             a.x_slot_stride = x->rows == route->rows ? 0 : a.ncols;
         }
-        if (t->type == ZN_TYPE_F32 || a.n_tok < (a.ids ? c->o.moe_min_tok : c->o.mm_min_tok)) continue;
+        if (t->type == ZN_TYPE_F32 || a.n_tok < (a.ids ? c->o.t.moe_min_tok : c->o.t.mm_min_tok)) continue;
         const uint64_t b = vkops_mm_scratch_bytes(&c->o, &a, cap);
         if (b > need) need = b;
     }
@@ -211,7 +208,7 @@ static zn_status upload_weights(vk_ctx *c, const zn_graph *gin, zn_err *err) {
         uint32_t rows = 0;
         if (n->op == ZN_OP_MATMUL)
             rows = vkops_matvec_for(&c->o, n->w[0]->type, (uint32_t)c->max_tokens, false) ? (uint32_t)c->max_tokens
-                                                                                     : c->o.mm_min_tok - 1;
+                                                                                     : c->o.t.mm_min_tok - 1;
         else if (n->op == ZN_OP_MOE_MATMUL)
             rows = (uint32_t)c->max_tokens * (uint32_t)(c->m->hp.n_expert_used > 1 ? c->m->hp.n_expert_used : 1);
         const uint64_t b = rows ? vkops_xq_bytes((uint32_t)n->w[0]->ne[0], rows) : 0;
@@ -257,45 +254,45 @@ static zn_status upload_weights(vk_ctx *c, const zn_graph *gin, zn_err *err) {
 
 /* ---- init / free ---- */
 
-static uint64_t env_u64(const char *name, uint64_t def) {
-    const char *s = getenv(name);
-    return s && *s ? strtoull(s, NULL, 0) : def;
-}
-
 static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *opt, zn_err *err) {
     *out = NULL;
+    if (opt->device < -1) return zn_errf(err, ZN_ERR_ARG, "vulkan: no device %d", opt->device);
     vk_ctx *c = calloc(1, sizeof *c);
     if (!c) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     c->m = m;
     c->max_tokens = opt->max_tokens;
-    c->no_fusion = env_u64("ZN_VK_NO_FUSION", 0) != 0;
-    c->profile_kernels = env_u64("ZN_VK_PROFILE_KERNELS", 0) != 0;
-    /* ZN_VK_DEVICE picks a device; ZN_VK_MAX_ALLOC caps one allocation (to
-     * exercise split weights on small devices); ZN_VK_PROFILE=1 times ops
-     * (every step recorded anew); ZN_VK_NO_REPLAY=1 records every decode
-     * step anew too (tests compare both). */
-    const char *dev = getenv("ZN_VK_DEVICE");
-    zn_status st = vkdev_open(&c->d, dev && *dev ? atoi(dev) : -1, err);
+    c->no_fusion = opt->no_fusion;
+    c->profile_kernels = opt->profile_kernels;
+    zn_status st = vkdev_open(&c->d, opt->device, err);
     if (st) {
         free(c);
         return st;
     }
     char cache[ZN_PATH_MAX];
     vkpipes_default_cache_path(&c->d, cache, sizeof cache);
-    st = vkops_init(&c->o, &c->d, cache, err);
-    if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, env_u64("ZN_VK_PROFILE", 0) != 0, err);
+    vktune t;
+    st = vktune_init(&t, &c->d.info, opt->tune, err);
+    if (st) zn_err_prefix(err, "vulkan");
+    if (!st) st = vkops_init(&c->o, &c->d, &t, cache, err);
+    /* profiling times ops (every step recorded anew) */
+    if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, opt->profile, err);
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);
     if (st) {
         vk_free(c);
         return st;
     }
-    /* ZN_VK_MM_EMULATE=1: the f16 GEMM path from 2 tokens on, emulated
-     * where there are no cooperative matrices (tests on lavapipe) */
-    if (env_u64("ZN_VK_MM_EMULATE", 0)) {
+    /* the f16 GEMM path from 2 tokens on, emulated where there are no
+     * cooperative matrices (tests on lavapipe) */
+    if (opt->mm_emulate) {
         c->o.mm_emulate = !c->o.coopmat;
-        c->o.mm_min_tok = c->o.moe_min_tok = 2;
+        c->o.t.mm_min_tok = c->o.t.moe_min_tok = 2;
     }
-    vkarena_init(&c->wmem, &c->d, VKMEM_DEVICE, 0, env_u64("ZN_VK_MAX_ALLOC", 0));
+    if (opt->profile) {
+        char spec[ZN_TUNE_TEXT_MAX];
+        vktune_describe(&c->o.t, spec, sizeof spec);
+        fprintf(stderr, "vulkan: %s, tuning %s (%u compute units): %s\n", c->d.info.name, c->o.t.cls, c->o.t.units, spec);
+    }
+    vkarena_init(&c->wmem, &c->d, VKMEM_DEVICE, 0, opt->max_alloc);
     vkarena_init(&c->smem, &c->d, VKMEM_DEVICE, 0, 0);
     c->w = calloc(m->gguf.n_tensors, sizeof *c->w);
     if (!c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
@@ -312,16 +309,27 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
     if (!st) st = vkbuf_create(&c->d, &c->groups, 2 * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
-    if (!st && !c->c.profile && !env_u64("ZN_VK_NO_REPLAY", 0))
+    if (!st && !c->c.profile && !opt->no_replay)
         st = vkreplay_init(&c->rp, &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);
-    /* ZN_VK_POLL=0/1: poll for the end of a step (vkcmd_wait); default on
-     * GPUs, off on CPU devices, where polling takes a core from the work */
-    c->c.poll = c->rp.cmd.poll = env_u64("ZN_VK_POLL", strcmp(c->d.info.kind, "cpu") != 0) != 0;
+    /* poll for the end of a step (vkcmd_wait) or block on the fence */
+    c->c.poll = c->rp.cmd.poll = c->o.t.poll;
     if (!st && (!c->step.map || !c->out.map)) st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
         vk_free(c);
         return st;
     }
+    const double tp = timer_now();
+    /* a hand-built graph (opts.graph: the op conformance test) has no step
+     * shapes to walk: its pipelines are created on first use */
+    if (!opt->lazy_pipelines && !opt->graph) st = prepare_pipelines(c, err);
+    if (st) {
+        vk_free(c);
+        return st;
+    }
+    if (opt->profile)
+        fprintf(stderr, "vulkan: %d pipelines created at init (%.3f s for the shapes of every step)\n", c->o.ps.n_created,
+                timer_now() - tp);
+    c->pipes_at_init = c->o.ps.n_created;
     *out = c;
     return ZN_OK;
 }
@@ -760,11 +768,10 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
 /* Records g for sequence s into cmd: every node, then a copy of the logits
  * into host-visible memory (so reading them needs no second submit). Ends
  * the recording, also after a failure. */
-static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
-    plan_fusions(c, g);
-    zn_status st = vkcmd_begin(cmd, err);
-    if (st) return st;
-    c->rec = cmd;
+/* Every node of g for sequence s into c->rec (NULL: nothing recorded, the
+ * ops only create their pipelines), after plan_fusions. */
+static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t group_base, zn_err *err) {
+    zn_status st = ZN_OK;
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
     c->group_base = group_base;
@@ -785,6 +792,15 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
             zn_err_prefix(err, "%s", name);
         }
     }
+    return st;
+}
+
+static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
+    plan_fusions(c, g);
+    zn_status st = vkcmd_begin(cmd, err);
+    if (st) return st;
+    c->rec = cmd;
+    st = record_nodes(c, s, g, group_base, err);
     const zn_act *lg = &g->acts[g->logits];
     const uint64_t nl = (uint64_t)lg->rows * (uint64_t)lg->cols;
     c->out_floats = 0;
@@ -796,6 +812,82 @@ static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uin
     }
     zn_status st2 = vkcmd_end(cmd, err);
     return st ? st : st2;
+}
+
+/* ---- pipelines at init ---- */
+
+/* What the kernels a step of n tokens takes depend on besides the model:
+ * the token-count thresholds (mat-vec or GEMM, dense and grouped; prefill
+ * attention; the split-K decode sizes, each of its token counts its own
+ * attn_dec.comp row count) and the GEMM tile choice, which counts tokens
+ * in whole tiles (grain: the narrowest tile width of the configs it picks
+ * from; grouped: the tokens per expert). Steps of equal keys take the same
+ * pipelines. */
+typedef struct tok_key { bool mv, moe_mv, fa; uint32_t small, tiles, moe_tiles; } tok_key;
+
+static uint32_t gcd32(uint32_t a, uint32_t b) { return b ? gcd32(b, a % b) : a; }
+
+static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
+    const zn_hparams *hp = &c->m->hp;
+    const vktune *t = &c->o.t;
+    const uint32_t E = (uint32_t)hp->n_expert, k = (uint32_t)(hp->n_expert_used > 1 ? hp->n_expert_used : 1);
+    const uint32_t moe_toks = E ? (n * k + E - 1) / E : 0;
+    return (tok_key){.mv = n < t->mm_min_tok, .moe_mv = n < t->moe_min_tok, .fa = n >= t->fa_min_tok,
+                     .small = n <= ZN_VK_ATTN_SPLIT_TOK ? n : 0, .tiles = (n + grain - 1) / grain,
+                     .moe_tiles = (moe_toks + grain - 1) / grain};
+}
+
+#define PREP_ADDR (1ull << 44) /* stand-in cache addresses: aligned, never dereferenced */
+static zn_status prepare_pipelines(vk_ctx *c, zn_err *err) {
+    const zn_hparams *hp = &c->m->hp;
+    zn_graph g;
+    zn_status st = graph_init(&g, c->m, c->max_tokens, err);
+    if (st) return st;
+    int32_t *toks = calloc((size_t)c->max_tokens, sizeof *toks);
+    VkDeviceAddress *kv = calloc(2 * (size_t)hp->n_layer, sizeof *kv);
+    vkref *rs = calloc(2 * (size_t)hp->n_layer, sizeof *rs);
+    if (!toks || !kv || !rs) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    vk_seq s = {.n_ctx = ZN_MAX_CTX, .k = kv, .v = kv ? kv + hp->n_layer : NULL, .conv = rs,
+                .delta = rs ? rs + hp->n_layer : NULL};
+    for (int i = 0; !st && i < 2 * hp->n_layer; i++) {
+        kv[i] = PREP_ADDR + ((uint64_t)i << 32);
+        rs[i] = (vkref){.addr = PREP_ADDR + ((uint64_t)(2 * hp->n_layer + i) << 32), .size = 256};
+    }
+    const vkref part = c->part;
+    if (!c->part.addr) c->part.addr = PREP_ADDR - (1ull << 32); /* split-K partials (sized per sequence) */
+    c->rec = NULL;
+    uint32_t grain = 0;
+    for (int i = 0; i < ZN_VK_MM_NCFG; i++) grain = gcd32(grain, zn_vk_mm_cfgs[i].bn);
+    for (int i = 0; i < ZN_VK_CM2_NCFG; i++) grain = gcd32(grain, zn_vk_cm2_cfgs[i].bn);
+    const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2};
+    for (int pass = 0; pass < 3 && !st; pass++) {
+        const bool flags[4] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2};
+        for (int all = 0; all < 2; all++) {
+            tok_key last = {0};
+            for (int n = 1; n <= c->max_tokens; n++) {
+                const tok_key key = tok_key_of(c, (uint32_t)n, grain);
+                if (n > 1 && n < c->max_tokens && !memcmp(&key, &last, sizeof key)) continue;
+                last = key;
+                for (size_t p = 0; p < sizeof past / sizeof *past; p++) {
+                    if (p && n > ZN_VK_ATTN_SPLIT_TOK) break;
+                    const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
+                    zn_err e2 = {0};
+                    if (graph_build(&g, toks, n, np, all, &e2) || g.n_nodes > c->cap_nodes || g.n_acts > c->cap_acts)
+                        continue; /* the step fails the same way (vk_run checks the capacities) */
+                    plan_fusions(c, &g);
+                    record_nodes(c, &s, &g, 0, &e2);
+                }
+            }
+        }
+        if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2) break;
+    }
+    c->part = part;
+    vkops_forget(&c->o);
+    free(toks);
+    free(kv);
+    free(rs);
+    graph_free(&g);
+    return st;
 }
 
 /* A one-token step replays the kept recording when it fits, else records
@@ -872,7 +964,63 @@ static zn_status vk_write(void *ctx, const zn_graph *g, int act, const float *in
     return st ? st : vkxfer_flush(&c->x, err);
 }
 
-static void vk_stats(void *ctx, zn_backend_stats *out) { *out = ((vk_ctx *)ctx)->stats; }
+static void vk_stats(void *ctx, zn_backend_stats *out) {
+    vk_ctx *c = ctx;
+    *out = c->stats;
+    out->pipelines = (uint64_t)c->o.ps.n_created;
+    out->pipelines_late = (uint64_t)(c->o.ps.n_created - c->pipes_at_init);
+}
+
+static zn_status vk_devices(zn_device_info *out, int cap, int *n, int *def, zn_err *err) {
+    vkdev_info in[ZN_VK_MAX_DEVICES];
+    *n = 0;
+    *def = -1;
+    zn_status st = vkdev_list(in, ZN_VK_MAX_DEVICES, n, err);
+    if (st) return st;
+    if (*n > cap) *n = cap;
+    *def = vkdev_default_index(in, *n);
+    for (int i = 0; i < *n; i++) {
+        zn_device_info *o = &out[i];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%s", in[i].name);
+        snprintf(o->driver, sizeof o->driver, "%s", in[i].driver);
+        o->kind = in[i].kind;
+        o->usable = in[i].bda;
+        o->emulated = !strcmp(in[i].kind, "cpu");
+        o->coopmat = in[i].coopmat;
+        o->coopmat2 = in[i].coopmat2;
+        o->vram_bytes = in[i].vram_bytes;
+        o->api_major = VK_API_VERSION_MAJOR(in[i].api_version);
+        o->api_minor = VK_API_VERSION_MINOR(in[i].api_version);
+        o->compute_units = in[i].compute_units;
+        vkdev_describe(&in[i], i, i == *def, o->line, sizeof o->line);
+    }
+    return ZN_OK;
+}
+
+static void tuning_out(const vktune *t, zn_tuning *out) {
+    snprintf(out->cls, sizeof out->cls, "%s", t->cls);
+    out->units = t->units;
+    vktune_describe(t, out->spec, sizeof out->spec);
+}
+
+static zn_status vk_tuning(void *ctx, int device, const char *tune, zn_tuning *out, zn_err *err) {
+    if (ctx) {
+        tuning_out(&((vk_ctx *)ctx)->o.t, out);
+        return ZN_OK;
+    }
+    vkdev_info in[ZN_VK_MAX_DEVICES];
+    int n = 0;
+    zn_status st = vkdev_list(in, ZN_VK_MAX_DEVICES, &n, err);
+    if (st) return st;
+    if (device < 0) device = vkdev_default_index(in, n);
+    if (device < 0 || device >= n) return zn_errf(err, ZN_ERR_ARG, "vulkan: no device %d (%d present)", device, n);
+    vktune t;
+    st = vktune_init(&t, &in[device], tune, err);
+    if (st) return zn_err_prefix(err, "vulkan");
+    tuning_out(&t, out);
+    return ZN_OK;
+}
 
 const zn_backend_ops zn_backend_vulkan = {
     .name = "vulkan",
@@ -886,4 +1034,6 @@ const zn_backend_ops zn_backend_vulkan = {
     .read = vk_read,
     .write = vk_write,
     .stats = vk_stats,
+    .devices = vk_devices,
+    .tuning = vk_tuning,
 };

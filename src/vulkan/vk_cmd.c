@@ -68,6 +68,7 @@ zn_status vkcmd_begin(vkcmd *c, zn_err *err) {
 
 void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
                     uint32_t gz, const char *name) {
+    if (!c) return;
     const zn_vk_fns *fn = &c->d->fn;
     if (c->bound != p->pipe) {
         fn->vkCmdBindPipeline(c->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipe);
@@ -100,9 +101,12 @@ static void barrier(vkcmd *c, bool transfer) {
     c->copied = false;
 }
 
-void vkcmd_barrier(vkcmd *c) { barrier(c, c->copied); }
+void vkcmd_barrier(vkcmd *c) {
+    if (c) barrier(c, c->copied);
+}
 
 void vkcmd_copy(vkcmd *c, vkref src, vkref dst, uint64_t n) {
+    if (!c) return;
     barrier(c, true); /* whatever the hazards: orders the copy against the compute stage */
     VkBufferCopy r = {.srcOffset = src.off, .dstOffset = dst.off, .size = n};
     c->d->fn.vkCmdCopyBuffer(c->cb, src.buf, dst.buf, 1, &r);
@@ -110,6 +114,7 @@ void vkcmd_copy(vkcmd *c, vkref src, vkref dst, uint64_t n) {
 }
 
 void vkcmd_fill(vkcmd *c, vkref dst, uint64_t n, uint32_t pattern) {
+    if (!c) return;
     barrier(c, true);
     c->d->fn.vkCmdFillBuffer(c->cb, dst.buf, dst.off, n, pattern);
     c->copied = true;

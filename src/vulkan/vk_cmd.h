@@ -46,7 +46,9 @@ typedef struct vkcmd {
 zn_status vkcmd_init(vkcmd *c, vkdev *d, VkPipelineLayout layout, bool profile, zn_err *err);
 void vkcmd_free(vkcmd *c);
 zn_status vkcmd_begin(vkcmd *c, zn_err *err);
-/* name is kept by pointer (a string literal or model-owned name). */
+/* name is kept by pointer (a string literal or model-owned name). With c
+ * NULL, dispatch, barrier, copy and fill record nothing: an op called so
+ * only creates the pipelines it would use (the backend does it at init). */
 void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
                     uint32_t gz, const char *name);
 /* Memory barrier between dispatches (and a copy recorded since the last one). */

@@ -149,6 +149,20 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     VkPhysicalDeviceCooperativeMatrix2PropertiesNV pcm2 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
     if (caps->has_coopmat2_ext) { *ptail = &pcm2; ptail = &pcm2.pNext; }
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV psm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD pamd = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderCoreProperties2AMD pamd2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+    VkPhysicalDeviceShaderIntegerDotProductProperties pdot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    const bool has_sm = has_ext(exts, n_ext, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    const bool has_amd = has_ext(exts, n_ext, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+    const bool has_amd2 = has_ext(exts, n_ext, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
+    if (has_sm) { *ptail = &psm; ptail = &psm.pNext; }
+    if (has_amd) { *ptail = &pamd; ptail = &pamd.pNext; }
+    if (has_amd2) { *ptail = &pamd2; ptail = &pamd2.pNext; }
+    if (caps->is13) { *ptail = &pdot; ptail = &pdot.pNext; }
     VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &pm3};
     fn->vkGetPhysicalDeviceProperties2(pd, &p2);
     const VkPhysicalDeviceLimits *lim = &p2.properties.limits;
@@ -213,6 +227,11 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
     info->max_wg_invocations = lim->maxComputeWorkGroupInvocations;
     for (int i = 0; i < 3; i++) info->max_wg_count[i] = lim->maxComputeWorkGroupCount[i];
     info->timestamp_period_ns = lim->timestampPeriod;
+    if (has_sm) info->compute_units = psm.shaderSMCount, info->warps_per_cu = psm.shaderWarpsPerSM;
+    else if (has_amd2 && pamd2.activeComputeUnitCount) info->compute_units = pamd2.activeComputeUnitCount;
+    else if (has_amd)
+        info->compute_units = pamd.shaderEngineCount * pamd.shaderArraysPerEngineCount * pamd.computeUnitsPerShaderArray;
+    info->int_dot_mixed_fast = caps->is13 && pdot.integerDotProduct4x8BitPackedMixedSignednessAccelerated;
 
     /* Compute queue: prefer a compute-only family (async compute on discrete
      * GPUs), else any family with compute. */

@@ -40,6 +40,13 @@ typedef struct vkdev_info {
     float timestamp_period_ns;
     uint64_t max_storage_range, max_alloc, max_buffer;
     uint32_t max_shared, max_push, max_wg_invocations, max_wg_count[3];
+    /* What the tuning table (vk_tune.c) tells devices apart by: the shader
+     * cores (NVIDIA SMs from VK_NV_shader_sm_builtins, AMD CUs from
+     * VK_AMD_shader_core_properties(2); 0: the driver does not say), NVIDIA's
+     * warps per SM (32 on Turing, 48 or 64 later), and whether 4x8-bit
+     * mixed-signedness dot products are accelerated (AMD: RDNA3 and later). */
+    uint32_t compute_units, warps_per_cu;
+    bool int_dot_mixed_fast;
 } vkdev_info;
 
 typedef struct vkdev {

@@ -8,19 +8,7 @@
 #include "vk_ops.h"
 #include "vk_quant.h"
 
-static int type_slot(zn_type t) {
-    switch (t) {
-    case ZN_TYPE_F32: return 0;
-    case ZN_TYPE_F16: return 1;
-    case ZN_TYPE_BF16: return 2;
-    case ZN_TYPE_Q4_0: return 3;
-    case ZN_TYPE_Q8_0: return 4;
-    case ZN_TYPE_Q4_K: return 5;
-    case ZN_TYPE_Q5_K: return 6;
-    case ZN_TYPE_Q6_K: return 7;
-    default: return -1;
-    }
-}
+static int type_slot(zn_type t) { return vktune_slot(t); }
 
 bool vkops_type_ok(zn_type t) { return type_slot(t) >= 0; }
 
@@ -35,140 +23,43 @@ static uint32_t mvx_cap(const vkops *o, vkop_kind k) {
     return cap < most ? cap : most;
 }
 
-/* The fused integer mat-vec's configuration per weight type (type_slot;
- * vkops' mv_rows, mv_unroll, mvx_wg, mvx_wgs, mvx_pf override it when
- * set), for matrices under MVX_BIG_BYTES and for bigger ones: subgroups
- * per workgroup, rows per subgroup, steps per iteration, workgroups per
- * token, 32-byte sectors per thread prefetched before x is quantised, and
- * per row block (matvec_q.comp's PF, PN). Each workgroup quantises x
- * itself (up to 96 KB of f32 x and aux read, the whole row quantised), so
- * workgroups loop over row blocks, all resident at once. Small matrices:
- * 528 workgroups of 4 subgroups (4 per SM of an H200, 132 SMs). Big ones
- * (an 8B's gate+up, down, output) have many row blocks per workgroup: one
- * workgroup of 16 subgroups per SM quantises x a quarter as often; on the
- * H200 (bench/results/2026-11-30-h200-vulkan-s3/run10-matvec.txt) gate+up
- * 32.4 -> 25.7 us, down 27.0 -> 21.2, output 168 -> 128. Small ones were
- * within that run's noise of the old defaults. End to end, though, the 8B
- * decoded at 229 tok/s with the big tuning and 242.5 without (run 12,
- * same binary, ZN_VK_MVX_BIG_MB=100000): it is off unless
- * ZN_VK_MVX_BIG_MB sets the size. tools/vk-bench/matvec.c sweeps all of it. */
-#define MVX_WGS 528
-#define MVX_BIG_BYTES (1ull << 40) /* off */
 #define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
+
+/* The fused integer mat-vec's configuration for type t and size class big
+ * (vktune.mvx_t; workgroups per token, prefetch: see vk_tune.h). */
 typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
-static const mvx_tune mvx_tunes[2][ZN_VK_NTYPES] = {
-    {
-        [3] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_0 */
-        [4] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q8_0 */
-        [5] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q4_K */
-        [6] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q5_K */
-        [7] = {4, 2, 2, MVX_WGS, 0, 0}, /* Q6_K */
-    },
-    { /* big */
-        [3] = {16, 2, 2, 132, 0, 0}, /* Q4_0 */
-        [4] = {16, 2, 2, 132, 0, 0}, /* Q8_0 */
-        [5] = {16, 4, 4, 132, 2, 0}, /* Q4_K */
-        [6] = {16, 4, 4, 132, 2, 0}, /* Q5_K */
-        [7] = {16, 2, 2, 132, 0, 0}, /* Q6_K */
-    },
-};
-
-/* Environment variable `name` as a number in [lo, hi], else def. */
-static uint32_t env_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t def) {
-    const char *v = getenv(name);
-    if (!v || !*v) return def;
-    char *end;
-    const long n = strtol(v, &end, 10);
-    return *end || n < (long)lo || n > (long)hi ? def : (uint32_t)n;
-}
-
 static mvx_tune mvx_tune_for(const vkops *o, zn_type t, bool big) {
     const int ts = type_slot(t);
-    mvx_tune m = mvx_tunes[big][ts < 0 ? 5 : ts];
-    m.wg = o->mvx_wg ? o->mvx_wg : m.wg * o->d->info.subgroup_size;
-    if (o->mv_rows) m.rows = o->mv_rows;
-    if (o->mv_unroll) m.unroll = o->mv_unroll;
-    if (o->mvx_wgs != ZN_VK_MVX_AUTO) m.wgs = o->mvx_wgs;
-    if (o->mvx_pf != ZN_VK_MVX_AUTO) m.pf = o->mvx_pf;
-    if (o->mvx_pn != ZN_VK_MVX_AUTO) m.pn = o->mvx_pn;
-    return m;
+    const vktune_mvx *x = &o->t.mvx_t[big];
+    const int i = ts < 0 ? 5 : ts;
+    return (mvx_tune){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i]};
 }
 
-zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err) {
+zn_status vkops_init(vkops *o, vkdev *d, const vktune *t, const char *cache_path, zn_err *err) {
     memset(o, 0, sizeof *o);
     o->d = d;
     if (!d->info.subgroup_arith)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: '%s' lacks subgroup arithmetic in compute shaders", d->info.name);
-    /* CPU implementations (lavapipe) run a workgroup's subgroups one after
-     * another and pay for every barrier: one subgroup per workgroup there. */
-    bool cpu = !strcmp(d->info.kind, "cpu");
-    o->mv_wg = cpu ? d->info.subgroup_size : 4 * d->info.subgroup_size;
-    o->mv_rows = cpu ? 4 : 0; /* 0: per weight type, mv_rows_for() */
-    /* tuning overrides (tools/vk-bench/matvec.c finds the best pair) */
-    const char *e = getenv("ZN_VK_MV_WG"), *r = getenv("ZN_VK_MV_ROWS"), *u = getenv("ZN_VK_MV_UNROLL");
-    if (e && atoi(e) > 0 && (uint32_t)atoi(e) % d->info.subgroup_size == 0) o->mv_wg = (uint32_t)atoi(e);
-    if (r && atoi(r) > 0 && atoi(r) <= 16) o->mv_rows = (uint32_t)atoi(r);
-    o->mv_unroll = cpu ? 1 : 0;
-    o->mv_one_rows = 512;
-    if (u && atoi(u) > 0 && atoi(u) <= 8) o->mv_unroll = (uint32_t)atoi(u);
-    o->small_wg = cpu ? d->info.subgroup_size : 64;
-    o->norm_wg = cpu ? d->info.subgroup_size : 256; /* one workgroup per row: wide */
-    o->mm_min_tok = cpu ? 1u << 30 : 5; /* lavapipe: the tiled kernel's barriers cost more than re-reads */
-    /* the grouped GEMM dequantises every chosen expert once: it beats
-     * re-reading experts per token from a few tokens on */
-    o->moe_min_tok = cpu ? 1u << 30 : 16;
-    o->mm_cfg = ZN_VK_MM_AUTO;
-    const char *cfg = getenv("ZN_VK_MM_CFG"); /* tile sweeps (tools/vk-bench/matmul.c) */
-    if (cfg && atoi(cfg) >= 0 && atoi(cfg) < ZN_VK_MM_NCFG) o->mm_cfg = (uint32_t)atoi(cfg);
-    const char *ch = getenv("ZN_VK_ATTN_CHUNK"), *ad = getenv("ZN_VK_ATTN_DEC");
-    o->attn_dec = d->info.subgroup_size >= 8 && !(ad && !strcmp(ad, "0")); /* attn_dec.comp: 8-lane rows */
-    o->merge_wg = cpu ? ATTN_MERGE_DIMS : 256; /* GPU: 8 split groups per workgroup */
-    o->attn_chunk = o->attn_dec ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
-    /* short contexts stay on attn.comp, unsplit: H200 run 12, 8B tg128 from
-     * an empty context, 240 tok/s there against 229 on attn_dec.comp (which
-     * wins from a few hundred keys on: 215 against 177 at depth 4096) */
-    o->attn_dec_min_kv = env_u32("ZN_VK_ATTN_DEC_MIN", 0, 1u << 30, ZN_VK_ATTN_CHUNK);
-    if (ch && atoi(ch) > 0) o->attn_chunk = (uint32_t)atoi(ch);
+    zn_status st = t ? ZN_OK : vktune_init(&o->t, &d->info, NULL, err);
+    if (st) return st;
+    if (t) o->t = *t;
+    const uint32_t sg = d->info.subgroup_size;
+    o->attn_dec = o->t.attn_dec && sg >= 8; /* attn_dec.comp: 8-lane rows */
     /* matmul_cm.comp lays 8 subgroups of 32 over its tile */
-    o->coopmat = d->info.coopmat && (d->info.subgroup_size == 32 ||
-                                     (d->info.subgroup_size_control && d->info.subgroup_min <= 32 && d->info.subgroup_max >= 32));
-    /* mmf_cm2.comp: the f16 path's GEMM on NV cooperative matrix 2 */
-    const char *c2 = getenv("ZN_VK_MM_CM2"), *c2c = getenv("ZN_VK_CM2_CFG");
-    o->mm_cm2 = o->coopmat && d->info.coopmat2 && !(c2 && !strcmp(c2, "0"));
-    const char *c2m = getenv("ZN_VK_MM_CM2_MOE"); /* A/B: 0 puts the grouped MoE GEMM on the KHR kernel */
-    o->mm_cm2_moe = !(c2m && !strcmp(c2m, "0"));
-    o->cm2_cfg = c2c && atoi(c2c) >= 0 && atoi(c2c) < ZN_VK_CM2_NCFG ? (uint32_t)atoi(c2c) : ZN_VK_MM_AUTO;
-    const char *fc = getenv("ZN_VK_FA_CM"), *fg = getenv("ZN_VK_FA_CFG");
-    o->fa_cm = !(fc && !strcmp(fc, "0"));
-    const char *k2 = getenv("ZN_VK_FA_KV2");
-    o->fa_kv2 = !(k2 && !strcmp(k2, "0"));
-    o->fa_cfg = fg && atoi(fg) >= 0 && atoi(fg) < ZN_VK_FA_NCFG ? (uint32_t)atoi(fg) : ZN_VK_MM_AUTO;
-    const char *f = getenv("ZN_VK_MV_FLOAT"); /* A/B: the float mat-vec for every type */
-    o->intdot = d->info.int_dot && !(f && atoi(f) > 0);
-    const char *mx = getenv("ZN_VK_MVX"), *mw = getenv("ZN_VK_MVX_WGS");
-    o->mvx = o->intdot && d->info.subgroup_size >= 8 && !(mx && !strcmp(mx, "0")); /* q8x.glsl: 8-lane blocks */
+    o->coopmat = d->info.coopmat && (sg == 32 || (d->info.subgroup_size_control && d->info.subgroup_min <= 32 &&
+                                                  d->info.subgroup_max >= 32));
+    o->mm_cm2 = o->coopmat && d->info.coopmat2 && o->t.mm_cm2; /* mmf_cm2.comp */
+    o->fa_cm = o->t.fa_cm;
+    o->intdot = d->info.int_dot && o->t.intdot;
+    o->mvx = o->intdot && sg >= 8 && o->t.mvx; /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = mvx_cap(o, VKO_MATVEC_QX_L);
-    /* each workgroup quantises its x row again: on lavapipe that is CPU
-     * time, on a GPU latency before its weight loads */
-    o->mvx_wgs = cpu ? 16 : ZN_VK_MVX_AUTO;
-    if (mw && atoi(mw) >= 0) o->mvx_wgs = (uint32_t)atoi(mw);
-    /* the fused kernel's per-type tuning (mvx_tunes) overridden, and the
-     * pair's quantx slices and mat-vec prefetch (tools/vk-bench/matvec.c) */
-    const uint32_t sg = d->info.subgroup_size, xwg = env_u32("ZN_VK_MVX_WG", sg, 1024, 0);
-    o->mvx_wg = xwg % sg == 0 ? xwg : 0;
-    if (cpu && !o->mvx_wg) o->mvx_wg = sg;
-    o->mvx_modes = env_u32("ZN_VK_MVX_MODES", 0, 7, 7);
-    o->mvx_big_bytes = (uint64_t)env_u32("ZN_VK_MVX_BIG_MB", 0, 1u << 20, MVX_BIG_BYTES >> 20) << 20;
-    o->mvx_pf = env_u32("ZN_VK_MVX_PF", 0, ZN_VK_MVX_MAX_PF, ZN_VK_MVX_AUTO);
-    o->mvx_pn = env_u32("ZN_VK_MVX_PN", 0, ZN_VK_MVX_MAX_PF, ZN_VK_MVX_AUTO);
-    o->mv_pn = env_u32("ZN_VK_MV_PN", 0, ZN_VK_MVX_MAX_PF, 0);
-    /* quantx in slices of one vec4 per thread: H200 run 10, quantx + barrier
-     * + mat-vec of an 8B's gate+up 32.9 -> 28.5 us, down 34.5 -> 22.7; on
-     * lavapipe more workgroups only cost */
-    o->qx_sk = env_u32("ZN_VK_QX_SK", 0, 16, cpu ? 0 : 1);
-    const uint32_t qwg = env_u32("ZN_VK_QX_WG", 8, 1024, 0);
-    o->qx_wg = qwg % 8 == 0 ? qwg : 0; /* q8x.glsl: 8-lane blocks */
     return vkpipes_init(&o->ps, d, cache_path, err);
+}
+
+void vkops_forget(vkops *o) {
+    memset(&o->xq_last, 0, sizeof o->xq_last);
+    memset(&o->mmx_last, 0, sizeof o->mmx_last);
+    o->xq_turn = 0;
 }
 
 void vkops_free(vkops *o) {
@@ -185,39 +76,31 @@ _Static_assert(1 << (ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS && ATTN_DEC_
                    ZN_VK_ATTN_DEC_MAX_ROWS * 8 <= ATTN_WG, "attn_dec.comp: 8 softmax lanes per row");
 #define MM_PREP_WG 256 /* mm_prep.comp's workgroup: a multiple of 8 steps */
 #define ATTN_FA_ROWS 32    /* query rows per workgroup of attn_fa.comp (its BR) */
-#define ATTN_FA_MIN_TOK 16 /* query rows from which those blocks pay */
 #define ELT_WG 256
 
-/* Rows per subgroup of the mat-vec kernel. Measured on an H200 (bench/
- * results/2026-11-30-h200-vulkan.md, sweep): 4 rows for the 4/5-bit K-quants,
- * whose per-row loads are small; 2 for Q6_K (4 rows ran 1.4-4x slower) and
- * the rest. */
+/* Rows per subgroup of the float mat-vec kernel (vktune.mv_rows). */
 static uint32_t mv_rows_for(const vkops *o, zn_type t) {
-    if (o->mv_rows) return o->mv_rows;
-    return t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K ? 4 : 2;
+    const int ts = type_slot(t);
+    return o->t.mv_rows[ts < 0 ? 0 : ts];
 }
 
-/* quantx.comp's workgroup: like norm's (one per row, wide) unless set. */
-static uint32_t qx_wg(const vkops *o) { return o->qx_wg ? o->qx_wg : o->norm_wg; }
+/* quantx.comp's workgroup. */
+static uint32_t qx_wg(const vkops *o) { return o->t.qx_wg; }
 
 /* The weight types of the integer mat-vec (matvec_q.comp). */
 static bool is_quant(zn_type t) {
     return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
 }
 
-/* Rows per subgroup and steps per loop iteration of the integer mat-vec:
- * per lane, NR x U row steps of loads in flight (16 bytes of quants per
- * step for Q4_0 and the 4/5-bit K-quants, 32 for Q8_0, 48 for Q6_K). The
- * same for every type: on the H200 (bench/results/2026-11-30-h200-vulkan-s2)
- * 1 row x 4 steps was +1.7 % on an 8B decode and even on a 2B one, per-shape
- * sweeps (tools/vk-bench/matvec.c) disagreed by type, so 2 x 2 stays. */
+/* Rows per subgroup and steps per loop iteration of the integer mat-vec
+ * after quantx (vktune.mvq_rows, mvq_unroll). */
 static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
-    (void)t;
-    return o->mv_rows ? o->mv_rows : 2;
+    const int ts = type_slot(t);
+    return o->t.mvq_rows[ts < 0 ? 0 : ts];
 }
 static uint32_t mvq_unroll_for(const vkops *o, zn_type t) {
-    (void)t;
-    return o->mv_unroll ? o->mv_unroll : 2;
+    const int ts = type_slot(t);
+    return o->t.mvq_unroll[ts < 0 ? 0 : ts];
 }
 
 /* Lanes per state row of gdn.comp: 8 (3 shuffle steps per reduction); on
@@ -249,14 +132,12 @@ bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci) {
     return 2 * (f->bm + f->bn) * MMF_LDV * 4 + 1024 <= o->d->info.max_shared;
 }
 
-#define MMF_MIN_WGS 256 /* two workgroups per SM of a large GPU (H200: 132 SMs) */
-
-/* The GEMM tile config for `groups` products of rows x toks: mm_cfg when
- * set and it fits, else the largest tile that still gives MMF_MIN_WGS
+/* The GEMM tile config for `groups` products of rows x toks: t.mm_cfg when
+ * set and it fits, else the largest tile that still gives t.mm_min_wgs
  * workgroups (or the one giving the most): small products need many small
  * tiles to fill the GPU. */
 static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t groups) {
-    if (o->mm_cfg < ZN_VK_MM_NCFG && vkops_mm_cfg_fits(o, o->mm_cfg)) return o->mm_cfg;
+    if (o->t.mm_cfg < ZN_VK_MM_NCFG && vkops_mm_cfg_fits(o, o->t.mm_cfg)) return o->t.mm_cfg;
     static const uint32_t by_size[] = {0, 5, 3, 4}; /* 128x128, 128x64, 64x128, 64x64 */
     uint32_t best = 0;
     uint64_t best_n = 0;
@@ -264,7 +145,7 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
         const vkmm_cfg *f = &zn_vk_mm_cfgs[by_size[i]];
         if (!vkops_mm_cfg_fits(o, by_size[i])) continue;
         const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn) * groups;
-        if (n >= MMF_MIN_WGS) return by_size[i];
+        if (n >= o->t.mm_min_wgs) return by_size[i];
         if (n > best_n) best = by_size[i], best_n = n;
     }
     return best;
@@ -272,41 +153,35 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
  * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, the rest are for
- * sweeps (ZN_VK_CM2_CFG). */
+ * sweeps (tuning key cm2_cfg). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
     {128, 256, 64, 1}, {128, 128, 64, 1}, {128, 128, 32, 8}, {256, 128, 32, 4},
 };
 _Static_assert(ZN_VK_CM2_NCFG <= ZN_VK_NTYPES, "pipeline slots");
 
-#define CM2_MIN_WGS 96   /* about one workgroup per SM of a large GPU (H200: 132 SMs) */
-#define CM2_LONG_K 8192  /* from this k on the 128 x 128 tile wins */
-
-/* The cm2 tile for `groups` products of rows x toks x k: cm2_cfg when set.
- * On the H200 (tools/vk-bench/matmul.c runs 7-8,
- * bench/results/2026-11-30-h200-vulkan-s3): at k = 12288 (8B ffn_down)
- * 128 x 128 does 191 TFLOP/s where it still gives about a workgroup per SM;
- * below that 64 x 128 is the fastest or within 5 % on every dense shape of
- * the three models (8B q/k/v 130 against 103 for 128 x 128, 2B gate+up 121
- * against 94) and on the grouped MoE GEMM, and 64 x 64 wins where 64 x 128
- * gives too few workgroups (8B attn_k, 1024 rows: 114 against 76). 128 x
- * 256 (f32 accumulators: twice the registers) is 1.3-1.8x slower than
- * 128 x 128 everywhere. */
+/* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
+ * set; else 128 x 128 for long k (t.cm2_long_k) where it gives about a
+ * workgroup per SM (t.cm2_min_wgs), 64 x 128, or 64 x 64 where that gives
+ * too few (vk_tune.c has the measurements: 8B q/k/v 130 TFLOP/s against 103
+ * for 128 x 128, 2B gate+up 121 against 94, 8B attn_k, 1024 rows, 114 on
+ * 64 x 64 against 76). 128 x 256 (f32 accumulators: twice the registers)
+ * was 1.3-1.8x slower than 128 x 128 everywhere. */
 static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups) {
-    if (o->cm2_cfg < ZN_VK_CM2_NCFG) return o->cm2_cfg;
+    if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
     const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
     const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
-    if (groups == 1 && k >= CM2_LONG_K && wg128 >= CM2_MIN_WGS) return 1;
-    return wg64 >= CM2_MIN_WGS || groups > 1 ? 2 : 3;
+    if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;
+    return wg64 >= o->t.cm2_min_wgs || groups > 1 ? 2 : 3;
 }
 
 /* Per head dim, the default first. Prefill's whole grid is resident at
- * once on a large GPU (H200: 132 SMs), so a layer takes about as long as
+ * once on a large GPU (132 SMs where they were measured), so a layer takes about as long as
  * its longest workgroup: rows per workgroup small enough for several
  * workgroups per SM (8B: 512 of 32 rows; the hd 256 shapes have 2 KV
  * heads: 256 / 512 of 16 rows), K/V tiles shared by as many rows as that
  * allows. The defaults fit 32 KiB of shared memory (lavapipe), so the op
- * tests there run them; the rest (up to 48 KiB: the H200) are for sweeps
+ * tests there run them; the rest (up to 48 KiB) are for sweeps
  * (tools/vk-bench/attn.c). */
 const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
     {64, 64, 32},  {128, 32, 32}, {128, 64, 32}, {128, 16, 32},
@@ -333,9 +208,9 @@ static uint32_t fa_base_bytes(const vkfa_cfg *f) {
 }
 
 /* A second K/V tile (K and V in buffers of their own) where it fits and
- * ZN_VK_FA_KV2=0 did not turn it off */
+ * the tuning's fa_kv2 is on */
 static bool fa_kv2(const vkops *o, const vkfa_cfg *f) {
-    return o->fa_kv2 && fa_base_bytes(f) + f->bc * (f->hd + 8) * 2 <= o->d->info.max_shared;
+    return o->t.fa_kv2 && fa_base_bytes(f) + f->bc * (f->hd + 8) * 2 <= o->d->info.max_shared;
 }
 
 uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci) {
@@ -350,7 +225,8 @@ bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
 }
 
 uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
-    if (o->fa_cfg < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[o->fa_cfg].hd == hd && vkops_fa_cfg_ok(o, o->fa_cfg)) return o->fa_cfg;
+    if (o->t.fa_cfg < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[o->t.fa_cfg].hd == hd && vkops_fa_cfg_ok(o, o->t.fa_cfg))
+        return o->t.fa_cfg;
     for (uint32_t i = 0; i < ZN_VK_FA_NCFG; i++)
         if (zn_vk_fa_cfgs[i].hd == hd && vkops_fa_cfg_ok(o, i)) return i;
     return ZN_VK_MM_AUTO;
@@ -392,13 +268,13 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_MATVEC:
     case VKO_MATVEC_1: {
         const bool one = k == VKO_MATVEC_1;
-        spec[n++] = one ? o->d->info.subgroup_size : o->mv_wg; spec[n++] = (uint32_t)t;
+        spec[n++] = one ? o->d->info.subgroup_size : o->t.mv_wg; spec[n++] = (uint32_t)t;
         spec[n++] = one ? 1 : mv_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
         return vkpipe_create(&o->ps, p, "matvec", spec, n, o->d->info.subgroup_size, err);
     }
     case VKO_MATVEC_Q:
-        spec[n++] = o->mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
-        spec[n++] = mvq_unroll_for(o, t); spec[n++] = 0; spec[n++] = 0; spec[n++] = o->mv_pn;
+        spec[n++] = o->t.mv_wg; spec[n++] = (uint32_t)t; spec[n++] = mvq_rows_for(o, t); spec[n++] = o->d->info.subgroup_size;
+        spec[n++] = mvq_unroll_for(o, t); spec[n++] = 0; spec[n++] = 0; spec[n++] = o->t.mvq_pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     case VKO_MATVEC_QX_S:
     case VKO_MATVEC_QX_M:
@@ -411,7 +287,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = m.unroll; spec[n++] = mvx_cap(o, k) / 32; spec[n++] = m.pf; spec[n++] = m.pn;
         return vkpipe_create(&o->ps, p, "matvec_q", spec, n, o->d->info.subgroup_size, err);
     }
-    case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->qx_sk; break;
+    case VKO_QUANTX: shader = "quantx"; spec[n++] = qx_wg(o); spec[n++] = o->t.qx_sk; break;
     case VKO_MATMUL:
         shader = "matmul";
         spec[n++] = 256; spec[n++] = (uint32_t)t;
@@ -419,7 +295,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_MATMUL_CM:
         spec[n++] = 256; spec[n++] = (uint32_t)t;
         return vkpipe_create(&o->ps, p, "matmul_cm", spec, n, 32, err);
-    case VKO_EMBED: shader = "embed"; spec[n++] = o->small_wg; spec[n++] = (uint32_t)t; break;
+    case VKO_EMBED: shader = "embed"; spec[n++] = o->t.small_wg; spec[n++] = (uint32_t)t; break;
     case VKO_MM_PREP: shader = "mm_prep"; spec[n++] = MM_PREP_WG; spec[n++] = (uint32_t)t; break;
     case VKO_MOE_BUCKET: shader = "moe_bucket"; spec[n++] = 256; break;
     case VKO_MMF:
@@ -435,11 +311,11 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
         spec[n++] = k == VKO_MMF_CM2_MOE;
         return vkpipe_create(&o->ps, p, "mmf_cm2", spec, n, 0, err);
     }
-    case VKO_NORM: shader = "norm"; spec[n++] = o->norm_wg; break;
-    case VKO_ROPE: shader = "rope"; spec[n++] = o->small_wg; break;
-    case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->small_wg; break;
+    case VKO_NORM: shader = "norm"; spec[n++] = o->t.norm_wg; break;
+    case VKO_ROPE: shader = "rope"; spec[n++] = o->t.small_wg; break;
+    case VKO_KV_STORE: shader = "kv_store"; spec[n++] = o->t.small_wg; break;
     case VKO_ATTN: shader = "attn"; spec[n++] = ATTN_WG; break;
-    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->merge_wg; break;
+    case VKO_ATTN_MERGE: shader = "attn_merge"; spec[n++] = o->t.merge_wg; break;
     case VKO_ATTN_DEC64:
     case VKO_ATTN_DEC128:
     case VKO_ATTN_DEC256:
@@ -461,7 +337,7 @@ static zn_status get_pipe_v(vkops *o, vkop_kind k, zn_type t, uint32_t dim, cons
     case VKO_ELTWISE: shader = "eltwise"; spec[n++] = ELT_WG; break;
     case VKO_MOE_ROUTE: shader = "moe_route"; spec[n++] = 64; /* its PER assumes 64 */ break;
     case VKO_ARGMAX: shader = "argmax"; spec[n++] = 256; break;
-    case VKO_CONV1D: shader = "conv1d"; spec[n++] = o->small_wg; break;
+    case VKO_CONV1D: shader = "conv1d"; spec[n++] = o->t.small_wg; break;
     case VKO_GDN: {
         uint32_t sg = o->d->info.subgroup_size, lpr = gdn_lanes(o);
         if (dim % lpr) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", dim, lpr);
@@ -583,7 +459,7 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
         float eps;
     } pc = {a->x, a->aux, *q, a->ncols, rows, nsx, a->x_stride, a->x_slot_stride, (uint32_t)xq_row_bytes(a->ncols),
             mp->flags, a->eps};
-    const uint32_t per = o->qx_sk * qx_wg(o), parts = per ? (a->ncols / 4 + per - 1) / per : 1;
+    const uint32_t per = o->t.qx_sk * qx_wg(o), parts = per ? (a->ncols / 4 + per - 1) / per : 1;
     dispatch_items(o, c, p, &pc, sizeof pc, rows * parts, "quantx");
     vkcmd_barrier(c);
 }
@@ -592,7 +468,7 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
  * fit, or the device rejected the pipeline: then vkops.mvx goes off and
  * intdot_err says why). */
 static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode, bool big) {
-    if (!o->mvx || ncols > o->mvx_max_cols || !(o->mvx_modes >> xmode & 1)) return NULL;
+    if (!o->mvx || ncols > o->mvx_max_cols || !(o->t.mvx_modes >> xmode & 1)) return NULL;
     vkop_kind k = VKO_MATVEC_QX_S;
     while (k < VKO_MATVEC_QX_L && ncols > mvx_cap(o, k)) k++;
     if (big) k += VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S;
@@ -612,7 +488,8 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = mm_fill(a);
     const bool iq = o->intdot && is_quant(a->type);
-    const bool big = (uint64_t)a->nrows * a->row_bytes >= o->mvx_big_bytes; /* one expert's, for MoE */
+    const bool big = o->t.mvx_big_mb != ZN_VK_OFF &&
+                     (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20; /* one expert's, for MoE */
     const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big) : NULL;
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, &q);
@@ -620,11 +497,11 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     /* float kernel, few rows (MoE routers and gates): a row per workgroup of
      * one subgroup, so the rows spread over the GPU instead of a few
      * workgroups reading row after row */
-    const bool one = !px && !q && a->nrows <= o->mv_one_rows;
+    const bool one = !px && !q && a->nrows <= o->t.mv_one_rows;
     if (px) p = px;
     else st = get_pipe(o, q ? VKO_MATVEC_Q : one ? VKO_MATVEC_1 : VKO_MATVEC, a->type, &p, err);
     if (st) return st;
-    uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->mv_wg;
+    uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
     const mvx_tune mt = px ? mvx_tune_for(o, a->type, big) : (mvx_tune){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
@@ -713,7 +590,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     /* on NV coopmat2 when the device has it (same operands and push
      * constants); should the driver refuse that pipeline, the KHR kernel
      * from then on (test_vk_ops checks every config is built) */
-    bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->mm_cm2_moe);
+    bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->t.mm_cm2_moe);
     const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups) : 0;
     if (cm2 && get_pipe_v(o, a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2, ZN_TYPE_F32, c2, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
@@ -801,18 +678,17 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 }
 
 bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts) {
-    if (experts) return !f16_path(o, t) || n_tok < o->moe_min_tok;
-    return n_tok < o->mm_min_tok;
+    if (experts) return !f16_path(o, t) || n_tok < o->t.moe_min_tok;
+    return n_tok < o->t.mm_min_tok;
 }
 
-/* Below this many rows a tiled mat-mat has a single row tile, a handful of
- * workgroups for the whole GPU (the MoE routers and shared-expert gates,
- * the delta rule's alpha/beta: 0.2 ms each on an H200 at 512 tokens); the
- * mat-vec kernel re-reads the small matrix per token from cache instead. */
-#define MM_MIN_ROWS 128
-
+/* Below t.mm_min_rows rows a tiled mat-mat has a single row tile, a
+ * handful of workgroups for the whole GPU (the MoE routers and shared-expert
+ * gates, the delta rule's alpha/beta: 0.2 ms each at 512 tokens where it was
+ * measured); the mat-vec kernel re-reads the small matrix per token from
+ * cache instead. */
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0) || (!a->ids && a->nrows < MM_MIN_ROWS))
+    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0) || (!a->ids && a->nrows < o->t.mm_min_rows))
         return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
@@ -889,9 +765,9 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * and split: too few without), at most ZN_VK_ATTN_MAX_SPLIT splits (the
  * merge reads them all), the keys spread evenly by the kernels. */
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
-    if (n_tok > (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) || n_kv <= o->attn_chunk) return 1;
-    if (o->attn_dec && n_kv <= o->attn_dec_min_kv) return 1; /* attn.comp, unsplit (vkop_attn_run) */
-    const uint32_t need = (n_kv + o->attn_chunk - 1) / o->attn_chunk;
+    if (n_tok > (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) || n_kv <= o->t.attn_chunk) return 1;
+    if (o->attn_dec && n_kv <= o->t.attn_dec_min) return 1; /* attn.comp, unsplit (vkop_attn_run) */
+    const uint32_t need = (n_kv + o->t.attn_chunk - 1) / o->t.attn_chunk;
     uint32_t s = 2;
     while (s < need && !(o->attn_dec && s >= ZN_VK_ATTN_MAX_SPLIT)) s *= 2;
     return s;
@@ -915,7 +791,7 @@ typedef struct attn_push {
 /* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
  * with attn_dec) ceil(keys / n_split), derived by the kernel. */
 static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
-    const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->attn_chunk;
+    const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->t.attn_chunk;
     return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
                        a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
 }
@@ -943,7 +819,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dims %u/%u (need multiples of 32/4)", a->hd_k, a->hd_v);
     if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
     const vkpipe *p = NULL, *pm = NULL;
-    const bool fa = a->n_tok >= ATTN_FA_MIN_TOK && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
+    const bool fa = a->n_tok >= o->t.fa_min_tok && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
                     !(a->hd_k & (a->hd_k - 1));
     /* on matrix products (or their emulation) where a tile config fits and
      * the rows are 16-byte aligned */
@@ -975,7 +851,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     vkop_kind dk;
     uint32_t ds;
     uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
-    const bool dec = a->n_past + a->n_tok > o->attn_dec_min_kv && attn_dec_pipe(o, a, &dk, &ds);
+    const bool dec = a->n_past + a->n_tok > o->t.attn_dec_min && attn_dec_pipe(o, a, &dk, &ds);
     zn_status st = dec ? get_pipe_v(o, dk, ZN_TYPE_F32, ds, &p, err) : get_pipe(o, VKO_ATTN, ZN_TYPE_F32, &p, err);
     if (!st) st = get_pipe(o, VKO_ATTN_MERGE, ZN_TYPE_F32, &pm, err);
     if (st) return st;
@@ -1036,7 +912,7 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     if (st) return st;
     struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
     /* conv1d.comp: workgroups of small_wg channels x 16 tokens */
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->small_wg - 1) / o->small_wg, (n_tok + 15) / 16, 1, name);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->t.small_wg - 1) / o->t.small_wg, (n_tok + 15) / 16, 1, name);
     return ZN_OK;
 }
 

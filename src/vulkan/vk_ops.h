@@ -1,13 +1,17 @@
 /* GPU ops: one function per shader family, recording dispatches into a
  * vkcmd. All tensors are passed as device addresses (f32 activations,
- * row-major, strides in elements). Pipelines are created on first use and
- * kept, so recording a step allocates nothing. Ops do not insert barriers
+ * row-major, strides in elements). Pipelines are kept once created. An op
+ * called with a NULL vkcmd records nothing and only creates the pipelines
+ * it would use: the backend does that at init for every shape its model's
+ * steps can take, then vkops_forget(); a pipeline still missing is created
+ * on first use. Ops do not insert barriers
  * between each other: the caller orders dependent ops with vkcmd_barrier. */
 #ifndef ZINC_VK_OPS_H
 #define ZINC_VK_OPS_H
 
 #include "quant.h"
 #include "vk_cmd.h"
+#include "vk_tune.h"
 
 typedef enum vkop_kind {
     VKO_MATVEC, VKO_MATMUL, VKO_MATMUL_CM, VKO_EMBED,        /* per weight type */
@@ -29,15 +33,12 @@ typedef enum vkop_kind {
     VKO_COUNT
 } vkop_kind;
 
-#define ZN_VK_NTYPES 8 /* F32 F16 BF16 Q4_0 Q8_0 Q4_K Q5_K Q6_K */
-#define ZN_VK_MVX_AUTO UINT32_MAX /* vkops.mvx_wgs / mvx_pf: per weight type */
-#define ZN_VK_MVX_MAX_PF 64
 
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
  * workgroup's rows x tokens, each subgroup's rows x tokens. */
 typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
 #define ZN_VK_MM_NCFG 8
-#define ZN_VK_MM_AUTO 0xffffffffu
+#define ZN_VK_MM_AUTO ZN_VK_AUTO
 extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
 /* Tile configurations of the f16 GEMM on NV cooperative matrix 2
@@ -59,17 +60,11 @@ typedef struct vkops {
     vkdev *d;
     vkpipes ps;
     vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
-    uint32_t mv_wg, mv_rows;  /* mat-vec workgroup size and rows per subgroup (0: per type) */
-    uint32_t mv_unroll;       /* integer mat-vec: steps per loop iteration (0: per type) */
-    uint32_t mv_one_rows;     /* float mat-vec: up to this many rows, a row per one-subgroup workgroup */
-    uint32_t small_wg;        /* workgroup of the per-row ops (rope, kv store, ...) */
-    uint32_t norm_wg;
-    uint32_t mm_min_tok;      /* vkop_matmul uses the tiled kernel from this many tokens */
-    uint32_t attn_chunk;      /* split-K attention: keys per split at most (ZN_VK_ATTN_CHUNK) */
-    bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies;
-                                 ZN_VK_ATTN_DEC=0 clears it at init (attn.comp only, for A/B) */
-    uint32_t attn_dec_min_kv; /* ... from more keys than this (fewer: attn.comp unsplit) */
-    uint32_t merge_wg;        /* attn_merge.comp's workgroup */
+    /* Every kernel choice and size (vk_tune.h), read when pipelines are
+     * built and ops recorded; tests and tools/vk-bench change it (and
+     * destroy the pipelines built from the old values). */
+    vktune t;
+    /* What runs, from the tuning and the device: */
     bool coopmat;             /* tiled kernel on cooperative matrices (f16 operands) for
                                  non-F32 weights; tests clear it to check the fallback */
     /* The f16 GEMM path (mmf.glsl) for non-F32 weights: the operands are
@@ -77,50 +72,26 @@ typedef struct vkops {
      * (vkops_mm_scratch_bytes), then multiplied on cooperative matrices, or
      * on their scalar emulation when mm_emulate (tests; no coopmat). Without
      * scratch, matmat takes the kernels above. MoE matmuls of at least
-     * moe_min_tok tokens run on it as one grouped GEMM. */
+     * t.moe_min_tok tokens run on it as one grouped GEMM. */
     VkDeviceAddress mm_scratch;
     uint64_t mm_scratch_bytes;
     bool mm_emulate;
-    uint32_t mm_cfg;          /* index into zn_vk_mm_cfgs, or ZN_VK_MM_AUTO: by shape */
-    bool mm_cm2;              /* GEMMs of that path on mmf_cm2.comp (device coopmat2;
-                                 ZN_VK_MM_CM2=0 clears it at init, for A/B) */
-    bool mm_cm2_moe;          /* the grouped MoE GEMM on mmf_cm2.comp too (ZN_VK_MM_CM2_MOE=0 clears
-                                 it: H200, 35B shape, experts 23 ms per prefill there vs 49 on the
-                                 KHR kernel) */
-    uint32_t cm2_cfg;         /* index into zn_vk_cm2_cfgs (ZN_VK_CM2_CFG), or ZN_VK_MM_AUTO */
-    uint32_t moe_min_tok;
+    bool mm_cm2;              /* GEMMs of that path on mmf_cm2.comp (device coopmat2 and t.mm_cm2;
+                                 off after the driver refused such a pipeline) */
     /* Prefill attention (16+ rows, head dims 64/128/256) on attn_fa_cm.glsl:
      * on cooperative matrices where the device has them, else on their
-     * emulation when mm_emulate (tests), else on attn_fa.comp. ZN_VK_FA_CM=0
-     * clears fa_cm at init (the scalar kernel, for A/B). */
+     * emulation when mm_emulate (tests), else on attn_fa.comp. */
     bool fa_cm;
-    uint32_t fa_cfg;          /* index into zn_vk_fa_cfgs (ZN_VK_FA_CFG), or ZN_VK_MM_AUTO */
-    bool fa_kv2;              /* K and V tiles in buffers of their own where shared memory
-                                 allows (ZN_VK_FA_KV2=0 clears it at init); read when a
-                                 pipeline is built */
-    char fa_err[192];         /* why fa_cm went off at run time (pipeline creation failed), or "" */
+    char fa_err[192];         /* why fa_cm went off (pipeline creation failed), or "" */
+    bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies:
+                                 t.attn_dec on a device with subgroups of 8 or more */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
-                                 float kernel, ZN_VK_MV_FLOAT=1 clears it at init */
+                                 float kernel */
     bool mvx;                 /* the integer mat-vec quantises x itself, per workgroup into
                                  shared memory (no quantx dispatch and barrier), for rows of
-                                 at most mvx_max_cols; ZN_VK_MVX=0 clears it (A/B) */
+                                 at most mvx_max_cols */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
-    uint64_t mvx_big_bytes;   /* matrices of this many bytes on take its tuning for big ones
-                                 (ZN_VK_MVX_BIG_MB; tests lower it) */
-    uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it (ZN_VK_MVX_MODES; default 7) */
-    uint32_t qx_sk, qx_wg;    /* quantx.comp: vec4s per thread of a workgroup's slice of a row
-                                 (ZN_VK_QX_SK, GPU default 1; 0: a workgroup per row), its workgroup size
-                                 (ZN_VK_QX_WG; 0: norm_wg); read when the pipeline is built */
-    uint32_t mvx_wg;          /* its workgroup size (ZN_VK_MVX_WG; 0: per type, vk_ops.c mvx_tunes) */
-    uint32_t mvx_pf;          /* 32-byte weight sectors per thread it prefetches before quantising
-                                 x (ZN_VK_MVX_PF; ZN_VK_MVX_AUTO: per type) */
-    uint32_t mvx_pn, mv_pn;   /* 32-byte weight sectors per thread prefetched per row block (this and
-                                 the next): fused (ZN_VK_MVX_PN; ZN_VK_MVX_AUTO: per type), quantx's
-                                 mat-vec (ZN_VK_MV_PN; default 0) */
-    uint32_t mvx_wgs;         /* at most this many workgroups per token (and slot) there, each
-                                 looping over row blocks (ZN_VK_MVX_WGS; 0: one block each;
-                                 ZN_VK_MVX_AUTO: per type) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;
@@ -138,8 +109,12 @@ typedef struct vkops {
     } mmx_last;
 } vkops;
 
-zn_status vkops_init(vkops *o, vkdev *d, const char *cache_path, zn_err *err);
+/* t: the tuning (NULL: vktune_init's defaults for the device). */
+zn_status vkops_init(vkops *o, vkdev *d, const vktune *t, const char *cache_path, zn_err *err);
 void vkops_free(vkops *o);
+/* Forgets what earlier calls left for later ones to reuse (the quantised
+ * and converted x, vkop_mm.x_reuse): after calls without a command buffer. */
+void vkops_forget(vkops *o);
 /* Types the mat-vec / mat-mat / get_rows shaders read. */
 bool vkops_type_ok(zn_type t);
 
@@ -264,8 +239,7 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
 
 /* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
  * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
- * over more than o->attn_chunk keys (default ZN_VK_ATTN_CHUNK; the env
- * variable of that name overrides it, for tuning and tests) splits them
+ * over more than o->t.attn_chunk keys splits them
  * (flash-decoding) into chunks of that many keys, over vkop_attn_splits()
  * workgroups: a power of two, so the count (the only thing of the
  * partition a recording fixes) changes only when the context doubles; the
@@ -276,7 +250,7 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
  * n_head_kv; hd_k = hd_v = 64, 128 or 256)
  * run attn_dec.comp, one workgroup per (KV head, split), which reads each
  * K/V row once for the whole group; steps of that many tokens (on either
- * kernel) split, attn_chunk defaults to
+ * kernel) split, t.attn_chunk defaults to
  * ZN_VK_ATTN_DEC_CHUNK and the split count stops at ZN_VK_ATTN_MAX_SPLIT:
  * both kernels then derive the keys per split from the position
  * (ceil(keys / splits)), so the count alone fixes a recording. */

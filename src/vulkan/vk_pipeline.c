@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "shaders_embed.h"
 #include "vk_pipeline.h"
@@ -80,8 +81,10 @@ static void save_cache(vkpipes *ps) {
     void *buf = malloc(n);
     if (buf && d->fn.vkGetPipelineCacheData(d->dev, ps->cache, &n, buf) == VK_SUCCESS) {
         mkdir_parents(ps->cache_path);
-        char tmp[ZN_PATH_MAX + 8];
-        snprintf(tmp, sizeof tmp, "%s.tmp", ps->cache_path);
+        /* engines of one process and other processes may save at once: a
+         * temporary file of each its own, renamed over the cache atomically */
+        char tmp[ZN_PATH_MAX + 64];
+        snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", ps->cache_path, (long)getpid(), (void *)ps);
         FILE *f = fopen(tmp, "wb");
         if (f) {
             bool ok = fwrite(buf, 1, n, f) == n;

@@ -11,7 +11,7 @@
  * (zn_vk_fa_cfgs: rows x keys per workgroup; on cooperative matrices, or
  * emulated without them) and in the default one, each with K and V in
  * shared buffers of their own ("K|V", where they fit: the default) and in
- * one ("KV"; ZN_VK_FA_KV2=0). TFLOP/s counts
+ * one ("KV"; tuning fa_kv2=off). TFLOP/s counts
  * 4 * head_dim * heads * (causal query-key pairs); ms/prefill = us/call
  * times the model's attention layers (36, 6, 10); "nmse" compares each
  * output with the scalar kernel's (f16 Q and P: ~1e-7 expected). */
@@ -68,16 +68,16 @@ int main(int argc, char **argv) {
             if (ci >= 0 && ci < ZN_VK_FA_NCFG && (zn_vk_fa_cfgs[ci].hd != hd || !vkops_fa_cfg_ok(&o, (uint32_t)ci))) continue;
             o.fa_cm = ci >= 0;
             o.mm_emulate = !cm;
-            o.fa_cfg = ci >= 0 && ci < ZN_VK_FA_NCFG ? (uint32_t)ci : ZN_VK_MM_AUTO;
+            o.t.fa_cfg = ci >= 0 && ci < ZN_VK_FA_NCFG ? (uint32_t)ci : ZN_VK_MM_AUTO;
             const uint32_t used = ci >= 0 ? vkops_fa_cfg_for(&o, hd) : ZN_VK_MM_AUTO;
             uint32_t b0 = 0, b1 = 0;
             if (used != ZN_VK_MM_AUTO) {
-                o.fa_kv2 = false, b0 = vkops_fa_cfg_bytes(&o, used);
-                o.fa_kv2 = true, b1 = vkops_fa_cfg_bytes(&o, used);
+                o.t.fa_kv2 = false, b0 = vkops_fa_cfg_bytes(&o, used);
+                o.t.fa_kv2 = true, b1 = vkops_fa_cfg_bytes(&o, used);
             }
             for (int v = b1 != b0; v >= 0; v--) { /* the second buffer only where it fits */
                 char name[64];
-                o.fa_kv2 = v;
+                o.t.fa_kv2 = v;
                 if (used != ZN_VK_MM_AUTO) {
                     vkpipe_destroy(&o.ps, &o.pipes[kind][used]); /* rebuilt with this fa_kv2 */
                     snprintf(name, sizeof name, "%s %ux%u %s%s (%u B)", cm ? "cm" : "emu", zn_vk_fa_cfgs[used].br,
@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
                        flop / us * 1e-6, e);
             }
         }
-        o.fa_cm = true, o.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false, o.fa_kv2 = true;
+        o.fa_cm = true, o.t.fa_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false, o.t.fa_kv2 = true;
         attn_bufs_free(&b);
         free(ref);
         free(out);

@@ -8,7 +8,7 @@
  * heads; Qwen3.5-2B: 256, 8 / 2; Qwen3.5-35B-A3B: 256, 16 / 2) after 512,
  * 4096 and 32768 cached tokens, with GPU timestamps over many calls
  * recorded in one command buffer: attn.comp (one workgroup per query head,
- * 256-key splits: ZN_VK_ATTN_DEC=0), then attn_dec.comp (one workgroup per
+ * 256-key splits: tuning attn_dec=off), then attn_dec.comp (one workgroup per
  * KV head and split) at several keys per split (ZN_VK_ATTN_CHUNK; "*" marks
  * the default; both merge their splits with attn_merge.comp). us/token =
  * us/call times the model's attention layers (36, 6, 10): the decode
@@ -38,7 +38,7 @@ int main(int argc, char **argv) {
     if (!open_device()) return 1;
     const bool dec_ok = o.attn_dec;
     printf("device: %s, subgroup %u, %d token(s) per call, median of %d%s\n", d.info.name, d.info.subgroup_size, T, REPS,
-           dec_ok ? "" : " (attn_dec.comp off: ZN_VK_ATTN_DEC=0 or subgroups under 8)");
+           dec_ok ? "" : " (attn_dec.comp off: tuning attn_dec=off or subgroups under 8)");
     /* layers: attention layers per model (us/token = one call per layer) */
     const struct { const char *what; uint32_t n_head, n_kv, hd, layers; } shapes[] = {
         {"8B   hd128 32/8", 32, 8, 128, 36},
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
             const double kv_bytes = 2.0 * 2.0 * (double)nkvv;
             for (int ci = 0; ci < n_cfg; ci++) {
                 o.attn_dec = ci > 0;
-                o.attn_chunk = ci ? chunks[ci] : ZN_VK_ATTN_CHUNK;
+                o.t.attn_chunk = ci ? chunks[ci] : ZN_VK_ATTN_CHUNK;
                 char name[64];
                 const char *dflt = chunks[ci] == ZN_VK_ATTN_DEC_CHUNK ? " *" : "";
                 if (ci) snprintf(name, sizeof name, "attn_dec %u keys%s", chunks[ci], dflt);

@@ -54,7 +54,7 @@ static bool time_calls(const vkop_attn *a, double *us) {
 /* The first device, its ops and a timed command buffer; stdout by lines. */
 static bool open_device(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
+    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return false;
     }

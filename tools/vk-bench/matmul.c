@@ -93,14 +93,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
+    if (vkdev_open(&d, -1, &err) || vkops_init(&o, &d, NULL, NULL, &err) || vkcmd_init(&c, &d, o.ps.layout, true, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    const bool cm2 = o.mm_cm2; /* ZN_VK_MM_CM2=0 skips its rows */
+    const bool cm2 = o.mm_cm2; /* a device without coopmat2 skips its rows */
     const char *oc = getenv("VKB_ONLY_CM2"); /* 1: only the coopmat2 configs (and the KHR default) */
     const bool only_cm2 = oc && atoi(oc) > 0;
-    o.mm_cm2_moe = true;       /* its cm2 rows time the MoE shapes on cm2 too */
+    o.t.mm_cm2_moe = true;       /* its cm2 rows time the MoE shapes on cm2 too */
     printf("device: %s, coopmat %s, NV coopmat2 %s, shared memory %u bytes, %d tokens, median of %d\n", d.info.name,
            o.coopmat ? "yes" : "no", d.info.coopmat2 ? "yes" : "no", d.info.max_shared, T, REPS);
     vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
@@ -192,7 +192,7 @@ int main(int argc, char **argv) {
         for (uint32_t ci = 0; ci <= ZN_VK_MM_NCFG; ci++) { /* the last: picked by shape (the default) */
             const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
             if (ci < ZN_VK_MM_NCFG && (!vkops_mm_cfg_fits(&o, ci) || (only_cm2 && cm2))) continue;
-            o.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
+            o.t.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
             char name[64];
             if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s auto (default)", cm ? "cm" : "emu");
             else snprintf(name, sizeof name, "f16 %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", f->bm, f->bn, f->wm, f->wn, f->wg);
@@ -201,12 +201,12 @@ int main(int argc, char **argv) {
                        gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
         }
-        o.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
+        o.t.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
         /* the NV cooperative matrix 2 kernel in every config, then by shape */
         for (uint32_t ci = 0; cm2 && ci <= ZN_VK_CM2_NCFG; ci++) {
             const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci < ZN_VK_CM2_NCFG ? ci : 0];
             o.mm_cm2 = true;
-            o.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
+            o.t.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
             char name[64];
             if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 auto (default)");
             else snprintf(name, sizeof name, "f16 cm2 %ux%u k%ux%u", f->bm, f->bn, f->bk, f->unroll);
@@ -218,7 +218,7 @@ int main(int argc, char **argv) {
                        gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
             else fprintf(stderr, "  %s: %s\n", name, err.msg);
         }
-        o.mm_cm2 = cm2, o.cm2_cfg = ZN_VK_MM_AUTO;
+        o.mm_cm2 = cm2, o.t.cm2_cfg = ZN_VK_MM_AUTO;
         vkarena_free(&a);
         vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
     }

@@ -1,20 +1,20 @@
 /* Mat-vec kernels on a real GPU (not part of CI). First, the decode
  * matmuls of an 8B (and the 35B MoE) as a decode step runs them, x fused
  * (RMS norm / SwiGLU), groups and all, two ways: quantx.comp, a barrier,
- * then matvec_q.comp ("pair", ZN_VK_MVX=0), and the integer mat-vec
+ * then matvec_q.comp ("pair", tuning mvx=off), and the integer mat-vec
  * quantising x in its own workgroups ("fused", one dispatch; vkops.mvx).
- * Each at vkops' defaults and over a grid: the pair's quantx slices
- * (ZN_VK_QX_SK vec4s per thread, 0: a workgroup per row; ZN_VK_QX_WG) and
- * mat-vec rows / steps (ZN_VK_MV_ROWS, ZN_VK_MV_UNROLL); the fused one's
- * workgroup size (ZN_VK_MVX_WG), rows, steps, workgroups per token
- * (ZN_VK_MVX_WGS) and weight prefetch before x is quantised
- * (ZN_VK_MVX_PF); both with and without prefetching each row block's and
- * the next one's weights into L2 (ZN_VK_MV_PN, ZN_VK_MVX_PN). The summary at the end gives per shape the fastest pair
- * and fused configurations, then the 8B decode-step time of these matmuls
- * under what vkops can be told: one pair configuration, a fused one per
- * weight type and size class (a row of vk_ops.c's mvx_tunes: matrices
- * under / over vkops.mvx_big_bytes, ZN_VK_MVX_BIG_MB), and per x mode
- * fused or pair (ZN_VK_MVX_MODES). With ZN_BENCH_SWEEP=1 then: the float kernel
+ * Each at the tuning's defaults and over a grid: the pair's quantx slices
+ * (tuning keys qx_sk vec4s per thread, 0: a workgroup per row; qx_wg) and
+ * mat-vec rows / steps (mvq_rows, mvq_unroll); the fused one's workgroup
+ * size (mvx_wg), rows, steps, workgroups per token (mvx_wgs) and weight
+ * prefetch before x is quantised (mvx_pf); both with and without
+ * prefetching each row block's and the next one's weights into L2 (mvq_pn,
+ * mvx_pn). The summary at the end gives per shape the fastest pair and
+ * fused configurations, then the 8B decode-step time of these matmuls
+ * under what the tuning can say: one pair configuration, a fused one per
+ * weight type and size class (mvx_* / mvxb_* keys: matrices under / over
+ * mvx_big_mb), and per x mode fused or pair (mvx_modes), each printed as
+ * --tune keys. With ZN_BENCH_SWEEP=1 then: the float kernel
  * (matvec.comp) against the integer-dot one on decode-shaped matrices of
  * the bench models, and a sweep of the integer kernel's workgroup size and
  * rows per subgroup. Build and run (a few minutes on an H200; the table is
@@ -56,6 +56,7 @@ typedef struct bench {
     vkarena a;
     int reps, warm;
     bool quick;
+    vktune t0;    /* vkops_init's tuning */
 } bench;
 
 typedef struct shape {
@@ -196,7 +197,7 @@ static const fshape fshapes[] = {
  * rows per subgroup x steps per iteration x workgroups per token, as
  * warps per SM of an H200 (132 SMs: each workgroup quantises x again, so
  * the fewer per SM the less of that) x prefetch before x / per block).
- * Prefetches are KB of weights per workgroup, turned into ZN_VK_MVX_PF /
+ * Prefetches are KB of weights per workgroup, turned into mvx_pf /
  * _PN sectors per thread. ZN_BENCH_QUICK: a few. */
 #define H200_SMS 132
 static const uint32_t p_sk[] = {0, 1, 2}, p_qxwg[] = {64, 256}, g_rows[] = {1, 2, 4}, g_unroll[] = {2, 3, 4};
@@ -226,7 +227,7 @@ static bool fcfg_at(const bench *b, size_t ci, fcfg *f) {
         const size_t in = g % NDIM(p_pnkb), iu = (g /= NDIM(p_pnkb)) % NDIM(g_unroll), ir = (g /= NDIM(g_unroll)) % NDIM(g_rows);
         const size_t iq = (g /= NDIM(g_rows)) % NDIM(p_qxwg), is = g / NDIM(p_qxwg);
         f->sk = p_sk[is], f->qxwg = p_qxwg[iq], f->rows = g_rows[ir], f->unroll = g_unroll[iu];
-        f->pn = sectors(p_pnkb[in], b->o.mv_wg);
+        f->pn = sectors(p_pnkb[in], b->o.t.mv_wg);
         return !b->quick || (is < 2 && iq < 1 && ir == 1 && iu == 0);
     }
     g -= N_PGRID;
@@ -247,17 +248,20 @@ static int fcfg_name(const fcfg *f, char *s, size_t n) {
 
 /* vkops as configuration f says (every mat-vec and quantx pipeline rebuilt). */
 static void apply_fcfg(bench *b, const fcfg *f, const vkops *def) {
+    vktune *t = &b->o.t;
+    *t = def->t;
     b->o.mvx = f->fused;
-    b->o.mv_rows = f->def ? def->mv_rows : f->rows;
-    b->o.mv_unroll = f->def ? def->mv_unroll : f->unroll;
-    b->o.mvx_wg = f->def || !f->fused ? def->mvx_wg : f->wg;
-    b->o.mvx_wgs = f->def || !f->fused ? def->mvx_wgs : f->wgs;
-    b->o.mvx_pf = f->def || !f->fused ? def->mvx_pf : f->pf;
-    b->o.mvx_pn = f->def || !f->fused ? def->mvx_pn : f->pn;
-    b->o.mv_pn = f->def || f->fused ? def->mv_pn : f->pn;
-    b->o.qx_sk = f->def || f->fused ? def->qx_sk : f->sk;
-    b->o.qx_wg = f->def || f->fused ? def->qx_wg : f->qxwg;
-    b->o.mvx_modes = 7;
+    t->mvx_modes = 7;
+    if (!f->def && !f->fused) { /* the pair: quantx's slices, the mat-vec after it */
+        vktune_set_all(t->mvq_rows, f->rows);
+        vktune_set_all(t->mvq_unroll, f->unroll);
+        t->mvq_pn = f->pn, t->qx_sk = f->sk, t->qx_wg = f->qxwg;
+    }
+    for (int c = 0; c < 2 && !f->def && f->fused; c++) { /* both size classes */
+        vktune_mvx *x = &t->mvx_t[c];
+        vktune_set_all(x->wg, f->wg), vktune_set_all(x->rows, f->rows), vktune_set_all(x->unroll, f->unroll);
+        vktune_set_all(x->wgs, f->wgs), vktune_set_all(x->pf, f->pf), vktune_set_all(x->pn, f->pn);
+    }
     for (int t = 0; t < ZN_VK_NTYPES; t++)
         for (int k = VKO_MATVEC_Q; k < VKO_COUNT; k++)
             if (k <= VKO_MATVEC_QXB_L) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
@@ -291,7 +295,7 @@ static bool fshape_big(const bench *b, size_t si) {
     const fshape *s = &fshapes[si];
     uint32_t rows = 0;
     for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
-    return (uint64_t)vkq_row_bytes(s->t, s->cols) * rows >= b->o.mvx_big_bytes;
+    return b->o.t.mvx_big_mb != ZN_VK_OFF && (uint64_t)vkq_row_bytes(s->t, s->cols) * rows >= (uint64_t)b->o.t.mvx_big_mb << 20;
 }
 
 static void print_summary(const bench *b, double us[][N_FCFG]) {
@@ -320,8 +324,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
                us[si][bf], kf);
     }
     /* what vkops' settings can express: one fused configuration per weight
-     * type and size class (mvx_tunes), one pair configuration (the quantx
-     * settings are global), and per x mode fused or pair (ZN_VK_MVX_MODES) */
+     * type and size class (mvx_* / mvxb_* keys), one pair configuration (the quantx
+     * settings are global), and per x mode fused or pair (mvx_modes) */
     bool use[N_FSHAPES];
     double t_pair, t_def = 0, t_pdef = 0, t_fused = 0, t_mix = 0;
     for (size_t si = 0; si < N_FSHAPES; si++) {
@@ -334,7 +338,7 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     printf("\n8B decode step (these matmuls, 36 layers + output), what vkops' settings can express:\n");
     printf("  pair, one configuration: %s: %.0f us (defaults %.0f)\n", kp, t_pair, t_pdef);
     if (bp)
-        printf("    = ZN_VK_MVX=0 ZN_VK_QX_SK=%u ZN_VK_QX_WG=%u ZN_VK_MV_ROWS=%u ZN_VK_MV_UNROLL=%u ZN_VK_MV_PN=%u\n", f.sk,
+        printf("    = --tune mvx=off,qx_sk=%u,qx_wg=%u,mvq_rows=%u,mvq_unroll=%u,mvq_pn=%u\n", f.sk,
                f.qxwg, f.rows, f.unroll, f.pn);
     size_t bft[2][2]; /* [Q6_K][big] */
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
@@ -356,8 +360,11 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
             printf("  fused %-5s %-5s %s: %.0f us (defaults %.0f)", zn_type_name(types[ti]), big ? "big" : "small", kf, t, td);
             if (bft[ti][big] == 1) printf("\n");
             else
-                printf("; mvx_tunes[%d] row {%u, %u, %u, %u, %u, %u}\n", big, f.wg / b->d.info.subgroup_size, f.rows,
-                       f.unroll, f.wgs, f.pf, f.pn);
+            {
+                const char *k = big ? "mvxb" : "mvx", *ty = ti ? "q6_k" : "q4_k";
+                printf("; --tune %s_wg.%s=%u,%s_rows.%s=%u,%s_unroll.%s=%u,%s_wgs.%s=%u,%s_pf.%s=%u,%s_pn.%s=%u\n", k, ty,
+                       f.wg, k, ty, f.rows, k, ty, f.unroll, k, ty, f.wgs, k, ty, f.pf, k, ty, f.pn);
+            }
             t_fused += t > 0 ? t : 0;
         }
     printf("  fused, per type and size: %.0f us (defaults %.0f)\n", t_fused, t_def);
@@ -374,7 +381,7 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
         printf("  x mode %s: fused %.0f us, pair %.0f us\n", m == VKX_PLAIN ? "plain  " : m == VKX_RMSNORM ? "rmsnorm" : "swiglu ",
                tf, tp);
     }
-    printf("  mixed (ZN_VK_MVX_MODES=%u, the pair's and the fused settings above): %.0f us\n", modes, t_mix);
+    printf("  mixed (--tune mvx_modes=%u, the pair's and the fused settings above): %.0f us\n", modes, t_mix);
 }
 
 /* One fshape's buffers and call. */
@@ -483,10 +490,14 @@ static int fused_section(bench *b, uint64_t budget, double us[][N_FCFG]) {
     return 0;
 }
 
+/* The float / pair mat-vec's workgroup, rows per subgroup and steps per
+ * iteration (0: the tuning's, per type). */
 static void set_config(bench *b, uint32_t wg, uint32_t nr, uint32_t unroll, bool intdot) {
-    b->o.mv_wg = wg;
-    b->o.mv_rows = nr;
-    b->o.mv_unroll = unroll;
+    vktune *t = &b->o.t;
+    *t = b->t0;
+    if (wg) t->mv_wg = wg;
+    if (nr) vktune_set_all(t->mv_rows, nr), vktune_set_all(t->mvq_rows, nr);
+    if (unroll) vktune_set_all(t->mvq_unroll, unroll);
     b->o.intdot = intdot;
     for (int t = 0; t < ZN_VK_NTYPES; t++) {
         vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC][t]);
@@ -499,7 +510,7 @@ int main(void) {
     bench b = {0};
     zn_err err = {0};
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (vkdev_open(&b.d, -1, &err) || vkops_init(&b.o, &b.d, NULL, &err) || vkcmd_init(&b.c, &b.d, b.o.ps.layout, true, &err)) {
+    if (vkdev_open(&b.d, -1, &err) || vkops_init(&b.o, &b.d, NULL, NULL, &err) || vkcmd_init(&b.c, &b.d, b.o.ps.layout, true, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -509,14 +520,15 @@ int main(void) {
     b.reps = quick ? 5 : 50;
     b.warm = quick ? 2 : 400; /* dispatches before the timed ones: let the clocks ramp up */
     /* vkops_init's defaults (0: per type) */
-    const uint32_t def_wg = b.o.mv_wg, def_nr = b.o.mv_rows, def_u = b.o.mv_unroll;
+    b.t0 = b.o.t;
+    const uint32_t def_wg = b.o.t.mv_wg, def_nr = 0, def_u = 0;
     const bool has_int = b.o.intdot;
     printf("device: %s, subgroup %u, integer dot products %s\n", b.d.info.name, b.d.info.subgroup_size,
            has_int ? "yes" : "NO (integer kernel not run)");
     vkarena_init(&b.a, &b.d, VKMEM_DEVICE, 0, 0);
     static double fus[N_FSHAPES][N_FCFG];
     if (has_int && b.o.mvx && fused_section(&b, budget, fus)) return 1;
-    if (!has_int || !b.o.mvx) printf("no fused integer mat-vec on this device (or ZN_VK_MVX=0)\n");
+    if (!has_int || !b.o.mvx) printf("no fused integer mat-vec on this device\n");
     if (!(getenv("ZN_BENCH_SWEEP") && atoi(getenv("ZN_BENCH_SWEEP")) > 0)) {
         vkcmd_free(&b.c);
         vkops_free(&b.o);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Decode with the recorded step replayed (default), replayed but waiting for
-# the GPU asleep (ZN_VK_POLL=0) and recorded anew every step
-# (ZN_VK_NO_REPLAY=1), on synthetic Q4_K_M models: tok/s and where
+# the GPU asleep (--tune poll=off) and recorded anew every step
+# (--no-replay), on synthetic Q4_K_M models: tok/s and where
 # a decode step's wall time goes (zinc bench's "step" line: waiting for the
 # GPU vs host work: prepare = record or replay check, submit, read of the
 # logits, engine/graph). Run from the repository root after the Vulkan
@@ -24,9 +24,8 @@ for m in $MODELS; do
   for depth in 0 4096; do
     for mode in replay sleep record; do
       echo "== $m depth $depth $mode" | tee -a "$log"
-      case $mode in replay) e=ZN_VK_POLL=1;; sleep) e=ZN_VK_POLL=0;; record) e=ZN_VK_NO_REPLAY=1;; esac
-      env $e \
-        timeout 120 $ZINC bench -m $f -p 0 -n $N -r 2 --depth $depth --backend vulkan 2>&1 |
+      case $mode in replay) e="--tune poll=on";; sleep) e="--tune poll=off";; record) e=--no-replay;; esac
+      timeout 120 $ZINC bench -m $f -p 0 -n $N -r 2 --depth $depth --backend vulkan $e 2>&1 |
         grep -E '^(tg|step)' | tee -a "$log"
     done
   done

@@ -1,0 +1,456 @@
+/* The device-class table, the key table and the override parser of the
+ * Vulkan tuning (see vk_tune.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "vk_ops.h"
+#include "vk_tune.h"
+
+int vktune_slot(zn_type t) {
+    switch (t) {
+    case ZN_TYPE_F32: return 0;
+    case ZN_TYPE_F16: return 1;
+    case ZN_TYPE_BF16: return 2;
+    case ZN_TYPE_Q4_0: return 3;
+    case ZN_TYPE_Q8_0: return 4;
+    case ZN_TYPE_Q4_K: return 5;
+    case ZN_TYPE_Q5_K: return 6;
+    case ZN_TYPE_Q6_K: return 7;
+    default: return -1;
+    }
+}
+
+static const char *const slot_names[ZN_VK_NTYPES] = {"f32", "f16", "bf16", "q4_0", "q8_0", "q4_k", "q5_k", "q6_k"};
+#define FIRST_QUANT 3 /* slots 3.. are the integer mat-vec's types */
+
+void vktune_set_all(uint32_t a[ZN_VK_NTYPES], uint32_t v) {
+    for (int i = 0; i < ZN_VK_NTYPES; i++) a[i] = v;
+}
+
+/* ---- the device classes ---- */
+
+#define ALL(v) {v, v, v, v, v, v, v, v}
+#define KQ(k, o) {o, o, o, o, o, k, k, o} /* Q4_K and Q5_K k, the other types o */
+#define SG 0                              /* a workgroup size of one subgroup */
+
+/* One class: its defaults as measured on a device of ref_units SMs / CUs;
+ * the counts that fill a GPU (workgroups per token, minimum workgroup
+ * counts of the tile choices) are scaled to the device's own (ref_units 0:
+ * never scaled). Workgroup sizes are threads (SG: one subgroup) unless
+ * named in subgroups. */
+typedef struct row_mvx {
+    uint8_t sgs[ZN_VK_NTYPES], rows[ZN_VK_NTYPES], unroll[ZN_VK_NTYPES], pf[ZN_VK_NTYPES], pn[ZN_VK_NTYPES];
+    uint32_t wgs[ZN_VK_NTYPES];
+} row_mvx;
+
+typedef struct tune_row {
+    const char *cls;
+    bool (*match)(const vkdev_info *d);
+    uint32_t ref_units;
+    uint32_t mv_sgs;
+    uint8_t mv_rows[ZN_VK_NTYPES], mvq_rows[ZN_VK_NTYPES], mvq_unroll[ZN_VK_NTYPES];
+    uint32_t mv_one_rows, mvq_pn, qx_sk;
+    row_mvx mvx[2];
+    uint32_t mvx_big_mb;
+    uint32_t small_wg, norm_wg, merge_wg;
+    uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k;
+    uint32_t attn_dec_min, fa_min_tok;
+    bool poll;
+} tune_row;
+
+static bool is_cpu(const vkdev_info *d) { return d->kind && !strcmp(d->kind, "cpu"); }
+static bool is_nvidia(const vkdev_info *d) { return d->vendor_id == 0x10de; }
+/* Navi 4x (RX 9000 series) by PCI id; RDNA3 as llama.cpp tells it: wave32
+ * and wave64, and accelerated mixed-signedness int8 dot products */
+static bool is_rdna4(const vkdev_info *d) { return d->vendor_id == 0x1002 && d->device_id >= 0x7550 && d->device_id <= 0x75ff; }
+static bool is_rdna3(const vkdev_info *d) {
+    return d->vendor_id == 0x1002 && d->subgroup_min == 32 && d->subgroup_max == 64 && d->int_dot_mixed_fast;
+}
+static bool is_amd(const vkdev_info *d) { return d->vendor_id == 0x1002; }
+static bool is_intel(const vkdev_info *d) { return d->vendor_id == 0x8086; }
+static bool any(const vkdev_info *d) { (void)d; return true; }
+
+/* The GPU defaults. Measured on an NVIDIA H200 (Hopper, 132 SMs; bench/
+ * results/2026-11-30-h200-vulkan*): on other GPUs they are a starting point
+ * for tools/vk-bench until someone measures a row of their own.
+ * - mv_rows: 4 rows per subgroup for the 4/5-bit K-quants, whose per-row
+ *   loads are small; 2 for Q6_K (4 ran 1.4-4x slower) and the rest (sweep,
+ *   2026-11-30-h200-vulkan.md).
+ * - mvq_rows x mvq_unroll: per lane, NR x U row steps of loads in flight (16
+ *   bytes of quants per step for Q4_0 and the 4/5-bit K-quants, 32 for
+ *   Q8_0, 48 for Q6_K); 1 x 4 was +1.7 % on an 8B decode and even on a 2B
+ *   one, per-shape sweeps disagreed by type, so 2 x 2 for all (s2).
+ * - qx_sk 1: quantx in slices of one vec4 per thread: an 8B's gate+up 32.9
+ *   -> 28.5 us with its barrier and mat-vec, down 34.5 -> 22.7 (s3 run 10).
+ * - mvx: each workgroup quantises x itself (up to 96 KB of f32 x and aux
+ *   read), so workgroups loop over row blocks, all resident at once: 4 per
+ *   SM of 4 subgroups. The big-matrix row (an 8B's gate+up, down, output:
+ *   one workgroup of 16 subgroups per SM, quantising x a quarter as often)
+ *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
+ *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
+ *   242.5 without (run 12): mvx_big_mb off.
+ * - mm_min_wgs 256 (two workgroups per SM): the largest f16 GEMM tile that
+ *   still gives that many, small products need many small tiles.
+ * - cm2: at k >= cm2_long_k (8B ffn_down, 12288) 128 x 128 does 191 TFLOP/s
+ *   where it still gives about a workgroup per SM (cm2_min_wgs 96); below
+ *   that 64 x 128 is the fastest or within 5 % on every dense shape of the
+ *   three models and on the grouped MoE GEMM, and 64 x 64 wins where 64 x
+ *   128 gives too few workgroups (s3 runs 7-8).
+ * - attn_dec_min 256: short contexts stay on attn.comp, unsplit (8B tg128
+ *   from an empty context, 240 tok/s there against 229 on attn_dec.comp,
+ *   which wins from a few hundred keys on: 215 against 177 at depth 4096;
+ *   run 12). */
+#define GPU_ROW(name, fn)                                                                                          \
+    {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
+     .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
+     .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
+     .mvx_big_mb = ZN_VK_OFF, .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 5, .moe_min_tok = 16, \
+     .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
+     .fa_min_tok = 16, .poll = true}
+
+static const tune_row rows[] = {
+    /* CPU implementations (lavapipe): they run a workgroup's subgroups one
+     * after another and pay for every barrier, so one subgroup per
+     * workgroup; the tiled GEMM's barriers cost more than re-reading
+     * weights (mat-vec at every size); each fused-mat-vec workgroup
+     * quantising x again is CPU time (16); more quantx workgroups only
+     * cost; polling takes a core from the work. */
+    {.cls = "cpu", .match = is_cpu, .ref_units = 0, .mv_sgs = 1, .mv_rows = ALL(4), .mvq_rows = ALL(4),
+     .mvq_unroll = ALL(1), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 0,
+     .mvx = {{ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)}, {ALL(1), ALL(4), ALL(1), KQ(2, 0), ALL(0), ALL(16)}},
+     .mvx_big_mb = ZN_VK_OFF, .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
+     .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
+     .attn_dec_min = 256, .fa_min_tok = 16, .poll = false},
+    GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's */
+    GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
+    GPU_ROW("amd-rdna3", is_rdna3),   /* unmeasured */
+    GPU_ROW("amd", is_amd),           /* GCN, RDNA1/2; unmeasured */
+    GPU_ROW("intel", is_intel),       /* unmeasured; no core count from the driver */
+    GPU_ROW("generic", any),
+};
+
+static uint32_t scaled(const tune_row *r, uint32_t units, uint32_t v) {
+    if (!r->ref_units || !units || v == ZN_VK_OFF) return v;
+    const uint64_t s = ((uint64_t)v * units + r->ref_units / 2) / r->ref_units;
+    return s < 1 ? 1 : s > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)s;
+}
+
+static uint32_t threads(uint32_t v, uint32_t sg) { return v == SG ? sg : v; }
+
+static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
+    const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1, u = d->compute_units;
+    memset(t, 0, sizeof *t);
+    t->cls = r->cls;
+    t->units = r->ref_units ? u : 0;
+    t->mv_wg = r->mv_sgs * sg;
+    for (int i = 0; i < ZN_VK_NTYPES; i++) {
+        t->mv_rows[i] = r->mv_rows[i];
+        t->mvq_rows[i] = r->mvq_rows[i];
+        t->mvq_unroll[i] = r->mvq_unroll[i];
+        for (int b = 0; b < 2; b++) {
+            const row_mvx *m = &r->mvx[b];
+            vktune_mvx *x = &t->mvx_t[b];
+            x->wg[i] = m->sgs[i] * sg, x->rows[i] = m->rows[i], x->unroll[i] = m->unroll[i];
+            x->wgs[i] = scaled(r, u, m->wgs[i]), x->pf[i] = m->pf[i], x->pn[i] = m->pn[i];
+        }
+    }
+    t->mv_one_rows = r->mv_one_rows;
+    t->intdot = t->mvx = true;
+    t->mvq_pn = r->mvq_pn;
+    t->qx_sk = r->qx_sk;
+    t->mvx_modes = 7;
+    t->mvx_big_mb = r->mvx_big_mb;
+    t->small_wg = threads(r->small_wg, sg);
+    t->norm_wg = threads(r->norm_wg, sg);
+    t->qx_wg = t->norm_wg; /* one per row, wide, like norm's */
+    t->merge_wg = threads(r->merge_wg, sg);
+    t->mm_min_tok = r->mm_min_tok;
+    t->moe_min_tok = r->moe_min_tok;
+    t->mm_min_rows = r->mm_min_rows;
+    t->mm_cfg = t->cm2_cfg = t->fa_cfg = ZN_VK_AUTO;
+    t->mm_min_wgs = scaled(r, u, r->mm_min_wgs);
+    t->mm_cm2 = t->mm_cm2_moe = true;
+    t->cm2_min_wgs = scaled(r, u, r->cm2_min_wgs);
+    t->cm2_long_k = r->cm2_long_k;
+    /* 1/64 of the device's memory, within limits: a matrix split into
+     * chunks serialises dequantisation and multiplication */
+    uint64_t cap = d->vram_bytes / 64;
+    cap = cap < ZN_VK_MM_SCRATCH ? ZN_VK_MM_SCRATCH : cap > ZN_VK_MM_SCRATCH_MAX ? ZN_VK_MM_SCRATCH_MAX : cap;
+    t->mm_scratch_mb = (uint32_t)(cap >> 20);
+    t->attn_dec = t->fa_cm = t->fa_kv2 = true;
+    t->attn_chunk = ZN_VK_AUTO; /* by attn_dec: vktune_init resolves it */
+    t->attn_dec_min = r->attn_dec_min;
+    t->fa_min_tok = r->fa_min_tok;
+    t->poll = r->poll;
+}
+
+/* ---- the keys ---- */
+
+typedef enum { K_BOOL, K_U32, K_TYPED } key_kind;
+enum {
+    F_SG = 1,    /* a workgroup size: a multiple of the subgroup size, at most the device's limit */
+    F_AUTO = 2,  /* "auto" = ZN_VK_AUTO */
+    F_OFF = 4,   /* "off" = ZN_VK_OFF */
+    F_QUANT = 8, /* per type, the integer kernels' types only */
+    F_M8 = 16,   /* a workgroup size, a multiple of 8 (q8x.glsl's 8-lane blocks) */
+};
+
+typedef struct tune_key {
+    const char *name;
+    key_kind kind;
+    size_t off;
+    uint32_t lo, hi, flags;
+} tune_key;
+
+#define KB(n, f) {n, K_BOOL, offsetof(vktune, f), 0, 1, 0}
+#define KU(n, f, lo, hi, fl) {n, K_U32, offsetof(vktune, f), lo, hi, fl}
+#define KT(n, f, lo, hi, fl) {n, K_TYPED, offsetof(vktune, f), lo, hi, fl}
+#define KX(p, b)                                                                                                 \
+    KT(p "_wg", mvx_t[b].wg, 1, 1024, F_SG | F_QUANT), KT(p "_rows", mvx_t[b].rows, 1, 16, F_QUANT),            \
+    KT(p "_unroll", mvx_t[b].unroll, 1, 8, F_QUANT), KT(p "_wgs", mvx_t[b].wgs, 0, 1u << 20, F_QUANT),           \
+    KT(p "_pf", mvx_t[b].pf, 0, ZN_VK_MVX_MAX_PF, F_QUANT), KT(p "_pn", mvx_t[b].pn, 0, ZN_VK_MVX_MAX_PF, F_QUANT)
+
+static const tune_key keys[] = {
+    KU("mv_wg", mv_wg, 1, 1024, F_SG),
+    KT("mv_rows", mv_rows, 1, 16, 0),
+    KU("mv_one_rows", mv_one_rows, 0, 1u << 30, 0),
+    KB("intdot", intdot),
+    KT("mvq_rows", mvq_rows, 1, 16, F_QUANT),
+    KT("mvq_unroll", mvq_unroll, 1, 8, F_QUANT),
+    KU("mvq_pn", mvq_pn, 0, ZN_VK_MVX_MAX_PF, 0),
+    KU("qx_sk", qx_sk, 0, 16, 0),
+    KU("qx_wg", qx_wg, 8, 1024, F_M8),
+    KB("mvx", mvx),
+    KU("mvx_modes", mvx_modes, 0, 7, 0),
+    KU("mvx_big_mb", mvx_big_mb, 0, 1u << 20, F_OFF),
+    KX("mvx", 0),
+    KX("mvxb", 1),
+    KU("small_wg", small_wg, 1, 1024, F_SG),
+    KU("norm_wg", norm_wg, 1, 1024, F_SG),
+    KU("mm_min_tok", mm_min_tok, 1, 1u << 30, F_OFF),
+    KU("moe_min_tok", moe_min_tok, 1, 1u << 30, F_OFF),
+    KU("mm_min_rows", mm_min_rows, 0, 1u << 30, 0),
+    KU("mm_cfg", mm_cfg, 0, ZN_VK_MM_NCFG - 1, F_AUTO),
+    KU("mm_min_wgs", mm_min_wgs, 1, 1u << 20, 0),
+    KB("mm_cm2", mm_cm2),
+    KB("mm_cm2_moe", mm_cm2_moe),
+    KU("cm2_cfg", cm2_cfg, 0, ZN_VK_CM2_NCFG - 1, F_AUTO),
+    KU("cm2_min_wgs", cm2_min_wgs, 1, 1u << 20, 0),
+    KU("cm2_long_k", cm2_long_k, 0, 1u << 30, F_OFF),
+    KU("mm_scratch_mb", mm_scratch_mb, 0, 1u << 20, 0),
+    KB("attn_dec", attn_dec),
+    KU("attn_chunk", attn_chunk, 1, 1u << 20, F_AUTO),
+    KU("attn_dec_min", attn_dec_min, 0, 1u << 30, 0),
+    KU("merge_wg", merge_wg, 1, 1024, F_SG),
+    KB("fa_cm", fa_cm),
+    KU("fa_cfg", fa_cfg, 0, ZN_VK_FA_NCFG - 1, F_AUTO),
+    KB("fa_kv2", fa_kv2),
+    KU("fa_min_tok", fa_min_tok, 1, 1u << 30, F_OFF),
+    KB("poll", poll),
+};
+#define N_KEYS (sizeof keys / sizeof *keys)
+
+static uint32_t *u32_at(vktune *t, const tune_key *k) { return (uint32_t *)((char *)t + k->off); }
+static bool *bool_at(vktune *t, const tune_key *k) { return (bool *)((char *)t + k->off); }
+static const uint32_t *cu32_at(const vktune *t, const tune_key *k) { return (const uint32_t *)((const char *)t + k->off); }
+static const bool *cbool_at(const vktune *t, const tune_key *k) { return (const bool *)((const char *)t + k->off); }
+
+/* "mvx_foo": the keys that share its first word; else the key families
+ * ("mv_*, intdot, ..."). */
+static void key_hint(const char *name, size_t len, char *buf, size_t cap) {
+    size_t w = 0;
+    while (w < len && name[w] != '_' && name[w] != '.') w++;
+    size_t n = 0;
+    buf[0] = 0;
+    for (int pass = 0; pass < 2 && !n; pass++)
+        for (size_t i = 0; i < N_KEYS; i++) {
+            const char *kn = keys[i].name;
+            const size_t kw = strcspn(kn, "_");
+            if (pass == 0 && (kw != w || strncmp(kn, name, w))) continue;
+            if (pass == 1 && i && strcspn(keys[i - 1].name, "_") == kw && !strncmp(keys[i - 1].name, kn, kw)) continue;
+            bool seen = false; /* a family listed before (mv_* around mv_one_rows) */
+            for (size_t j = 0; pass == 1 && j + 1 < i && !seen; j++)
+                seen = strcspn(keys[j].name, "_") == kw && !strncmp(keys[j].name, kn, kw);
+            if (seen) continue;
+            const bool family = pass == 1 && (kn[kw] || (i + 1 < N_KEYS && !strncmp(keys[i + 1].name, kn, kw) &&
+                                                          keys[i + 1].name[kw] == '_'));
+            int wr = pass == 0 ? snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", kn)
+                               : snprintf(buf + n, cap - n, "%s%.*s%s", n ? ", " : "", (int)kw, kn, family ? "_*" : "");
+            if (wr < 0 || (size_t)wr >= cap - n) break;
+            n += (size_t)wr;
+        }
+}
+
+static bool word_is(const char *s, size_t n, const char *w) { return strlen(w) == n && !strncmp(s, w, n); }
+
+/* A decimal number of n characters in [lo, hi]. */
+static bool parse_num(const char *s, size_t n, uint32_t lo, uint32_t hi, uint32_t *out) {
+    if (!n || n > 10) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    if (v < lo || v > hi) return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+static void range_text(const tune_key *k, const vkdev_info *d, char *buf, size_t cap) {
+    if (k->kind == K_BOOL) {
+        snprintf(buf, cap, "on or off");
+        return;
+    }
+    const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1;
+    const uint32_t hi = (k->flags & (F_SG | F_M8)) && d->max_wg_invocations && d->max_wg_invocations < k->hi
+                            ? d->max_wg_invocations : k->hi;
+    int n = (k->flags & F_SG) ? snprintf(buf, cap, "a multiple of %u in %u..%u", sg, sg, hi)
+            : (k->flags & F_M8) ? snprintf(buf, cap, "a multiple of 8 in %u..%u", k->lo, hi)
+                                : snprintf(buf, cap, "%u..%u", k->lo, hi);
+    if (n > 0 && (size_t)n < cap && (k->flags & (F_AUTO | F_OFF)))
+        snprintf(buf + n, cap - (size_t)n, " or %s", (k->flags & F_AUTO) ? "auto" : "off");
+}
+
+static bool parse_value(const tune_key *k, const vkdev_info *d, const char *v, size_t n, uint32_t *out) {
+    if (k->kind == K_BOOL) {
+        if (word_is(v, n, "on") || word_is(v, n, "1") || word_is(v, n, "true")) return *out = 1, true;
+        if (word_is(v, n, "off") || word_is(v, n, "0") || word_is(v, n, "false")) return *out = 0, true;
+        return false;
+    }
+    if ((k->flags & F_AUTO) && word_is(v, n, "auto")) return *out = ZN_VK_AUTO, true;
+    if ((k->flags & F_OFF) && word_is(v, n, "off")) return *out = ZN_VK_OFF, true;
+    uint32_t hi = k->hi;
+    if ((k->flags & (F_SG | F_M8)) && d->max_wg_invocations && d->max_wg_invocations < hi) hi = d->max_wg_invocations;
+    if (!parse_num(v, n, k->lo, hi, out)) return false;
+    const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1;
+    if ((k->flags & F_SG) && *out % sg) return false;
+    if ((k->flags & F_M8) && *out % 8) return false;
+    return true;
+}
+
+/* One "key[.type]=value" item of n characters. */
+static zn_status apply_item(vktune *t, const vkdev_info *d, const char *s, size_t n, zn_err *err) {
+    const char *eq = memchr(s, '=', n);
+    if (!eq) return zn_errf(err, ZN_ERR_ARG, "tuning: '%.*s' is not key=value", (int)n, s);
+    const char *dot = memchr(s, '.', (size_t)(eq - s));
+    const size_t kl = (size_t)((dot ? dot : eq) - s);
+    if (!kl) return zn_errf(err, ZN_ERR_ARG, "tuning: '%.*s' has no key", (int)n, s);
+    const tune_key *k = NULL;
+    for (size_t i = 0; i < N_KEYS && !k; i++)
+        if (word_is(s, kl, keys[i].name)) k = &keys[i];
+    if (!k) {
+        char hint[384];
+        key_hint(s, kl, hint, sizeof hint);
+        return zn_errf(err, ZN_ERR_ARG, "tuning: unknown key '%.*s' (keys: %s)", (int)kl, s, hint);
+    }
+    int slot = -1;
+    if (dot) {
+        const size_t tl = (size_t)(eq - dot - 1);
+        for (int i = k->flags & F_QUANT ? FIRST_QUANT : 0; i < ZN_VK_NTYPES && slot < 0; i++)
+            if (tl == strlen(slot_names[i]) && !strncasecmp(dot + 1, slot_names[i], tl)) slot = i;
+        if (k->kind != K_TYPED || slot < 0)
+            return zn_errf(err, ZN_ERR_ARG, "tuning: '%.*s': %s", (int)(eq - s), s,
+                           k->kind != K_TYPED ? "the key has no per-type values"
+                           : k->flags & F_QUANT ? "the type is one of q4_0, q8_0, q4_k, q5_k, q6_k"
+                                                : "the type is one of f32, f16, bf16, q4_0, q8_0, q4_k, q5_k, q6_k");
+    }
+    const char *v = eq + 1;
+    const size_t vl = n - (size_t)(v - s);
+    uint32_t val;
+    if (!parse_value(k, d, v, vl, &val)) {
+        char want[96];
+        range_text(k, d, want, sizeof want);
+        return zn_errf(err, ZN_ERR_ARG, "tuning: bad value '%.*s' for %s (%s)", (int)vl, v, k->name, want);
+    }
+    if (k->kind == K_BOOL) *bool_at(t, k) = val != 0;
+    else if (k->kind == K_U32) *u32_at(t, k) = val;
+    else
+        for (int i = 0; i < ZN_VK_NTYPES; i++)
+            if (slot < 0 ? !(k->flags & F_QUANT) || i >= FIRST_QUANT : i == slot) u32_at(t, k)[i] = val;
+    return ZN_OK;
+}
+
+zn_status vktune_apply(vktune *t, const vkdev_info *d, const char *spec, zn_err *err) {
+    for (const char *p = spec; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        const char *s = p;
+        while (n && (*s == ' ' || *s == '\t')) s++, n--;
+        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+        if (n) {
+            zn_status st = apply_item(t, d, s, n, err);
+            if (st) return st;
+        }
+        p = e ? e + 1 : p + strlen(p);
+    }
+    return ZN_OK;
+}
+
+zn_status vktune_init(vktune *t, const vkdev_info *d, const char *spec, zn_err *err) {
+    const tune_row *r = &rows[0];
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        if (rows[i].match(d)) {
+            r = &rows[i];
+            break;
+        }
+    fill(t, r, d);
+    zn_status st = vktune_apply(t, d, spec, err);
+    if (st) return st;
+    /* attn_dec.comp splits more finely (its 8-lane rows need subgroups of 8) */
+    if (t->attn_chunk == ZN_VK_AUTO)
+        t->attn_chunk = t->attn_dec && d->subgroup_size >= 8 ? ZN_VK_ATTN_DEC_CHUNK : ZN_VK_ATTN_CHUNK;
+    return ZN_OK;
+}
+
+static int put_value(char *buf, size_t cap, const tune_key *k, uint32_t v) {
+    if (k->kind == K_BOOL) return snprintf(buf, cap, "%s", v ? "on" : "off");
+    if ((k->flags & F_AUTO) && v == ZN_VK_AUTO) return snprintf(buf, cap, "auto");
+    if ((k->flags & F_OFF) && v == ZN_VK_OFF) return snprintf(buf, cap, "off");
+    return snprintf(buf, cap, "%u", v);
+}
+
+void vktune_describe(const vktune *t, char *buf, size_t cap) {
+    size_t n = 0;
+    if (cap) buf[0] = 0;
+#define PUT(...)                                                                   \
+    do {                                                                           \
+        int w_ = snprintf(buf + n, cap - n, __VA_ARGS__);                          \
+        if (w_ < 0 || (size_t)w_ >= cap - n) return;                               \
+        n += (size_t)w_;                                                           \
+    } while (0)
+#define PUTV(k, v)                                                                 \
+    do {                                                                           \
+        int w_ = put_value(buf + n, cap - n, k, v);                                \
+        if (w_ < 0 || (size_t)w_ >= cap - n) return;                               \
+        n += (size_t)w_;                                                           \
+    } while (0)
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const tune_key *k = &keys[i];
+        if (k->kind != K_TYPED) {
+            PUT("%s%s=", i ? "," : "", k->name);
+            PUTV(k, k->kind == K_BOOL ? *cbool_at(t, k) : *cu32_at(t, k));
+            continue;
+        }
+        /* the most common value over the key's types, then the others */
+        const uint32_t *a = cu32_at(t, k);
+        const int lo = k->flags & F_QUANT ? FIRST_QUANT : 0;
+        uint32_t base = a[lo];
+        int best = 0;
+        for (int s = lo; s < ZN_VK_NTYPES; s++) {
+            int c = 0;
+            for (int j = lo; j < ZN_VK_NTYPES; j++) c += a[j] == a[s];
+            if (c > best) best = c, base = a[s];
+        }
+        PUT("%s%s=", i ? "," : "", k->name);
+        PUTV(k, base);
+        for (int s = lo; s < ZN_VK_NTYPES; s++)
+            if (a[s] != base) {
+                PUT(",%s.%s=", k->name, slot_names[s]);
+                PUTV(k, a[s]);
+            }
+    }
+#undef PUT
+#undef PUTV
+}

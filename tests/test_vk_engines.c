@@ -1,0 +1,224 @@
+/* Several engines in one process, each with its own backend, device and
+ * tuning (zn_engine_opts: configuration is data, nothing process-wide):
+ * a CPU engine, a Vulkan engine with the device's tuning and one with
+ * another (the float mat-vec, attn.comp decode with 4-key splits, the
+ * scalar prefill attention, no fusion), on the same model at once, stepped
+ * in turns: each must give llama.cpp's golden logits at every prompt
+ * position and, on F32 files, the golden greedy tokens.
+ *
+ * Then pipelines at init: a Vulkan engine creates every pipeline its model
+ * can select when it starts, so a run through prompts of every size class
+ * and decode steps across the attention thresholds (split-K chunks,
+ * attn_dec_min: other kernels) creates none (zn_backend_stats.pipelines_late),
+ * with the device's tuning, with small thresholds, and on the f16 GEMM path
+ * (emulated without cooperative matrices). With the init pass off the
+ * same run does create pipelines: the counter sees them.
+ * No Vulkan device: the suite is skipped. */
+#include "engine.h"
+#include "golden.h"
+#include "model.h"
+
+#define F32 1e-5
+#define QNT 1e-3
+
+/* Engine i of the side-by-side run. */
+static zn_engine_opts side_opts(int i) {
+    zn_engine_opts o = engine_default_opts();
+    o.backend = i ? "vulkan" : "cpu";
+    o.be.n_threads = 2;
+    if (i == 2) {
+        o.be.tune = "intdot=off,attn_dec=off,attn_chunk=4,fa_cm=off,mv_rows=1";
+        o.be.no_fusion = true;
+    }
+    return o;
+}
+
+#define N_SIDE 3
+
+static void side_by_side(const char *name, double tol, bool greedy) {
+    char mpath[512], gpath[512];
+    golden_paths(name, mpath, gpath, sizeof mpath);
+    golden gd = {0};
+    zn_model m;
+    zn_err err = {0};
+    if (!golden_load(&gd, gpath) || model_load(&m, mpath, &err)) {
+        CHECK_MSG(false, "%s: %s", name, err.msg[0] ? err.msg : "cannot read the golden file");
+        free(gd.logits);
+        return;
+    }
+    zn_engine e[N_SIDE];
+    zn_seq s[N_SIDE];
+    memset(e, 0, sizeof e);
+    memset(s, 0, sizeof s);
+    float *lg[N_SIDE] = {0};
+    int tok[N_SIDE], match[N_SIDE] = {0}, n = 0;
+    bool ok = true;
+    for (; n < N_SIDE && ok; n++) {
+        const zn_engine_opts o = side_opts(n);
+        zn_status st = engine_init(&e[n], &m, &o, &err);
+        if (!st) st = seq_init(&s[n], &e[n], 2 * NPOS + 1, &err);
+        lg[n] = malloc(sizeof(float) * NPOS * (size_t)gd.n_vocab);
+        ok = !st && lg[n];
+        if (!ok) CHECK_MSG(false, "%s: engine %d: %s", name, n, err.msg);
+    }
+    /* the prompt on each engine in turn, then a decode step on each in turn */
+    for (int i = 0; ok && i < N_SIDE; i++) {
+        ok = engine_decode(&e[i], &s[i], gd.prompt, NPOS, lg[i], true, &err) == ZN_OK;
+        CHECK_MSG(ok, "%s: engine %d: %s", name, i, err.msg);
+        double worst = 0;
+        for (int p = 0; ok && p < NPOS; p++) {
+            const double d = nmse(lg[i] + (size_t)p * gd.n_vocab, gd.logits + (size_t)p * gd.n_vocab, gd.n_vocab);
+            worst = d > worst ? d : worst;
+        }
+        if (ok) CHECK_MSG(worst <= tol, "%s: engine %d (%s): worst prompt nmse %.3g > %.0e", name, i, e[i].be->name, worst, tol);
+        if (ok) tok[i] = argmax(lg[i] + (size_t)(NPOS - 1) * gd.n_vocab, gd.n_vocab);
+    }
+    for (int k = 0; ok && greedy && k < NPOS; k++)
+        for (int i = 0; ok && i < N_SIDE; i++) {
+            if (tok[i] != gd.greedy[k]) continue; /* diverged: counted below */
+            match[i]++;
+            int32_t t = tok[i];
+            ok = engine_decode(&e[i], &s[i], &t, 1, lg[i], false, &err) == ZN_OK;
+            CHECK_MSG(ok, "%s: engine %d decode: %s", name, i, err.msg);
+            if (ok) tok[i] = argmax(lg[i], gd.n_vocab);
+        }
+    for (int i = 0; ok && greedy && i < N_SIDE; i++)
+        CHECK_MSG(match[i] == NPOS, "%s: engine %d (%s): %d of %d greedy tokens match", name, i, e[i].be->name, match[i], NPOS);
+    for (int i = 0; i < n; i++) {
+        seq_free(&s[i]);
+        engine_free(&e[i]);
+        free(lg[i]);
+    }
+    model_free(&m);
+    free(gd.logits);
+}
+
+static void test_side_by_side(void) {
+    side_by_side("qwen3-dense-f32", F32, true);
+    side_by_side("qwen35-dense-q4_k_m", QNT, false);
+    side_by_side("llama-moe-q8_0", QNT, false);
+}
+
+/* The tuning each engine got is its own. */
+static void test_tunings_differ(void) {
+    char mpath[512], gpath[512];
+    golden_paths("qwen3-dense-f32", mpath, gpath, sizeof mpath);
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, mpath, &err)) {
+        CHECK_MSG(false, "%s", err.msg);
+        return;
+    }
+    zn_engine a, b;
+    const zn_engine_opts oa = side_opts(1), ob = side_opts(2);
+    CHECK(engine_init(&a, &m, &oa, &err) == ZN_OK);
+    CHECK(engine_init(&b, &m, &ob, &err) == ZN_OK);
+    zn_tuning ta = {0}, tb = {0};
+    CHECK(a.be->tuning && a.be->tuning(a.be_ctx, -1, NULL, &ta, &err) == ZN_OK);
+    CHECK(b.be->tuning && b.be->tuning(b.be_ctx, -1, NULL, &tb, &err) == ZN_OK);
+    CHECK(strstr(ta.spec, "intdot=on") && strstr(ta.spec, "attn_dec=on"));
+    CHECK(strstr(tb.spec, "intdot=off") && strstr(tb.spec, "attn_dec=off") && strstr(tb.spec, "attn_chunk=4,"));
+    CHECK_EQ_STR(ta.cls, tb.cls);
+    engine_free(&a);
+    engine_free(&b);
+    model_free(&m);
+}
+
+/* Prompts of several sizes (the last row's logits or all rows'), then a
+ * prompt of n_pre tokens and decode steps to n_pre + n_dec keys; returns
+ * the pipelines created after init, -1 on failure. */
+static long pipelines_during(const zn_model *m, zn_engine_opts o, int n_pre, int n_dec) {
+    zn_engine e;
+    zn_seq s;
+    zn_err err = {0};
+    zn_status st = engine_init(&e, m, &o, &err);
+    if (st) {
+        CHECK_MSG(false, "%s", err.msg);
+        return -1;
+    }
+    const int n_ctx = (n_pre + n_dec > 64 ? n_pre + n_dec : 64) + 8;
+    int32_t *toks = malloc(sizeof *toks * (size_t)n_ctx);
+    float *lg = malloc(sizeof *lg * (size_t)m->hp.n_vocab * 64);
+    for (int i = 0; toks && i < n_ctx; i++) toks[i] = (int32_t)((i * 37 + 11) % m->hp.n_vocab);
+    st = toks && lg ? seq_init(&s, &e, n_ctx, &err) : ZN_ERR_NOMEM;
+    static const int sizes[] = {1, 2, 3, 4, 5, 16, 17, 64};
+    for (size_t k = 0; !st && k < sizeof sizes / sizeof *sizes; k++) {
+        seq_reset(&s);
+        st = engine_decode(&e, &s, toks, sizes[k], lg, k % 2 == 1, &err);
+        if (!st && sizes[k] <= 4) st = engine_decode(&e, &s, toks + sizes[k], sizes[k], lg, k % 2 == 0, &err);
+    }
+    if (!st) seq_reset(&s);
+    if (!st && n_pre) st = engine_decode(&e, &s, toks, n_pre, lg, false, &err);
+    for (int i = 0; !st && i < n_dec; i++) st = engine_decode(&e, &s, toks + n_pre + i, 1, lg, false, &err);
+    CHECK_MSG(!st, "%s", err.msg);
+    zn_backend_stats bs = {0};
+    if (e.be->stats) e.be->stats(e.be_ctx, &bs);
+    CHECK_MSG(bs.pipelines > 0, "no pipelines counted");
+    if (!st) seq_free(&s);
+    engine_free(&e);
+    free(toks);
+    free(lg);
+    return st ? -1 : (long)bs.pipelines_late;
+}
+
+static void pipelines_case(const char *name, bool all) {
+    char mpath[512], gpath[512];
+    golden_paths(name, mpath, gpath, sizeof mpath);
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, mpath, &err)) {
+        CHECK_MSG(false, "%s", err.msg);
+        return;
+    }
+    zn_engine_opts o = engine_default_opts();
+    o.backend = "vulkan";
+    o.be.n_threads = 1;
+    /* small thresholds: splits from 9 keys, attn_dec.comp from 25 */
+    o.be.tune = "attn_chunk=8,attn_dec_min=24";
+    long late = pipelines_during(&m, o, 0, 30);
+    CHECK_MSG(late == 0, "%s, %s: %ld pipelines created after init", name, o.be.tune, late);
+    if (all) {
+        /* the device's tuning: decode past its attn_dec_min (256) */
+        o.be.tune = NULL;
+        late = pipelines_during(&m, o, 250, 10);
+        CHECK_MSG(late == 0, "%s, the device's tuning: %ld pipelines created after init", name, late);
+        /* attn.comp with splits for single tokens */
+        o.be.tune = "attn_dec=off,attn_chunk=8,mvx_modes=1";
+        late = pipelines_during(&m, o, 0, 20);
+        CHECK_MSG(late == 0, "%s, %s: %ld pipelines created after init", name, o.be.tune, late);
+    }
+    /* the f16 GEMM path (emulated) from 2 tokens on, its tile configs by shape */
+    o.be.tune = "attn_chunk=8,attn_dec_min=24";
+    o.be.mm_emulate = true;
+    late = pipelines_during(&m, o, 0, 12);
+    CHECK_MSG(late == 0, "%s, emulated GEMM: %ld pipelines created after init", name, late);
+    if (all) {
+        /* without the init pass the same run creates them: the count is real */
+        o.be.lazy_pipelines = true;
+        late = pipelines_during(&m, o, 0, 12);
+        CHECK_MSG(late > 0, "%s, lazy: %ld pipelines created after init", name, late);
+    }
+    model_free(&m);
+}
+
+static void test_pipelines_at_init(void) {
+    pipelines_case("qwen3-dense-q4_k_m", true);
+    pipelines_case("qwen35-dense-q4_k_m", false);
+    pipelines_case("llama-moe-q8_0", false);
+}
+
+int main(void) {
+    zn_device_info d[16];
+    int n = 0, def = -1;
+    zn_err err = {0};
+    if (zn_backend_vulkan.devices(d, 16, &n, &def, &err) || def < 0 || !d[def].usable) {
+        char why[sizeof err.msg + 32];
+        snprintf(why, sizeof why, "no usable Vulkan device: %s", err.msg);
+        harness_skip_suite("vk_engines", why);
+        return harness_report("vk_engines");
+    }
+    RUN(test_side_by_side);
+    RUN(test_tunings_differ);
+    RUN(test_pipelines_at_init);
+    return harness_report("vk_engines");
+}

@@ -1,0 +1,220 @@
+/* The Vulkan tuning table and its override parser (vk_tune.c), on device
+ * properties written out here (no device needed): the class each kind of
+ * device gets; every value an NVIDIA H200 gets, pinned as text, the values
+ * its measurements chose (a change here changes the H200's speed); the
+ * counts scaled by SM count on a smaller NVIDIA GPU; lavapipe's row; and
+ * the parser: per-type keys, auto / off, round trips, and errors that name
+ * the key and the value. */
+#include "harness.h"
+#include "vk_tune.h"
+
+/* What the H200's driver reports (the fields the table reads). */
+static vkdev_info h200(void) {
+    vkdev_info d = {0};
+    snprintf(d.name, sizeof d.name, "NVIDIA H200");
+    d.kind = "discrete";
+    d.vendor_id = 0x10de, d.device_id = 0x2335;
+    d.vram_bytes = 150ull << 30;
+    d.subgroup_size = d.subgroup_min = d.subgroup_max = 32;
+    d.subgroup_size_control = d.subgroup_arith = d.int_dot = d.coopmat = d.coopmat2 = true;
+    d.max_shared = 49152, d.max_wg_invocations = 1024;
+    d.compute_units = 132, d.warps_per_cu = 64;
+    return d;
+}
+
+static vkdev_info lavapipe(void) {
+    vkdev_info d = {0};
+    snprintf(d.name, sizeof d.name, "llvmpipe (LLVM 15.0.6, 256 bits)");
+    d.kind = "cpu";
+    d.vendor_id = 0x10005;
+    d.vram_bytes = 2ull << 30;
+    d.subgroup_size = d.subgroup_min = d.subgroup_max = 8;
+    d.subgroup_arith = d.int_dot = true;
+    d.max_shared = 32768, d.max_wg_invocations = 1024;
+    return d;
+}
+
+/* The H200's tuning: the values bench/results/2026-11-30-h200-vulkan*
+ * measured (before the table existed they were constants of vk_ops.c and
+ * backend_vulkan.c: MVX_WGS 528, the big-matrix row's 132, MMF_MIN_WGS
+ * 256, CM2_MIN_WGS 96, CM2_LONG_K 8192, MVX_BIG_BYTES "off", ...). */
+static const char *const H200_TUNING =
+    "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
+    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_unroll=2,mvx_wgs=528,mvx_pf=0,"
+    "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
+    "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,small_wg=64,norm_wg=256,"
+    "mm_min_tok=5,moe_min_tok=16,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
+    "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=256,"
+    "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,poll=on";
+
+static void test_h200(void) {
+    vkdev_info d = h200();
+    vktune t;
+    zn_err err = {0};
+    char buf[ZN_TUNE_TEXT_MAX];
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "nvidia");
+    CHECK_EQ_INT(t.units, 132);
+    vktune_describe(&t, buf, sizeof buf);
+    CHECK_EQ_STR(buf, H200_TUNING);
+    /* a driver without VK_NV_shader_sm_builtins: the same, unscaled */
+    d.compute_units = 0;
+    vktune u;
+    CHECK(vktune_init(&u, &d, NULL, &err) == ZN_OK);
+    vktune_describe(&u, buf, sizeof buf);
+    CHECK_EQ_STR(buf, H200_TUNING);
+}
+
+/* The counts that fill the GPU follow the SM count; sizes do not. */
+static void test_scaled(void) {
+    vkdev_info d = h200();
+    d.compute_units = 66;
+    vktune t;
+    zn_err err = {0};
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_INT(t.mvx_t[0].wgs[5], 264); /* 4 per SM */
+    CHECK_EQ_INT(t.mvx_t[1].wgs[7], 66);  /* 1 per SM */
+    CHECK_EQ_INT(t.mm_min_wgs, 128);
+    CHECK_EQ_INT(t.cm2_min_wgs, 48);
+    CHECK_EQ_INT(t.mv_wg, 128);
+    CHECK_EQ_INT(t.mvx_t[1].wg[5], 512);
+    CHECK_EQ_INT(t.cm2_long_k, 8192);
+}
+
+static void test_lavapipe(void) {
+    vkdev_info d = lavapipe();
+    vktune t;
+    zn_err err = {0};
+    char buf[ZN_TUNE_TEXT_MAX];
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "cpu");
+    vktune_describe(&t, buf, sizeof buf);
+    /* one subgroup per workgroup, no tiled GEMM, 16 fused workgroups, no polling */
+    CHECK_EQ_STR(buf, "mv_wg=8,mv_rows=4,mv_one_rows=512,intdot=on,mvq_rows=4,mvq_unroll=1,mvq_pn=0,qx_sk=0,qx_wg=8,"
+                      "mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=8,mvx_rows=4,mvx_unroll=1,mvx_wgs=16,mvx_pf=0,mvx_pn=0,"
+                      "mvxb_wg=8,mvxb_rows=4,mvxb_unroll=1,mvxb_wgs=16,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,"
+                      "mvxb_pn=0,small_wg=8,norm_wg=8,mm_min_tok=off,moe_min_tok=off,mm_min_rows=128,mm_cfg=auto,"
+                      "mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_min_wgs=96,cm2_long_k=8192,"
+                      "mm_scratch_mb=128,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=32,fa_cm=on,fa_cfg=auto,"
+                      "fa_kv2=on,fa_min_tok=16,poll=off");
+}
+
+static void test_classes(void) {
+    vktune t;
+    zn_err err = {0};
+    vkdev_info d = h200();
+    d.kind = "discrete", d.vendor_id = 0x1002, d.device_id = 0x744c; /* RX 7900 XTX */
+    d.subgroup_size = 64, d.subgroup_min = 32, d.subgroup_max = 64, d.int_dot_mixed_fast = true, d.compute_units = 96;
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "amd-rdna3");
+    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 384);
+    CHECK_EQ_INT(t.mv_wg, 256); /* 4 subgroups of 64 */
+    d.device_id = 0x7550; /* RX 9070 XT */
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "amd-rdna4");
+    d.device_id = 0x73bf, d.int_dot_mixed_fast = false; /* RDNA2 */
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "amd");
+    d.vendor_id = 0x8086, d.compute_units = 0;
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "intel");
+    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 528); /* no core count: left as measured */
+    d.vendor_id = 0x106b;
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "generic");
+    /* a CPU implementation is the cpu class whoever made it */
+    d.kind = "cpu";
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_STR(t.cls, "cpu");
+}
+
+static void test_overrides(void) {
+    vkdev_info d = h200();
+    vktune t;
+    zn_err err = {0};
+    CHECK(vktune_init(&t, &d, " mv_rows=3 , mv_rows.Q6_K=5,,mvx=off,mm_cfg=2,mvx_big_mb=100,attn_dec=0,poll=false,", &err) ==
+          ZN_OK);
+    CHECK_EQ_INT(t.mv_rows[0], 3);
+    CHECK_EQ_INT(t.mv_rows[5], 3);
+    CHECK_EQ_INT(t.mv_rows[7], 5);
+    CHECK(!t.mvx && !t.attn_dec && !t.poll);
+    CHECK_EQ_INT(t.mm_cfg, 2);
+    CHECK_EQ_INT(t.mvx_big_mb, 100);
+    CHECK_EQ_INT(t.attn_chunk, 256); /* auto follows attn_dec: attn.comp's chunk */
+    /* later keys win (ZN_TUNE, then --tune) */
+    CHECK(vktune_apply(&t, &d, "mm_cfg=auto,mvx_big_mb=off,mvx_wgs.q8_0=0", &err) == ZN_OK);
+    CHECK_EQ_INT(t.mm_cfg, ZN_VK_AUTO);
+    CHECK_EQ_INT(t.mvx_big_mb, ZN_VK_OFF);
+    CHECK_EQ_INT(t.mvx_t[0].wgs[4], 0);
+    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 528);
+    /* integer-kernel keys leave the float types alone */
+    CHECK(vktune_apply(&t, &d, "mvq_rows=7", &err) == ZN_OK);
+    CHECK_EQ_INT(t.mvq_rows[3], 7);
+    CHECK_EQ_INT(t.mvq_rows[0], 2);
+}
+
+/* What describe prints parses back to the same tuning, on another device
+ * too. */
+static void test_round_trip(void) {
+    vkdev_info d = h200(), l = lavapipe();
+    vktune a, b;
+    zn_err err = {0};
+    char buf[ZN_TUNE_TEXT_MAX];
+    CHECK(vktune_init(&a, &d, "mv_rows.f16=7,mvxb_pn.q4_0=9,fa_cfg=3,mm_min_tok=off,attn_chunk=32", &err) == ZN_OK);
+    vktune_describe(&a, buf, sizeof buf);
+    vkdev_info big = l;
+    big.subgroup_size = big.subgroup_min = big.subgroup_max = 32; /* lavapipe would refuse mv_wg=128 */
+    CHECK(vktune_init(&b, &big, buf, &err) == ZN_OK);
+    CHECK_MSG(!err.msg[0], "%s", err.msg);
+    char back[ZN_TUNE_TEXT_MAX];
+    vktune_describe(&b, back, sizeof back);
+    CHECK_EQ_STR(back, buf);
+    CHECK(strstr(buf, "mv_rows.f16=7") && strstr(buf, "mvxb_pn.q4_0=9") && strstr(buf, "attn_chunk=32"));
+}
+
+static void test_errors(void) {
+    vkdev_info d = lavapipe();
+    vktune t;
+    zn_err err = {0};
+    struct { const char *spec, *want; } bad[] = {
+        {"mvx_foo=1", "unknown key 'mvx_foo'"},
+        {"nosuch=1", "unknown key 'nosuch'"},
+        {"mv_wg", "'mv_wg' is not key=value"},
+        {"=3", "'=3' has no key"},
+        {"mv_wg=12", "bad value '12' for mv_wg (a multiple of 8 in 8..1024)"},
+        {"mv_wg=2048", "bad value '2048' for mv_wg"},
+        {"mv_rows=0", "bad value '0' for mv_rows (1..16)"},
+        {"mv_rows=abc", "bad value 'abc' for mv_rows"},
+        {"mv_rows=-1", "bad value '-1' for mv_rows"},
+        {"mv_rows=99999999999", "bad value '99999999999' for mv_rows"},
+        {"mv_rows=", "bad value '' for mv_rows"},
+        {"poll=maybe", "bad value 'maybe' for poll (on or off)"},
+        {"mm_cfg=8", "bad value '8' for mm_cfg (0..7 or auto)"},
+        {"mm_min_tok=auto", "bad value 'auto' for mm_min_tok (1..1073741824 or off)"},
+        {"qx_wg=12", "bad value '12' for qx_wg (a multiple of 8 in 8..1024)"},
+        {"poll.q4_k=on", "'poll.q4_k': the key has no per-type values"},
+        {"mvq_rows.f32=2", "'mvq_rows.f32': the type is one of q4_0, q8_0, q4_k, q5_k, q6_k"},
+        {"mv_rows.q3_k=2", "'mv_rows.q3_k': the type is one of f32"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err.msg[0] = 0;
+        const zn_status st = vktune_init(&t, &d, bad[i].spec, &err);
+        CHECK_MSG(st == ZN_ERR_ARG && strstr(err.msg, bad[i].want), "'%s': status %d, \"%s\"", bad[i].spec, (int)st, err.msg);
+    }
+    /* the unknown key's message lists the keys of its family */
+    vktune_init(&t, &d, "mvx_foo=1", &err);
+    CHECK(strstr(err.msg, "mvx_wgs") && !strstr(err.msg, "poll"));
+    vktune_init(&t, &d, "zzz=1", &err);
+    CHECK(strstr(err.msg, "poll") != NULL);
+}
+
+int main(void) {
+    RUN(test_h200);
+    RUN(test_scaled);
+    RUN(test_lavapipe);
+    RUN(test_classes);
+    RUN(test_overrides);
+    RUN(test_round_trip);
+    RUN(test_errors);
+    return harness_report("vk_tune");
+}
