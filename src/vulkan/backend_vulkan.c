@@ -207,8 +207,11 @@ static zn_status upload_weights(vk_ctx *c, const zn_graph *gin, zn_err *err) {
         const zn_node *n = &g.nodes[i];
         uint32_t rows = 0;
         if (n->op == ZN_OP_MATMUL)
-            rows = vkops_matvec_for(&c->o, n->w[0]->type, (uint32_t)c->max_tokens, false) ? (uint32_t)c->max_tokens
-                                                                                     : c->o.t.mm_min_tok - 1;
+            /* sized by token count: matrices of fewer than mm_min_rows rows
+             * (routers, gates: small x) past that take the float kernel */
+            rows = vkops_mm_kernel(&c->o, n->w[0]->type, (uint32_t)c->max_tokens, UINT32_MAX, false) == VKMM_MATVEC
+                       ? (uint32_t)c->max_tokens
+                       : c->o.t.mm_min_tok - 1;
         else if (n->op == ZN_OP_MOE_MATMUL)
             rows = (uint32_t)c->max_tokens * (uint32_t)(c->m->hp.n_expert_used > 1 ? c->m->hp.n_expert_used : 1);
         const uint64_t b = rows ? vkops_xq_bytes((uint32_t)n->w[0]->ne[0], rows) : 0;

@@ -651,12 +651,6 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     return ZN_OK;
 }
 
-bool vkops_gemm_fuses_swiglu(const vkops *o, zn_type t) { return f16_path(o, t); }
-
-bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok) {
-    return vkops_matvec_for(o, t, n_tok, false) || f16_path(o, t);
-}
-
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     o->xq_last.q = 0;
@@ -677,19 +671,25 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     return ZN_OK;
 }
 
-bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts) {
-    if (experts) return !f16_path(o, t) || n_tok < o->t.moe_min_tok;
-    return n_tok < o->t.mm_min_tok;
-}
-
 /* Below t.mm_min_rows rows a tiled mat-mat has a single row tile, a
  * handful of workgroups for the whole GPU (the MoE routers and shared-expert
  * gates, the delta rule's alpha/beta: 0.2 ms each at 512 tokens where it was
  * measured); the mat-vec kernel re-reads the small matrix per token from
  * cache instead. */
+vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t nrows, bool experts) {
+    if (experts) return !f16_path(o, t) || n_tok < o->t.moe_min_tok ? VKMM_MATVEC : VKMM_GEMM;
+    if (n_tok < o->t.mm_min_tok || nrows < o->t.mm_min_rows) return VKMM_MATVEC;
+    return f16_path(o, t) ? VKMM_GEMM : VKMM_TILED;
+}
+
+bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group) {
+    if (k == VKMM_MATVEC) return true;
+    if (k == VKMM_GEMM) return xmode != VKX_RMSNORM;
+    return xmode == VKX_PLAIN && !group;
+}
+
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (vkops_matvec_for(o, a->type, a->n_tok, a->ids != 0) || (!a->ids && a->nrows < o->t.mm_min_rows))
-        return vkop_matvec(o, c, a, name, err);
+    if (vkops_mm_kernel(o, a->type, a->n_tok, a->nrows, a->ids != 0) == VKMM_MATVEC) return vkop_matvec(o, c, a, name, err);
     return vkop_matmat(o, c, a, name, err);
 }
 

@@ -133,14 +133,15 @@ typedef struct vkop_mm {
     uint32_t ids_stride;
     uint32_t n_expert;            /* matrices in the expert stack (the grouped GEMM needs it) */
     bool bias_first;
-    /* Mat-vec kernel only (vkops_matvec_for): fuse the op producing x.
-     * VKX_RMSNORM: x -> x / sqrt(mean(x^2) + eps) * aux (norm weight [ncols]);
-     * VKX_SWIGLU: x -> silu(x) * aux (aux laid out like x). */
+    /* The op producing x, fused (the kernels that take each mode:
+     * vkops_mm_takes): VKX_RMSNORM: x -> x / sqrt(mean(x^2) + eps) * aux
+     * (norm weight [ncols]); VKX_SWIGLU: x -> silu(x) * aux (aux laid out
+     * like x). */
     enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU } xmode;
     VkDeviceAddress aux;
     float eps;
-    /* Mat-vec kernel only: the address of a vkop_group (y, bias, scale,
-     * res and ids unused then). */
+    /* The address of a vkop_group (y, bias, scale, res and ids unused
+     * then): the mat-vec and the f16 GEMM take groups. */
     VkDeviceAddress group;
     /* The caller vouches that x (and aux) were read by the previous
      * vkop_matvec / vkop_matmat call on these ops and not written since:
@@ -171,15 +172,24 @@ typedef struct vkop_group {
 uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows);
 void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
 
-/* Mat-vec kernel for few tokens, tiled mat-mat for many (experts: the
- * grouped GEMM, where the f16 path is available and the type is not F32). */
-bool vkops_matvec_for(const vkops *o, zn_type t, uint32_t n_tok, bool experts);
-/* Can a grouped matmul (vkop_mm.group) of n_tok tokens run? (the mat-vec
- * kernel or the f16 GEMM path take groups.) */
-/* Does the tiled matmul (prefill) of weight type t take x as VKX_SWIGLU
- * (the f16 path: mm_prep.comp applies it while converting x)? */
-bool vkops_gemm_fuses_swiglu(const vkops *o, zn_type t);
-bool vkops_group_ok(const vkops *o, zn_type t, uint32_t n_tok);
+/* The kernel a matmul runs on, chosen here only: vkop_matmul dispatches
+ * on it, the fusion planner (vk_fuse.h) asks it what each matmul will take
+ * and the backend sizes the integer mat-vec's scratch by it. The mat-vec
+ * for fewer than t.mm_min_tok tokens (experts: t.moe_min_tok, or always
+ * without the f16 path) and for dense matrices of fewer than t.mm_min_rows
+ * rows; else the f16 GEMM where the device has it for the type (not F32),
+ * else the tiled kernel (dense only). */
+typedef enum vkmm_kernel {
+    VKMM_MATVEC,                  /* matvec.comp / matvec_q.comp */
+    VKMM_GEMM,                    /* the f16 path: mm_prep.comp converts x (and W), mmf.glsl multiplies */
+    VKMM_TILED,                   /* matmul.comp / matmul_cm.comp on x as it is */
+} vkmm_kernel;
+vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t nrows, bool experts);
+/* Does kernel k read x in mode xmode (vkop_mm.xmode) / take a group? The
+ * mat-vec takes every mode and groups; the f16 GEMM applies a SwiGLU while
+ * converting x (not an RMS norm) and takes groups; the tiled kernel
+ * neither. */
+bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
