@@ -21,7 +21,10 @@
 
 #include "backend.h"
 #include "vk_fuse.h"
-#include "vk_ops.h"
+#include "vk_attn.h"
+#include "vk_gdn.h"
+#include "vk_mm.h"
+#include "vk_small.h"
 #include "vk_quant.h"
 #include "vk_replay.h"
 #include "timer.h"
