@@ -26,7 +26,10 @@ static void one_model(const char *path, const char *backend, bool want_recurrent
         return;
     }
     zn_engine e;
-    if (engine_init(&e, &m, backend, 2, &err)) {
+    zn_engine_opts o = engine_default_opts();
+    o.backend = backend;
+    o.be.n_threads = 2;
+    if (engine_init(&e, &m, &o, &err)) {
         CHECK_MSG(0, "%s: %s", backend, err.msg);
         model_free(&m);
         return;

@@ -771,9 +771,6 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
     vkfuse_plan(&c->plan, &env, g);
 }
 
-/* Records g for sequence s into cmd: every node, then a copy of the logits
- * into host-visible memory (so reading them needs no second submit). Ends
- * the recording, also after a failure. */
 /* Every node of g for sequence s into c->rec (NULL: nothing recorded, the
  * ops only create their pipelines), after plan_fusions. */
 static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t group_base, zn_err *err) {
@@ -801,6 +798,9 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t 
     return st;
 }
 
+/* Records g for sequence s into cmd: every node, then a copy of the logits
+ * into host-visible memory (so reading them needs no second submit). Ends
+ * the recording, also after a failure. */
 static zn_status record(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
     plan_fusions(c, g);
     zn_status st = vkcmd_begin(cmd, err);
