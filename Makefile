@@ -1,6 +1,6 @@
 # zinc — one binary, C11, warnings are errors.
 #   make            build ./zinc
-#   make test       build and run every test (prints "N passed, N failed")
+#   make test       build and run every test (last line "N passed, N failed, N skipped")
 #   make test-asan  the same under ASan+UBSan
 #   make fuzz       build the libFuzzer targets (fuzz/fuzz_*.c; scripts/fuzz-smoke.sh runs them)
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
@@ -86,7 +86,12 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack
+# tests/test_lsan.sh's probe: LeakSanitizer on in every build (the plain one too).
+$(BUILD)/tests/lsan_probe: tests/lsan_probe.c $(BUILD)/libzinc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=address -fno-omit-frame-pointer $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) -fsanitize=address $(LDLIBS)
+
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe
 	@bash tests/run.sh $(BUILD)
 
 test-asan:
@@ -148,16 +153,19 @@ $(BUILD)/make_seeds: fuzz/make_seeds.c fuzz/seeds_model.c fuzz/seeds_text.c fuzz
 clean:
 	rm -rf build build-asan zinc
 
-# What CI runs: deps, build, unit tests, sanitizer tests, fuzz smoke.
-check: deps
+# The README's two commands, also as make targets (the scripts need no make:
+# deps.sh installs it). check: deps, build, unit tests, sanitizer tests, fuzz
+# smoke, as CI runs it; scripts/check.sh's last line is the tally (make adds
+# its own error line after it when something failed). run: the shipped demo
+# model (models/zinc-demo-qwen35.gguf) writes a paragraph.
+check:
 	@bash scripts/check.sh
 
-# The shipped demo model (models/zinc-demo-qwen35.gguf) writes a paragraph.
-run: deps zinc
-	./zinc -p "The old prince looked at his son and said" -n 200 --seed 42
+run:
+	@bash scripts/demo.sh
 
 # The fuzz replay binaries, named here where FUZZ_REPLAY is defined (the test
 # rule above is read before it, when the variable was still empty).
 test: $(FUZZ_REPLAY)
 
--include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d) $(wildcard $(BUILD)/fuzz-obj/*/*.d)
+-include $(OBJS:.o=.d) $(BUILD)/obj/cli/main.d $(TEST_BIN:=.d) $(BUILD)/tests/lsan_probe.d $(wildcard $(BUILD)/fuzz-obj/*/*.d)

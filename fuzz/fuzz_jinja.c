@@ -8,8 +8,9 @@
  * The render limits of limits.h (steps, memory, output, recursion, range)
  * keep every execution bounded; a render that runs past libFuzzer's timeout
  * is a bug. Checked: a failure carries a message; a success gives text of the
- * length it reports, within ZN_JINJA_MAX_OUTPUT, and a parsed template renders
- * the same vars to the same text twice. */
+ * length it reports, within ZN_JINJA_MAX_OUTPUT, a parsed template renders the
+ * same vars to the same text twice, and chat_split_thinking's spans of the
+ * text lie inside it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,15 @@ static void check(zn_status st, const char *out, size_t out_len, const zn_err *e
     if (!out || out_len > ZN_JINJA_MAX_OUTPUT || out[out_len] != 0) {
         fprintf(stderr, "fuzz_jinja: bad output (length %zu)\n", out_len);
         abort();
+    }
+    /* the reply splitter on rendered text: spans inside it */
+    for (int in_thinking = 0; in_thinking < 2; in_thinking++) {
+        zn_span r, a;
+        chat_split_thinking(out, out_len, in_thinking || chat_prompt_opens_thinking(out, out_len), &r, &a);
+        if (r.p < out || r.p + r.n > out + out_len || a.p < out || a.p + a.n > out + out_len) {
+            fprintf(stderr, "fuzz_jinja: chat_split_thinking span outside the text\n");
+            abort();
+        }
     }
 }
 

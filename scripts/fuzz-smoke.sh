@@ -89,7 +89,7 @@ for t in "${targets[@]}"; do
     echo "fuzz-smoke: $t: $n_seeds seeds + $n_reg regression inputs, ${runs:-?} execs in ${secs}s ($rate/s) FAIL (exit $rc)"
     # the report (sanitizer, libFuzzer or the target's own check), then where the input went
     grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)|NEW_FUNC|^INFO:|^fuzz_tokenizer: .*: (spm|bpe|wpm|test),' "$log" |
-      sed -n '/ERROR\|runtime error\|^fuzz_[a-z]*: /,$p' | grep -vE '^ +0x|^  [A-Z][a-z].*: +[0-9a-f]+' | head -40 >&2
+      sed -n '/ERROR\|runtime error\|^fuzz_[a-z]*: /,$p' | grep -vE '^ +0x|^  [A-Z][a-z].*: +[0-9a-f]+| in fuzzer::|__libc_start|in _start |in main .*fuzz_' | head -40 >&2
     mkdir -p "build/fuzz-crashes/$t" && cp "$art"/* "build/fuzz-crashes/$t/" 2>/dev/null
     echo "fuzz-smoke: $t: failing input kept in build/fuzz-crashes/$t/ (reproduce: build/fuzz_$t FILE)" >&2
     F=$((F+1))

@@ -5,11 +5,14 @@
  * harness_report(), which prints "NAME: N passed, N failed, N skipped".
  * Progress on stderr: a test that took a second or more, or the first one
  * to finish 5 s after the last line, prints its name and time (every test
- * with ZN_TEST_VERBOSE), so a long run is visibly alive. */
+ * with ZN_TEST_VERBOSE), and a test still running after 30 s says so every
+ * 30 s (from a watchdog thread), so a long run is visibly alive. */
 #ifndef ZINC_TEST_HARNESS_H
 #define ZINC_TEST_HARNESS_H
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +26,37 @@ static inline double harness_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The watchdog: which test runs since when (0: none). */
+static const char *_Atomic h_run_name;
+static _Atomic long long h_run_ms;
+static inline void *harness_watch(void *arg) {
+    (void)arg;
+    long long seen = 0, noted = 0;
+    for (;;) {
+        const struct timespec one = {1, 0};
+        nanosleep(&one, NULL);
+        const long long t0 = atomic_load(&h_run_ms), el = (long long)(harness_now() * 1000) - t0;
+        const char *name = atomic_load(&h_run_name);
+        if (!t0 || !name) continue;
+        if (t0 != seen) seen = t0, noted = 0;
+        if (el >= noted + 30000) {
+            noted = el - el % 30000;
+            fprintf(stderr, "  .. %s still running (%lld s)\n", name, el / 1000);
+        }
+    }
+    return NULL;
+}
+static inline void harness_started(const char *fn) {
+    static int watching;
+    if (!watching) {
+        pthread_t t;
+        watching = 1;
+        if (pthread_create(&t, NULL, harness_watch, NULL) == 0) pthread_detach(t);
+    }
+    atomic_store(&h_run_name, fn);
+    atomic_store(&h_run_ms, (long long)(harness_now() * 1000));
 }
 
 #define CHECK(cond) do { if (!(cond)) { \
@@ -49,6 +83,7 @@ static inline double harness_now(void) {
 
 static inline void harness_done(const char *fn, double t0) {
     const double now = harness_now(), dt = now - t0;
+    atomic_store(&h_run_ms, 0);
     if (h_cur_failed) {
         h_failed++;
         fprintf(stderr, "FAIL %s (%.1f s)\n", fn, dt);
@@ -65,7 +100,7 @@ static inline void harness_done(const char *fn, double t0) {
 
 #define RUN(fn) do { h_cur = #fn; h_cur_failed = 0; h_cur_skipped = 0; \
     if (h_last_note == 0) h_last_note = harness_now(); \
-    double _t0 = harness_now(); fn(); harness_done(#fn, _t0); } while (0)
+    harness_started(#fn); double _t0 = harness_now(); fn(); harness_done(#fn, _t0); } while (0)
 
 /* Outside a test (in main): the whole suite cannot run here (no device);
  * prints "SKIP SUITE: reason" and counts one skipped. */

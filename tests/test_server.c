@@ -197,6 +197,11 @@ static void test_parse_chat(void) {
     CHECK_EQ_STR(r.messages, "[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":\"a\\nb\"},"
                              "{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":\"hm\"}]");
     oai_req_free(&r);
+    /* what is not implemented yet passes when it asks for nothing */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\"}],"
+                "\"tool_choice\":\"none\",\"response_format\":{\"type\":\"text\"},\"logit_bias\":{},\"best_of\":1}",
+                true, &r, &e));
+    oai_req_free(&r);
     /* defaults */
     CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", true, &r, &e));
     CHECK(!r.model && !r.stream && r.max_tokens == -1 && r.top_logprobs == -1 && r.cache_prompt && !r.seed_given);
@@ -225,6 +230,9 @@ static void test_parse_errors(void) {
         {"\"seed\":1.5", "seed"}, {"\"model\":7", "model"}, {"\"stream_options\":3", "stream_options"},
         {"\"chat_template_kwargs\":{\"enable_thinking\":\"yes\"}", "chat_template_kwargs"},
         {"\"top_k\":-1", "top_k"}, {"\"presence_penalty\":3", "presence_penalty"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
+        {"\"logit_bias\":{\"5\":-100}", "logit_bias"}, {"\"best_of\":3", "best_of"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(b, sizeof b, "{%s,%s}", m, bad[i].field);

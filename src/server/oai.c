@@ -289,6 +289,26 @@ static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
         if (!get_int(o, "logprobs", 0, ZN_SRV_MAX_TOP_LOGPROBS, &x, NULL, e)) return false;
         r->top_logprobs = (int)x;
     }
+    /* Accepted and ignored, these would silently change what the client gets:
+     * better a clear 400 until they are implemented. */
+    json_t *tools = json_object_get(o, "tools"), *choice = json_object_get(o, "tool_choice");
+    if (json_array_size(tools) > 0 && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none")))
+        return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "tools",
+                        "tool calling ('tools') is not supported yet");
+    json_t *rf = json_object_get(o, "response_format");
+    if (rf && !json_is_null(rf)) {
+        json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
+        if (!json_is_string(t) || strcmp(json_string_value(t), "text"))
+            return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "response_format",
+                            "structured output ('response_format' other than text) is not supported yet");
+    }
+    json_t *lb = json_object_get(o, "logit_bias");
+    if (json_object_size(lb) > 0)
+        return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "logit_bias",
+                        "'logit_bias' is not supported");
+    json_t *best = json_object_get(o, "best_of");
+    if (best && !json_is_null(best) && !(json_is_integer(best) && json_integer_value(best) == 1))
+        return BAD("best_of", "'best_of' must be 1");
     json_t *kw = json_object_get(o, "chat_template_kwargs");
     if (kw && !json_is_null(kw)) {
         if (!json_is_object(kw)) return BAD("chat_template_kwargs", "'chat_template_kwargs' must be an object");
