@@ -14,7 +14,7 @@ PKGS="make build-essential clang llvm pkg-config git ca-certificates debian-arch
 # Node.js + npm for the end-to-end tests (the openai SDK, the browser test);
 # a node that is already there (e.g. NodeSource's, which bundles npm) is used as is.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then PKGS="$PKGS nodejs npm"; fi
-# installed where the archive has them (Ubuntu ships Chromium as a snap only);
+# installed where the archive has them (Ubuntu's chromium is a snap wrapper);
 # the tests that need them skip without
 OPT_PKGS="chromium"
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +31,14 @@ clang_rt() {
   [ -n "$v" ] && echo "libclang-rt-$v-dev"
 }
 missing() { for p in "$@"; do installed "$p" || echo "$p"; done; }
-available() { for p in "$@"; do apt-cache show --no-all-versions "$p" >/dev/null 2>&1 && echo "$p"; done; }
+# a package the archive has, not a transitional one that installs a snap
+available() {
+  local p v
+  for p in "$@"; do
+    v=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2}')
+    case "$v" in ""|"(none)"|*snap*) ;; *) echo "$p";; esac
+  done
+}
 
 if [ "$(id -u)" != 0 ]; then
   need=$(missing $PKGS $(clang_rt))

@@ -67,7 +67,7 @@ for t in "${targets[@]}"; do
   corpus=$tmp/corpus-$t art=$tmp/artifacts-$t log=$tmp/log-$t
   mkdir -p "$corpus" "$art"
   if ! seeds "$t" "$corpus"; then
-    echo "fuzz-smoke: $t: cannot make the seed corpus" >&2; echo "fuzz-smoke: $t FAIL"; F=$((F+1)); continue
+    echo "fuzz-smoke: $t: cannot make the seed corpus" >&2; echo "failed: fuzz_$t: cannot make the seed corpus"; F=$((F+1)); continue
   fi
   n_seeds=$(ls "$corpus" | wc -l)
   dirs=("$corpus")
@@ -92,6 +92,9 @@ for t in "${targets[@]}"; do
       sed -n '/ERROR\|runtime error\|^fuzz_[a-z]*: /,$p' | grep -vE '^ +0x|^  [A-Z][a-z].*: +[0-9a-f]+| in fuzzer::|__libc_start|in _start |in main .*fuzz_' | head -40 >&2
     mkdir -p "build/fuzz-crashes/$t" && cp "$art"/* "build/fuzz-crashes/$t/" 2>/dev/null
     echo "fuzz-smoke: $t: failing input kept in build/fuzz-crashes/$t/ (reproduce: build/fuzz_$t FILE)" >&2
+    # one line for check.sh's summary of failures
+    why=$(grep -vE ': (spm|bpe|wpm|test), ' "$log" | grep -m1 -E 'ERROR: |runtime error|^fuzz_[a-z]+: ' | sed 's/^==[0-9]*== *//; s/ on address.*//; s/ at pc .*//')
+    echo "failed: fuzz_$t: ${why:-exit $rc} (input in build/fuzz-crashes/$t/)"
     F=$((F+1))
   fi
 done

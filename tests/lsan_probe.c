@@ -41,10 +41,10 @@ int main(int argc, char **argv) {
     zn_engine e;
     zn_seq s;
     int rc = 0;
-    zn_engine_opts eo = engine_default_opts();
-    eo.backend = "vulkan";
-    eo.be.n_threads = 1;
-    if (engine_init(&e, &m, &eo, &err)) {
+    zn_engine_opts o = engine_default_opts();
+    o.backend = "vulkan";
+    o.be.n_threads = 1;
+    if (engine_init(&e, &m, &o, &err)) {
         printf("vulkan: no (%s)\n", err.msg);
     } else {
         printf("vulkan: yes\n");
