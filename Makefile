@@ -14,7 +14,10 @@ CFLAGS  ?= $(OPT) -g
 SRC_DIRS := $(sort $(dir $(wildcard src/*/*.c src/*/*.h)))
 INC      := $(addprefix -I,$(SRC_DIRS:%/=%))
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread $(INC) -I$(BUILD)/gen
-LDLIBS  += -lm -lpthread -ldl -lpcre2-8 -lcurl -lcrypto -lmicrohttpd -ljansson
+# PCRE2, libmicrohttpd and jansson are linked statically: a copied zinc runs on a machine
+# without them (the GPU machines have libc, libcurl, libcrypto and gnutls, not these).
+STATIC_LIBS := -Wl,-Bstatic -lpcre2-8 -lmicrohttpd -ljansson -Wl,-Bdynamic
+LDLIBS  += -lm -lpthread -ldl $(STATIC_LIBS) -lgnutls -lcurl -lcrypto
 BUILD   ?= build
 
 SRCS     := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
