@@ -16,8 +16,9 @@ INC      := $(addprefix -I,$(SRC_DIRS:%/=%))
 override CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation -pthread $(INC) -I$(BUILD)/gen
 # PCRE2, libmicrohttpd and jansson are linked statically: a copied zinc runs on a machine
 # without them (the GPU machines have libc, libcurl, libcrypto and gnutls, not these).
+# zlib stays shared: it is in every base system (Priority: required; libcurl needs it too).
 STATIC_LIBS := -Wl,-Bstatic -lpcre2-8 -lmicrohttpd -ljansson -Wl,-Bdynamic
-LDLIBS  += -lm -lpthread -ldl $(STATIC_LIBS) -lgnutls -lcurl -lcrypto
+LDLIBS  += -lm -lpthread -ldl $(STATIC_LIBS) -lgnutls -lcurl -lcrypto -lz
 BUILD   ?= build
 
 SRCS     := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))

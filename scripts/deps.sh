@@ -9,7 +9,7 @@ set -euo pipefail
 PKGS="make build-essential clang llvm pkg-config git ca-certificates debian-archive-keyring
  python3 python3-jinja2 python3-numpy
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
- libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev
+ libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev zlib1g-dev
  curl"
 # Node.js + npm for the end-to-end tests (the openai SDK, the browser test);
 # a node that is already there (e.g. NodeSource's, which bundles npm) is used as is.
