@@ -100,8 +100,12 @@ $(BUILD)/tests/lsan_probe: tests/lsan_probe.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=address -fno-omit-frame-pointer $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) -fsanitize=address $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe $(BUILD)/gguf-edit
 	@bash tests/run.sh $(BUILD)
+
+# The shell tests' fixture maker: edited copies of the shared GGUF files.
+$(BUILD)/gguf-edit: tests/gguf_edit.c tests/gguf_edit.h $(BUILD)/libzinc.a
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
 
 test-asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 CFLAGS='-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' LDFLAGS='-fsanitize=address,undefined' test
