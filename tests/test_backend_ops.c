@@ -156,9 +156,7 @@ static step *tc_step(tcase *tc, int n_tokens, int n_past, double tol, const char
         abort();
     }
     s->tokens = tc_alloc(tc, sizeof(int32_t) * (size_t)n_tokens);
-    s->g.tokens = s->tokens;
-    s->g.n_tokens = n_tokens;
-    s->g.n_past = n_past;
+    graph_set_step(&s->g, s->tokens, n_tokens, n_past);
     if (n_past + n_tokens > tc->n_ctx) tc->n_ctx = n_past + n_tokens;
     return s;
 }
@@ -260,8 +258,8 @@ static zn_status run_case_cfg(const zn_backend_ops *be, tcase *tc, const vkcfg *
     for (int i = 0; i < tc->n_steps && !st; i++) {
         const step *s = &tc->s[i];
         for (int k = 0; k < s->n_in && !st; k++) st = be->write(ctx, &s->g, s->in[k], s->in_data[k], err);
-        if (!st) st = be->run(ctx, seq, &s->g, err);
-        if (!st) st = be->read(ctx, &s->g, s->out, outs[i], err);
+        if (!st) st = be->run(ctx, &seq, &s->g, err);
+        if (!st) st = be->read(ctx, &s->g, s->out, 0, s->g.acts[s->out].rows, outs[i], err);
         if (st) zn_err_prefix(err, "step %d (%s)", i, s->what);
     }
     if (seq) be->seq_free(ctx, seq);
