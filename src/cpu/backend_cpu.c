@@ -288,6 +288,7 @@ static zn_status cpu_write(void *ctx, const zn_graph *g, int act, const float *i
 
 const zn_backend_ops zn_backend_cpu = {
     .name = "cpu",
+    .multi_seq = true,
     .init = cpu_init,
     .free = cpu_free,
     .seq_init = cpu_seq_init,

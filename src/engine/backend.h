@@ -78,6 +78,10 @@ typedef struct zn_backend_stats {
 
 typedef struct zn_backend_ops {
     const char *name;
+    /* run() takes steps of several sequences; otherwise the engine runs
+     * such a step one sequence after the other (same results, the weights
+     * read once per sequence) */
+    bool multi_seq;
     zn_status (*init)(void **ctx, const zn_model *m, const zn_backend_opts *o, zn_err *err);
     void (*free)(void *ctx);
     /* Per-sequence state for up to n_ctx positions, zeroed. */

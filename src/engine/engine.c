@@ -171,8 +171,14 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
         for (int j = 0; j < i; j++)
             if (items[j].seq == s) return zn_errf(err, ZN_ERR_ARG, "step: items %d and %d are one sequence", j, i);
     }
-    if (n_items == 1) /* the one-sequence step, replayed by backends that record it */
-        return step_one(e, items[0].seq, items[0].tokens, items[0].n, items[0].logits, items[0].all_logits, err);
+    if (n_items == 1 || !e->be->multi_seq) { /* the one-sequence step (backends record and replay it) */
+        for (int i = 0; i < n_items; i++) {
+            const zn_step_item *it = &items[i];
+            zn_status st = step_one(e, it->seq, it->tokens, it->n, it->logits, it->all_logits, err);
+            if (st != ZN_OK) return st;
+        }
+        return ZN_OK;
+    }
     int row = 0;
     for (int i = 0; i < n_items; i++) {
         const zn_step_item *it = &items[i];

@@ -104,7 +104,8 @@ typedef struct zn_step_item {
  * outside the vocab or a full context fails with ZN_ERR_ARG before
  * anything runs, leaving every sequence unchanged. A failed run leaves the
  * sequences' positions unchanged (their states may hold part of the step).
- * Allocates nothing. */
+ * On a backend without multi_seq the items run one after the other (a
+ * failure there leaves the items before it done). Allocates nothing. */
 zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_err *err);
 
 /* Number of online CPUs (>= 1). */
