@@ -9,7 +9,7 @@ set -euo pipefail
 PKGS="make build-essential clang llvm pkg-config git ca-certificates debian-archive-keyring
  python3 python3-jinja2 python3-numpy
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
- libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev
+ libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev zlib1g-dev
  curl"
 # Node.js + npm for the end-to-end tests (the openai SDK, the browser test);
 # a node that is already there (e.g. NodeSource's, which bundles npm) is used as is.
@@ -108,14 +108,16 @@ EOS
   chmod +x "$prefix/glslc"
 fi
 # npm packages of the end-to-end tests (tests/e2e/package-lock.json: the
-# browser test's playwright-core, the UI's vendored libraries); Node itself
-# comes with the machine (nodejs >= 20).
+# browser test's playwright-core, the UI's vendored libraries); they run on
+# Node >= 18 (Debian 12's and Ubuntu 24.04's nodejs).
 if [ -f "$here/tests/e2e/package-lock.json" ]; then
   if command -v npm >/dev/null 2>&1; then
     stamp=$here/tests/e2e/node_modules/.zinc-installed-lock
     if ! cmp -s "$here/tests/e2e/package-lock.json" "$stamp" 2>/dev/null; then
-      (cd "$here/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error) &&
-        cp "$here/tests/e2e/package-lock.json" "$stamp"
+      # without them the end-to-end tests fail: say so here, not "ok"
+      (cd "$here/tests/e2e" && npm ci --no-audit --no-fund --loglevel=error) ||
+        { echo "zinc deps: npm ci in tests/e2e failed (registry $(npm config get registry))" >&2; exit 1; }
+      cp "$here/tests/e2e/package-lock.json" "$stamp"
     fi
   else
     echo "zinc deps: no npm; the browser and OpenAI-client tests will be skipped" >&2

@@ -337,5 +337,5 @@ int main(void) {
     RUN(test_imrope_hand);
     RUN(test_imrope_oracle);
     RUN(test_imrope_text_is_neox);
-    return harness_report("ssm");
+    return harness_report("gdn");
 }

@@ -64,6 +64,7 @@ esac
 # raw SSE, byte for byte: chat with usage, chat without, completions
 body='{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":12,"temperature":0'
 expect "chat whole" 200 "$(http POST /v1/chat/completions "$body}")"
+expect "no reasoning, no reasoning tokens" 0 "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")"
 jq_ "d['choices'][0]['message']['content']" | head -c -1 > "$tmp/want"
 curl -sN -D "$tmp/sh" -o "$tmp/sb" -H "$AUTH" --data-binary "$body,\"stream\":true,\"stream_options\":{\"include_usage\":true}}" \
   "http://127.0.0.1:$PORT/v1/chat/completions"
@@ -230,6 +231,30 @@ limit_js() { # name mode n
 }
 limit_js "disconnect frees the slot" disconnect 1000
 expect "next request served" 200 "$(http POST /v1/completions '{"prompt":"The","max_tokens":2}')"
+# a waiting request whose client leaves gives up its place at once, not only when it reaches
+# the head of the queue: a long stream holds the slot, 5 requests wait (3 whole, 2 streamed),
+# the clients of the last 4 leave; the waiting gauge drops to 1 while the long one still runs
+gauge() { curl -s -H "$AUTH" "http://127.0.0.1:$PORT/metrics" | sed -n "s/^vllm:num_requests_$1 //p"; }
+until_gauge() { # name value tries(x0.05 s)
+  for _ in $(seq "$3"); do [ "$(gauge "$1")" = "$2" ] && return 0; sleep 0.05; done; return 1
+}
+curl -sN -o /dev/null -H "$AUTH" --data-binary '{"prompt":"The","max_tokens":60000,"ignore_eos":true,"stream":true}' \
+  "http://127.0.0.1:$PORT/v1/completions" & hold=$!
+until_gauge running 1 200 || bad "the long stream did not start"
+waiters=()
+for i in 1 2 3 4 5; do
+  st=$([ "$i" -gt 3 ] && echo true || echo false)
+  curl -sN -o "$tmp/w$i" -H "$AUTH" --data-binary "{\"prompt\":\"The old\",\"max_tokens\":4,\"stream\":$st}" \
+    "http://127.0.0.1:$PORT/v1/completions" & waiters+=($!)
+  until_gauge waiting "$i" 200 || bad "request $i did not queue: waiting $(gauge waiting)"
+done
+kill "${waiters[@]:1}" 2>/dev/null; wait "${waiters[@]:1}" 2>/dev/null
+if until_gauge waiting 1 40; then ok; else bad "queued requests whose clients left still wait: $(gauge waiting) waiting"; fi
+expect "the long stream still runs" 1 "$(gauge running)"
+kill "$hold" 2>/dev/null; wait "$hold" 2>/dev/null
+wait "${waiters[0]}"; expect "the first waiter is served" 200 "$(python3 -c "
+import json; d=json.load(open('$tmp/w1')); print(200 if d['choices'][0]['text'] and d['usage']['completion_tokens'] == 4 else d)")"
+until_gauge running 0 100 || bad "the slots were not freed"
 # a long stream holds the slot, 80 requests overflow the queue (ZN_SRV_MAX_QUEUE 64) behind it
 limit_js "queue limit" queue 80
 limit_js "connection limit" connections 260
@@ -259,6 +284,24 @@ c2=$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")
 if [ "$c2" -ge "$ck" ]; then ok; else bad "hybrid reuse with dropped reasoning: $c2 cached, want >= $ck"; fi
 expect "thinking off" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":6,\"temperature\":0,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
 expect "thinking off: no reasoning" "" "$(jq_ "d['choices'][0]['message'].get('reasoning_content','')")"
+expect "thinking off: no reasoning tokens" 0 "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")"
+# usage.completion_tokens_details.reasoning_tokens: the tokens through the one that closes </think>
+# (all of them while it stays open: the prompt opened it), whole and streamed alike
+expect "reasoning tokens" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":16,\"temperature\":0,\"logprobs\":true}")"
+check "reasoning_tokens counts the reasoning" python3 -c "
+import json; d=json.load(open('$tmp/b')); u=d['usage']; toks=[e['token'] for e in d['choices'][0]['logprobs']['content']]
+text=''; want=len(toks)
+for i, t in enumerate(toks):
+    text += t
+    if '</think>' in text: want = i + 1; break
+assert d['choices'][0]['message'].get('reasoning_content'), d
+assert u['completion_tokens_details']['reasoning_tokens'] == want > 0, (u, want, toks)
+"
+curl -sN -o "$tmp/sb" --data-binary "{\"messages\":$q1,\"max_tokens\":16,\"temperature\":0,\"stream\":true,\"stream_options\":{\"include_usage\":true}}" \
+  "http://127.0.0.1:$PORT/v1/chat/completions"
+expect "streamed reasoning tokens" "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")" "$(python3 -c "
+import json
+print([json.loads(l[6:]) for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {')][-1]['usage']['completion_tokens_details']['reasoning_tokens'])")"
 
 # --cors and --allowed-hosts
 start cors -m "$M" --backend cpu --threads 1 --cors http://app.example --allowed-hosts zinc.internal,other.internal:9
@@ -302,6 +345,25 @@ wait "$c"
 expect "cut drain exit status" 0 "$rc"
 if [ $(( (tb - ta) / 1000000 )) -lt 4000 ]; then ok; else bad "drain took $(( (tb - ta) / 1000000 )) ms with --drain-timeout 1"; fi
 has "cut stream ends with an error event" "$tmp/dc" 'data: {"error":'
+
+# SIGTERM while the model loads: acted on at once (the load stops at its next step; no
+# "ready"), exit 0. The signal goes the moment "listening" is written (stderr is a FIFO
+# read here); the load takes a few hundred ms; when it wins the race anyway, say so.
+mkfifo "$tmp/early.fifo"
+"$zinc" serve --port 0 -m "$M" --backend cpu --threads 2 --parallel 4 2> "$tmp/early.fifo" & ep=$!
+exec 3< "$tmp/early.fifo"
+IFS= read -r -t 60 line <&3; printf '%s\n' "$line" > "$tmp/early.err"
+kill -TERM "$ep"
+cat <&3 >> "$tmp/early.err"; exec 3<&-
+wait "$ep"; rc=$?
+expect "SIGTERM while loading: exit status" 0 "$rc"
+if grep -q "while loading: stopping" "$tmp/early.err"; then
+  if grep -q "zinc: ready:" "$tmp/early.err"; then bad "SIGTERM while loading: it still became ready: $(cat "$tmp/early.err")"; else ok; fi
+  has "SIGTERM while loading: stopped" "$tmp/early.err" "zinc: stopped"
+else
+  has "load then SIGTERM" "$tmp/early.err" "zinc: ready:"
+  skip "SIGTERM while loading" "the load finished before the signal"
+fi
 
 # lavapipe (--backend vulkan): a subset. Its engine takes seconds to start (pipelines),
 # which shows /health saying 503 while loading.
@@ -352,10 +414,18 @@ fi
 for _ in $(seq 400); do grep -q "zinc: ready:" "$tmp/chat.err" && break; sleep 0.05; done
 url=$(head -1 "$tmp/chat.out")
 case "$url" in http://127.0.0.1:*/) ok ;; *) bad "zinc chat printed '$url'" ;; esac
-expect "chat UI page" 200 "$(curl -s -o "$tmp/b" -D "$tmp/h" -w '%{http_code}' "$url")"
+expect "chat UI page" 200 "$(curl -s -o "$tmp/b" -D "$tmp/h" -w '%{http_code}' -H 'Accept-Encoding: gzip, br' "$url")"
 expect "UI gzip" gzip "$(hdr content-encoding)"
+if gzip -dc < "$tmp/b" | cmp -s - src/server/web/index.html; then ok; else bad "the gzipped page is not index.html"; fi
+# a client that takes no gzip gets the file as it is
+for ae in '' 'identity' 'gzip;q=0, br'; do
+  expect "UI page, Accept-Encoding '$ae'" 200 "$(curl -s -o "$tmp/b" -D "$tmp/h" -w '%{http_code}' ${ae:+-H "Accept-Encoding: $ae"} "${url}app.js")"
+  expect "no gzip for '$ae'" "" "$(hdr content-encoding)"
+  if cmp -s "$tmp/b" src/server/web/app.js; then ok; else bad "Accept-Encoding '$ae': the body is not app.js"; fi
+done
+expect "UI varies by encoding" Accept-Encoding "$(hdr vary)"
 case "$(hdr content-security-policy)" in *"script-src 'self'"*) ok ;; *) bad "UI without a CSP" ;; esac
-expect "UI revalidates" 304 "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $(hdr etag)" "$url")"
+expect "UI revalidates" 304 "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $(hdr etag)" "${url}app.js")"
 
 # the seed's form: a model and no prompt starts the server
 "$zinc" -m "$M" --port 0 --backend cpu 2> "$tmp/seed.err" & p=$!; pids+=("$p")

@@ -153,6 +153,30 @@ static void test_think_disabled(void) {
     CHECK_EQ_STR(r, "");
 }
 
+/* reasoning_tokens: every token from the opening tag through the closing
+ * one, however the tags are cut into tokens */
+static void test_think_count(void) {
+    static const struct { bool in, on; const char *toks[8]; int want; } cases[] = {
+        {true, true, {"I", " think", "</think>", "\n\nHi", "!"}, 3},
+        {false, true, {"<think>", "\n", "hm", "</think>", "ans"}, 4},
+        {false, true, {"<th", "ink>", "x", "</th", "ink>", "a"}, 5},
+        {false, true, {"\n", "<think>", "r", "</think>", "a"}, 4},
+        {false, true, {" ", "Hello", " world"}, 0},
+        {false, true, {"<", "b>", "old"}, 0},
+        {false, false, {"<think>", "x", "</think>"}, 0},
+        {false, true, {"<think>a</think>", "b"}, 1},
+        {false, true, {"<think>", "a", "b"}, 3},
+        {true, true, {"a", "", "b"}, 3},
+        {true, false, {"a", "b"}, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        zn_think_count c;
+        thinkcount_init(&c, cases[i].in, cases[i].on);
+        for (int k = 0; k < 8 && cases[i].toks[k]; k++) thinkcount_push(&c, cases[i].toks[k], strlen(cases[i].toks[k]));
+        CHECK_MSG(c.n == cases[i].want, "case %zu: %d reasoning tokens, want %d", i, c.n, cases[i].want);
+    }
+}
+
 /* ---- request parsing ---- */
 
 static bool parse(const char *body, bool chat, zn_oai_req *r, zn_oai_error *e) {
@@ -324,9 +348,10 @@ static void test_chunks(void) {
     CHECK(s && strstr(s, "\"content\":\"a\xef\xbf\xbd\"") && strstr(s, "\"finish_reason\":\"stop\""));
     free(s);
     c.usage_null = true;
-    s = oai_dump(oai_usage_chunk(&c, oai_usage(10, 5, 4)), &n);
+    s = oai_dump(oai_usage_chunk(&c, oai_usage(10, 5, 4, 3)), &n);
     CHECK(strstr(s, "\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5,\"total_tokens\":15,"
-                    "\"prompt_tokens_details\":{\"cached_tokens\":4}}"));
+                    "\"prompt_tokens_details\":{\"cached_tokens\":4},"
+                    "\"completion_tokens_details\":{\"reasoning_tokens\":3}}"));
     free(s);
 }
 
@@ -387,6 +412,7 @@ int main(void) {
     RUN(test_stop_none);
     RUN(test_think_matches_whole_split);
     RUN(test_think_disabled);
+    RUN(test_think_count);
     RUN(test_parse_chat);
     RUN(test_parse_errors);
     RUN(test_parse_completions);

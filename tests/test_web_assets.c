@@ -105,6 +105,48 @@ static void test_every_file_embedded(void) {
     }
 }
 
+/* web_asset_inflate (what a client that takes no gzip gets) is the file too */
+static void test_identity_form(void) {
+    for (int i = 0; i < n_files; i++) {
+        const zn_web_asset *a = web_asset_find(files[i]);
+        if (!a) continue;
+        char src[4096];
+        snprintf(src, sizeof src, "%s%s", WEB_ROOT, files[i]);
+        size_t want_n = 0, got_n = 0;
+        char *want = harness_read_file(src, &want_n);
+        unsigned char *got = web_asset_inflate(a, &got_n);
+        CHECK_MSG(want && got, "%s: cannot read the source or web_asset_inflate it", files[i]);
+        if (want && got)
+            CHECK_MSG(got_n == want_n && memcmp(got, want, want_n) == 0, "%s: web_asset_inflate differs from %s",
+                      files[i], src);
+        free(want);
+        free(got);
+    }
+    /* broken data (a truncated copy) gives NULL, not a short file */
+    const zn_web_asset *a = web_asset_find("/app.js");
+    if (!a) return;
+    zn_web_asset cut = *a;
+    cut.len = a->len / 2;
+    size_t n = 0;
+    unsigned char *got = web_asset_inflate(&cut, &n);
+    CHECK(got == NULL);
+    free(got);
+}
+
+static void test_accept_encoding(void) {
+    static const struct { const char *ae; bool gz; } cases[] = {
+        {"gzip", true}, {"gzip, deflate, br, zstd", true}, {"br;q=1.0, gzip;q=0.8, *;q=0.1", true},
+        {"GZIP", true}, {"x-gzip", true}, {"*", true}, {"deflate, *;q=0.5", true}, {"  gzip ; q=0.5 ", true},
+        {"identity", false}, {"", false}, {"br", false}, {"gzip;q=0", false}, {"gzip;q=0.000", false},
+        {"*;q=0", false}, {"gzip;q=0, *", false}, {"*, gzip;q=0", false}, {"gzipx", false}, {"x-gzipper", false},
+        {"deflate;q=0.5, br", false}, {"gzip;q=", false}, {",,,", false}, {"; q=1", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_MSG(web_accepts_gzip(cases[i].ae) == cases[i].gz, "Accept-Encoding '%s': want %s", cases[i].ae,
+                  cases[i].gz ? "gzip" : "identity");
+    CHECK(!web_accepts_gzip(NULL));
+}
+
 static void test_nothing_else_embedded(void) {
     size_t n = 0;
     const zn_web_asset *all = web_asset_list(&n);
@@ -160,6 +202,8 @@ static void test_index_fits_csp(void) {
 int main(void) {
     walk(WEB_ROOT, "");
     RUN(test_every_file_embedded);
+    RUN(test_identity_form);
+    RUN(test_accept_encoding);
     RUN(test_nothing_else_embedded);
     RUN(test_index_and_queries);
     RUN(test_not_found);

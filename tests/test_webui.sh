@@ -7,7 +7,7 @@
 # to say (a streamed hostile reply, reasoning, errors mid-stream, the API key
 # prompt, the request's settings). Screenshots: BUILD_DIR/artifacts/webui-*.png.
 # Also checks the vendored UI libraries against their npm packages.
-# Skipped, with the reason, when Chromium, Node >= 20 or the npm packages are
+# Skipped, with the reason, when Chromium, Node >= 18 or the npm packages are
 # missing (scripts/deps.sh installs them).
 # usage: tests/test_webui.sh BUILD_DIR; last line "webui: N passed, N failed"
 set -uo pipefail
@@ -22,8 +22,8 @@ if [ ! -x "$chromium" ]; then
   skip webui "no Chromium at $chromium (apt-get install chromium; scripts/deps.sh installs it)"; finish webui; exit
 fi
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$node_major" -lt 20 ]; then
-  skip webui "needs Node >= 20 (found: $(node --version 2>/dev/null || echo none))"; finish webui; exit
+if [ "$node_major" -lt 18 ]; then
+  skip webui "needs Node >= 18 (found: $(node --version 2>/dev/null || echo none))"; finish webui; exit
 fi
 if [ ! -f "$e2e/node_modules/playwright-core/package.json" ]; then
   skip webui "npm packages not installed (cd tests/e2e && npm ci; scripts/deps.sh does it)"; finish webui; exit

@@ -111,7 +111,7 @@ static jv str_case(jstate *st, jv s, int mode) {
             jbuf_put(st, &b, s.s + i, adv);
         } else {
             char enc[4];
-            jbuf_put(st, &b, enc, utf8_encode(o, enc));
+            jbuf_put(st, &b, enc, utf8_write(o, enc));
         }
         i += adv;
     }

@@ -1,13 +1,17 @@
 /* zinc serve / zinc chat: the OpenAI-compatible server (src/server) from the
  * command line. SIGINT/SIGTERM drain it (new work gets 503, in-flight
- * requests get ZN_SRV_DRAIN_S seconds) and it exits 0. */
+ * requests get ZN_SRV_DRAIN_S seconds) and it exits 0. The model loads in a
+ * thread of its own, so a signal during the load is acted on at once too. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -97,6 +101,37 @@ static void open_browser(const char *url) {
     }
     /* xdg-open returns at once; reaping it keeps no zombie */
     waitpid(pid, NULL, 0);
+}
+
+typedef struct loader {
+    zn_server *srv;
+    pthread_t waiter;          /* told with SIGUSR1 when the load is over */
+    atomic_bool done;
+    zn_status st;
+    zn_err err;
+} loader;
+
+static void *load_main(void *arg) {
+    loader *l = arg;
+    l->st = server_load(l->srv, &l->err);
+    atomic_store(&l->done, true);
+    pthread_kill(l->waiter, SIGUSR1);
+    return NULL;
+}
+
+/* Waits up to max_s seconds for the loader's SIGUSR1 (other signals of the
+ * set are dropped: a second SIGTERM changes nothing). */
+static bool wait_loaded(loader *l, const sigset_t *sigs, double max_s) {
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!atomic_load(&l->done)) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left = max_s - ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9);
+        if (left <= 0) return false;
+        struct timespec ts = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        sigtimedwait(sigs, NULL, &ts);
+    }
+    return true;
 }
 
 static int serve_main(int argc, char **argv, const char *cmd, int default_port) {
@@ -206,11 +241,13 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         goto out;
     }
 
-    /* Signals go to sigwait below, not to whichever thread runs. */
+    /* Signals go to sigwait below, not to whichever thread runs; SIGUSR1 is
+     * the loader saying it is done. */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGUSR1);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -225,8 +262,36 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
     snprintf(url, sizeof url, "http://%s%s%s:%d/", v6 ? "[" : "", !strcmp(h, "0.0.0.0") ? "127.0.0.1" : h, v6 ? "]" : "",
              server_port(srv));
     fprintf(stderr, "zinc: listening on %s (loading %s)\n", url, cfg.model_path);
-    if (server_load(srv, &err)) {
-        fprintf(stderr, "zinc %s: %s\n", cmd, err.msg);
+    loader ld = {.srv = srv, .waiter = pthread_self()};
+    atomic_init(&ld.done, false);
+    pthread_t lt;
+    int sig = 0;
+    if (pthread_create(&lt, NULL, load_main, &ld)) {
+        load_main(&ld);  /* no thread: load here; a signal waits for the end of the load */
+        lt = pthread_self();
+    }
+    while (!atomic_load(&ld.done)) {
+        sigwait(&sigs, &sig);
+        if (sig == SIGUSR1) continue;
+        /* stopped while loading: nothing is in flight; the load ends at its
+         * next step, or is abandoned after the drain deadline */
+        fprintf(stderr, "zinc: %s while loading: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        server_stop_load(srv);
+        if (!wait_loaded(&ld, &sigs, (double)drain_s)) {
+            fprintf(stderr, "zinc: still loading after %ld s (--drain-timeout); exiting without waiting\n", drain_s);
+            /* _exit: the loader thread still uses the model and the device;
+             * exit() would run the drivers' atexit handlers under it */
+            _exit(0);
+        }
+        if (!pthread_equal(lt, pthread_self())) pthread_join(lt, NULL);
+        server_free(srv);
+        fprintf(stderr, "zinc: stopped\n");
+        rc = 0;
+        goto out;
+    }
+    if (!pthread_equal(lt, pthread_self())) pthread_join(lt, NULL);
+    if (ld.st) {
+        fprintf(stderr, "zinc %s: %s\n", cmd, ld.err.msg);
         server_free(srv);
         goto out;
     }
@@ -237,8 +302,8 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         fflush(stdout);
         if (browser) open_browser(url);
     }
-    int sig = 0;
-    sigwait(&sigs, &sig);
+    do sigwait(&sigs, &sig);
+    while (sig == SIGUSR1);  /* the loader's, late */
     fprintf(stderr, "zinc: %s: draining (at most %ld s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM", drain_s);
     server_drain(srv, (double)drain_s);
     server_free(srv);

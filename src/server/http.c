@@ -244,7 +244,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*data_size) {
-        if (timer_now() - q->r.t_arrival > ZN_SRV_READ_TIMEOUT_S) return MHD_NO; /* a trickling client: cut */
+        if (timer_now() - q->r.t_arrival > h->cfg.read_timeout_s) return MHD_NO; /* a trickling client: cut */
         if (q->too_big || q->n + *data_size > ZN_SRV_MAX_BODY) {
             q->too_big = true;  /* chunked upload: keep reading, answer 413 at the end */
         } else {
@@ -317,6 +317,8 @@ zn_status http_start(zn_http **out, const zn_http_cfg *cfg, zn_http_route route,
         return zn_errf(err, ZN_ERR_NOMEM, "out of memory");
     }
     h->cfg = *cfg;
+    if (!h->cfg.idle_timeout_s) h->cfg.idle_timeout_s = ZN_SRV_IDLE_TIMEOUT_S;
+    if (!(h->cfg.read_timeout_s > 0)) h->cfg.read_timeout_s = ZN_SRV_READ_TIMEOUT_S;
     h->route = route;
     h->fn = fn;
     h->done = done;
@@ -336,7 +338,7 @@ zn_status http_start(zn_http **out, const zn_http_cfg *cfg, zn_http_route route,
                             MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ZN_SRV_MAX_HEADER,
                             MHD_OPTION_CONNECTION_LIMIT, (unsigned)(ZN_SRV_MAX_CONNECTIONS + 16),
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ZN_SRV_IDLE_TIMEOUT_S,
+                            MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                             MHD_OPTION_END);

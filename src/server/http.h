@@ -26,6 +26,11 @@ typedef struct zn_http_cfg {
     const char *const *public_paths;
     /* every GET outside /v1/ needs no key either (the UI's assets: the page asks for the key) */
     bool public_get_assets;
+    /* 0: ZN_SRV_IDLE_TIMEOUT_S (a connection sending nothing for that long is
+     * closed) and ZN_SRV_READ_TIMEOUT_S (a body still arriving that long after
+     * the headers is cut: a trickling client) */
+    unsigned idle_timeout_s;
+    double read_timeout_s;
 } zn_http_cfg;
 
 typedef struct zn_http zn_http;

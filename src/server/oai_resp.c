@@ -45,10 +45,11 @@ json_t *oai_error_json(const zn_oai_error *e) {
                      e->type ? e->type : "server_error", "param", param, "code", code);
 }
 
-json_t *oai_usage(long prompt, long completion, long cached) {
-    return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens", (json_int_t)prompt, "completion_tokens",
+json_t *oai_usage(long prompt, long completion, long cached, long reasoning) {
+    return json_pack("{s:I,s:I,s:I,s:{s:I},s:{s:I}}", "prompt_tokens", (json_int_t)prompt, "completion_tokens",
                      (json_int_t)completion, "total_tokens", (json_int_t)(prompt + completion), "prompt_tokens_details",
-                     "cached_tokens", (json_int_t)cached);
+                     "cached_tokens", (json_int_t)cached, "completion_tokens_details", "reasoning_tokens",
+                     (json_int_t)reasoning);
 }
 
 /* A token's text and bytes as OpenAI's logprobs show it. */
@@ -159,7 +160,7 @@ json_t *oai_final(const zn_oai_ctx *c, const zn_job *j) {
                            "finish_reason", j->finish ? j->finish : "stop");
     }
     json_t *o = envelope(c, c->chat ? "chat.completion" : "text_completion", choice);
-    if (o) json_object_set_new(o, "usage", oai_usage(j->n_prompt, j->n_gen, j->n_cached));
+    if (o) json_object_set_new(o, "usage", oai_usage(j->n_prompt, j->n_gen, j->n_cached, j->n_reasoning));
     return o;
 }
 

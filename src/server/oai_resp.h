@@ -23,7 +23,9 @@ void oai_ctx_init(zn_oai_ctx *c, bool chat, const char *model, const zn_tokenize
 
 /* {"error": {"message", "type", "param", "code"}} */
 json_t *oai_error_json(const zn_oai_error *e);
-json_t *oai_usage(long prompt, long completion, long cached);
+/* usage, with prompt_tokens_details.cached_tokens and
+ * completion_tokens_details.reasoning_tokens */
+json_t *oai_usage(long prompt, long completion, long cached, long reasoning);
 
 /* A stream chunk: role (chat's first chunk) and/or text of channel ch
  * (ZN_CH_*; n may be 0), logprobs of lp[0..n_lp) (top_n alternatives each),

@@ -23,6 +23,7 @@ struct zn_slot {
     zn_detok detok;
     zn_stopper stopper;
     zn_thinker thinker;
+    zn_think_count tcount;
     zn_job *job;
     int state;
     int pos;                  /* prefill: prompt tokens in the state */
@@ -199,6 +200,7 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     detok_init(&sl->detok, s->tok, false, false);
     stopper_init(&sl->stopper, (const char *const *)j->stop, j->n_stop);
     thinker_init(&sl->thinker, j->think_open, j->split_think);
+    thinkcount_init(&sl->tcount, j->think_open, j->split_think);
     sl->job = j;
     sl->state = SLOT_PREFILL;
     sl->pos = keep;
@@ -297,6 +299,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
     if (j->top_logprobs >= 0) sched_logprobs(sl->logits, s->n_vocab, id, j->top_logprobs, &lp);
     sampler_accept(&sl->smp, id);
     size_t k = detok_push(&sl->detok, id, sl->raw);
+    thinkcount_push(&sl->tcount, sl->raw, k);
     size_t m = stopper_push(&sl->stopper, sl->raw, k, sl->out);
     zn_think_out o[2];
     int no = thinker_push(&sl->thinker, sl->out, m, o);
@@ -309,6 +312,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         if (ok) j->lp[j->n_lp++] = lp;
     }
     j->n_gen++;
+    j->n_reasoning = sl->tcount.n;
     if (!j->t_first) j->t_first = now;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
@@ -541,6 +545,23 @@ void sched_free(zn_sched *s) {
     memset(s, 0, sizeof *s);
 }
 
+/* Removes the waiting jobs whose client left; under s->mu. */
+static void queue_drop_cancelled(zn_sched *s) {
+    int k = 0;
+    for (int i = 0; i < s->q_len; i++) {
+        zn_job *q = s->queue[(s->q_head + i) % ZN_SRV_MAX_QUEUE];
+        if (atomic_load(&q->cancel)) {
+            zn_err e;
+            zn_errf(&e, ZN_ERR_ARG, "cancelled");
+            job_fail(q, &e);
+            job_unref(q);
+        } else {
+            s->queue[(s->q_head + k++) % ZN_SRV_MAX_QUEUE] = q;
+        }
+    }
+    s->q_len = k;
+}
+
 zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err) {
     if (j->n_prompt < 1 || j->n_prompt >= s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "%d prompt tokens: the context holds %d", j->n_prompt, s->n_ctx);
@@ -552,21 +573,7 @@ zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err) {
         pthread_mutex_unlock(&s->mu);
         return zn_errf(err, ZN_ERR_IO, "the server is shutting down");
     }
-    if (s->q_len == ZN_SRV_MAX_QUEUE) { /* make room: waiting jobs whose client left go now */
-        int k = 0;
-        for (int i = 0; i < s->q_len; i++) {
-            zn_job *q = s->queue[(s->q_head + i) % ZN_SRV_MAX_QUEUE];
-            if (atomic_load(&q->cancel)) {
-                zn_err e;
-                zn_errf(&e, ZN_ERR_ARG, "cancelled");
-                job_fail(q, &e);
-                job_unref(q);
-            } else {
-                s->queue[(s->q_head + k++) % ZN_SRV_MAX_QUEUE] = q;
-            }
-        }
-        s->q_len = k;
-    }
+    if (s->q_len == ZN_SRV_MAX_QUEUE) queue_drop_cancelled(s); /* make room */
     if (s->q_len == ZN_SRV_MAX_QUEUE) {
         pthread_mutex_unlock(&s->mu);
         return zn_errf(err, ZN_ERR_NOMEM, "the server is busy: %d requests are waiting (the queue holds %d)",
@@ -598,5 +605,12 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
         if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
                              .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots};
+    pthread_mutex_unlock(&s->mu);
+}
+
+void sched_cancel(zn_sched *s, zn_job *j) {
+    atomic_store(&j->cancel, true);
+    pthread_mutex_lock(&s->mu);
+    queue_drop_cancelled(s);  /* a running job's slot is freed by the engine thread at its next turn */
     pthread_mutex_unlock(&s->mu);
 }

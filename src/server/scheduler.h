@@ -78,6 +78,7 @@ typedef struct zn_job {
     const char *finish;       /* "stop" or "length" once done without error */
     int n_cached;             /* prompt tokens reused instead of computed */
     int n_gen;                /* tokens generated */
+    int n_reasoning;          /* of them, inside <think>...</think> (thinkcount_push) */
     int slot;                 /* -1 until running */
     bool failed;
     zn_err err;
@@ -130,6 +131,10 @@ void sched_free(zn_sched *s);
  * the queue is full, ZN_ERR_IO after sched_stop, ZN_ERR_ARG when the prompt
  * is empty or does not fit the context. */
 zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err);
+/* The job's client is gone: a waiting job leaves the queue at once (its
+ * place and the waiting gauge freed), a running one frees its slot at the
+ * engine thread's next turn, a finished one is unaffected. Not under j->mu. */
+void sched_cancel(zn_sched *s, zn_job *j);
 /* Snapshot for the slots endpoint and metrics; returns the slot count. */
 int sched_slots(zn_sched *s, zn_slot_info *out, int cap);
 void sched_gauges(zn_sched *s, zn_metrics_gauges *g);

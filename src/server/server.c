@@ -184,15 +184,27 @@ static void get_metrics(zn_server *s, zn_http_req *r) {
 
 static void get_asset(zn_server *s, zn_http_req *r, const zn_web_asset *a) {
     const char *inm = http_header(r, "If-None-Match");
-    const char *h[] = {"Content-Encoding", "gzip", "Cache-Control", "no-cache", "ETag", a->etag,
-                       "Content-Security-Policy", WEB_ASSET_CSP, "X-Content-Type-Options", "nosniff",
-                       "Referrer-Policy", "no-referrer", "Vary", "Accept-Encoding", NULL};
+    bool gz = web_accepts_gzip(http_header(r, "Accept-Encoding"));
+    const char *h[] = {"Cache-Control", "no-cache", "ETag", a->etag, "Content-Security-Policy", WEB_ASSET_CSP,
+                       "X-Content-Type-Options", "nosniff", "Referrer-Policy", "no-referrer", "Vary",
+                       "Accept-Encoding", gz ? "Content-Encoding" : NULL, "gzip", NULL};
     if (inm && a->etag && !strcmp(inm, a->etag)) {
-        const char *h304[] = {"ETag", a->etag, "Cache-Control", "no-cache", NULL};
+        const char *h304[] = {"ETag", a->etag, "Cache-Control", "no-cache", "Vary", "Accept-Encoding", NULL};
         http_send(r, 304, NULL, "", 0, h304);
         return;
     }
-    http_send(r, 200, a->content_type, (const char *)a->data, a->len, h);
+    if (gz) {
+        http_send(r, 200, a->content_type, (const char *)a->data, a->len, h);
+        return;
+    }
+    size_t n = 0;
+    unsigned char *raw = web_asset_inflate(a, &n);  /* rare (browsers take gzip), small: no cache */
+    if (!raw) {
+        fail(r, 500, "server_error", NULL, "cannot inflate %s", a->path);
+        return;
+    }
+    http_send(r, 200, a->content_type, (const char *)raw, n, h);
+    free(raw);
 }
 
 /* ---- routing ---- */
@@ -310,10 +322,19 @@ zn_status server_start(zn_server **out, const zn_server_cfg *cfg, zn_err *err) {
 
 int server_port(const zn_server *s) { return http_port(s->http); }
 
+void server_stop_load(zn_server *s) { atomic_store(&s->draining, true); }
+
+static zn_status load_stopped(zn_server *s, zn_err *err) {
+    return atomic_load(&s->draining) ? zn_errf(err, ZN_ERR_IO, "stopped while loading") : ZN_OK;
+}
+
 zn_status server_load(zn_server *s, zn_err *err) {
-    zn_status st = model_load(&s->model, s->cfg.model_path, err);
+    zn_status st = load_stopped(s, err);
+    if (st) return st;
+    st = model_load(&s->model, s->cfg.model_path, err);
     if (st) return st;
     s->have_model = true;
+    if ((st = load_stopped(s, err))) return st;
     st = tokenizer_load(&s->tok, &s->model.gguf, err);
     if (st) return st;
     if (s->cfg.chat_template) {
@@ -328,9 +349,11 @@ zn_status server_load(zn_server *s, zn_err *err) {
         int t = s->model.hp.n_ctx_train;
         s->cfg.n_ctx = t >= 2 && t < ZN_DEFAULT_CTX ? t : ZN_DEFAULT_CTX;
     }
+    if ((st = load_stopped(s, err))) return st;
     st = engine_init(&s->eng, &s->model, &s->cfg.engine, err);
     if (st) return st;
     s->have_engine = true;
+    if ((st = load_stopped(s, err))) return st;
     st = sched_init(&s->sched, &s->eng, s->tok, s->cfg.n_parallel, s->cfg.n_ctx, &s->metrics, err);
     if (st) return st;
     s->have_sched = true;

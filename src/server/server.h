@@ -32,6 +32,10 @@ typedef struct zn_server zn_server;
 zn_status server_start(zn_server **out, const zn_server_cfg *cfg, zn_err *err);
 int server_port(const zn_server *s);
 zn_status server_load(zn_server *s, zn_err *err);
+/* From another thread while server_load runs (a signal came): /health and
+ * new work get 503 at once and server_load stops before its next step
+ * (model, tokenizer, engine, slots), failing with "stopped while loading". */
+void server_stop_load(zn_server *s);
 /* Stops taking work and waits up to deadline_s seconds for in-flight
  * generations; whatever still runs then is cut (streams get an in-band error). */
 void server_drain(zn_server *s, double deadline_s);

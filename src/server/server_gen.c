@@ -112,7 +112,7 @@ static bool completion_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_o
 /* ---- whole responses ---- */
 
 /* Waits for the job, giving it up when the client leaves. false: gone. */
-static bool wait_done(zn_http_req *r, zn_job *j) {
+static bool wait_done(zn_server *s, zn_http_req *r, zn_job *j) {
     pthread_mutex_lock(&j->mu);
     while (j->state != ZN_JOB_DONE) {
         struct timespec ts;
@@ -121,8 +121,8 @@ static bool wait_done(zn_http_req *r, zn_job *j) {
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&j->cv, &j->mu, &ts);
         if (j->state != ZN_JOB_DONE && http_client_gone(r)) {
-            atomic_store(&j->cancel, true);
             pthread_mutex_unlock(&j->mu);
+            sched_cancel(&s->sched, j);
             return false;
         }
     }
@@ -136,7 +136,7 @@ static void job_error(const zn_job *j, zn_oai_error *e) {
 }
 
 static void respond_whole(zn_server *s, zn_http_req *r, zn_job *j, const zn_oai_ctx *c) {
-    if (!wait_done(r, j)) {
+    if (!wait_done(s, r, j)) {
         zn_oai_error e;
         oai_fail(&e, 499, "invalid_request_error", NULL, NULL, "the client closed the connection");
         server_send_error(r, &e);  /* nobody reads it; keeps the status for the metrics */
@@ -231,7 +231,7 @@ static bool take_end(sse *q) {
     }
     ok = ok && add_event(q, oai_chunk(&q->c, false, ZN_CH_CONTENT, "", 0, NULL, 0, 0, j->finish ? j->finish : "stop"));
     if (ok && q->include_usage)
-        ok = add_event(q, oai_usage_chunk(&q->c, oai_usage(j->n_prompt, j->n_gen, j->n_cached)));
+        ok = add_event(q, oai_usage_chunk(&q->c, oai_usage(j->n_prompt, j->n_gen, j->n_cached, j->n_reasoning)));
     static const char done[] = "data: [DONE]\n\n";
     if (ok) {
         char *d = strdup(done);
@@ -265,8 +265,8 @@ static ssize_t sse_read(void *cls, char *buf, size_t max) {
             if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
             pthread_cond_timedwait(&j->cv, &j->mu, &ts);
             if (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE && http_client_gone(&q->req)) {
-                atomic_store(&j->cancel, true);
                 pthread_mutex_unlock(&j->mu);
+                sched_cancel(&q->srv->sched, j);
                 return -2;
             }
         }
@@ -282,7 +282,7 @@ static ssize_t sse_read(void *cls, char *buf, size_t max) {
 
 static void sse_done(void *cls) {
     sse *q = cls;
-    atomic_store(&q->job->cancel, true);  /* a no-op when it had finished; frees the slot when the client left */
+    sched_cancel(&q->srv->sched, q->job);  /* a no-op when it had finished; frees its place when the client left */
     job_unref(q->job);
     atomic_fetch_sub(&q->srv->in_flight, 1);
     free(q->out);
@@ -333,7 +333,7 @@ static void generate(zn_server *s, zn_http_req *r, bool chat) {
     oai_ctx_init(&c, chat, s->model_id, s->tok);
     if (!req.stream) {
         respond_whole(s, r, j, &c);
-        atomic_store(&j->cancel, true);
+        sched_cancel(&s->sched, j);
         job_unref(j);
         atomic_fetch_sub(&s->in_flight, 1);
         oai_req_free(&req);
@@ -341,7 +341,7 @@ static void generate(zn_server *s, zn_http_req *r, bool chat) {
     }
     sse *q = calloc(1, sizeof *q);
     if (!q) {
-        atomic_store(&j->cancel, true);
+        sched_cancel(&s->sched, j);
         job_unref(j);
         atomic_fetch_sub(&s->in_flight, 1);
         oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");

@@ -183,3 +183,26 @@ int thinker_flush(zn_thinker *t, zn_think_out out[2]) {
     }
     return finish(&w);
 }
+
+/* ---- reasoning tokens ---- */
+
+void thinkcount_init(zn_think_count *c, bool in_thinking, bool enabled) {
+    thinker_init(&c->t, in_thinking, enabled);
+    c->pending = c->n = 0;
+}
+
+void thinkcount_push(zn_think_count *c, const char *text, size_t n) {
+    int before = c->t.mode;
+    zn_think_out ignored[2];
+    thinker_push(&c->t, text, n, ignored);
+    int after = c->t.mode;
+    if (after == T_START) {
+        c->pending++;
+    } else if (before == T_START) { /* decided with this token */
+        /* reasoning opened, or opened and closed within this token */
+        if (after == T_REASON || memmem(text, n, CLOSE, 8)) c->n += c->pending + 1;
+        c->pending = 0;
+    } else if (before == T_REASON) { /* inside, or the one that closes it */
+        c->n++;
+    }
+}

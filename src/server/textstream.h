@@ -58,4 +58,20 @@ void thinker_init(zn_thinker *t, bool in_thinking, bool enabled);
 int thinker_push(zn_thinker *t, const char *text, size_t n, zn_think_out out[2]);
 int thinker_flush(zn_thinker *t, zn_think_out out[2]);
 
+/* usage.completion_tokens_details.reasoning_tokens: how many generated tokens
+ * belong to the reasoning, from the opening tag through the closing one. It
+ * runs a thinker of its own over each token's text as the detokenizer gives
+ * it, before stop strings hold any back, so a token is counted when it is
+ * generated; tokens before the reply shows whether it opens a <think> block
+ * (leading whitespace, part of the tag) are counted once that is known. */
+typedef struct zn_think_count {
+    zn_thinker t;
+    int pending;        /* tokens seen while undecided */
+    int n;              /* reasoning tokens */
+} zn_think_count;
+
+void thinkcount_init(zn_think_count *c, bool in_thinking, bool enabled);
+/* One generated token's text (n <= ZN_DETOK_OUT_MAX; may be empty). */
+void thinkcount_push(zn_think_count *c, const char *text, size_t n);
+
 #endif

@@ -669,7 +669,7 @@ size_t detok_push(zn_detok *d, int32_t id, char *out) {
             memcpy(out + o, buf + i, (size_t)c);
             o += (size_t)c, i += (size_t)c;
         } else if (c < 0) {
-            o += utf8_encode(UTF8_REPLACEMENT, out + o);
+            o += utf8_write(UTF8_REPLACEMENT, out + o);
             i += (size_t)-c;
         } else { /* a sequence that the next token may finish */
             d->n_held = (int)(n - i);
@@ -681,7 +681,7 @@ size_t detok_push(zn_detok *d, int32_t id, char *out) {
 }
 
 size_t detok_flush(zn_detok *d, char *out) {
-    size_t o = d->n_held ? utf8_encode(UTF8_REPLACEMENT, out) : 0;
+    size_t o = d->n_held ? utf8_write(UTF8_REPLACEMENT, out) : 0;
     d->n_held = 0;
     return o;
 }

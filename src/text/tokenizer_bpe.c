@@ -357,8 +357,8 @@ zn_status bpe_encode(const zn_tokenizer *t, const char *text, size_t len, tok_id
     for (size_t i = 0; i < len;) {
         size_t adv;
         uint32_t cp = utf8_decode_lenient(text + i, len - i, &adv);
-        size_t k = utf8_encode(cp, clean + n);
-        if (cp >= 0xD800 && cp <= 0xDFFF) utf8_encode(UTF8_REPLACEMENT, subj + n);
+        size_t k = utf8_write(cp, clean + n);
+        if (cp >= 0xD800 && cp <= 0xDFFF) utf8_write(UTF8_REPLACEMENT, subj + n);
         else memcpy(subj + n, clean + n, k);
         n += k;
         i += adv;
@@ -384,7 +384,7 @@ zn_status bpe_encode(const zn_tokenizer *t, const char *text, size_t len, tok_id
     for (size_t i = 0; i < a.n; i++) {
         size_t wn = 0;
         for (uint32_t j = 0; j < a.v[i].len; j++)
-            wn += utf8_encode(byte_cp((uint8_t)clean[a.v[i].off + j]), word + wn);
+            wn += utf8_write(byte_cp((uint8_t)clean[a.v[i].off + j]), word + wn);
         if ((s = bpe_word(t, word, wn, sy, key, &h, out))) {
             if (s == ZN_ERR_NOMEM) goto nomem;
             goto done;

@@ -61,7 +61,7 @@ zn_status wpm_encode(const zn_tokenizer *t, const char *text, size_t len, tok_id
         }
         if (cp == 0 || cp == UTF8_REPLACEMENT || c == UCD_CONTROL) continue;
         if (t->wpm_strip_accents && c == UCD_MARK) continue;
-        n += utf8_encode(t->wpm_lowercase ? ucd_tolower(cp) : cp, w + n);
+        n += utf8_write(t->wpm_lowercase ? ucd_tolower(cp) : cp, w + n);
         if (alone && !s) {
             s = wpm_word(t, w, n, out);
             n = 3;

@@ -31,7 +31,7 @@ uint32_t utf8_decode_lenient(const char *str, size_t n, size_t *adv) {
     return cp;
 }
 
-size_t utf8_encode(uint32_t cp, char *out) {
+size_t utf8_write(uint32_t cp, char *out) {
     uint8_t *o = (uint8_t *)out;
     if (cp < 0x80) {
         o[0] = (uint8_t)cp;
@@ -87,7 +87,7 @@ size_t utf8_sanitize(const char *in, size_t n, char *out) {
             for (int j = 0; j < k; j++) out[o++] = (char)s[i + j];
             i += (size_t)k;
         } else {
-            o += utf8_encode(UTF8_REPLACEMENT, out + o);
+            o += utf8_write(UTF8_REPLACEMENT, out + o);
             i += k < 0 ? (size_t)-k : n - i; /* a truncated tail is one subpart */
         }
     }

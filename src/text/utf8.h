@@ -17,7 +17,7 @@ size_t utf8_lead_len(uint8_t c);
 uint32_t utf8_decode_lenient(const char *s, size_t n, size_t *adv);
 
 /* Writes cp (<= 0x10FFFF) and returns 1..4. */
-size_t utf8_encode(uint32_t cp, char *out);
+size_t utf8_write(uint32_t cp, char *out);
 
 /* Strict check of the sequence at s: returns its length (1..4) when valid,
  * 0 when the bytes can only become valid with more input (a proper prefix),
