@@ -36,17 +36,20 @@ static void usage(FILE *f) {
                "                  [--device N] [--tune KEY=VALUE,...]\n", backend_names());
 }
 
-/* "1,8,32" -> out[]; 0 on a bad or out-of-range item. */
+/* "1,8,32" -> out[]; 0 on an empty, bad or out-of-range item. */
 static int parse_list(const char *s, long lo, long hi, long *out, int *n) {
     *n = 0;
-    char buf[256];
-    if (strlen(s) >= sizeof buf) return 0;
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == PAR_MAX_LIST || !cli_parse_long(t, lo, hi, &out[*n])) return 0;
-        (*n)++;
+    for (const char *p = s;; p++) {
+        const char *end = strchr(p, ',');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        char item[32];
+        if (*n == PAR_MAX_LIST || len == 0 || len >= sizeof item) return 0;
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (!cli_parse_long(item, lo, hi, &out[(*n)++])) return 0;
+        if (!end) return 1;
+        p = end;
     }
-    return *n > 0;
 }
 
 static int parse_args(int argc, char **argv, par_args *a) {
@@ -68,13 +71,30 @@ static int parse_args(int argc, char **argv, par_args *a) {
         else if (!strcmp(k, "-ntg")) ok = parse_list(v, 1, ZN_MAX_CTX / 2, a->ntg, &a->n_tg);
         else if (!strcmp(k, "--threads") || !strcmp(k, "-t")) ok = cli_parse_long(v, 1, ZN_MAX_THREADS, &a->threads);
         else return fprintf(stderr, "zinc bench: unknown option '%s' with --parallel\n", k), usage(stderr), -1;
-        if (!ok)
-            return fprintf(stderr, "zinc bench: bad %s '%s' (%s)\n", k, v,
-                           !strcmp(k, "--parallel") || !strcmp(k, "-npl") ? "sequence counts 1 to 256, comma-separated"
-                                                                         : "positive integers, comma-separated"),
-                   -1;
+        if (!ok) {
+            if (!strcmp(k, "--parallel") || !strcmp(k, "-npl"))
+                fprintf(stderr, "zinc bench: bad %s '%s' (sequence counts 1 to %d, comma-separated, at most %d)\n", k,
+                        v, ZN_MAX_STEP_SEQS, PAR_MAX_LIST);
+            else if (!strcmp(k, "-npp") || !strcmp(k, "-ntg"))
+                fprintf(stderr, "zinc bench: bad %s '%s' (lengths 1 to %d, comma-separated, at most %d)\n", k, v,
+                        ZN_MAX_CTX / 2, PAR_MAX_LIST);
+            else
+                fprintf(stderr, "zinc bench: bad %s '%s' (1 to %d)\n", k, v, ZN_MAX_THREADS);
+            return -1;
+        }
     }
     return 1;
+}
+
+/* s as a JSON string (a model path may hold quotes or backslashes). */
+static void put_json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\') printf("\\%c", *c);
+        else if (*c < 0x20) printf("\\u%04x", *c);
+        else putchar(*c);
+    }
+    putchar('"');
 }
 
 typedef struct par_result {
@@ -185,12 +205,15 @@ int cli_bench_parallel(int argc, char **argv) {
                 const double s_pp = (double)(pl * pp) / r.t_pp, s_tg = (double)(pl * tg) / r.t_tg;
                 const double t = r.t_pp + r.t_tg, s = (double)(pl * (pp + tg)) / t;
                 if (a.json) {
-                    printf("%s\n  {\"model\": \"%s\", \"backend\": \"%s\", \"threads\": %d, \"pp\": %ld, \"tg\": %ld, "
-                           "\"pl\": %ld, \"n_kv\": %ld, \"t_pp\": %.4f, \"speed_pp\": %.2f, \"ttft_mean\": %.4f, "
-                           "\"ttft_max\": %.4f, \"t_tg\": %.4f, \"speed_tg\": %.2f, \"speed_tg_seq\": %.2f, "
-                           "\"t\": %.4f, \"speed\": %.2f}",
-                           first ? "" : ",", a.model, eo.backend, threads, pp, tg, pl, pl * (pp + tg), r.t_pp, s_pp,
-                           r.ttft_mean, r.ttft_max, r.t_tg, s_tg, s_tg / (double)pl, t, s);
+                    printf("%s\n  {\"model\": ", first ? "" : ",");
+                    put_json_str(a.model);
+                    printf(", \"arch\": \"%s\", \"backend\": \"%s\", \"batched\": %s, \"threads\": %d, "
+                           "\"pp\": %ld, \"tg\": %ld, \"pl\": %ld, \"n_kv\": %ld, \"t_pp\": %.6f, \"speed_pp\": %.2f, "
+                           "\"ttft_mean\": %.6f, \"ttft_max\": %.6f, \"t_tg\": %.6f, \"speed_tg\": %.2f, "
+                           "\"speed_tg_seq\": %.2f, \"t\": %.6f, \"speed\": %.2f}",
+                           model_arch_name(m.arch), eo.backend, e.be->multi_seq ? "true" : "false", threads, pp, tg,
+                           pl, pl * (pp + tg), r.t_pp, s_pp, r.ttft_mean, r.ttft_max, r.t_tg, s_tg, s_tg / (double)pl,
+                           t, s);
                 } else {
                     printf("| %5ld | %5ld | %4ld | %6ld | %8.3f | %8.2f | %7.3f/%7.3f | %8.3f | %8.2f | %12.2f | %8.3f | "
                            "%8.2f |\n",
