@@ -297,7 +297,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
                 "or hyper-parameters", sl->n_cache);
         slot_forget(s, sl);
         slot_finish(s, sl, NULL, &err);
-        return;
+        return false;
     }
     if (!j->ignore_eos && tokenizer_is_eog(s->tok, id)) {
         slot_finish(s, sl, "stop", NULL);
