@@ -43,7 +43,7 @@ zinc: $(BUILD)/zinc
 $(BUILD)/zinc: $(BUILD)/obj/cli/main.o $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o
+$(BUILD)/libzinc.a: $(OBJS) $(BUILD)/obj/shaders_embed.o $(BUILD)/obj/web_embed.o $(BUILD)/obj/format/embedded_data.o
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -70,6 +70,11 @@ $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/shaders_embed.S &: $(SPV) scripts/embe
 	bash scripts/embed_shaders.sh $(BUILD)/gen $(SPV)
 
 $(BUILD)/obj/shaders_embed.o: $(BUILD)/gen/shaders_embed.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@ $<
+
+# GGUF files built into the binary (src/format/embedded.h): the demo model.
+$(BUILD)/obj/format/embedded_data.o: src/format/embedded_data.S models/zinc-demo-qwen35.gguf
 	@mkdir -p $(dir $@)
 	$(CC) -c -o $@ $<
 
@@ -118,7 +123,8 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # $(CFLAGS), so `make test` (and test-asan) replay the regression inputs in
 # fuzz/regress/X without clang.
 FUZZ_TARGETS := gguf model tokenizer jinja sampler request
-FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c
+# (embedded.c's table points into embedded_data.S: the built-in demo model)
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/format/embedded.c src/format/embedded_data.S
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
                    src/format/quant.c src/format/quant_avx2.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)

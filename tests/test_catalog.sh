@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zinc model pull from a loopback HTTP server (tests/catalog/range_server.py),
+# zinc model pull from a loopback HTTP server (tests/catalog/fake_hub.py),
 # default-model resolution and zinc --check, all in temporary ZINC_HOMEs.
 # $1: the build directory. Last line "N passed, N failed".
 build=${1:-build}
@@ -18,7 +18,7 @@ cp models/zinc-demo-qwen35.gguf "$tmp/www/demo.gguf"
 size=$(stat -c %s "$tmp/www/demo.gguf")
 sum=$(sha256sum "$tmp/www/demo.gguf" | cut -d' ' -f1)
 cut=1000000
-timeout 120 "$py" tests/catalog/range_server.py "$tmp/www" --port-file "$tmp/port" --log "$tmp/log" --cut $cut --lifetime 110 &
+timeout 120 "$py" tests/catalog/fake_hub.py "$tmp/www" --port-file "$tmp/port" --log "$tmp/log" --cut $cut --lifetime 110 &
 srv_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 port=$(cat "$tmp/port" 2>/dev/null)
@@ -33,7 +33,7 @@ leftovers() { ls "$m" 2>/dev/null | grep -c "$1"; }
 # the right hash: installed, byte for byte, recorded as verified
 pull "$base/f/demo.gguf" --sha256 "$sum"; rc=$?
 check "pull with the right --sha256 installs the file (rc $rc)" \
-  bash -c '[ $0 -eq 0 ] && cmp -s "$1" "$2" && grep -q "^$3 verified$" "$2.sha256"' $rc "$tmp/www/demo.gguf" "$m/demo.gguf" "$sum"
+  bash -c '[ $0 -eq 0 ] && cmp -s "$1" "$2" && grep -q "^$3 verified sha256-option$" "$2.sha256"' $rc "$tmp/www/demo.gguf" "$m/demo.gguf" "$sum"
 check "the progress report says MB, MB/s and % on a non-terminal" grep -q "100.0%.*MB/s" "$tmp/err"
 check "pull of an installed file does nothing" bash -c 'timeout 20 "$0" model pull "$1" | grep -q "already installed"' "$zinc" "$base/f/demo.gguf"
 rm -rf "$m"
@@ -57,7 +57,7 @@ check "an interrupted pull fails (rc $rc), keeps $cut bytes in .part and says ho
   $rc "$m/demo.gguf" $cut "$tmp/err"
 pull "$base/cut/demo.gguf" --sha256 "$sum"; rc=$?
 check "the second pull resumes at byte $cut (Range request) and verifies the whole file" \
-  bash -c '[ $0 -eq 0 ] && grep -q "^/cut/demo.gguf bytes=$1-$" "$2" && cmp -s "$3" "$4" && [ ! -e "$4.part" ]' \
+  bash -c '[ $0 -eq 0 ] && grep -q "^/cut/demo.gguf bytes=$1- " "$2" && cmp -s "$3" "$4" && [ ! -e "$4.part" ]' \
   $rc $cut "$tmp/log" "$tmp/www/demo.gguf" "$m/demo.gguf"
 rm -rf "$m"
 
@@ -91,7 +91,7 @@ pull "$base/huge/demo.gguf"; rc=$?
 check "a file larger than the free disk space: refused before writing (rc $rc), no file left" \
   bash -c '[ $0 -ne 0 ] && grep -q "not enough disk space" "$1" && [ -z "$(ls -A "$2")" ]' $rc "$tmp/err" "$m"
 pull not-a-model; rc=$?
-check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id nor a URL" "$tmp/err"
+check "pull of an unknown id says so (rc $rc)" grep -q "neither a catalog id, a URL nor hf:" "$tmp/err"
 echo secret > "$tmp/local.gguf"
 for u in "file://$tmp/local.gguf" "ftp://127.0.0.1:$port/local.gguf" "gopher://127.0.0.1:$port/local.gguf"; do
   pull "$u"; rc=$?
@@ -104,7 +104,24 @@ mkdir -p "$m" && cp "$tmp/www/demo.gguf" "$m/Qwen3.5-2B-Q4_K_M.gguf"
 timeout 30 "$zinc" --model-id qwen35-2b-q4k-m -p hi -n 2 --seed 1 --backend cpu >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "zinc --model-id qwen35-2b-q4k-m -p runs the installed file (rc $rc)" \
   bash -c '[ $0 -eq 0 ] && [ -s "$1" ]' $rc "$tmp/out"
+# hardware profile and fit: --check --model-id, model list
+timeout 60 "$zinc" --check --model-id qwen35-2b-q4k-m >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--check --model-id of an installed model: it fits this profile, with a context, READY (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "model qwen35-2b-q4k-m fits [a-z0-9-]*: .* up to [0-9]* tokens of context" "$1" && [ "$(tail -1 "$1")" = "READY [OK]" ]' \
+  $rc "$tmp/out"
+timeout 30 "$zinc" model list >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "model list names the hardware profile and marks what fits with its context (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "^hardware profile: [a-z0-9-]*gb\|^hardware profile: apple-silicon" "$1" && grep -q "^  qwen3.5-2b .* yes, ctx [0-9]*" "$1"' \
+  $rc "$tmp/out"
 rm -f "$m/Qwen3.5-2B-Q4_K_M.gguf"
+timeout 60 "$zinc" --check --model-id qwen35-2b-q4k-m >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--check --model-id of a model not installed: the estimate from the catalog, then NOT READY naming the pull (rc $rc)" \
+  bash -c '[ $0 -eq 1 ] && grep -q "model qwen35-2b-q4k-m fits" "$1" && tail -1 "$1" | grep -q "^NOT READY \[FAIL\]" && grep -q "zinc model pull qwen35-2b-q4k-m" "$1"' \
+  $rc "$tmp/out"
+VK_ICD_FILENAMES=/nonexistent/icd.json timeout 60 "$zinc" --check >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "--check with VK_ICD_FILENAMES pointing nowhere: says the CPU backend will be used, READY (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "backend: cpu .*zinc will use the CPU backend.*hardware profile cpu-[0-9]*gb" "$1" && [ "$(tail -1 "$1")" = "READY [OK]" ]' \
+  $rc "$tmp/out"
 timeout 30 "$zinc" --model-id qwen35-2b-q4k-m -p hi -n 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "--model-id of a model not installed says which pull to run (rc $rc)" \
   bash -c '[ $0 -ne 0 ] && grep -q "not installed.*zinc model pull qwen35-2b-q4k-m" "$1"' $rc "$tmp/err"
@@ -119,16 +136,23 @@ timeout 30 "$zinc" eval --tokens 1,2,3 -n 2 >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "zinc eval without -m runs the demo model too (rc $rc, n_vocab 4096)" \
   bash -c '[ $0 -eq 0 ] && grep -q "using the built-in demo model" "$1" && grep -q "\"n_vocab\": 4096" "$2"' $rc "$tmp/err" "$tmp/out"
 mkdir -p "$tmp/bin" && cp "$zinc" "$tmp/bin/zinc"
-timeout 30 "$tmp/bin/zinc" -p hi -n 4 >"$tmp/out" 2>"$tmp/err"; rc=$?
-check "no -m, no active model, no demo model: a clear error with the commands to run (rc $rc)" \
-  bash -c '[ $0 -ne 0 ] && grep -q "zinc model pull ID" "$1"' $rc "$tmp/err"
+timeout 30 "$tmp/bin/zinc" -p hi -n 4 --seed 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "a copied binary with nothing beside it runs the demo model built into it (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "using the built-in demo model /proc/self/exe#zinc-demo-qwen35.gguf" "$1" && [ -s "$2" ]' \
+  $rc "$tmp/err" "$tmp/out"
+timeout 30 "$zinc" -m models/zinc-demo-qwen35.gguf -p hi -n 4 --seed 1 >"$tmp/out2" 2>/dev/null
+check "... and writes what the shipped file writes" cmp -s "$tmp/out" "$tmp/out2"
 
 # the doctor
 timeout 60 "$zinc" --check >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "zinc --check ends in READY [OK] on this machine (rc $rc)" \
   bash -c '[ $0 -eq 0 ] && [ "$(tail -1 "$1")" = "READY [OK]" ] && grep -q "^\[OK\] *smoke test" "$1"' $rc "$tmp/out"
 timeout 60 "$tmp/bin/zinc" --check >"$tmp/out" 2>"$tmp/err"; rc=$?
-check "zinc --check without any model: NOT READY [FAIL] naming what is missing (rc $rc)" \
-  bash -c '[ $0 -eq 1 ] && tail -1 "$1" | grep -q "^NOT READY \[FAIL\]: missing a model"' $rc "$tmp/out"
+check "zinc --check on a bare copied binary: the built-in demo model loads and passes the smoke test, READY [OK] (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "demo model /proc/self/exe#zinc-demo-qwen35.gguf loads" "$1" && grep -q "^\[OK\] *smoke test" "$1" && [ "$(tail -1 "$1")" = "READY [OK]" ]' \
+  $rc "$tmp/out"
+VK_ICD_FILENAMES=/nonexistent/icd.json timeout 60 "$tmp/bin/zinc" --check >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "... and with VK_ICD_FILENAMES pointing nowhere it says the CPU backend will be used, READY [OK] (rc $rc)" \
+  bash -c '[ $0 -eq 0 ] && grep -q "zinc will use the CPU backend" "$1" && [ "$(tail -1 "$1")" = "READY [OK]" ]' $rc "$tmp/out"
 
 finish catalog_sh

@@ -61,9 +61,9 @@ expect "help via -h" "$(cat "$tmp/h")" "$($zinc -m x -h)"
 # usage errors exit 2, run-time errors 1 with a message
 expect "no args" 2 "$(rc_of $zinc)"
 # without -m zinc runs the active or the shipped demo model (test_catalog.sh);
-# a binary with neither fails at run time
+# a binary with neither beside it runs the copy built into it
 mkdir -p "$tmp/bin" && cp "$zinc" "$tmp/bin/zinc"
-expect "no model anywhere" 1 "$(rc_of env ZINC_HOME="$tmp/nohome" "$tmp/bin/zinc" -p hi)"
+expect "no model beside the binary: the built-in demo model" 0 "$(rc_of env ZINC_HOME="$tmp/nohome" "$tmp/bin/zinc" -p hi -n 2)"
 # (a model and no prompt starts the server: test_serve.sh)
 expect "no prompt" 2 "$(rc_of $zinc --temp 0.5)"
 expect "unknown option" 2 "$(rc_of $zinc -m "$M" -p hi --bogus)"

@@ -47,6 +47,25 @@
 #define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
 #define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
 
+/* Downloads (zinc model pull): a server must deliver at least
+ * ZN_DL_MIN_RATE bytes/s averaged over ZN_DL_MIN_RATE_WINDOW_S seconds,
+ * and a whole pull (every attempt) ends within ZN_DL_DEADLINE_S (a 24 GB
+ * model at 1 MB/s takes 6.7 h). Tests pass smaller values in zn_fetch_opts. */
+#define ZN_DL_MIN_RATE        1024       /* bytes per second */
+#define ZN_DL_MIN_RATE_WINDOW_S 60       /* seconds the rate is averaged over */
+#define ZN_DL_DEADLINE_S      (12 * 3600) /* seconds for the whole pull */
+#define ZN_DL_CONNECT_S       30         /* seconds to connect */
+#define ZN_DL_MAX_REDIRS      10
+#define ZN_DL_DISK_MARGIN     (64ull << 20) /* bytes left free after a download */
+#define ZN_HUB_MAX_REPLY      (16u << 20) /* bytes of a hub API reply (a file listing) */
+
+/* Hardware profiles (profile.h): what a model is estimated to need. */
+#define ZN_FIT_MEM_PERCENT    90         /* of the device's memory (VRAM, or RAM for the CPU) models may use */
+#define ZN_FIT_KV_BYTES       2          /* bytes per KV element: the cache is f16 on both backends */
+#define ZN_FIT_ACT_BYTES      (512ull << 20) /* activations and logits of a ZN_MAX_BATCH step (estimate) */
+#define ZN_FIT_MIN_CTX        2048       /* a model "fits" with at least this much context */
+#define ZN_FIT_CTX_STEP       256        /* the context it would get is rounded down to this */
+
 /* HTTP server (zinc serve). A request over a limit gets a 4xx naming it. */
 #define ZN_SRV_MAX_BODY         (8u << 20) /* bytes of a request body (413 above) */
 #define ZN_SRV_MAX_HEADER       (32u << 10) /* bytes of a request's headers (libmicrohttpd's connection memory) */

@@ -1,6 +1,7 @@
 /* The model catalog, the models directory and default-model resolution
  * (catalog.h). Downloads are in catalog_fetch.c. */
 #include "catalog.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,12 @@
 /* Sizes of downloads are what the hosting pages show, rounded: they only
  * size the disk-space check before the server says the exact length. No
  * hash is claimed for a file we have not seen: sha256 NULL = the hub's
- * announced hash is used (X-Linked-Etag), else "unverified".
+ * announced hash is used (X-Linked-Etag), else "unverified". The two hashes
+ * given (with exact sizes) are the seed's catalog's (zolotukhin/zinc,
+ * src/model/catalog.zig: the LFS SHA-256 the hub announced for these files),
+ * and others who downloaded the same files record the same ones; should
+ * the hub announce another hash (the file was replaced upstream), the pull
+ * stops before downloading and says how to take the hub's file instead.
  *
  * Shapes (zn_model_shape) are the released configs as llama.cpp converts
  * them (the same numbers as synth.c's shapes where it has the model);
@@ -27,9 +33,9 @@ static const zn_catalog_entry entries[] = {
      ZN_DEMO_MODEL_FILE, NULL, "CC0-1.0",
      "shipped with zinc, works offline; trained on War and Peace and Shakespeare: English-looking prose, nothing more",
      {0}},
-    {"qwen3.5-2b", {"qwen35-2b-q4k-m"}, "Qwen3.5 2B", "qwen35", "Q4_K_M", 1300000000ull,
+    {"qwen3.5-2b", {"qwen35-2b-q4k-m"}, "Qwen3.5 2B", "qwen35", "Q4_K_M", 1280835840ull,
      "https://huggingface.co/unsloth/Qwen3.5-2B-GGUF/resolve/main/Qwen3.5-2B-Q4_K_M.gguf", "Qwen3.5-2B-Q4_K_M.gguf",
-     NULL, "Apache-2.0", "small hybrid (Gated DeltaNet) chat model",
+     "aaf42c8b7c3cab2bf3d69c355048d4a0ee9973d48f16c731c0520ee914699223", "Apache-2.0", "small hybrid (Gated DeltaNet) chat model",
      {6, 512, 512, QWEN35_STATE(18, 16, 16), 262144}},
     {"qwen3.5-35b-a3b", {"qwen35-35b-a3b-q4k-m"}, "Qwen3.5 35B-A3B (MoE)", "qwen35moe", "Q4_K_M", 22016000000ull,
      "https://huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/Qwen3.5-35B-A3B-Q4_K_M.gguf",
@@ -37,9 +43,9 @@ static const zn_catalog_entry entries[] = {
      "hybrid mixture of experts (256 experts, 3B active); needs ~24 GB of RAM or VRAM",
      {10, 512, 512, QWEN35_STATE(30, 16, 32), 262144}},
     {"qwen3.5-35b-a3b-ud", {"qwen35-35b-a3b-ud-q4k-xl", "qwen35-35b-a3b-q4k-xl"}, "Qwen3.5 35B-A3B (MoE, Unsloth Dynamic)",
-     "qwen35moe", "UD-Q4_K_XL", 22230000000ull,
+     "qwen35moe", "UD-Q4_K_XL", 22241950336ull,
      "https://huggingface.co/unsloth/Qwen3.5-35B-A3B-GGUF/resolve/main/Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf",
-     "Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf", NULL, "Apache-2.0",
+     "Qwen3.5-35B-A3B-UD-Q4_K_XL.gguf", "1b0ac637dfa092bbba2793977db9485a40c4f8b42df5fe342f0076d61b66ae83", "Apache-2.0",
      "the same model, Unsloth's dynamic 4-bit mix (sensitive tensors kept at higher precision); ~24 GB",
      {10, 512, 512, QWEN35_STATE(30, 16, 32), 262144}},
     {"qwen3.5-9b", {NULL}, "Qwen3.5 9B", "qwen35", "Q4_K_M", 5700000000ull,
@@ -124,8 +130,10 @@ zn_status catalog_models_dir(const char *home, bool mkdirs, char *out, size_t ca
 
 static bool is_file(const char *p) {
     struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+    return embedded_is(p) || (stat(p, &st) == 0 && S_ISREG(st.st_mode));
 }
+
+bool catalog_model_exists(const char *path) { return is_file(path); }
 
 zn_status catalog_demo_path(const char *exe, char *out, size_t cap, zn_err *err) {
     char dir[ZN_PATH_MAX];
@@ -149,6 +157,8 @@ zn_status catalog_demo_path(const char *exe, char *out, size_t cap, zn_err *err)
             if (is_file(out)) return ZN_OK;
         }
     }
+    /* a copied binary with nothing beside it: the copy built into it */
+    if ((size_t)snprintf(out, cap, "%s%s", ZN_EMBEDDED_PREFIX, ZN_DEMO_MODEL_FILE) < cap && embedded_is(out)) return ZN_OK;
     return zn_errf(err, ZN_ERR_NOT_FOUND,
                    "the demo model %s is not in models/ or share/zinc/models/ next to %s or up to 3 folders above it",
                    ZN_DEMO_MODEL_FILE, exe ? exe : "the zinc binary");
@@ -193,7 +203,8 @@ static zn_status write_atomic(const char *path, const char *text, zn_err *err) {
 
 zn_status catalog_active_set(const char *home, const char *path, zn_err *err) {
     char abs[ZN_PATH_MAX], p[ZN_PATH_MAX], line[ZN_PATH_MAX + 2];
-    if (!realpath(path, abs)) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", path, strerror(errno));
+    if (embedded_is(path)) snprintf(abs, sizeof abs, "%s", path);
+    else if (!realpath(path, abs)) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", path, strerror(errno));
     zn_status s = mkdir_p(home, err);
     if (!s) s = active_file(home, p, sizeof p, err);
     if (s) return s;
@@ -306,25 +317,56 @@ bool catalog_is_sha256(const char *s) {
     return n == 64;
 }
 
-zn_status catalog_hash_record_read(const char *model_path, char hex[ZN_SHA256_HEX], bool *verified, zn_err *err) {
-    char p[ZN_PATH_MAX], word[32] = "";
+const char *catalog_hash_src_text(zn_hash_src s) {
+    switch (s) {
+    case ZN_HASH_CATALOG: return "the catalog's hash";
+    case ZN_HASH_USER: return "--sha256";
+    case ZN_HASH_HUB: return "the hub's hash";
+    case ZN_HASH_NONE: break;
+    }
+    return "no hash";
+}
+
+const char *catalog_hash_src_word(zn_hash_src s) {
+    switch (s) {
+    case ZN_HASH_CATALOG: return "catalog";
+    case ZN_HASH_USER: return "sha256-option";
+    case ZN_HASH_HUB: return "hub";
+    case ZN_HASH_NONE: break;
+    }
+    return "none";
+}
+
+zn_status catalog_hash_record_read(const char *model_path, char hex[ZN_SHA256_HEX], zn_hash_src *src, zn_err *err) {
+    char p[ZN_PATH_MAX], word[32] = "", from[32] = "";
     if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
         return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
     FILE *f = fopen(p, "r");
     if (!f) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", p, strerror(errno));
-    int k = fscanf(f, "%64s %31s", hex, word);
+    int k = fscanf(f, "%64s %31s %31s", hex, word, from);
     fclose(f);
-    if (k != 2 || !catalog_is_sha256(hex) || (strcmp(word, "verified") && strcmp(word, "unverified")))
-        return zn_errf(err, ZN_ERR_FORMAT, "%s: not \"HEX verified|unverified\"", p);
-    *verified = !strcmp(word, "verified");
+    bool verified = k >= 2 && !strcmp(word, "verified");
+    if (k < 2 || !catalog_is_sha256(hex) || (!verified && strcmp(word, "unverified")) || (!verified && k == 3))
+        return zn_errf(err, ZN_ERR_FORMAT, "%s: not \"HEX verified SOURCE\" or \"HEX unverified\"", p);
+    *src = ZN_HASH_NONE;
+    if (!verified) return ZN_OK;
+    *src = ZN_HASH_CATALOG;  /* records before sources were kept */
+    if (k == 3) {
+        zn_hash_src all[] = {ZN_HASH_CATALOG, ZN_HASH_USER, ZN_HASH_HUB};
+        bool known = false;
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            if (!strcmp(from, catalog_hash_src_word(all[i]))) *src = all[i], known = true;
+        if (!known) return zn_errf(err, ZN_ERR_FORMAT, "%s: unknown hash source '%s'", p, from);
+    }
     return ZN_OK;
 }
 
-zn_status catalog_hash_record_write(const char *model_path, const char *hex, bool verified, zn_err *err) {
+zn_status catalog_hash_record_write(const char *model_path, const char *hex, zn_hash_src src, zn_err *err) {
     char p[ZN_PATH_MAX], line[128];
     if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
         return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
-    snprintf(line, sizeof line, "%s %s\n", hex, verified ? "verified" : "unverified");
+    if (src == ZN_HASH_NONE) snprintf(line, sizeof line, "%s unverified\n", hex);
+    else snprintf(line, sizeof line, "%s verified %s\n", hex, catalog_hash_src_word(src));
     return write_atomic(p, line, err);
 }
 

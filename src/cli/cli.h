@@ -33,6 +33,12 @@ int cli_parse_long(const char *s, long lo, long hi, long *out); /* cli_args.c */
 /* opt, or for NULL/"auto" the default backend (logged on stderr). */
 const char *cli_backend_or_default(const char *opt);     /* cli_args.c */
 
+/* The hardware profile of this machine (profile.h): the default backend's
+ * device. */
+struct zn_profile;
+struct zn_hw;
+void cli_detect_profile(struct zn_profile *p, struct zn_hw *hw); /* cli_args.c */
+
 /* The engine options of the commands that run a model, as given. */
 #define CLI_MAX_DEVICES 16
 #define CLI_TUNE_MAX (2 * ZN_TUNE_TEXT_MAX) /* ZN_TUNE and --tune together */

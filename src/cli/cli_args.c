@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "profile.h"
+#include "vk_device.h"
 
 int cli_parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
@@ -37,6 +40,30 @@ const char *cli_backend_or_default(const char *opt) {
     }
     fprintf(stderr, "zinc: backend vulkan (%s)\n", devs[best].name);
     return "vulkan";
+}
+
+/* The device the default backend would run on, as a hardware profile: the
+ * default Vulkan device when it is a GPU (the rule above), else the CPU and
+ * its RAM. */
+void cli_detect_profile(zn_profile *p, zn_hw *hw) {
+    memset(hw, 0, sizeof *hw);
+    vkdev_info infos[ZN_VK_MAX_DEVICES];
+    int n = 0;
+    zn_err err = {0};
+    int best = vkdev_list(infos, ZN_VK_MAX_DEVICES, &n, &err) == ZN_OK ? vkdev_default_index(infos, n) : -1;
+    if (best >= 0 && strcmp(infos[best].kind, "cpu") && infos[best].bda) {
+        const vkdev_info *v = &infos[best];
+        hw->gpu = true;
+        hw->vendor_id = v->vendor_id;
+        hw->device_id = v->device_id;
+        hw->mem_bytes = v->vram_bytes;
+        hw->integrated = !strcmp(v->kind, "integrated");
+        snprintf(hw->name, sizeof hw->name, "%s", v->name);
+    } else {
+        hw->mem_bytes = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+        snprintf(hw->name, sizeof hw->name, "cpu");
+    }
+    profile_from_hw(hw, p);
 }
 
 /* The one variable zinc reads for configuration: the Vulkan tuning

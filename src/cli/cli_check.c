@@ -14,6 +14,7 @@
 #include "catalog.h"
 #include "cli.h"
 #include "engine.h"
+#include "profile.h"
 #include "tokenizer.h"
 #include "timer.h"
 
@@ -242,18 +243,85 @@ static void check_models(doctor *d, const char *home) {
     if (active_ok) model_free(&am);
 }
 
+/* The backend zinc picks by default and this machine's hardware profile. */
+static void check_profile(zn_profile *p) {
+    zn_hw hw;
+    cli_detect_profile(p, &hw);
+    if (hw.gpu)
+        say("[OK]", "backend: vulkan on %s; hardware profile %s (%.1f GiB)", hw.name, p->name, p->mem_bytes / 1073741824.0);
+    else
+        say("[OK]", "backend: cpu (no Vulkan GPU; zinc will use the CPU backend); hardware profile %s (%.1f GiB of RAM)",
+            p->name, p->mem_bytes / 1073741824.0);
+}
+
+/* --model-id ID: installed? does it fit this profile, with what context? */
+static void check_model_id(doctor *d, const char *home, const char *id, const zn_profile *p) {
+    const zn_catalog_entry *e = catalog_find(id);
+    char path[ZN_PATH_MAX], fit[64], need[32], budget[32];
+    zn_err err = {0};
+    if (!e) {
+        say("[FAIL]", "model %s: not a catalog id (zinc model list)", id);
+        missing(d, "the model named by --model-id (not in the catalog)");
+        return;
+    }
+    zn_model_shape sh = e->shape;
+    uint64_t weights = e->size;
+    bool installed = (!e->url || *home) && catalog_locate(home, NULL, e->id, path, sizeof path, &err) == ZN_OK &&
+                     catalog_model_exists(path);
+    if (installed && profile_shape_of_file(path, &sh, &weights, &err)) {
+        say("[FAIL]", "model %s: %s does not load: %s", id, path, err.msg);
+        missing(d, "a loadable file for --model-id");
+        return;
+    }
+    zn_fit f;
+    profile_fit(p, weights, &sh, &f);
+    profile_fit_text(&f, p, fit, sizeof fit);
+    profile_fmt_bytes(f.fixed, need, sizeof need);
+    profile_fmt_bytes(p->budget, budget, sizeof budget);
+    char where[ZN_PATH_MAX + 32];
+    snprintf(where, sizeof where, installed ? "installed: %s" : "not installed", path);
+    if (!f.known) {
+        say(installed ? "[OK]" : "[WARN]", "model %s (%s): its shape is known once it is pulled (zinc model pull %s)", id,
+            where, id);
+        if (!installed) d->warns++;
+    } else if (f.fits) {
+        say("[OK]", "model %s fits %s: %s of weights, state and scratch + %llu bytes of KV a token: up to %u tokens "
+            "of context in %s (%s)", id, p->name, need, (unsigned long long)f.kv_per_token, f.ctx, budget, where);
+    } else {
+        char sneed[32];
+        profile_fmt_bytes(f.fixed + (uint64_t)ZN_FIT_MIN_CTX * f.kv_per_token, sneed, sizeof sneed);
+        say("[FAIL]", "model %s does not fit %s: needs %s (weights, state, scratch and %d tokens of KV), %s usable (%s)",
+            id, p->name, sneed, ZN_FIT_MIN_CTX, budget, where);
+        missing(d, "room for the --model-id model on this machine");
+        return;
+    }
+    if (!installed) {
+        say("[FAIL]", "model %s is not installed: zinc model pull %s", id, id);
+        missing(d, "the --model-id model (zinc model pull ID)");
+    }
+}
+
 int cli_check(int argc, char **argv) {
-    if (argc > 1) {
-        printf("usage: zinc --check   check this machine and zinc's setup; ends in READY [OK] or NOT READY [FAIL]\n");
-        return strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2 : 0;
+    const char *model_id = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--model-id") && i + 1 < argc) {
+            model_id = argv[++i];
+            continue;
+        }
+        printf("usage: zinc --check [--model-id ID]   check this machine and zinc's setup (and whether catalog model\n"
+               "                                     ID fits it, with what context); ends in READY [OK] or NOT READY [FAIL]\n");
+        return strcmp(argv[i], "-h") && strcmp(argv[i], "--help") ? 2 : 0;
     }
     doctor d = {0};
     char home[ZN_PATH_MAX];
+    zn_profile prof;
     check_cpu(&d);
     check_ram(&d);
     check_vulkan(&d);
+    check_profile(&prof);
     check_home(&d, home, sizeof home);
     check_models(&d, home);
+    if (model_id) check_model_id(&d, home, model_id, &prof);
     if (*d.missing) {
         printf("NOT READY [FAIL]: missing %s\n", d.missing);
         return 1;

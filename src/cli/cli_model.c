@@ -10,12 +10,17 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "embedded.h"
 #include "cli.h"
 #include "model.h"
+#include "profile.h"
 
 static const char *const usage_text[] = {
     "usage: zinc model list                      the catalog, what is installed, * = active",
-    "       zinc model pull ID|URL [--sha256 HEX] download a model into the models directory",
+    "       zinc model pull ID|URL|hf:ORG/REPO[:QUANT]|ORG/REPO/FILE.gguf [--sha256 HEX] [--hub-url URL]",
+    "                                             download a model into the models directory; checked against",
+    "                                             the catalog's hash, --sha256 or the hub's before it is installed",
+    "                                             [--deadline S] [--min-rate BYTES/S] [--min-rate-window S]",
     "       zinc model use ID|PATH                make a model the default (checked with the loader)",
     "       zinc model active                     print the active model",
     "       zinc model rm ID|FILE                 delete a downloaded model",
@@ -29,8 +34,13 @@ static const char *const usage_text[] = {
 static int usage(FILE *f, const char *only) {
     char key[32];
     snprintf(key, sizeof key, "model %s ", only ? only : "");
-    for (int i = 0; usage_text[i]; i++)
-        if (!only || strstr(usage_text[i], key) || !strstr(usage_text[i], "zinc model")) fprintf(f, "%s\n", usage_text[i]);
+    bool in = true;  /* continuation lines (indented) go with the command above them */
+    for (int i = 0; usage_text[i]; i++) {
+        const char *l = usage_text[i];
+        if (strstr(l, "zinc model")) in = !only || strstr(l, key);
+        else if (strncmp(l, "        ", 8)) in = true;
+        if (in) fprintf(f, "%s\n", l);
+    }
     return f == stdout ? 0 : 2;
 }
 
@@ -45,13 +55,11 @@ static int fail(const zn_err *err) {
     return 1;
 }
 
-static bool exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
+static bool exists(const char *p) { return catalog_model_exists(p); }
 
 static bool same_file(const char *a, const char *b) {
     struct stat sa, sb;
+    if (embedded_is(a) || embedded_is(b)) return !strcmp(a, b);
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
@@ -64,26 +72,58 @@ static void fmt_size(uint64_t b, char *out, size_t cap) {
 static const char *state_of(const char *path) {
     if (!exists(path)) return "not installed";
     char hex[ZN_SHA256_HEX];
-    bool verified = false;
+    zn_hash_src src = ZN_HASH_NONE;
     zn_err e = {0};
-    if (catalog_hash_record_read(path, hex, &verified, &e)) return "installed";
-    return verified ? "installed, sha256 verified" : "installed, sha256 unverified";
+    if (catalog_hash_record_read(path, hex, &src, &e)) return "installed";
+    return src == ZN_HASH_HUB ? "installed, verified (hub hash)"
+           : src             ? "installed, sha256 verified"
+                             : "installed, sha256 unverified";
+}
+
+/* Whether the model fits the profile: from the file when it is there,
+ * else from the catalog's shape and size. */
+static void fit_of(const zn_profile *p, const char *path, const zn_catalog_entry *e, char *out, size_t cap) {
+    zn_model_shape sh = {0};
+    uint64_t weights = e ? e->size : 0;
+    zn_err err = {0};
+    if (exists(path)) {
+        if (profile_shape_of_file(path, &sh, &weights, &err)) {
+            snprintf(out, cap, "? (does not load)");
+            return;
+        }
+    } else if (e) {
+        sh = e->shape;
+    }
+    zn_fit f;
+    profile_fit(p, weights, &sh, &f);
+    profile_fit_text(&f, p, out, cap);
 }
 
 static void list_row(const char *active, const char *id, const char *path, uint64_t size, const char *quant,
-                     const char *state, const char *name) {
+                     const char *state, const char *fit, const char *name) {
     char sz[32];
     struct stat st;
     fmt_size(stat(path, &st) == 0 ? (uint64_t)st.st_size : size, sz, sizeof sz);
-    printf("%s %-19s %9s  %-10s %-29s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state, name);
+    printf("%s %-19s %9s  %-10s %-30s %-18s %s\n", *active && same_file(active, path) ? "*" : " ", id, sz, quant, state,
+           fit, name);
 }
 
 static int cmd_list(const char *home) {
-    char dir[ZN_PATH_MAX], active[ZN_PATH_MAX] = "", path[ZN_PATH_MAX];
+    char dir[ZN_PATH_MAX], active[ZN_PATH_MAX] = "", path[ZN_PATH_MAX], fit[64], mem[32], budget[32];
     zn_err err = {0};
     if (catalog_models_dir(home, false, dir, sizeof dir, &err)) return fail(&err);
     catalog_active_get(home, active, sizeof active, &err);
-    printf("  %-19s %9s  %-10s %-29s %s\n", "ID", "SIZE", "QUANT", "STATE", "NAME");
+    zn_profile prof;
+    zn_hw hw;
+    cli_detect_profile(&prof, &hw);
+    profile_fmt_bytes(prof.budget, budget, sizeof budget);
+    if (hw.gpu)
+        printf("hardware profile: %s (vulkan: %s, %.1f GiB; models may use %s)\n", prof.name, hw.name,
+               prof.mem_bytes / 1073741824.0, budget);
+    else
+        printf("hardware profile: %s (cpu backend, %.1f GiB of RAM; models may use %s)\n", prof.name,
+               prof.mem_bytes / 1073741824.0, budget);
+    printf("  %-19s %9s  %-10s %-30s %-18s %s\n", "ID", "SIZE", "QUANT", "STATE", "FITS", "NAME");
     size_t n;
     const zn_catalog_entry *e = catalog_entries(&n);
     for (size_t i = 0; i < n; i++) {
@@ -94,7 +134,8 @@ static int cmd_list(const char *home) {
             snprintf(path, sizeof path, "%s", e[i].file);
             state = "missing (not shipped here)";
         }
-        list_row(active, e[i].id, path, e[i].size, e[i].quant, state, e[i].name);
+        fit_of(&prof, path, &e[i], fit, sizeof fit);
+        list_row(active, e[i].id, path, e[i].size, e[i].quant, state, fit, e[i].name);
     }
     /* files pulled by URL (not in the table) */
     DIR *d = opendir(dir);
@@ -105,7 +146,8 @@ static int cmd_list(const char *home) {
         bool known = false;
         for (size_t i = 0; i < n && !known; i++) known = !strcmp(e[i].file, de->d_name);
         if (known || (size_t)snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= sizeof path) continue;
-        list_row(active, de->d_name, path, 0, "", state_of(path), "(downloaded by URL)");
+        fit_of(&prof, path, NULL, fit, sizeof fit);
+        list_row(active, de->d_name, path, 0, "", state_of(path), fit, "(downloaded by URL)");
     }
     if (d) closedir(d);
     if (*active) {
@@ -118,65 +160,77 @@ static int cmd_list(const char *home) {
         printf("no active model: zinc runs %s (zinc model use ID to change it)\n", ZN_DEMO_MODEL_ID);
     }
     printf("models directory: %s\n", dir);
+    profile_fmt_bytes(prof.scratch, mem, sizeof mem);
+    printf("FITS: weights + state + %s of scratch + an f16 KV cache for the context shown fit in %s (%d%% of "
+           "the memory)\n", mem, budget, ZN_FIT_MEM_PERCENT);
     return 0;
 }
 
+/* Seconds / bytes-per-second options of pull. */
+static bool parse_pos(const char *v, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi)) return false;
+    *out = x;
+    return true;
+}
+
 static int cmd_pull(const char *home, int argc, char **argv) {
-    const char *what = NULL, *sha = NULL;
+    const char *what = NULL;
+    zn_pull_opts o = {.home = home};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--sha256") && i + 1 < argc) sha = argv[++i];
-        else if (!what && argv[i][0] != '-') what = argv[i];
-        else return usage(stderr, "pull");
-    }
-    if (!what) return usage(stderr, "pull");
-    zn_err err = {0};
-    if (sha && !catalog_is_sha256(sha)) {
-        fprintf(stderr, "zinc: --sha256 '%s' is not 64 hex digits\n", sha);
-        return 2;
-    }
-    const zn_catalog_entry *e = catalog_find(what);
-    char file[256], dir[ZN_PATH_MAX], dest[ZN_PATH_MAX], hex[ZN_SHA256_HEX];
-    const char *url;
-    uint64_t hint = 0;
-    if (e && !e->url) {
-        if (catalog_demo_path(NULL, dest, sizeof dest, &err)) return fail(&err);
-        printf("%s ships with zinc: %s (nothing to download)\n", e->id, dest);
-        return 0;
-    }
-    if (e) {
-        url = e->url;
-        snprintf(file, sizeof file, "%s", e->file);
-        hint = e->size;
-        if (!sha) sha = e->sha256;
-    } else if (strstr(what, "://")) {
-        url = what;
-        catalog_url_filename(url, file, sizeof file);
-        if (!*file) {
-            fprintf(stderr, "zinc: %s: the URL does not end in a usable file name\n", url);
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        bool val = true;
+        if (!strcmp(a, "--sha256") && v) o.sha256 = v;
+        else if (!strcmp(a, "--hub-url") && v) o.hub_url = v;
+        else if (!strcmp(a, "--deadline") && v) val = parse_pos(v, 0.001, 1e7, &o.fetch.deadline_s);
+        else if (!strcmp(a, "--min-rate") && v) {
+            val = parse_pos(v, 1, 1e12, &x);
+            o.fetch.min_rate = (uint64_t)x;
+        } else if (!strcmp(a, "--min-rate-window") && v) {
+            val = parse_pos(v, 1, 86400, &x);
+            o.fetch.min_rate_window_s = (long)x;
+        } else if (!what && a[0] != '-') {
+            what = a;
+            continue;
+        } else {
+            return usage(stderr, "pull");
+        }
+        if (!val) {
+            fprintf(stderr, "zinc: bad value '%s' for %s (zinc model pull --help)\n", v, a);
             return 2;
         }
-    } else {
-        fprintf(stderr, "zinc: '%s' is neither a catalog id nor a URL (zinc model list)\n", what);
+        i++;
+    }
+    if (!what) return usage(stderr, "pull");
+    if (o.sha256 && !catalog_is_sha256(o.sha256)) {
+        fprintf(stderr, "zinc: --sha256 '%s' is not 64 hex digits\n", o.sha256);
         return 2;
     }
-    if (catalog_models_dir(home, true, dir, sizeof dir, &err)) return fail(&err);
-    if ((size_t)snprintf(dest, sizeof dest, "%s/%s", dir, file) >= sizeof dest) {
-        fprintf(stderr, "zinc: path too long: %s/%s\n", dir, file);
-        return 1;
+    o.fetch.progress = stderr;
+    zn_pull_result r;
+    zn_err err = {0};
+    if (catalog_pull(what, &o, &r, &err)) {
+        fprintf(stderr, "zinc: %s\n", err.msg);
+        return err.status == ZN_ERR_ARG ? 2 : 1;
     }
-    if (exists(dest)) {
-        printf("already installed: %s (zinc model rm %s to download it again)\n", dest, e ? e->id : file);
+    if (r.shipped) {
+        printf("%s ships with zinc: %s (nothing to download)\n", r.id, r.path);
         return 0;
     }
-    fprintf(stderr, "zinc: downloading %s\nzinc:   to %s\n", url, dest);
-    if (catalog_download(url, dest, sha, hint, stderr, hex, &err)) return fail(&err);
-    zn_err rec = {0};
-    if (catalog_hash_record_write(dest, hex, sha != NULL, &rec)) fprintf(stderr, "zinc: warning: %s\n", rec.msg);
-    printf("installed %s\nsha256 %s %s\n", dest, hex,
-           sha ? "(verified)"
-               : "(UNVERIFIED: no published hash is known to zinc; compare it with the publisher's, "
-                 "or pull again with --sha256 HEX)");
-    printf("next: zinc model use %s\n", e ? e->id : file);
+    if (r.already) {
+        printf("already installed: %s (zinc model rm %s to download it again)\n", r.path, r.id);
+        return 0;
+    }
+    printf("installed %s\n", r.path);
+    if (r.f.verified)
+        printf("sha256 %s (verified against %s)\n", r.f.sha256, catalog_hash_src_text(r.f.verified));
+    else
+        printf("sha256 %s (UNVERIFIED: neither the catalog, --sha256 nor the server gave a hash; compare it with the "
+               "publisher's, or pull again with --sha256 HEX)\n", r.f.sha256);
+    printf("next: zinc model use %s\n", r.id);
     return 0;
 }
 
@@ -184,6 +238,11 @@ static int cmd_use(const char *home, const char *what) {
     char path[ZN_PATH_MAX];
     zn_err err = {0};
     if (catalog_locate(home, NULL, what, path, sizeof path, &err)) return fail(&err);
+    size_t pl = strlen(path);
+    if ((pl > 5 && !strcmp(path + pl - 5, ".part")) || (pl > 10 && !strcmp(path + pl - 10, ".part.info"))) {
+        fprintf(stderr, "zinc: %s is an unfinished download, not made active (zinc model pull to finish it)\n", path);
+        return 1;
+    }
     if (!exists(path)) {
         if (catalog_find(what)) fprintf(stderr, "zinc: %s is not installed (%s): zinc model pull %s\n", what, path, what);
         else fprintf(stderr, "zinc: %s: no such model file or catalog id (zinc model list)\n", path);
@@ -240,7 +299,7 @@ static int cmd_rm(const char *home, const char *what) {
     if (catalog_active_get(home, active, sizeof active, &err) == ZN_OK)
         was_active = had ? same_file(active, path) : !strcmp(active, path);
     int removed = 0;
-    static const char *const suffixes[] = {"", ".sha256", ".part"};
+    static const char *const suffixes[] = {"", ".sha256", ".part", ".part.info"};
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         snprintf(side, sizeof side, "%s%s", path, suffixes[i]);
         if (unlink(side) == 0) removed++;

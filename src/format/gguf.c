@@ -10,6 +10,7 @@
  * Writer: each kv is serialized to bytes when it is set, so replacing a key
  * is replacing one buffer and writing is concatenation. */
 #include "gguf.h"
+#include "embedded.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -502,6 +503,9 @@ zn_status gguf_open_mem(gguf_ctx *g, const void *buf, size_t size, const char *n
 
 zn_status gguf_open(gguf_ctx *g, const char *path, zn_err *err) {
     ctx_reset(g, path);
+    const uint8_t *emb;
+    size_t emb_n;
+    if (embedded_find(path, &emb, &emb_n)) return open_common(g, emb, emb_n, path, false, err);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return zn_errf(err, errno == ENOENT ? ZN_ERR_NOT_FOUND : ZN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
