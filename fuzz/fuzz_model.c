@@ -28,7 +28,7 @@ static void fail(const char *what, const zn_model *m, int i) {
 static void check_weight(const zn_model *m, const gguf_tensor *t, int il) {
     if (!t) return;
     if (t < m->gguf.tensors || t >= m->gguf.tensors + m->gguf.n_tensors) fail("a weight outside the tensor table", m, il);
-    if (t->data < m->gguf.map || t->data + t->nbytes > m->gguf.map + m->gguf.size) fail("weight data outside the file", m, il);
+    if (!gguf_data_in_bounds(&m->gguf, t->data, t->nbytes)) fail("weight data outside the file", m, il);
 }
 
 static void check_linear(const zn_model *m, const zn_linear *l, int il) {

@@ -5,6 +5,8 @@
  * with line:column, never a crash, and that every limit holds. */
 #include <stdint.h>
 
+#include <time.h>
+
 #include "harness.h"
 #include "jinja.h"
 
@@ -281,6 +283,79 @@ static void test_limits(void) {
     free(got);
 }
 
+/* CPU seconds of this process: the box running the tests may be loaded */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sizes a template asks for are bounded and cost budget: printf widths and
+ * precisions (ZN_JINJA_MAX_FORMAT_WIDTH; '%999999999d' once took seconds per
+ * call), padding and repetition (every byte written counts as work), range()
+ * and slice steps near INT64_MAX (signed overflow that bypassed the range
+ * limit). Each failure must come fast. Expected values are Python's. */
+static void test_untrusted_sizes(void) {
+    static const struct { const char *tmpl, *want; } ok[] = {
+        {"{{ '%5.2s|' % 'abcdef' }}{{ '%c' % 233 }}{{ '%-6x|' % -255 }}{{ '%08.3f' % 3.14159 }}", "   ab|\xc3\xa9-ff   |0003.142"},
+        {"{{ '%+5d|%-5d|%05d' % (3, 4, -5) }} {{ '%.3e %G' % (12345.678, 0.00001) }} {{ '%3c|%-3c|' % ('a', 98) }}",
+         "   +3|4    |-0005 1.235e+04 1E-05   a|b  |"},
+        {"{{ '%x %X %o' % (-255, 255, -8) }}", "-ff FF -10"},
+        {"{{ range(-9223372036854775807 - 1, 9223372036854775807, 9223372036854775807)|list }}",
+         "[-9223372036854775808, -1, 9223372036854775806]"},
+        {"{{ range(9223372036854775800, 9223372036854775807, 3)|list }} {{ range(5, -9223372036854775807 - 1, -9223372036854775807)|list }}",
+         "[9223372036854775800, 9223372036854775803, 9223372036854775806] [5, -9223372036854775802]"},
+        {"{{ [1, 2, 3][1::9223372036854775807] }} {{ 'abc'[::-9223372036854775807] }} {{ [1, 2, 3][::-9223372036854775807 - 1] }} "
+         "{{ 'h\xc3\xa9llo'[4:0:-4611686018427387904] }}", "[2] c [3] o"},
+        {"{{ ('%1024d' % 7)|length }} {{ ('%.1024f' % 1)|length }}", "1024 1026"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        zn_err err = {0};
+        char *got = render(ok[i].tmpl, NULL, &err);
+        CHECK_MSG(got && !strcmp(got, ok[i].want), "%s\n    want [%s]\n    got  [%s]", ok[i].tmpl, ok[i].want,
+                  got ? got : err.msg);
+        free(got);
+    }
+    static const struct { const char *tmpl, *want; } bad[] = {
+        {"{% for i in range(100) %}{{ '%999999999d' % 1 }}{% endfor %}", "width beyond the sandbox's limit of"},
+        {"{{ '%1025s' % 'x' }}", "width beyond"},
+        {"{{ '%.99999999999999999999f' % 1 }}", "precision beyond"},
+        {"{{ '%-99999999999999999999999s' % 1 }}", "width beyond"},
+        {"{{ range(0, 9223372036854775807, 2)|length }}", "range too big"},
+        {"{{ range(9223372036854775807, -9223372036854775807 - 1, -1)|length }}", "range too big"},
+        {"{{ range(-9223372036854775807 - 1, 9223372036854775807)|length }}", "range too big"},
+        {"{% for i in range(100000) %}{{ 'x'|center(1000) }}{% endfor %}", "output too large"},
+        {"{{ 'x'|center(100000000000) }}", "width too large"},
+        {"{{ 'a\nb'|indent(1000000000000000) }}", "width too large"},
+        {"{{ 'a\nb'|indent(10000000) * 10 }}", "repetition too large"},
+        {"{% for i in range(100000) %}{{ ' ' * 1000 }}{% endfor %}", "output too large"},
+        /* work that writes nothing out: the step budget (or the memory one) stops it */
+        {"{% for i in range(100000) %}{% set s = ',' * 20000 %}{% endfor %}", "too many steps|out of memory"},
+        {"{% for i in range(100000) %}{{ ['x'] * 1000 }}{% endfor %}", "too many steps|out of memory"},
+        {"{% for i in range(100000) %}{% if ('%1000s' % '')|length %}{% endif %}{% endfor %}{% for i in range(100000) %}"
+         "{% if ('%1000s' % '')|length %}{% endif %}{% endfor %}{% for i in range(100000) %}{% if ('%1000s' % '')|length %}"
+         "{% endif %}{% endfor %}{% for i in range(100000) %}{% if ('%1000s' % '')|length %}{% endif %}{% endfor %}",
+         "too many steps|out of memory"},
+        {"{% for i in range(100000) %}{{ [1]|batch(1000, 0)|list|length }}{% endfor %}", "too many steps|out of memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        double t0 = now_s();
+        zn_err err = {0};
+        char *got = render(bad[i].tmpl, NULL, &err);
+        double dt = now_s() - t0;
+        CHECK_MSG(!got, "%s: rendered %zu bytes instead of failing", bad[i].tmpl, got ? strlen(got) : 0);
+        free(got);
+        bool named = false;
+        char alts[128];
+        snprintf(alts, sizeof alts, "%s", bad[i].want);
+        for (char *w = strtok(alts, "|"); w && !named; w = strtok(NULL, "|")) named = strstr(err.msg, w) != NULL;
+        CHECK_MSG(!got && named && !strncmp(err.msg, "template:", 9), "%s: message [%s] lacks [%s]", bad[i].tmpl,
+                  err.msg, bad[i].want);
+        CHECK_MSG(dt < 10.0, "%s took %.1f s of CPU", bad[i].tmpl, dt); /* generous for ASan (once: minutes) */
+        if (getenv("ZN_TEST_VERBOSE")) fprintf(stderr, "    %.2f s CPU: %.60s\n", dt, bad[i].tmpl);
+    }
+}
+
 /* Garbage in, error (or output) out; ASan/UBSan catch the rest. */
 static void test_garbage(void) {
     static const char *const frags[] = {
@@ -367,6 +442,7 @@ static void test_ctx_api(void) {
 int main(void) {
     RUN(test_cases);
     RUN(test_syntax_errors);
+    RUN(test_untrusted_sizes);
     RUN(test_runtime_errors);
     RUN(test_limits);
     RUN(test_garbage);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "gguf_edit.h"
 #include "harness.h"
 #include "model.h"
 
@@ -193,11 +194,112 @@ static void test_tied_output(void) {
     unlink(path);
 }
 
+/* Loads src with the edits e; the status, and the message in msg. */
+static zn_status load_edited(const char *src, const gedit *e, char *msg, size_t cap) {
+    char path[] = "/tmp/zn_test_model_XXXXXX";
+    int fd = mkstemp(path);
+    zn_err err = {0};
+    CHECK(fd >= 0);
+    if (fd < 0) return ZN_ERR_IO;
+    close(fd);
+    zn_status st = ZN_ERR_IO;
+    if (gedit_write(tiny(src), e, path, &err)) {
+        CHECK_MSG(0, "%s: cannot write the edited copy: %s", src, err.msg);
+    } else {
+        zn_model m;
+        st = model_load(&m, path, &err);
+        if (st == ZN_OK) model_free(&m);
+    }
+    snprintf(msg, cap, "%s", err.msg);
+    unlink(path);
+    return st;
+}
+
+static void expect_edit_failure(const char *src, const gedit *e, const char *needle, const char *needle2) {
+    char msg[ZN_ERR_MSG_MAX];
+    zn_status st = load_edited(src, e, msg, sizeof msg);
+    CHECK_MSG(st == ZN_ERR_FORMAT, "%s: got %d (%s), want a format error naming '%s'", src, st, msg, needle);
+    CHECK_MSG(strstr(msg, needle) != NULL, "message '%s' lacks '%s'", msg, needle);
+    if (needle2) CHECK_MSG(strstr(msg, needle2) != NULL, "message '%s' lacks '%s'", msg, needle2);
+}
+
+#define SET_F(k, v) (gedit){.set = {{.key = (k), .kind = 'f', .f = (v)}}}
+#define SET_D(k, v) (gedit){.set = {{.key = (k), .kind = 'd', .f = (v)}}}
+
+/* Hyper-parameters outside their domain would make NaN logits: refused at
+ * load, naming the key (every architecture reads them the same way). */
+static void test_bad_float_hparams(void) {
+    const char *const fix[] = {"llama-dense-f32", "qwen3-dense-f32", "qwen35-dense-f32"};
+    const char *const arch[] = {"llama", "qwen3", "qwen35"};
+    for (int a = 0; a < 3; a++) {
+        char base[64], eps[96], scale[96];
+        snprintf(base, sizeof base, "%s.rope.freq_base", arch[a]);
+        snprintf(eps, sizeof eps, "%s.attention.layer_norm_rms_epsilon", arch[a]);
+        snprintf(scale, sizeof scale, "%s.rope.scaling.factor", arch[a]);
+        const double bad_base[] = {0.0, -1.0, -1e-30, NAN, INFINITY};
+        for (int i = 0; i < 5; i++) expect_edit_failure(fix[a], &SET_F(base, bad_base[i]), base, NULL);
+        expect_edit_failure(fix[a], &SET_D(base, 1e300), base, "not a finite float");
+        expect_edit_failure(fix[a], &SET_F(eps, -1e-5), eps, ">= 0");
+        expect_edit_failure(fix[a], &SET_F(eps, NAN), eps, NULL);
+        expect_edit_failure(fix[a], &SET_F(scale, -2.0), scale, NULL);
+        char msg[ZN_ERR_MSG_MAX];
+        CHECK_MSG(load_edited(fix[a], &SET_F(base, 1e-3), msg, sizeof msg) == ZN_OK, "%s", msg); /* odd but valid */
+        CHECK_MSG(load_edited(fix[a], &SET_F(eps, 0.0), msg, sizeof msg) == ZN_OK, "%s", msg);
+    }
+}
+
+/* A vocabulary whose size is not the embedding's row count: refused at load
+ * with both sizes (it used to drop or refuse ids at run time). */
+static void test_vocab_size_mismatch(void) {
+    const char *const fix[] = {"llama-dense-f32", "qwen35-dense-f32"};
+    for (int a = 0; a < 2; a++) {
+        expect_edit_failure(fix[a], &(gedit){.vocab = 127}, "127 tokens", "128 rows");
+        expect_edit_failure(fix[a], &(gedit){.vocab = 129}, "129 tokens", "128 rows");
+        char msg[ZN_ERR_MSG_MAX];
+        CHECK_MSG(load_edited(fix[a], &(gedit){.vocab = 128}, msg, sizeof msg) == ZN_OK, "%s", msg);
+    }
+}
+
+/* Gated DeltaNet shapes: with consistent tensors, head sizes the kernels of
+ * both backends cannot run (the CPU's stack scratch is ZN_SSM_MAX_HEAD_DIM;
+ * gdn.comp needs a power of two) and conv kernels beyond ZN_SSM_MAX_CONV
+ * are refused at load, naming the key; the limits themselves load (and run
+ * on both backends: test_edge_models.c). All-zero rope sections too. */
+static void test_ssm_shape_limits(void) {
+    const int64_t bad[] = {4, 12, 96, 600, 1024, 4096};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gedit e = {0};
+        CHECK(gedit_qwen35_ssm(&e, tiny("qwen35-dense-f32"), bad[i], 0) == 1);
+        expect_edit_failure("qwen35-dense-f32", &e, "qwen35.ssm.state_size", NULL);
+    }
+    const int64_t good[] = {ZN_SSM_MIN_HEAD_DIM, 64, ZN_SSM_MAX_HEAD_DIM};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        gedit e = {0};
+        char msg[ZN_ERR_MSG_MAX];
+        CHECK(gedit_qwen35_ssm(&e, tiny("qwen35-dense-f32"), good[i], 0) == 1);
+        CHECK_MSG(load_edited("qwen35-dense-f32", &e, msg, sizeof msg) == ZN_OK, "state %lld: %s",
+                  (long long)good[i], msg);
+    }
+    gedit e = {0};
+    CHECK(gedit_qwen35_ssm(&e, tiny("qwen35-dense-f32"), 128, ZN_SSM_MAX_CONV + 1) == 1);
+    expect_edit_failure("qwen35-dense-f32", &e, "qwen35.ssm.conv_kernel", NULL);
+    static const int32_t zero[4] = {0, 0, 0, 0}, big[4] = {0, 0, 999, 0};
+    expect_edit_failure("qwen35-dense-f32",
+                        &(gedit){.set = {{.key = "qwen35.rope.dimension_sections", .kind = 'a', .arr = zero, .n = 4}}},
+                        "qwen35.rope.dimension_sections", "all zero");
+    expect_edit_failure("qwen35-dense-f32",
+                        &(gedit){.set = {{.key = "qwen35.rope.dimension_sections", .kind = 'a', .arr = big, .n = 4}}},
+                        "qwen35.rope.dimension_sections", "999");
+}
+
 int main(void) {
     RUN(test_llama_dense);
     RUN(test_every_fixture_loads);
     RUN(test_moe_and_qwen);
     RUN(test_errors);
     RUN(test_tied_output);
+    RUN(test_bad_float_hparams);
+    RUN(test_vocab_size_mismatch);
+    RUN(test_ssm_shape_limits);
     return harness_report("model");
 }

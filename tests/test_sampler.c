@@ -202,6 +202,106 @@ static void test_bad_params(void) {
     CHECK(sampler_init(&s, &p, 10, &err) == ZN_ERR_ARG);
 }
 
+static void test_bad_params_nonfinite(void) {
+    zn_sampler s;
+    zn_err err = {0};
+    float *fields[6];
+    zn_sampler_params p = plain();
+    fields[0] = &p.temperature, fields[1] = &p.top_p, fields[2] = &p.min_p;
+    fields[3] = &p.repeat_penalty, fields[4] = &p.presence_penalty, fields[5] = &p.frequency_penalty;
+    const char *names[6] = {"temperature", "top-p", "min-p", "repeat penalty", "presence penalty", "frequency penalty"};
+    for (int f = 0; f < 6; f++)
+        for (int v = 0; v < 3; v++) {
+            p = plain();
+            fields[0] = &p.temperature, fields[1] = &p.top_p, fields[2] = &p.min_p;
+            fields[3] = &p.repeat_penalty, fields[4] = &p.presence_penalty, fields[5] = &p.frequency_penalty;
+            *fields[f] = v == 0 ? NAN : v == 1 ? INFINITY : -INFINITY;
+            CHECK_MSG(sampler_init(&s, &p, 10, &err) == ZN_ERR_ARG, "%s = %g accepted", names[f], *fields[f]);
+            CHECK_MSG(strstr(err.msg, names[f]) != NULL, "'%s' lacks '%s'", err.msg, names[f]);
+        }
+}
+
+/* The sampler's rule for non-finite logits (sampler.h), at every stage:
+ * NaN counts as -inf, +inf logits share all the probability, all -inf/NaN
+ * is a tie (greedy: the lowest id). Once a NaN pivot made the top-k
+ * quickselect run off the end of the candidates (ASan catches that). */
+static void test_nonfinite_logits(void) {
+    enum { N = 3000 };
+    static float l[N];
+    zn_sampler_params cfg[8];
+    for (int c = 0; c < 8; c++) cfg[c] = plain();
+    cfg[0].temperature = 0.0f;                         /* greedy */
+    cfg[1].top_k = 40;                                 /* quickselect */
+    cfg[2].top_p = 0.5f;
+    cfg[3].min_p = 0.1f;
+    cfg[4] = sampler_default_params();                 /* the whole chain */
+    cfg[5] = sampler_default_params(), cfg[5].repeat_penalty = 1.3f, cfg[5].presence_penalty = 1e30f,
+    cfg[5].frequency_penalty = -3e38f;                 /* penalties that overflow to inf */
+    cfg[6].temperature = 1e-30f, cfg[6].top_k = 5;     /* logits / temp overflow */
+    cfg[7].temperature = 1e30f;
+    uint32_t x = 777;
+    for (int pattern = 0; pattern < 7; pattern++) {
+        /* 0 all NaN, 1 NaN every other id, 2 NaN mostly + a few finite, 3 two +inf among NaN and finite,
+         * 4 all -inf, 5 -inf and NaN, 6 random finite with NaN sprinkled */
+        int inf_ids[2] = {1234, 2999}, finite_max = -1;
+        for (int i = 0; i < N; i++) {
+            x = x * 1664525u + 1013904223u;
+            float r = (float)(x >> 8) / (float)(1u << 24) * 10.0f;
+            float v = NAN;
+            if (pattern == 1 && i % 2) v = r;
+            if (pattern == 2 && i % 97 == 0) v = r;
+            if (pattern == 3) v = i % 3 ? r : NAN;
+            if (pattern == 4) v = -INFINITY;
+            if (pattern == 5) v = i % 2 ? -INFINITY : NAN;
+            if (pattern == 6) v = i % 7 == 3 ? NAN : r;
+            if (pattern == 3 && (i == inf_ids[0] || i == inf_ids[1])) v = INFINITY;
+            l[i] = v;
+            if (!isnan(v) && (finite_max < 0 || v > l[finite_max])) finite_max = i;
+        }
+        for (int c = 0; c < 8; c++) {
+            zn_sampler s;
+            zn_err err = {0};
+            CHECK_MSG(sampler_init(&s, &cfg[c], N, &err) == ZN_OK, "%s", err.msg);
+            for (int t = 0; t < 50; t++) sampler_accept(&s, (int32_t)(t * 61 % N));
+            bool all_neg = pattern == 0 || pattern == 4 || pattern == 5;
+            for (int k = 0; k < 200; k++) {
+                int32_t id = sampler_sample(&s, l);
+                CHECK_MSG(id >= 0 && id < N, "pattern %d config %d: id %d", pattern, c, id);
+                if (id < 0 || id >= N) break;
+                CHECK(s.nonfinite); /* every pattern holds NaN or inf */
+                if (!all_neg) CHECK_MSG(!isnan(l[id]) && l[id] != -INFINITY, "pattern %d config %d drew %d (%g)",
+                                        pattern, c, id, l[id]);
+                if (pattern == 3) CHECK_MSG(id == inf_ids[0] || id == inf_ids[1], "config %d: %d", c, id);
+                if (all_neg && c == 0) CHECK_EQ_INT(id, 0);
+                if (c == 0 && pattern != 3 && !all_neg) CHECK_EQ_INT(id, finite_max);
+            }
+            sampler_free(&s);
+        }
+    }
+    /* +inf: both infinite ids come out, about equally often */
+    zn_sampler s;
+    zn_sampler_params p = plain();
+    CHECK(sampler_init(&s, &p, N, NULL) == ZN_OK);
+    int a = 0, b = 0;
+    for (int i = 0; i < N; i++) l[i] = i == 10 || i == 20 ? INFINITY : (float)i;
+    for (int k = 0; k < 2000; k++) {
+        int32_t id = sampler_sample(&s, l);
+        a += id == 10, b += id == 20;
+    }
+    CHECK_MSG(a + b == 2000 && a > 850 && b > 850, "%d / %d", a, b);
+    for (int i = 0; i < N; i++) l[i] = (float)i;
+    sampler_sample(&s, l);
+    CHECK(!s.nonfinite);
+    /* argmax: NaN ranks below every number */
+    float m[4] = {NAN, -INFINITY, NAN, -1e30f};
+    CHECK_EQ_INT(sampler_argmax(m, 4), 3);
+    float n2[3] = {NAN, NAN, NAN};
+    CHECK_EQ_INT(sampler_argmax(n2, 3), 0);
+    float n3[3] = {NAN, INFINITY, 5.0f};
+    CHECK_EQ_INT(sampler_argmax(n3, 3), 1);
+    sampler_free(&s);
+}
+
 int main(void) {
     RUN(test_argmax);
     RUN(test_greedy_ignores_rng);
@@ -211,5 +311,7 @@ int main(void) {
     RUN(test_top_k_large);
     RUN(test_seeds);
     RUN(test_bad_params);
+    RUN(test_bad_params_nonfinite);
+    RUN(test_nonfinite_logits);
     return harness_report("sampler");
 }

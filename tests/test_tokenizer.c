@@ -519,6 +519,53 @@ static void test_random_bytes(void) {
     }
 }
 
+/* Invalid and truncated UTF-8 (every non-ASCII byte as a lead byte before
+ * spaces, at the end, doubled) through every vocab of every kind: a lead
+ * byte before a space once split SentencePiece's 3-byte U+2581 into more
+ * characters than the text had bytes and overflowed the symbol buffer (ASan
+ * catches a regression). Each result must be in-vocab ids that decode. */
+static void test_invalid_utf8_every_vocab(void) {
+    static int32_t ids[MAX_IDS];
+    static char text[1 << 16];
+    DIR *dir = opendir(shared_path(VOCAB_DIR));
+    CHECK_MSG(dir, "cannot open %s", shared_path(VOCAB_DIR));
+    if (!dir) return;
+    static const char *const shapes[] = {"%c ", "%c", " %c", "%c  ", "%c%c ", "a%c b%c", "%c\xe2\x96 ", "%c\n "};
+    int vocabs = 0, kinds = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 5, ".gguf")) continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, VOCAB_DIR "/%s", e->d_name);
+        loaded l;
+        if (!load(&l, rel)) continue;
+        vocabs++;
+        kinds |= 1 << tokenizer_kind(l.tok);
+        for (int b = 0x80; b < 0x100; b++)
+            for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+                char in[16];
+                int len = snprintf(in, sizeof in, shapes[k], b, b);
+                for (int sp = 0; sp < 2; sp++) {
+                    zn_err err = {0};
+                    size_t m = 0, tl = 0;
+                    zn_status st = tokenizer_encode(l.tok, in, (size_t)len, sp, sp, ids, MAX_IDS, &m, &err);
+                    /* WordPiece drops invalid bytes (BERT's cleanup), so it may give nothing */
+                    bool some = m > 0 || (tokenizer_kind(l.tok) == ZN_TOK_WPM && !sp);
+                    CHECK_MSG(st == ZN_OK && some, "%s: byte 0x%02X shape %zu: %s", e->d_name, b, k, err.msg);
+                    for (size_t i = 0; i < m; i++)
+                        CHECK_MSG(ids[i] >= 0 && ids[i] < tokenizer_n_vocab(l.tok), "%s: id %d", e->d_name, ids[i]);
+                    CHECK(tokenizer_decode(l.tok, ids, m, true, text, sizeof text, &tl, &err) == ZN_OK);
+                    CHECK_MSG(valid_utf8(text, tl), "%s: byte 0x%02X", e->d_name, b);
+                }
+            }
+        unload(&l);
+    }
+    closedir(dir);
+    CHECK_MSG(vocabs >= 13, "only %d vocabs found", vocabs);
+    CHECK_MSG(kinds == (1 << ZN_TOK_SPM | 1 << ZN_TOK_BPE | 1 << ZN_TOK_WPM), "kinds 0x%x: not SPM, BPE and WPM", kinds);
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -578,6 +625,7 @@ int main(void) {
     RUN(test_load_errors);
     RUN(test_dummy_tokenizer);
     RUN(test_random_bytes);
+    RUN(test_invalid_utf8_every_vocab);
     RUN(test_corpus_round_trip);
     return harness_report("tokenizer");
 }

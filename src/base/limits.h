@@ -17,6 +17,7 @@
 #define ZN_GGUF_MAX_DEPTH     4          /* nesting of arrays of arrays */
 #define ZN_GGUF_MAX_DIMS      4          /* dimensions of a tensor */
 #define ZN_GGUF_MAX_ALIGN     65536      /* general.alignment upper bound */
+#define ZN_GGUF_DATA_ALIGN    32         /* tensor data in memory starts on this boundary (copied when the file's doesn't) */
 
 /* Model / engine */
 #define ZN_MAX_LAYERS         512
@@ -28,13 +29,21 @@
 #define ZN_MAX_THREADS        256
 #define ZN_MAX_GRAPH_NODES    16384
 #define ZN_MAX_VOCAB          (1 << 22)
-#define ZN_SSM_MAX_HEAD_DIM   512        /* Gated DeltaNet key head dim (stack scratch) */
+/* Gated DeltaNet shapes both backends run (the loader refuses others): key
+ * head dims are powers of two in [MIN, MAX] (the CPU kernel's stack
+ * scratch; gdn.comp has a pipeline per power of two and needs a multiple
+ * of its 8 lanes); conv kernels up to conv1d.comp's MAXK. */
+#define ZN_SSM_MIN_HEAD_DIM   8
+#define ZN_SSM_MAX_HEAD_DIM   512
+#define ZN_SSM_MAX_CONV       8
 #define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
 #define ZN_VK_MM_SCRATCH_MAX  (1024ull << 20) /* ... at most, on devices with much memory */
 
 /* Text */
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */
 #define ZN_MAX_PROMPT_BYTES   (16 << 20)
+#define ZN_EVAL_MAX_TOKENS    (8 * ZN_MAX_BATCH) /* ids `zinc eval --tokens` takes */
+#define ZN_CHAT_MAX_LINE      ZN_MAX_PROMPT_BYTES /* bytes of one interactive (-i) input line */
 
 /* Chat templates (Jinja) come from untrusted model files: every resource a
  * parse or render may use is bounded. */
@@ -46,6 +55,7 @@
 #define ZN_JINJA_MAX_OUTPUT   ZN_MAX_PROMPT_BYTES /* bytes of rendered text */
 #define ZN_JINJA_MAX_ITEMS    (1 << 22)  /* items in one list or dict */
 #define ZN_JINJA_MAX_RANGE    100000     /* items range() makes (Jinja's sandbox limit) */
+#define ZN_JINJA_MAX_FORMAT_WIDTH 1024   /* width or precision of one '%...' conversion */
 
 /* Downloads (zinc model pull): a server must deliver at least
  * ZN_DL_MIN_RATE bytes/s averaged over ZN_DL_MIN_RATE_WINDOW_S seconds,

@@ -2,6 +2,7 @@
  * (catalog.h). Downloads are in catalog_fetch.c. */
 #include "catalog.h"
 #include "embedded.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -172,13 +173,13 @@ zn_status catalog_active_get(const char *home, char *out, size_t cap, zn_err *er
     char p[ZN_PATH_MAX];
     zn_status s = active_file(home, p, sizeof p, err);
     if (s) return s;
-    FILE *f = fopen(p, "r");
-    if (!f) {
-        if (errno == ENOENT) return zn_errf(err, ZN_ERR_NOT_FOUND, "no active model (zinc model use ID|PATH)");
-        return zn_errf(err, ZN_ERR_IO, "%s: %s", p, strerror(errno));
-    }
-    bool got = fgets(out, (int)cap, f) != NULL;
+    FILE *f;
+    s = zn_file_fopen_regular(p, &f, err);
+    if (s == ZN_ERR_NOT_FOUND) return zn_errf(err, ZN_ERR_NOT_FOUND, "no active model (zinc model use ID|PATH)");
+    if (s) return s;
+    bool got = fgets(out, (int)cap, f) != NULL, rerr = ferror(f);
     fclose(f);
+    if (rerr) return zn_errf(err, ZN_ERR_IO, "%s: read error", p);
     if (!got) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s is empty: no active model", p);
     out[strcspn(out, "\r\n")] = 0;
     if (!*out) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s is empty: no active model", p);
@@ -189,8 +190,9 @@ zn_status catalog_active_get(const char *home, char *out, size_t cap, zn_err *er
 static zn_status write_atomic(const char *path, const char *text, zn_err *err) {
     char tmp[ZN_PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) return zn_errf(err, ZN_ERR_ARG, "path too long: %s", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return zn_errf(err, ZN_ERR_IO, "%s: %s", tmp, strerror(errno));
+    FILE *f;
+    zn_status s = zn_file_create_regular(tmp, O_WRONLY | O_TRUNC, "w", &f, err);
+    if (s) return s;
     bool ok = fputs(text, f) >= 0;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path)) {
@@ -285,10 +287,13 @@ zn_status catalog_sha256_buf(const void *p, size_t n, char hex[ZN_SHA256_HEX], z
 }
 
 zn_status catalog_sha256_file(const char *path, char hex[ZN_SHA256_HEX], zn_err *err) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return zn_errf(err, ZN_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd;
+    zn_status s = zn_file_open_regular(path, &fd, NULL, err);
+    if (s) {
+        if (err) err->status = ZN_ERR_IO; /* a missing file is an I/O failure here */
+        return ZN_ERR_IO;
+    }
     EVP_MD_CTX *c = EVP_MD_CTX_new();
-    zn_status s = ZN_OK;
     if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL)) s = zn_errf(err, ZN_ERR_IO, "sha256: OpenSSL failed");
     static const size_t chunk = 1 << 16;
     unsigned char *buf = s ? NULL : malloc(chunk);
@@ -341,8 +346,9 @@ zn_status catalog_hash_record_read(const char *model_path, char hex[ZN_SHA256_HE
     char p[ZN_PATH_MAX], word[32] = "", from[32] = "";
     if ((size_t)snprintf(p, sizeof p, "%s.sha256", model_path) >= sizeof p)
         return zn_errf(err, ZN_ERR_ARG, "path too long: %s", model_path);
-    FILE *f = fopen(p, "r");
-    if (!f) return zn_errf(err, ZN_ERR_NOT_FOUND, "%s: %s", p, strerror(errno));
+    FILE *f;
+    zn_status s = zn_file_fopen_regular(p, &f, err);
+    if (s) return s;
     int k = fscanf(f, "%64s %31s %31s", hex, word, from);
     fclose(f);
     bool verified = k >= 2 && !strcmp(word, "verified");

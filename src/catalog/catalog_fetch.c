@@ -141,10 +141,22 @@ static bool parse_content_range(const char *v, int64_t *start, int64_t *total) {
  * DEST.part.info holds what a resumed request must match: the validator
  * (If-Range) and the hub's announced hash of the content in the part. */
 
+/* DEST.part.info opened as a plain file only: O_NONBLOCK so that a FIFO put
+ * there is not waited on (no effect on a regular file). -1 otherwise. */
+static int info_open(dl *d, int flags) {
+    int fd = openat(d->dirfd, d->info_base, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static void info_write(dl *d) {
     char text[HDR_VALUE_MAX * 2 + 64];
     int n = snprintf(text, sizeof text, "%s\n%s\n%" PRIu64 "\n", d->validator, d->linked_etag, d->total);
-    int fd = openat(d->dirfd, d->info_base, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = info_open(d, O_WRONLY | O_CREAT | O_TRUNC);
     if (fd < 0) return;  /* without it the part is only restarted, never trusted */
     bool ok = write(fd, text, (size_t)n) == n;
     close(fd);
@@ -153,7 +165,7 @@ static void info_write(dl *d) {
 
 /* The validator recorded with the part; false when none can be trusted. */
 static bool info_read(dl *d, char *validator, char *linked, uint64_t *total) {
-    int fd = openat(d->dirfd, d->info_base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = info_open(d, O_RDONLY);
     if (fd < 0) return false;
     char text[HDR_VALUE_MAX * 2 + 64];
     ssize_t n = read(fd, text, sizeof text - 1);

@@ -288,59 +288,92 @@ static jv printf_format(jstate *st, const jnode *at, jv fmt, const jargs *a) {
             if (next >= a->npos) jfail(st, at, "format: not enough arguments for format string");
             v = a->pos[next++];
         }
-        char spec[32];
-        size_t sn = 0;
-        spec[sn++] = '%';
-        while (i < fmt.n && strchr("-+ 0#", fmt.s[i]) && sn < 8) spec[sn++] = fmt.s[i++];
-        while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9' && sn < 16) spec[sn++] = fmt.s[i++];
+        /* flags, width and precision as numbers, bounded: a width is output
+         * the template did not have to write out (and it counts in the
+         * output and step budgets through the buffer) */
+        char flags[8];
+        size_t nf = 0;
+        while (i < fmt.n && strchr("-+ 0#", fmt.s[i])) {
+            if (nf < sizeof flags - 1 && !memchr(flags, fmt.s[i], nf)) flags[nf++] = fmt.s[i];
+            i++;
+        }
+        flags[nf] = 0;
+        int64_t width = 0, prec = -1;
+        while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9') {
+            width = width * 10 + (fmt.s[i++] - '0');
+            if (width > ZN_JINJA_MAX_FORMAT_WIDTH)
+                jfail(st, at, "format: width beyond the sandbox's limit of %d", ZN_JINJA_MAX_FORMAT_WIDTH);
+        }
         if (i < fmt.n && fmt.s[i] == '.') {
-            spec[sn++] = fmt.s[i++];
-            while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9' && sn < 24) spec[sn++] = fmt.s[i++];
+            i++;
+            prec = 0;
+            while (i < fmt.n && fmt.s[i] >= '0' && fmt.s[i] <= '9') {
+                prec = prec * 10 + (fmt.s[i++] - '0');
+                if (prec > ZN_JINJA_MAX_FORMAT_WIDTH)
+                    jfail(st, at, "format: precision beyond the sandbox's limit of %d", ZN_JINJA_MAX_FORMAT_WIDTH);
+            }
         }
         if (i >= fmt.n) jfail(st, at, "format: incomplete format");
         char conv = fmt.s[i];
-        char tmp[512];
-        if (conv == 's' || conv == 'r' || conv == 'a') {
-            jbuf sb = {0};
-            if (conv == 's') jv_str_into(st, &sb, v);
-            else jv_repr_into(st, &sb, v);
-            jv sv = jbuf_str(st, &sb);
-            spec[sn++] = '.';
-            spec[sn++] = '*';
-            spec[sn++] = 's';
-            spec[sn] = 0;
-            /* width counts code points in Python; pad by hand for non-ASCII */
-            int w = atoi(spec + 1 + strspn(spec + 1, "-+ 0#"));
-            size_t cps = ju8_len(sv.s, sv.n);
-            bool leftj = strchr(spec, '-') != NULL;
-            if (!leftj) for (size_t k = cps; k < (size_t)w; k++) jbuf_putc(st, &b, ' ');
-            jbuf_put(st, &b, sv.s, sv.n);
-            if (leftj) for (size_t k = cps; k < (size_t)w; k++) jbuf_putc(st, &b, ' ');
+        bool leftj = strchr(flags, '-') != NULL;
+        if (conv == 's' || conv == 'r' || conv == 'a' || conv == 'c') {
+            jv sv;
+            if (conv == 'c') {
+                char u8[4];
+                if (v.t == JT_STR) {
+                    if (ju8_len(v.s, v.n) != 1) jfail(st, at, "format: %%c requires an int or a single character");
+                    sv = v;
+                } else {
+                    jv iv = to_pyint(st, at, v, conv);
+                    if (iv.i < 0 || iv.i > 0x10FFFF) jfail(st, at, "format: %%c arg not in range(0x110000)");
+                    sv = jstr(st, u8, utf8_write((uint32_t)iv.i, u8));
+                }
+                prec = -1;
+            } else {
+                jbuf sb = {0};
+                if (conv == 's') jv_str_into(st, &sb, v);
+                else jv_repr_into(st, &sb, v);
+                sv = jbuf_str(st, &sb);
+            }
+            /* width and precision count code points in Python; pad and cut by hand */
+            size_t cps = ju8_len(sv.s, sv.n), keep = sv.n;
+            if (prec >= 0 && cps > (size_t)prec) {
+                keep = 0;
+                for (int64_t k = 0; k < prec; k++) keep = ju8_next(sv.s, sv.n, keep);
+                cps = (size_t)prec;
+            }
+            size_t pad = cps < (size_t)width ? (size_t)width - cps : 0;
+            if (!leftj) jbuf_fill(st, &b, ' ', pad);
+            jbuf_put(st, &b, sv.s, keep);
+            if (leftj) jbuf_fill(st, &b, ' ', pad);
             continue;
         }
-        if (strchr("diouxXc", conv)) {
+        /* widths and precisions up to the limit: room for them and a double's 309 digits */
+        char spec[32], tmp[2 * ZN_JINJA_MAX_FORMAT_WIDTH + 400];
+        int k = -1;
+        if (strchr("diouxX", conv)) {
             jv iv = to_pyint(st, at, v, conv);
-            if (conv == 'c') { jbuf_putc(st, &b, (char)iv.i); continue; }
             if (conv == 'i' || conv == 'u') conv = 'd';
-            spec[sn++] = 'l';
-            spec[sn++] = 'l';
-            spec[sn++] = conv;
-            spec[sn] = 0;
             if (conv == 'd' || iv.i >= 0) {
-                snprintf(tmp, sizeof tmp, spec, (long long)iv.i);
+                snprintf(spec, sizeof spec, "%%%s*.*ll%c", flags, conv);
+                k = snprintf(tmp, sizeof tmp, spec, (int)width, (int)prec, (long long)iv.i);
             } else {  /* Python prints -1f where C would print the two's complement */
                 unsigned long long mag = (unsigned long long)(-(iv.i + 1)) + 1;
-                snprintf(tmp, sizeof tmp, conv == 'o' ? "-%llo" : conv == 'x' ? "-%llx" : "-%llX", mag);
+                char digits[32];
+                snprintf(digits, sizeof digits, conv == 'o' ? "%llo" : conv == 'x' ? "%llx" : "%llX", mag);
+                snprintf(spec, sizeof spec, "%%%s*s", leftj ? "-" : "");
+                char neg[40];
+                snprintf(neg, sizeof neg, "-%s", digits);
+                k = snprintf(tmp, sizeof tmp, spec, (int)width, neg);
             }
-            jbuf_put(st, &b, tmp, strlen(tmp));
-            continue;
-        }
-        if (strchr("eEfFgG", conv)) {
+        } else if (strchr("eEfFgG", conv)) {
             if (!is_num(v)) jfail(st, at, "format: %%%c requires a number, not %s", conv, jv_type_name(v));
-            spec[sn++] = conv;
-            spec[sn] = 0;
-            snprintf(tmp, sizeof tmp, spec, v.t == JT_FLOAT ? v.f : (double)v.i);
-            jbuf_put(st, &b, tmp, strlen(tmp));
+            snprintf(spec, sizeof spec, "%%%s*.*%c", flags, conv);
+            k = snprintf(tmp, sizeof tmp, spec, (int)width, (int)(prec < 0 ? 6 : prec), v.t == JT_FLOAT ? v.f : (double)v.i);
+        }
+        if (k >= 0) {
+            if ((size_t)k >= sizeof tmp) jfail(st, at, "internal error: formatted number too long");
+            jbuf_put(st, &b, tmp, (size_t)k);
             continue;
         }
         jfail(st, at, "format: unsupported format character '%c'", conv);
@@ -463,7 +496,11 @@ static jv f_indent(jstate *st, const jnode *at, jv s, const jargs *a) {
     bool first = jv_truthy(arg(a, 1, "first", jv_bool(false))), blank = jv_truthy(arg(a, 2, "blank", jv_bool(false)));
     jbuf ind = {0};
     if (width.t == JT_STR) jbuf_put(st, &ind, width.s, width.n);
-    else for (int64_t i = want_int(st, at, width, "indent"); i > 0; i--) jbuf_putc(st, &ind, ' ');
+    else {
+        int64_t w = want_int(st, at, width, "indent");
+        if (w > ZN_JINJA_MAX_OUTPUT) jfail(st, at, "indent: width too large");
+        if (w > 0) jbuf_fill(st, &ind, ' ', (size_t)w);
+    }
     if (s.t != JT_STR) jfail(st, at, "indent: expected a string, got %s", jv_type_name(s));
     jv text = s;
     /* s + "\n", then splitlines() (only \n here: other line breaks are rare in prompts) */
@@ -588,9 +625,9 @@ static jv f_center(jstate *st, const jnode *at, jv s, const jargs *a) {
     if (width > ZN_JINJA_MAX_OUTPUT) jfail(st, at, "center: width too large");
     int64_t pad = width - len, left = pad / 2 + (pad & width & 1);
     jbuf b = {0};
-    for (int64_t i = 0; i < left; i++) jbuf_putc(st, &b, ' ');
+    jbuf_fill(st, &b, ' ', (size_t)left);
     jbuf_put(st, &b, s.s, s.n);
-    for (int64_t i = left; i < pad; i++) jbuf_putc(st, &b, ' ');
+    jbuf_fill(st, &b, ' ', (size_t)(pad - left));
     return jbuf_str(st, &b);
 }
 
@@ -1115,10 +1152,15 @@ jv jbuiltin_call(jstate *st, const jnode *at, int id, const jargs *a) {
             if (a->npos == 3) step = want_int(st, at, a->pos[2], "range");
         }
         if (step == 0) jfail(st, at, "range() arg 3 must not be zero");
-        double count = step > 0 ? ceil(((double)stop - (double)start) / (double)step) : ceil(((double)start - (double)stop) / (double)-step);
+        /* the exact count in unsigned arithmetic: no double rounding, and no
+         * i += step that could overflow past stop and bypass the limit */
+        uint64_t span = step > 0 ? (stop > start ? (uint64_t)stop - (uint64_t)start : 0)
+                                 : (start > stop ? (uint64_t)start - (uint64_t)stop : 0);
+        uint64_t mag = step > 0 ? (uint64_t)step : (uint64_t)0 - (uint64_t)step, count = span ? (span - 1) / mag + 1 : 0;
         if (count > ZN_JINJA_MAX_RANGE) jfail(st, at, "range too big: the sandbox allows at most %d items", ZN_JINJA_MAX_RANGE);
-        jlist *l = jlist_new(st, count > 0 ? (uint32_t)count : 0);
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) jlist_push(st, l, jv_int(i));
+        jlist *l = jlist_new(st, (uint32_t)count);
+        for (uint64_t k = 0; k < count; k++)
+            jlist_push(st, l, jv_int((int64_t)(step > 0 ? (uint64_t)start + k * mag : (uint64_t)start - k * mag)));
         return jv_list(l);
     }
     case 2: case 4: {  /* namespace(...), dict(...) */

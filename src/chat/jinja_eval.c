@@ -42,8 +42,11 @@ void jcheck_steps(jstate *st, const jnode *at) {
 }
 
 void jcharge(jstate *st, const jnode *at, size_t bytes) {
-    if (bytes < 64) return;
-    st->steps += bytes >> 6;
+    /* every byte counts: a loop of one-byte writes (padding, repetition) adds up */
+    size_t t = st->charged + (bytes > ZN_JINJA_MAX_MEM ? (size_t)ZN_JINJA_MAX_MEM : bytes);
+    st->charged = t & 63;
+    if (!(t >> 6)) return;
+    st->steps += t >> 6;
     if (st->steps > ZN_JINJA_MAX_STEPS) jfail(st, at, "template takes too many steps (more than %d)", ZN_JINJA_MAX_STEPS);
 }
 
@@ -208,9 +211,14 @@ static jv eval_slice(jstate *st, const jnode *n, jv obj) {
         else if (x > upper) x = upper;
         idx[k] = x;
     }
+    /* items taken, counted without forming an index past the ends (i += step could overflow) */
+    uint64_t span = step > 0 ? (idx[1] > idx[0] ? (uint64_t)(idx[1] - idx[0]) : 0)
+                             : (idx[0] > idx[1] ? (uint64_t)(idx[0] - idx[1]) : 0);
+    uint64_t mag = step > 0 ? (uint64_t)step : (uint64_t)0 - (uint64_t)step, count = span ? (span - 1) / mag + 1 : 0;
+#define SLICE_AT(k) (idx[0] + (step > 0 ? (int64_t)((k) * mag) : -(int64_t)((k) * mag)))
     if (obj.t == JT_LIST) {
         jlist *l = jlist_new(st, 0);
-        for (int64_t i = idx[0]; step > 0 ? i < idx[1] : i > idx[1]; i += step) jlist_push(st, l, obj.l->v[i]);
+        for (uint64_t k = 0; k < count; k++) jlist_push(st, l, obj.l->v[SLICE_AT(k)]);
         jv r = jv_list(l);
         r.flags = obj.flags & JF_TUPLE;
         return r;
@@ -224,10 +232,12 @@ static jv eval_slice(jstate *st, const jnode *n, jv obj) {
         off[len] = obj.n;
     }
     jbuf b = {0};
-    for (int64_t i = idx[0]; step > 0 ? i < idx[1] : i > idx[1]; i += step) {
+    for (uint64_t k = 0; k < count; k++) {
+        int64_t i = SLICE_AT(k);
         if (off) jbuf_put(st, &b, obj.s + off[i], off[i + 1] - off[i]);
         else jbuf_putc(st, &b, obj.s[i]);
     }
+#undef SLICE_AT
     return jbuf_str(st, &b);
 }
 
@@ -358,9 +368,15 @@ static jv binop(jstate *st, const jnode *n, int op, jv a, jv b) {
         int64_t k = b.i < 0 ? 0 : b.i;
         if (a.t == JT_STR) {
             if (a.n && (uint64_t)k > ZN_JINJA_MAX_OUTPUT / a.n) jfail(st, n, "string repetition too large");
-            jbuf buf = {0};
-            for (int64_t i = 0; i < k; i++) jbuf_put(st, &buf, a.s, a.n);
-            return jbuf_str(st, &buf);
+            size_t total = (size_t)k * a.n;
+            if (!total) return jv_strn("", 0);
+            jcharge(st, n, total);
+            char *p = jalloc(st, total + 1);
+            memcpy(p, a.s, a.n);
+            for (size_t have = a.n; have < total; have *= 2) /* doubling copies */
+                memcpy(p + have, p, have < total - have ? have : total - have);
+            p[total] = 0;
+            return jv_strn(p, total);
         }
         if (a.l->n && (uint64_t)k > ZN_JINJA_MAX_ITEMS / a.l->n) jfail(st, n, "list repetition too large");
         jlist *l = jlist_new(st, 0);

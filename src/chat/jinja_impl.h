@@ -133,6 +133,7 @@ typedef struct jstate {
     const jdict *ctx_vars;
     struct tm now;
     uint64_t steps;
+    size_t charged;           /* bytes of work not yet a whole step (jcharge) */
     int depth;                /* evaluation depth (bounds the C stack) */
     int loop_depth;
     size_t out_total;         /* bytes in every output buffer, against ZN_JINJA_MAX_OUTPUT */
@@ -156,6 +157,7 @@ jv jv_dict(jdict *d);
 
 void jbuf_put(jstate *st, jbuf *b, const char *s, size_t n);
 void jbuf_putc(jstate *st, jbuf *b, char c);
+void jbuf_fill(jstate *st, jbuf *b, char c, size_t n); /* n copies of c (padding) */
 void jbuf_printf(jstate *st, jbuf *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 jv jbuf_str(jstate *st, jbuf *b);
 

@@ -84,6 +84,7 @@ jlist *jlist_new(jstate *st, uint32_t cap) {
 }
 
 void jlist_push(jstate *st, jlist *l, jv v) {
+    jcharge(st, NULL, sizeof v); /* a list built item by item is work too */
     if (l->n == l->cap) {
         if (l->cap >= ZN_JINJA_MAX_ITEMS) jfail(st, NULL, "list too long (more than %d items)", ZN_JINJA_MAX_ITEMS);
         uint32_t cap = l->cap ? l->cap * 2 : 8;
@@ -176,6 +177,13 @@ void jbuf_put(jstate *st, jbuf *b, const char *s, size_t n) {
 }
 
 void jbuf_putc(jstate *st, jbuf *b, char c) { jbuf_put(st, b, &c, 1); }
+
+void jbuf_fill(jstate *st, jbuf *b, char c, size_t n) {
+    char chunk[256];
+    memset(chunk, c, sizeof chunk);
+    for (; n > sizeof chunk; n -= sizeof chunk) jbuf_put(st, b, chunk, sizeof chunk);
+    jbuf_put(st, b, chunk, n);
+}
 
 void jbuf_printf(jstate *st, jbuf *b, const char *fmt, ...) {
     char tmp[256];

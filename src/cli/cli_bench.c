@@ -143,26 +143,27 @@ static void usage(FILE *f) {
 static int parse_args(int argc, char **argv, bench_args *a) {
     *a = (bench_args){.p = 512, .n = 128, .reps = 3, .threads = 0};
     for (int i = 1; i < argc; i++) {
-        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *k = argv[i];
         long *num = NULL, lo = 0, hi = ZN_MAX_CTX;
-        if (!strcmp(k, "--json")) a->json = 1;
-        else if (!strcmp(k, "--bandwidth")) a->bandwidth_only = 1;
-        else if (!strcmp(k, "--profile")) a->ea.profile = true;
-        else if (!strcmp(k, "--no-replay")) a->no_replay = 1;
-        else if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
-        else if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
-        else if (!strcmp(k, "-m") || !strcmp(k, "--model")) a->model = v, i++;
-        else if (cli_engine_arg(k, v, &a->ea)) i++;
+        if (!strcmp(k, "--json")) { a->json = 1; continue; }
+        if (!strcmp(k, "--bandwidth")) { a->bandwidth_only = 1; continue; }
+        if (!strcmp(k, "--profile")) { a->ea.profile = true; continue; }
+        if (!strcmp(k, "--no-replay")) { a->no_replay = 1; continue; }
+        if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
+        /* the option is matched before its value is looked at, so an unknown
+         * one is "unknown" even last; a missing value reads as "" until then */
+        const bool missing = i + 1 >= argc;
+        const char *v = missing ? "" : argv[++i];
+        if (!strcmp(k, "-m") || !strcmp(k, "--model")) a->model = v;
+        else if (cli_engine_arg(k, v, &a->ea)) {}
         else if (!strcmp(k, "-p")) num = &a->p;
         else if (!strcmp(k, "-n")) num = &a->n;
         else if (!strcmp(k, "-r")) num = &a->reps, lo = 1, hi = MAX_REPS;
         else if (!strcmp(k, "--depth")) num = &a->depth;
         else if (!strcmp(k, "--threads") || !strcmp(k, "-t")) num = &a->threads, lo = 1, hi = ZN_MAX_THREADS;
         else return fprintf(stderr, "zinc bench: unknown option '%s'\n", k), usage(stderr), -1;
-        if (num) {
-            if (!cli_parse_long(v, lo, hi, num)) return fprintf(stderr, "zinc bench: bad %s '%s'\n", k, v), -1;
-            i++;
-        }
+        if (missing) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
+        if (num && !cli_parse_long(v, lo, hi, num)) return fprintf(stderr, "zinc bench: bad %s '%s'\n", k, v), -1;
     }
     if (a->p + a->n + a->depth + 8 > ZN_MAX_CTX) return fprintf(stderr, "zinc bench: context too long\n"), -1;
     return 1;

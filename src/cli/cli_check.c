@@ -3,6 +3,8 @@
  * (a missing GPU is a warning), else "NOT READY [FAIL]" naming what is
  * missing. Exit code 0 / 1. */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -131,13 +133,15 @@ static void check_home(doctor *d, char *home, size_t cap) {
         return;
     }
     snprintf(probe, sizeof probe, "%s/.zinc-check-%d", dir, (int)getpid());
-    FILE *f = fopen(probe, "w");
-    if (!f) {
+    /* O_EXCL: whatever is there already (a FIFO would block) is not ours */
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
         d->warns++;
-        say("[WARN]", "models directory %s is not writable: `zinc model pull` cannot work; set ZINC_HOME", dir);
+        say("[WARN]", "models directory %s is not writable (%s): `zinc model pull` cannot work; set ZINC_HOME", dir,
+            strerror(errno));
         return;
     }
-    fclose(f);
+    close(fd);
     unlink(probe);
     say("[OK]", "models directory %s is writable", dir);
 }

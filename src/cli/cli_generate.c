@@ -103,11 +103,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
         if (!strcmp(a, "--chat")) { o->chat = true; continue; }
         if (!strcmp(a, "-i") || !strcmp(a, "--interactive")) { o->interactive = o->chat = true; continue; }
         if (!strcmp(a, "--special")) { o->special = true; continue; }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "zinc: %s needs a value (zinc --help)\n", a);
-            return 2;
-        }
+        /* the option is matched before its value is looked at, so an unknown
+         * one is "unknown" even last; a missing value reads as "" until then */
+        const bool missing = i + 1 >= argc;
+        const char *v = missing ? "" : argv[i + 1];
         i++;
         bool ok = true;
         long l;
@@ -139,6 +138,10 @@ static int parse_args(int argc, char **argv, gen_opts *o) {
             o->think = !strcmp(v, "on") ? ZN_THINK_ON : ZN_THINK_OFF;
         } else {
             fprintf(stderr, "zinc: unknown option '%s' (zinc --help)\n", a);
+            return 2;
+        }
+        if (missing) {
+            fprintf(stderr, "zinc: %s needs a value (zinc --help)\n", a);
             return 2;
         }
         if (!ok) {
@@ -265,6 +268,11 @@ static int gen_reply(gen *g, int *first, int *count) {
     double t0 = timer_now();
     while (g->o->n_predict < 0 || produced < g->o->n_predict) {
         int32_t id = sampler_sample(&g->smp, g->logits);
+        if (g->smp.nonfinite) { /* sampling is defined, but the text would be noise */
+            zn_errf(&g->err, ZN_ERR_FORMAT, "%s: the model's logits are not finite (NaN or inf) at position %d: "
+                    "broken weights or hyper-parameters", g->o->model, g->n_cache);
+            return 1;
+        }
         if (tokenizer_is_eog(g->tok, id)) {
             why = "eos";
             break;
@@ -379,6 +387,34 @@ static int convo_add_copy(convo *c, const char *role, const char *text) {
     return 0;
 }
 
+/* One line of f into *line (NUL-terminated, without the newline), at most
+ * max bytes: 1 read, 0 end of input, -1 a longer line (the rest of it is
+ * not read), -2 a read error (errno), -3 out of memory. */
+static int read_line(FILE *f, char **line, size_t *cap, size_t max, size_t *len) {
+    size_t n = 0;
+    for (;;) {
+        if (n + 2 > *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            if (nc > max + 2) nc = max + 2;
+            if (n + 2 > nc) return -1;
+            char *p = realloc(*line, nc);
+            if (!p) return -3;
+            *line = p, *cap = nc;
+        }
+        int c = getc(f);
+        if (c == EOF) {
+            if (ferror(f)) return -2;
+            break;
+        }
+        if (c == '\n') break;
+        if (n == max) return -1;
+        (*line)[n++] = (char)c;
+    }
+    (*line)[n] = 0;
+    *len = n;
+    return n || !feof(f) ? 1 : 0;
+}
+
 static int run_chat(gen *g) {
     convo c = {0};
     int rc = 0;
@@ -388,9 +424,18 @@ static int run_chat(gen *g) {
     size_t cap = 0;
     while (!rc && g->o->interactive) {
         if (isatty(STDIN_FILENO)) fprintf(stderr, "> ");
-        ssize_t k = getline(&line, &cap, stdin);
-        if (k < 0) break;
-        while (k > 0 && (line[k - 1] == '\n' || line[k - 1] == '\r')) line[--k] = 0;
+        size_t k;
+        int r = read_line(stdin, &line, &cap, ZN_CHAT_MAX_LINE, &k);
+        if (r == 0) break;
+        if (r < 0) {
+            rc = 1;
+            if (r == -1) zn_errf(&g->err, ZN_ERR_ARG, "standard input: a line of more than %d bytes (the limit of one "
+                                 "message)", ZN_CHAT_MAX_LINE);
+            else if (r == -2) zn_errf(&g->err, ZN_ERR_IO, "standard input: read error: %s", strerror(errno));
+            else zn_errf(&g->err, ZN_ERR_NOMEM, "standard input: out of memory for a line");
+            break;
+        }
+        while (k > 0 && line[k - 1] == '\r') line[--k] = 0;
         if (k == 0) continue;
         rc = convo_add_copy(&c, "user", line) ? 2 : chat_turn(g, &c);
     }

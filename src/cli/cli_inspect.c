@@ -116,6 +116,29 @@ static void text_str(FILE *f, gguf_str s, uint64_t max) {
     if (n < s.len) fprintf(f, "... (%" PRIu64 " bytes)", s.len);
 }
 
+/* A name (key, tensor, architecture, path) for a text column: escaped as
+ * text_str does, without quotes, cut after max bytes of input, padded to
+ * width bytes of output. */
+#define INSPECT_NAME_SHOWN 200
+static void text_name(FILE *f, const char *s, size_t len, size_t max, int width) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = len < max ? len : max;
+    long o = 0;
+    while (n < len && n > 0 && (p[n] & 0xc0) == 0x80) n--;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        size_t k = utf8_len(p + i, n - i);
+        if (c == '\n') o += fprintf(f, "\\n");
+        else if (c == '\t') o += fprintf(f, "\\t");
+        else if (c == '\\') o += fprintf(f, "\\\\");
+        else if (k == 0 || c < 32 || c == 127) o += fprintf(f, "\\x%02x", c);
+        else o += (long)fwrite(p + i, 1, k, f);
+        i += k ? k : 1;
+    }
+    if (n < len) o += fprintf(f, "...");
+    for (; o < width; o++) fputc(' ', f);
+}
+
 static void text_float(FILE *f, double v, bool f32) { fprintf(f, "%.*g", f32 ? 7 : 16, v); }
 static void json_float(FILE *f, double v, bool f32);
 
@@ -182,11 +205,12 @@ static void shape_text(char *buf, size_t cap, const gguf_tensor *t) {
 static void print_text(FILE *f, const gguf_ctx *g, const summary *s) {
     char b1[64], b2[64];
     human_bytes(b1, sizeof b1, g->size);
-    fprintf(f, "file:          %s\n", g->path);
+    fputs("file:          ", f), text_name(f, g->path, strlen(g->path), ZN_PATH_MAX, 0), fputc('\n', f);
     fprintf(f, "size:          %s (%" PRIu64 " bytes)\n", b1, g->size);
     fprintf(f, "gguf version:  %" PRIu32 "\n", g->version);
     fprintf(f, "alignment:     %" PRIu64 "\n", g->alignment);
-    fprintf(f, "architecture:  %s\n", s->arch[0] ? s->arch : "(none)");
+    const char *arch = s->arch[0] ? s->arch : "(none)";
+    fputs("architecture:  ", f), text_name(f, arch, strlen(arch), INSPECT_NAME_SHOWN, 0), fputc('\n', f);
     const gguf_kv *kv = gguf_find_kv(g, "general.name");
     if (kv) fputs("name:          ", f), text_value(f, kv), fputc('\n', f);
     int64_t ft = gguf_get_int_or(g, "general.file_type", -1);
@@ -197,7 +221,7 @@ static void print_text(FILE *f, const gguf_ctx *g, const summary *s) {
             s->tensor_bytes);
 
     if (s->arch[0]) {
-        fprintf(f, "\nhyperparameters (%s.*):\n", s->arch);
+        fputs("\nhyperparameters (", f), text_name(f, s->arch, strlen(s->arch), INSPECT_NAME_SHOWN, 0), fputs(".*):\n", f);
         for (size_t i = 0; i < sizeof hparam_keys / sizeof hparam_keys[0]; i++) {
             char key[160];
             snprintf(key, sizeof key, "%s.%s", s->arch, hparam_keys[i]);
@@ -221,7 +245,7 @@ static void print_text(FILE *f, const gguf_ctx *g, const summary *s) {
     for (uint64_t i = 0; i < g->n_kv; i++) {
         char label[64];
         type_label(label, sizeof label, &g->kv[i]);
-        fprintf(f, "  %-44.*s %-16s ", (int)(g->kv[i].key.len > 200 ? 200 : g->kv[i].key.len), g->kv[i].key.ptr, label);
+        fputs("  ", f), text_name(f, g->kv[i].key.ptr, g->kv[i].key.len, INSPECT_NAME_SHOWN, 44), fprintf(f, " %-16s ", label);
         text_value(f, &g->kv[i]);
         fputc('\n', f);
     }
@@ -240,8 +264,8 @@ static void print_text(FILE *f, const gguf_ctx *g, const summary *s) {
         const gguf_tensor *t = &g->tensors[i];
         char shape[128];
         shape_text(shape, sizeof shape, t);
-        fprintf(f, "  %5" PRIu64 "  %-40s %-8s %-24s %12" PRIu64 " %12" PRIu64 "\n", i, t->name, zn_type_name(t->type),
-                shape, t->nbytes, t->offset);
+        fprintf(f, "  %5" PRIu64 "  ", i), text_name(f, t->name, strlen(t->name), INSPECT_NAME_SHOWN, 40);
+        fprintf(f, " %-8s %-24s %12" PRIu64 " %12" PRIu64 "\n", zn_type_name(t->type), shape, t->nbytes, t->offset);
     }
     human_params(b1, sizeof b1, s->params);
     human_bytes(b2, sizeof b2, s->tensor_bytes);

@@ -12,6 +12,7 @@
 #include "catalog.h"
 #include "embedded.h"
 #include "cli.h"
+#include "file.h"
 #include "model.h"
 #include "profile.h"
 
@@ -238,6 +239,11 @@ static int cmd_use(const char *home, const char *what) {
     char path[ZN_PATH_MAX];
     zn_err err = {0};
     if (catalog_locate(home, NULL, what, path, sizeof path, &err)) return fail(&err);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "zinc: %s: not a regular file (%s)\n", path, zn_file_kind(st.st_mode));
+        return 1;
+    }
     size_t pl = strlen(path);
     if ((pl > 5 && !strcmp(path + pl - 5, ".part")) || (pl > 10 && !strcmp(path + pl - 10, ".part.info"))) {
         fprintf(stderr, "zinc: %s is an unfinished download, not made active (zinc model pull to finish it)\n", path);
@@ -253,9 +259,12 @@ static int cmd_use(const char *home, const char *what) {
         fprintf(stderr, "zinc: %s does not load, not made active: %s\n", path, err.msg);
         return 1;
     }
-    printf("active model: %s (%s, %.1fM parameters)\n", path, model_arch_name(m.arch), (double)m.n_params / 1e6);
+    zn_arch arch = m.arch;
+    double mparams = (double)m.n_params / 1e6;
     model_free(&m);
-    return catalog_active_set(home, path, &err) ? fail(&err) : 0;
+    if (catalog_active_set(home, path, &err)) return fail(&err); /* say "active" only once it is */
+    printf("active model: %s (%s, %.1fM parameters)\n", path, model_arch_name(arch), mparams);
+    return 0;
 }
 
 static int cmd_active(const char *home) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 #include "engine.h"
 #include "server.h"
 
@@ -54,30 +55,25 @@ static void usage(FILE *f, const char *cmd, int port) {
             !strcmp(cmd, "chat") ? "  --no-browser             do not open the browser\n" : "");
 }
 
-static char *read_first_line(const char *path, size_t max) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+/* The key: the first line of a regular file, at most max bytes; NULL with
+ * a message in err otherwise (a FIFO, a read error, an empty or long line). */
+static char *read_key_file(const char *path, size_t max, zn_err *err) {
+    FILE *f;
+    if (zn_file_fopen_regular(path, &f, err)) return NULL;
     char *buf = malloc(max + 2);
     size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    bool rerr = ferror(f);
     fclose(f);
-    if (!buf) return NULL;
+    if (!buf) return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory", path), NULL;
     buf[n] = 0;
-    buf[strcspn(buf, "\r\n")] = 0;
-    return buf;
-}
-
-static char *read_file(const char *path, size_t max) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max, f) : 0;
-    bool more = buf && fgetc(f) != EOF;
-    fclose(f);
-    if (!buf || more) {
+    size_t k = strcspn(buf, "\r\n");
+    const char *why = rerr ? "read error" : k == 0 ? "empty first line" : k > max ? "first line too long" : NULL;
+    if (why) {
+        zn_errf(err, ZN_ERR_ARG, "%s: %s (a key of 1..%zu bytes)", path, why, max);
         free(buf);
         return NULL;
     }
-    buf[n] = 0;
+    buf[k] = 0;
     return buf;
 }
 
@@ -154,12 +150,10 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
             browser = false;
             continue;
         }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fprintf(stderr, "zinc %s: %s needs a value (zinc %s --help)\n", cmd, a, cmd);
-            return 2;
-        }
-        i++;
+        /* the option is matched before its value is looked at, so an unknown
+         * one is "unknown" even last; a missing value reads as "" until then */
+        const bool missing = i + 1 >= argc;
+        const char *v = missing ? "" : argv[++i];
         int ok = 1;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
         else if (!strcmp(a, "--model-id")) model_id = v;
@@ -180,6 +174,10 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         else if (!strcmp(a, "--drain-timeout")) ok = cli_parse_long(v, 0, ZN_SRV_MAX_DRAIN_S, &drain_s);
         else {
             fprintf(stderr, "zinc %s: unknown option '%s' (zinc %s --help)\n", cmd, a, cmd);
+            return 2;
+        }
+        if (missing) {
+            fprintf(stderr, "zinc %s: %s needs a value (zinc %s --help)\n", cmd, a, cmd);
             return 2;
         }
         if (!ok) {
@@ -218,17 +216,24 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
             fprintf(stderr, "zinc %s: give --api-key or --api-key-file, not both\n", cmd);
             return 2;
         }
-        if (!(key = read_first_line(key_file, ZN_SRV_MAX_KEY_BYTES)) || !*key) {
-            fprintf(stderr, "zinc %s: --api-key-file %s: %s\n", cmd, key_file, key ? "empty" : strerror(errno));
-            free(key);
+        zn_err kerr = {0};
+        if (!(key = read_key_file(key_file, ZN_SRV_MAX_KEY_BYTES, &kerr))) {
+            fprintf(stderr, "zinc %s: --api-key-file: %s\n", cmd, kerr.msg);
             return 1;
         }
         cfg.http.api_key = key;
     }
-    if (tmpl_file && !(tmpl = read_file(tmpl_file, ZN_JINJA_MAX_SRC))) {
-        fprintf(stderr, "zinc %s: --chat-template-file %s: cannot read it (or larger than %d bytes)\n", cmd, tmpl_file,
-                ZN_JINJA_MAX_SRC);
+    size_t tmpl_len;
+    zn_err terr = {0};
+    if (tmpl_file && zn_file_read_all(tmpl_file, ZN_JINJA_MAX_SRC, &tmpl, &tmpl_len, &terr)) {
+        fprintf(stderr, "zinc %s: --chat-template-file: %s\n", cmd, terr.msg);
         free(key);
+        return 1;
+    }
+    if (tmpl && strlen(tmpl) != tmpl_len) {
+        fprintf(stderr, "zinc %s: --chat-template-file: %s holds a NUL byte (not a template)\n", cmd, tmpl_file);
+        free(key);
+        free(tmpl);
         return 1;
     }
     cfg.chat_template = tmpl;

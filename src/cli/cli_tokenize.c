@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file.h"
 #include "gguf.h"
 #include "tokenizer.h"
 
@@ -63,21 +64,6 @@ static int parse_args(int argc, char **argv, tok_cli *o, const char *usage, bool
     return 0;
 }
 
-static char *read_stream(FILE *f, size_t *len) {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        if (cap >= (size_t)ZN_MAX_PROMPT_BYTES + 1) break; /* the tokenizer reports the size */
-        char *p = realloc(buf, cap *= 2);
-        if (!p) free(buf);
-        buf = p;
-    }
-    *len = n;
-    return buf;
-}
-
 static int open_tokenizer(const char *cmd, const char *path, gguf_ctx *g, zn_tokenizer **tok) {
     zn_err err = {0};
     if (gguf_open(g, path, &err)) {
@@ -100,17 +86,15 @@ int cli_tokenize(int argc, char **argv) {
     const char *text = o.arg;
     size_t len = text ? strlen(text) : 0;
     if (o.file) {
-        FILE *f = strcmp(o.file, "-") ? fopen(o.file, "rb") : stdin;
-        if (!f) {
-            fprintf(stderr, "zinc tokenize: %s: %s\n", o.file, strerror(errno));
+        zn_err ferr = {0};
+        zn_status fs = strcmp(o.file, "-")
+                           ? zn_file_read_all(o.file, ZN_MAX_PROMPT_BYTES, &owned, &len, &ferr)
+                           : zn_file_read_stream(stdin, "standard input", ZN_MAX_PROMPT_BYTES, &owned, &len, &ferr);
+        if (fs) {
+            fprintf(stderr, "zinc tokenize: -f: %s\n", ferr.msg);
             return 1;
         }
-        text = owned = read_stream(f, &len);
-        if (f != stdin) fclose(f);
-        if (!owned) {
-            fprintf(stderr, "zinc tokenize: %s: out of memory\n", o.file);
-            return 1;
-        }
+        text = owned;
     }
     gguf_ctx g;
     zn_tokenizer *tok;

@@ -42,6 +42,12 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         }
+        /* generation takes only options: a bare word is a mistyped command */
+        if (argv[1][0] != '-') {
+            fprintf(stderr, "zinc: unknown command '%s'\n\n", argv[1]);
+            usage(stderr);
+            return 2;
+        }
     }
     return cli_generate(argc, argv);
 }

@@ -49,6 +49,14 @@ zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, z
         return zn_errf(err, ZN_ERR_ARG, "sampler: vocabulary size %d out of range", n_vocab);
     if (p->penalty_last_n < 0 || p->penalty_last_n > ZN_MAX_CTX)
         return zn_errf(err, ZN_ERR_ARG, "sampler: penalty window %d out of range", p->penalty_last_n);
+    /* every parameter finite, so only the logits can bring NaN or inf */
+    const struct { const char *name; float v; } fl[] = {
+        {"temperature", p->temperature}, {"top-p", p->top_p}, {"min-p", p->min_p},
+        {"repeat penalty", p->repeat_penalty}, {"presence penalty", p->presence_penalty},
+        {"frequency penalty", p->frequency_penalty}};
+    for (size_t i = 0; i < sizeof fl / sizeof fl[0]; i++)
+        if (!isfinite(fl[i].v))
+            return zn_errf(err, ZN_ERR_ARG, "sampler: %s must be a finite number (got %g)", fl[i].name, (double)fl[i].v);
     if (!(p->repeat_penalty > 0.0f))
         return zn_errf(err, ZN_ERR_ARG, "sampler: repeat penalty must be > 0 (got %g)", p->repeat_penalty);
     s->p = *p;
@@ -82,7 +90,7 @@ void sampler_accept(zn_sampler *s, int32_t token) {
 int32_t sampler_argmax(const float *logits, int n) {
     int32_t best = 0;
     for (int i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
+        if (logits[i] > logits[best] || (isnan(logits[best]) && !isnan(logits[i]))) best = i;
     return best;
 }
 
@@ -109,6 +117,7 @@ static void apply_penalties(zn_sampler *s) {
         float *l = &s->cand[t].logit; /* cand[] is still indexed by id here */
         *l = *l > 0 ? *l / p->repeat_penalty : *l * p->repeat_penalty;
         *l -= (float)s->counts[t] * p->frequency_penalty + p->presence_penalty;
+        if (isnan(*l)) *l = -INFINITY; /* inf - inf: the same rule as a NaN logit */
         s->counts[t] = 0; /* once per token, and leaves counts zeroed */
     }
 }
@@ -138,12 +147,21 @@ static void keep_top(zn_sampler_cand *c, int n, int k) {
     qsort(c, (size_t)(k < n ? k : n), sizeof *c, cand_desc);
 }
 
+/* exp((l - mx) / temp) for l <= mx, the weight of l relative to the
+ * largest logit mx; a logit equal to mx weighs 1 even when both are
+ * infinite, so +inf logits share all the probability and an all -inf list
+ * is uniform. The difference comes first: dividing first by a tiny
+ * temperature would turn unequal finite logits into equal infinities. */
+static double rel_weight(float l, float mx, float temp) {
+    return l == mx ? 1.0 : exp(((double)l - mx) / temp);
+}
+
 /* logits -> probabilities over c[0..n) (sorted descending, so c[0] is max). */
-static void softmax_sorted(zn_sampler_cand *c, int n) {
+static void softmax_sorted(zn_sampler_cand *c, int n, float temp) {
     float mx = c[0].logit;
     double sum = 0;
     for (int i = 0; i < n; i++) {
-        c[i].logit = expf(c[i].logit - mx);
+        c[i].logit = (float)rel_weight(c[i].logit, mx, temp);
         sum += c[i].logit;
     }
     for (int i = 0; i < n; i++) c[i].logit = (float)(c[i].logit / sum);
@@ -153,7 +171,13 @@ int32_t sampler_sample(zn_sampler *s, const float *logits) {
     const zn_sampler_params *p = &s->p;
     int n = s->n_vocab;
     zn_sampler_cand *c = s->cand;
-    for (int i = 0; i < n; i++) c[i] = (zn_sampler_cand){i, logits[i]};
+    bool bad = false;
+    for (int i = 0; i < n; i++) {
+        float l = logits[i];
+        bad |= !isfinite(l);
+        c[i] = (zn_sampler_cand){i, isnan(l) ? -INFINITY : l};
+    }
+    s->nonfinite = bad;
     if (penalties_on(p)) apply_penalties(s);
 
     if (p->temperature <= 0.0f) {
@@ -172,9 +196,9 @@ int32_t sampler_sample(zn_sampler *s, const float *logits) {
     if (p->top_p < 1.0f) {
         float mx = c[0].logit;
         double sum = 0, acc = 0;
-        for (int i = 0; i < n; i++) sum += exp((double)c[i].logit - mx);
+        for (int i = 0; i < n; i++) sum += rel_weight(c[i].logit, mx, 1.0f);
         for (int i = 0; i < n; i++) {
-            acc += exp((double)c[i].logit - mx) / sum;
+            acc += rel_weight(c[i].logit, mx, 1.0f) / sum;
             if (acc >= p->top_p) {
                 n = i + 1;
                 break;
@@ -190,8 +214,7 @@ int32_t sampler_sample(zn_sampler *s, const float *logits) {
         n = m;
     }
 
-    for (int i = 0; i < n; i++) c[i].logit /= p->temperature;
-    softmax_sorted(c, n);
+    softmax_sorted(c, n, p->temperature);
 
     double u = sampler_uniform(s), acc = 0;
     for (int i = 0; i < n; i++) {

@@ -3,7 +3,15 @@
  * gives the same tokens on every run. The chain is llama.cpp's default
  * order: penalties -> top-k -> top-p -> min-p -> temperature -> draw.
  * temperature <= 0 means greedy (argmax after penalties). All buffers are
- * allocated at init; sampling allocates nothing. */
+ * allocated at init; sampling allocates nothing.
+ *
+ * Sampling is defined for any float logits: a NaN logit counts as -inf (it
+ * is drawn only when every candidate is NaN or -inf); when some logits are
+ * +inf they share all the probability equally; when all are -inf (or NaN)
+ * the candidates left after top-k are equally likely; ties go to the lower
+ * id (greedy included). Non-finite logits still mean a broken model, so the
+ * sampler records that it saw them (nonfinite) for the caller to report.
+ * Parameters must be finite (sampler_init refuses NaN and inf). */
 #ifndef ZINC_SAMPLER_H
 #define ZINC_SAMPLER_H
 
@@ -41,6 +49,7 @@ typedef struct zn_sampler {
     int32_t *counts;         /* [n_vocab], zero between calls */
     int32_t *hist;           /* ring [penalty_last_n] */
     int hist_n, hist_pos;
+    bool nonfinite;          /* the last sampler_sample saw a NaN or inf logit */
 } zn_sampler;
 
 zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, zn_err *err);
@@ -53,7 +62,8 @@ void sampler_accept(zn_sampler *s, int32_t token);
 /* Picks the next token from logits [n_vocab] (not modified). */
 int32_t sampler_sample(zn_sampler *s, const float *logits);
 
-/* Index of the largest value (the lowest index among equals). */
+/* Index of the largest value (the lowest index among equals); NaN ranks
+ * below every number. */
 int32_t sampler_argmax(const float *logits, int n);
 /* Uniform double in [0, 1) from the sampler's PRNG. */
 double sampler_uniform(zn_sampler *s);

@@ -153,6 +153,8 @@ typedef struct gguf_priv {
     arena arena;
     bool owns_map;
     index_tab kv_index, tensor_index;
+    void *aligned; /* copies of the tensors whose data the file left misaligned */
+    uint64_t aligned_bytes;
 } gguf_priv;
 
 /* ---- reader cursor ---------------------------------------------------- */
@@ -474,6 +476,33 @@ static zn_status parse(gguf_ctx *g, gguf_priv *pv, zn_err *err) {
     return check_data(&r);
 }
 
+/* general.alignment 1 or 2 is valid GGUF, but the kernels load floats and
+ * quant blocks in place: tensors whose data does not start on a
+ * ZN_GGUF_DATA_ALIGN boundary in memory are copied to memory that does
+ * (files written with the default alignment of 32 need no copy). */
+static zn_status realign(gguf_ctx *g, gguf_priv *pv, zn_err *err) {
+    const uint64_t A = ZN_GGUF_DATA_ALIGN;
+    uint64_t bytes = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        if ((uintptr_t)t->data % A) bytes += (t->nbytes + A - 1) / A * A;
+    }
+    if (!bytes) return ZN_OK;
+    if (bytes > SIZE_MAX - A || !(pv->aligned = aligned_alloc(A, (size_t)bytes)))
+        return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory for %" PRIu64 " bytes of realigned tensors "
+                       "(general.alignment %" PRIu64 ")", g->path, bytes, g->alignment);
+    pv->aligned_bytes = bytes;
+    uint8_t *p = pv->aligned;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        gguf_tensor *t = &g->tensors[i];
+        if (!((uintptr_t)t->data % A)) continue;
+        if (t->nbytes) memcpy(p, t->data, (size_t)t->nbytes);
+        t->data = p;
+        p += (t->nbytes + A - 1) / A * A;
+    }
+    return ZN_OK;
+}
+
 static zn_status open_common(gguf_ctx *g, const void *buf, size_t size, const char *name, bool owns, zn_err *err) {
     gguf_priv *pv = calloc(1, sizeof *pv);
     if (!pv) {
@@ -486,6 +515,7 @@ static zn_status open_common(gguf_ctx *g, const void *buf, size_t size, const ch
     g->map = buf;
     g->size = size;
     zn_status s = parse(g, pv, err);
+    if (!s) s = realign(g, pv, err);
     if (s) gguf_close(g);
     return s;
 }
@@ -501,12 +531,20 @@ zn_status gguf_open_mem(gguf_ctx *g, const void *buf, size_t size, const char *n
     return open_common(g, size ? buf : empty, size, g->path, false, err);
 }
 
+/* What st_mode says a path is, for "not a regular file" (as file.h's
+ * zn_file_kind; the GGUF reader stays free of other modules for the fuzzer). */
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a file";
+}
+
 zn_status gguf_open(gguf_ctx *g, const char *path, zn_err *err) {
     ctx_reset(g, path);
     const uint8_t *emb;
     size_t emb_n;
     if (embedded_find(path, &emb, &emb_n)) return open_common(g, emb, emb_n, path, false, err);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return zn_errf(err, errno == ENOENT ? ZN_ERR_NOT_FOUND : ZN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -516,7 +554,7 @@ zn_status gguf_open(gguf_ctx *g, const char *path, zn_err *err) {
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file", path);
+        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
     }
     if (st.st_size == 0) {
         close(fd);
@@ -534,12 +572,20 @@ void gguf_close(gguf_ctx *g) {
     gguf_priv *pv = g->arena;
     if (pv) {
         if (pv->owns_map && g->map) munmap((void *)g->map, g->size);
+        free(pv->aligned);
         arena_free(&pv->arena);
         free(pv);
     }
     char path[ZN_PATH_MAX];
     memcpy(path, g->path, sizeof path);
     ctx_reset(g, path);
+}
+
+bool gguf_data_in_bounds(const gguf_ctx *g, const uint8_t *p, uint64_t n) {
+    const gguf_priv *pv = g->arena;
+    const uint8_t *a = pv ? pv->aligned : NULL;
+    if (p >= g->map && p <= g->map + g->size && n <= (uint64_t)(g->map + g->size - p)) return true;
+    return a && p >= a && p <= a + pv->aligned_bytes && n <= (uint64_t)(a + pv->aligned_bytes - p);
 }
 
 /* ---- lookups and getters ---------------------------------------------- */
@@ -1028,10 +1074,22 @@ zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err) {
         free(meta.p);
         return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory while encoding", path);
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    FILE *f = NULL;
+    struct stat st;
+    /* a FIFO would block in open() until a reader came, a device be written through */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         free(meta.p);
-        return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644), fl;
+    const char *why = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno)
+                    : !S_ISREG(st.st_mode) ? file_kind(st.st_mode) /* replaced after stat() */
+                    : (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+                      !(f = fdopen(fd, "wb")) ? strerror(errno) : NULL;
+    if (why) {
+        if (fd >= 0) close(fd);
+        free(meta.p);
+        return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, why);
     }
     uint64_t pos = meta.len;
     bool ok = write_all(f, meta.p, meta.len) && write_pad(f, &pos, w->alignment);

@@ -61,7 +61,7 @@ typedef struct gguf_tensor {
     zn_type type;
     uint64_t offset;       /* relative to the data section */
     uint64_t nbytes;
-    const uint8_t *data;   /* into the map */
+    const uint8_t *data;   /* into the map, or a copy when the map's is not ZN_GGUF_DATA_ALIGN-aligned */
 } gguf_tensor;
 
 typedef struct gguf_ctx {
@@ -86,6 +86,10 @@ zn_status gguf_open_mem(gguf_ctx *g, const void *buf, size_t size, const char *n
 void gguf_close(gguf_ctx *g);
 
 /* Metadata lookup: NULL / -1 when absent. */
+/* Whether [p, p + n) is tensor memory of g: the map, or the aligned copies
+ * of tensors the file left misaligned (checks in tests and fuzzers). */
+bool gguf_data_in_bounds(const gguf_ctx *g, const uint8_t *p, uint64_t n);
+
 const gguf_kv *gguf_find_kv(const gguf_ctx *g, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_ctx *g, const char *name);
 

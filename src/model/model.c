@@ -51,7 +51,11 @@ static zn_status hp_int(loader *L, const char *key, int64_t def, int64_t lo, int
     return ZN_OK;
 }
 
-static zn_status hp_float(loader *L, const char *key, double def, bool required, float *out) {
+/* Reads "<arch>.<key>" as a float (absent: def, or an error when required);
+ * present, it must be finite as a float and >= lo (> lo when lo_open):
+ * hyper-parameters outside their domain make NaN logits, not a model. */
+static zn_status hp_float(loader *L, const char *key, double def, bool required, double lo, bool lo_open,
+                          float *out) {
     char full[256];
     snprintf(full, sizeof full, "%s.%s", L->arch, key);
     double v;
@@ -62,8 +66,11 @@ static zn_status hp_float(loader *L, const char *key, double def, bool required,
     } else if (st != ZN_OK) {
         return zn_err_prefix(L->err, "%s", L->m->path);
     }
-    if (!isfinite(v))
-        return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' is not finite", L->m->path, full);
+    if (!isfinite((float)v))
+        return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' = %g is not a finite float", L->m->path, full, v);
+    if (lo_open ? !(v > lo) : !(v >= lo))
+        return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' = %g out of range (must be %s %g)", L->m->path, full, v,
+                       lo_open ? ">" : ">=", lo);
     *out = (float)v;
     return ZN_OK;
 }
@@ -93,11 +100,11 @@ static zn_status load_hparams(loader *L) {
     TRY(hp_int(L, "rope.dimension_count", hp->head_dim_k, 0, hp->head_dim_k, &hp->n_rot));
     if (hp->n_rot % 2)
         return zn_errf(L->err, ZN_ERR_FORMAT, "%s: rope.dimension_count %d is odd", m->path, hp->n_rot);
-    TRY(hp_float(L, "attention.layer_norm_rms_epsilon", 0, true, &hp->rms_eps));
-    TRY(hp_float(L, "rope.freq_base", 10000.0, false, &hp->rope_freq_base));
-    float factor = 0;
-    TRY(hp_float(L, "rope.scaling.factor", 0.0, false, &factor));
-    if (factor == 0) TRY(hp_float(L, "rope.scale_linear", 0.0, false, &factor));
+    TRY(hp_float(L, "attention.layer_norm_rms_epsilon", 0, true, 0.0, false, &hp->rms_eps));
+    TRY(hp_float(L, "rope.freq_base", 10000.0, false, 0.0, true, &hp->rope_freq_base));
+    float factor = 0; /* 0: none */
+    TRY(hp_float(L, "rope.scaling.factor", 0.0, false, 0.0, false, &factor));
+    if (factor == 0) TRY(hp_float(L, "rope.scale_linear", 0.0, false, 0.0, false, &factor));
     hp->rope_freq_scale = factor == 0 ? 1.0f : 1.0f / factor;
 
     char key[128];
@@ -137,14 +144,24 @@ static zn_status load_hparams_qwen35(loader *L) {
                                                    : zn_err_prefix(L->err, "%s", m->path);
     if (a->n < 3 || a->n > 4 || a->type == GGUF_TYPE_STRING || a->type == GGUF_TYPE_ARRAY)
         return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' must hold 3 or 4 integers", m->path, key);
+    int64_t total = 0;
     for (uint64_t i = 0; i < a->n; i++) {
         int64_t v = gguf_arr_int(a, i);
-        if (v < 0 || v > hp->n_rot) return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' has a bad section", m->path, key);
+        if (v < 0 || v > hp->n_rot)
+            return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' entry %llu = %lld out of range [0, %d]", m->path, key,
+                           (unsigned long long)i, (long long)v, hp->n_rot);
         hp->rope_sections[i] = (int)v;
+        total += v;
     }
-    TRY(hp_int(L, "ssm.conv_kernel", -1, 1, 64, &hp->ssm_d_conv));
+    /* every rotated pair belongs to a section (ggml divides by the sum) */
+    if (total == 0) return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' is all zero", m->path, key);
+    TRY(hp_int(L, "ssm.conv_kernel", -1, 1, ZN_SSM_MAX_CONV, &hp->ssm_d_conv));
     TRY(hp_int(L, "ssm.inner_size", -1, 1, 1 << 20, &hp->ssm_d_inner));
-    TRY(hp_int(L, "ssm.state_size", -1, 1, 4096, &hp->ssm_d_state));
+    TRY(hp_int(L, "ssm.state_size", -1, ZN_SSM_MIN_HEAD_DIM, ZN_SSM_MAX_HEAD_DIM, &hp->ssm_d_state));
+    if (hp->ssm_d_state & (hp->ssm_d_state - 1))
+        return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s.ssm.state_size' = %d is not a power of two (the delta-rule "
+                       "kernels' head sizes: %d..%d)", m->path, L->arch, hp->ssm_d_state, ZN_SSM_MIN_HEAD_DIM,
+                       ZN_SSM_MAX_HEAD_DIM);
     TRY(hp_int(L, "ssm.time_step_rank", -1, 1, 4096, &hp->ssm_dt_rank));
     TRY(hp_int(L, "ssm.group_count", -1, 1, 4096, &hp->ssm_n_group));
     if (hp->ssm_dt_rank % hp->ssm_n_group || hp->ssm_d_inner != hp->ssm_d_state * hp->ssm_dt_rank)
@@ -308,6 +325,14 @@ static zn_status bind_tensors(loader *L) {
         return zn_errf(L->err, ZN_ERR_FORMAT, "%s: token_embd.weight has %llu rows", m->path,
                        (unsigned long long)te->ne[1]);
     hp->n_vocab = (int)te->ne[1];
+    /* ids index both the vocabulary and the embedding/output rows: sizes that
+     * differ would drop or refuse ids at run time (as llama.cpp, GGUF pads the
+     * vocabulary to the rows) */
+    const gguf_kv *tk = gguf_find_kv(&m->gguf, "tokenizer.ggml.tokens");
+    if (tk && tk->type == GGUF_TYPE_ARRAY && tk->v.arr.n != (uint64_t)hp->n_vocab)
+        return zn_errf(L->err, ZN_ERR_FORMAT,
+                       "%s: the vocabulary has %llu tokens (tokenizer.ggml.tokens) but token_embd.weight has %d rows",
+                       m->path, (unsigned long long)tk->v.arr.n, hp->n_vocab);
     TRY(bind(L, &m->tok_embd, REQ, hp->n_embd, hp->n_vocab, 1, "token_embd.weight"));
     TRY(bind(L, &m->output_norm, REQ | F32_ONLY, hp->n_embd, 1, 1, "output_norm.weight"));
     TRY(bind_linear(L, &m->output, 0, -1, "output", hp->n_embd, hp->n_vocab, 0, m->arch == ZN_ARCH_QWEN2));

@@ -284,6 +284,14 @@ static void slot_prefill(zn_sched *s, zn_slot *sl) {
 static void slot_generate(zn_sched *s, zn_slot *sl) {
     zn_job *j = sl->job;
     int32_t id = sampler_sample(&sl->smp, sl->logits);
+    if (sl->smp.nonfinite) { /* sampling is defined, but the text would be noise */
+        zn_err err;
+        zn_errf(&err, ZN_ERR_FORMAT, "the model's logits are not finite (NaN or inf) at position %d: broken weights "
+                "or hyper-parameters", sl->n_cache);
+        slot_forget(s, sl);
+        slot_finish(s, sl, NULL, &err);
+        return;
+    }
     if (!j->ignore_eos && tokenizer_is_eog(s->tok, id)) {
         slot_finish(s, sl, "stop", NULL);
         return;

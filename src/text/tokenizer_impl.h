@@ -66,8 +66,9 @@ typedef zn_status (*tok_pair_fn)(const void *ctx, const tok_sym *sy, int32_t l, 
 /* Splits w[0..n) into UTF-8 characters (as llama.cpp: by lead byte, clipped
  * at the end), then merges the best queued pair until none is left. The
  * merged symbols form a chain from index 0 along next; returns the number of
- * characters (0 for empty w), or -1 when out of memory. sy needs one entry
- * per character. */
+ * characters (0 for empty w), or -1 when out of memory. sy needs n entries
+ * (one per byte of w: invalid or truncated UTF-8 can make every byte a
+ * character). */
 int32_t tok_merge(const char *w, size_t n, tok_sym *sy, tok_heap *h, tok_pair_fn pair, const void *ctx);
 
 struct zn_tokenizer {

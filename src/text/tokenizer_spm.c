@@ -26,7 +26,9 @@ zn_status spm_encode(const zn_tokenizer *t, const char *text, size_t len, bool s
     static const char sp[3] = {'\xe2', '\x96', '\x81'}; /* U+2581, SentencePiece's space */
     size_t cap = 3 * (len + 1);
     char *w = malloc(cap);
-    tok_sym *sy = malloc((len + 1) * sizeof *sy);
+    /* one symbol per byte of w at most: a lead byte before U+2581 splits it,
+     * so w can hold more characters than text has bytes */
+    tok_sym *sy = malloc(cap * sizeof *sy);
     tok_heap h = {0};
     zn_status s = ZN_OK;
     if (!w || !sy) goto nomem;

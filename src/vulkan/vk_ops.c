@@ -906,7 +906,8 @@ zn_status vkop_argmax(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress dst
 zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
                       VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
                       const char *name, zn_err *err) {
-    if (kernel < 1 || kernel > 8) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..8)", kernel);
+    if (kernel < 1 || kernel > ZN_SSM_MAX_CONV)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..%d)", kernel, ZN_SSM_MAX_CONV);
     const vkpipe *p = NULL;
     zn_status st = get_pipe(o, VKO_CONV1D, ZN_TYPE_F32, &p, err);
     if (st) return st;

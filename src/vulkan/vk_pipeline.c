@@ -1,11 +1,13 @@
 /* Pipelines from embedded SPIR-V (see vk_pipeline.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "shaders_embed.h"
 #include "vk_pipeline.h"
 
@@ -25,8 +27,9 @@ void vkpipes_default_cache_path(const vkdev *d, char *buf, size_t cap) {
 /* The cache file is only a hint: any failure to read it is ignored and the
  * driver validates the header (vendor, device, driver UUID) itself. */
 static void *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    FILE *f;
+    zn_err err; /* a FIFO or directory there is not waited on or read, only ignored */
+    if (zn_file_fopen_regular(path, &f, &err)) return NULL;
     void *buf = NULL;
     if (fseek(f, 0, SEEK_END) == 0) {
         long len = ftell(f);
@@ -85,8 +88,9 @@ static void save_cache(vkpipes *ps) {
          * temporary file of each its own, renamed over the cache atomically */
         char tmp[ZN_PATH_MAX + 64];
         snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", ps->cache_path, (long)getpid(), (void *)ps);
-        FILE *f = fopen(tmp, "wb");
-        if (f) {
+        FILE *f;
+        zn_err err;
+        if (!zn_file_create_regular(tmp, O_WRONLY | O_TRUNC, "wb", &f, &err)) {
             bool ok = fwrite(buf, 1, n, f) == n;
             if (fclose(f) == 0 && ok) rename(tmp, ps->cache_path);
             else remove(tmp);
