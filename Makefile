@@ -4,6 +4,7 @@
 #   make test-asan  the same under ASan+UBSan
 #   make fuzz       build the libFuzzer targets (fuzz/fuzz_*.c; scripts/fuzz-smoke.sh runs them)
 #   make tools      build the Vulkan kernel timing tools (tools/vk-bench)
+#   make load       build the load tool (tools/load: build/zinc-load)
 #   make deps       install build/test dependencies (Debian, root)
 
 CC      ?= cc
@@ -31,7 +32,7 @@ DEPFLAGS  = -MMD -MP
 TESTS    := $(wildcard tests/test_*.c)
 TEST_BIN := $(TESTS:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-asan fuzz deps clean run bench check tools
+.PHONY: all test test-asan fuzz deps clean run bench check tools load
 all: zinc
 
 deps:
@@ -100,7 +101,7 @@ $(BUILD)/tests/lsan_probe: tests/lsan_probe.c $(BUILD)/libzinc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=address -fno-omit-frame-pointer $(DEPFLAGS) -Itests -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) -fsanitize=address $(LDLIBS)
 
-test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe $(BUILD)/gguf-edit
+test: $(BUILD)/zinc $(TEST_BIN) $(BUILD)/demo-pack $(BUILD)/tests/lsan_probe $(BUILD)/gguf-edit $(BUILD)/zinc-load
 	@bash tests/run.sh $(BUILD)
 
 # The shell tests' fixture maker: edited copies of the shared GGUF files.
@@ -113,6 +114,13 @@ test-asan:
 # Packs the demo model's GGUF (tools/demo-model/README.md).
 $(BUILD)/demo-pack: tools/demo-model/pack.c $(BUILD)/libzinc.a
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libzinc.a $(LDFLAGS) $(LDLIBS)
+
+# The load tool (tools/load/): plain C and POSIX, linked statically so the binary can be
+# copied to a machine without a compiler (tools/load/h200.sh).
+load: $(BUILD)/zinc-load
+$(BUILD)/zinc-load: tools/load/zinc_load.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(findstring sanitize,$(CFLAGS)),$(LDFLAGS),-static) -o $@ $< -pthread
 
 # Kernel timing tools for A/B runs on a GPU (tools/vk-bench/*.c -> build/vk-NAME).
 VK_TOOLS := $(patsubst tools/vk-bench/%.c,$(BUILD)/vk-%,$(wildcard tools/vk-bench/*.c))

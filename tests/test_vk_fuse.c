@@ -15,19 +15,51 @@
 
 enum policy { CPU_DEV, GPU_DEV };
 
-/* What the tuning table gives lavapipe (mat-vec for every step) and a
- * GPU with cooperative matrices (the f16 GEMM from 5 tokens, grouped MoE
- * GEMM from 16). */
+/* The tuning of lavapipe (mat-vec for every step) and of an NVIDIA GPU
+ * with cooperative matrices (the f16 GEMM from a few tokens on), from the
+ * device-class table; the f16 path has scratch. */
 static void set_policy(vkops *o, enum policy p) {
     memset(o, 0, sizeof *o);
-    if (p == CPU_DEV) {
-        o->t.mm_min_tok = o->t.moe_min_tok = ZN_VK_OFF;
-    } else {
-        o->t.mm_min_tok = 5;
-        o->t.moe_min_tok = 16;
+    vkdev_info d = {.kind = p == CPU_DEV ? "cpu" : "discrete", .vendor_id = p == CPU_DEV ? 0x10005 : 0x10de,
+                    .subgroup_size = p == CPU_DEV ? 8 : 32, .subgroup_min = 8, .subgroup_max = 32, .compute_units = 132,
+                    .vram_bytes = 80ull << 30, .coopmat = p == GPU_DEV};
+    zn_err err = {0};
+    CHECK_MSG(!vktune_init(&o->t, &d, NULL, &err), "%s", err.msg);
+    if (p == GPU_DEV) {
         o->coopmat = true;
         o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */
         o->mm_scratch_bytes = 1ull << 27;
+    }
+}
+
+/* The kernel choice the planner and vkop_matmul share: lavapipe runs
+ * every matmul on the mat-vec; a GPU takes the f16 GEMM from mm_min_tok
+ * tokens for matrices of mm_min_rows rows or more (F32: the tiled kernel),
+ * the grouped GEMM from moe_min_tok tokens; what each kernel takes. */
+static void test_kernel_choice(void) {
+    vkops o;
+    set_policy(&o, CPU_DEV);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, false), VKMM_MATVEC);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, true), VKMM_MATVEC);
+    set_policy(&o, GPU_DEV);
+    const uint32_t tok = o.t.mm_min_tok, rows = o.t.mm_min_rows, moe = o.t.moe_min_tok;
+    CHECK(tok > 1 && rows > 1 && moe > 1);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, tok - 1, 4096, false), VKMM_MATVEC);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, tok, 4096, false), VKMM_GEMM);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, rows - 1, false), VKMM_MATVEC);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, rows, false), VKMM_GEMM);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_F32, 512, 4096, false), VKMM_TILED);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q6_K, moe - 1, 16, true), VKMM_MATVEC);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q6_K, moe, 16, true), VKMM_GEMM);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_F32, 512, 4096, true), VKMM_MATVEC); /* no grouped f32 GEMM */
+    o.mm_scratch = 0;                                                              /* no f16 path */
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, false), VKMM_TILED);
+    CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, true), VKMM_MATVEC);
+    for (int x = VKX_PLAIN; x <= VKX_SWIGLU; x++) {
+        CHECK(vkops_mm_takes(VKMM_MATVEC, x, true));
+        CHECK_EQ_INT(vkops_mm_takes(VKMM_GEMM, x, true), x != VKX_RMSNORM);
+        CHECK_EQ_INT(vkops_mm_takes(VKMM_TILED, x, false), x == VKX_PLAIN);
+        CHECK(!vkops_mm_takes(VKMM_TILED, x, true));
     }
 }
 
@@ -340,13 +372,15 @@ static bool always(const void *ctx, const gguf_tensor *a, const gguf_tensor *b) 
     return true;
 }
 
-static void hand_plan(hand *h, int out) {
+static void hand_plan_pol(hand *h, int out, enum policy pol) {
     zn_err err = {0};
     CHECK(!graph_finish(&h->g, out, &err));
-    set_policy(&h->o, CPU_DEV);
+    set_policy(&h->o, pol);
     const vkfuse_env env = {.o = &h->o, .max_groups = 100, .follows = always};
     vkfuse_plan(&h->p, &env, &h->g);
 }
+
+static void hand_plan(hand *h, int out) { hand_plan_pol(h, out, CPU_DEV); }
 
 static void hand_free(hand *h) {
     vkfuse_free(&h->p);
@@ -387,6 +421,27 @@ static void test_norm_not_fused(void) {
     hand_plan(&h, m);
     CHECK(!h.p.skip[0]);
     hand_free(&h);
+}
+
+/* Many tokens on a GPU: a norm read only by matrices of few rows (the
+ * mat-vec takes them at any token count) is fused; by a GEMM-sized one it
+ * is not. */
+static void test_norm_rows_rule(void) {
+    for (int big = 0; big < 2; big++) {
+        hand h;
+        hand_init(&h, 8);
+        gguf_tensor *nw = hand_w(&h, ZN_TYPE_F32, 256, 1), *w = hand_w(&h, ZN_TYPE_Q4_K, 256, big ? 4096 : 16);
+        int x = graph_input(&h.g, 8, 256), y = graph_act(&h.g, 8, 256), m = graph_act(&h.g, 8, big ? 4096 : 16);
+        int o = graph_act(&h.g, 8, 256);
+        zn_node *n = hnode(&h, ZN_OP_RMSNORM, y, x, -1);
+        n->w[0] = nw;
+        n->norm = (zn_norm_params){.group = 256, .eps = 1e-6f};
+        hnode(&h, ZN_OP_MATMUL, m, y, -1)->w[0] = w;
+        hnode(&h, ZN_OP_ADD, o, x, x); /* x read after the matmul */
+        hand_plan_pol(&h, m, GPU_DEV);
+        CHECK_EQ_INT(h.p.skip[0], !big);
+        hand_free(&h);
+    }
 }
 
 /* A SwiGLU read by two matmuls, or not by the next node, runs on its own. */
@@ -475,6 +530,7 @@ static void test_group_breaks(void) {
 
 int main(void) {
     for (int i = 0; i < 64; i++) toks[i] = i % 7;
+    RUN(test_kernel_choice);
     RUN(test_qwen3_decode);
     RUN(test_qwen3_prefill);
     RUN(test_f32_gemm_no_swiglu);
@@ -483,6 +539,7 @@ int main(void) {
     RUN(test_moe);
     RUN(test_qwen35);
     RUN(test_norm_not_fused);
+    RUN(test_norm_rows_rule);
     RUN(test_swiglu_not_fused);
     RUN(test_res_add_limits);
     RUN(test_group_breaks);

@@ -11,7 +11,10 @@
 #include "harness.h"
 #include "quant.h"
 #include "gdn.h"
-#include "vk_ops.h"
+#include "vk_attn.h"
+#include "vk_gdn.h"
+#include "vk_mm.h"
+#include "vk_small.h"
 #include "vk_quant.h"
 
 typedef struct env {

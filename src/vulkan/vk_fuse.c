@@ -57,13 +57,19 @@ int vkfuse_matmul_run(const zn_graph *g, int i) {
     return n;
 }
 
+/* The kernel matmul node m takes (vkops_mm_kernel). */
+static vkmm_kernel kernel_of(const vkfuse_env *env, const zn_graph *g, const zn_node *m, uint32_t nrows) {
+    const bool moe = m->op == ZN_OP_MOE_MATMUL;
+    return vkops_mm_kernel(env->o, m->w[0]->type, (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows, nrows, moe);
+}
+
 /* Can node i's result be computed inside each of its consumers instead? An
  * RMS norm over whole rows (with a weight) or a two-input SwiGLU can, when
- * every reader is a matmul that will run on the mat-vec kernel (a SwiGLU
- * also when it runs on the f16 GEMM path: its x conversion applies it), and the
- * producer's inputs are still intact when those matmuls run: the norm's
- * input must outlive them (the planner then keeps it), the SwiGLU's single
- * reader must come right after it and not write over its inputs. */
+ * every reader is a matmul whose kernel reads x in that mode (vkops_mm_takes:
+ * the mat-vec either, the f16 GEMM a SwiGLU), and the producer's inputs are
+ * still intact when those matmuls run: the norm's input must outlive them
+ * (the planner then keeps it), the SwiGLU's single reader must come right
+ * after it and not write over its inputs. */
 static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
     const zn_node *n = &g->nodes[i];
     const zn_act *y = &g->acts[n->dst];
@@ -84,9 +90,8 @@ static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
         if (!reads) continue;
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
         if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
-        const bool moe = m->op == ZN_OP_MOE_MATMUL;
-        if (vkops_matvec_for(env->o, m->w[0]->type, (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows, moe)) continue;
-        if (n->op != ZN_OP_SWIGLU || !vkops_gemm_fuses_swiglu(env->o, m->w[0]->type)) return false;
+        const int mode = n->op == ZN_OP_RMSNORM ? VKX_RMSNORM : VKX_SWIGLU;
+        if (!vkops_mm_takes(kernel_of(env, g, m, (uint32_t)m->w[0]->ne[1]), mode, false)) return false;
     }
     return true;
 }
@@ -146,16 +151,21 @@ static void plan_rope(vkfuse *p, const zn_graph *g, int i) {
  * free; returns n, or 1 to run node i alone. */
 static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
     int n = vkfuse_matmul_run(g, i);
-    const zn_node *a = &g->nodes[i];
-    if (n < 2 || env->no_fusion || p->n_groups >= env->max_groups ||
-        !vkops_group_ok(env->o, a->w[0]->type, (uint32_t)g->acts[a->src[0]].rows))
-        return 1;
+    if (n < 2 || env->no_fusion || p->n_groups >= env->max_groups) return 1;
+    uint32_t rows = 0;
     for (int k = 0; k < n; k++) {
         const zn_node *b = &g->nodes[i + k];
-        if (p->skip[i + k] || p->res_add[i + k] >= 0 || !env->follows(env->ctx, k ? b[-1].w[0] : NULL, b->w[0]))
-            return k > 1 ? k : 1;
+        if (p->skip[i + k] || p->res_add[i + k] >= 0 || !env->follows(env->ctx, k ? b[-1].w[0] : NULL, b->w[0])) {
+            n = k;
+            break;
+        }
+        rows += (uint32_t)b->w[0]->ne[1];
     }
-    return n;
+    if (n < 2) return 1;
+    /* one matmul of the stacked rows: its kernel must take the group (and
+     * the x mode every member reads) */
+    const zn_node *a = &g->nodes[i];
+    return vkops_mm_takes(kernel_of(env, g, a, rows), p->fx[a->src[0]].mode, true) ? n : 1;
 }
 
 void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {

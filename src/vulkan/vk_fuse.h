@@ -20,7 +20,7 @@
 #include <stdbool.h>
 
 #include "graph.h"
-#include "vk_ops.h"
+#include "vk_mm.h"
 
 /* How a matmul reads an activation whose producer was folded into it. */
 typedef struct vkfuse_x {

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "vk_ops.h"
+#include "vk_attn.h"
+#include "vk_mm.h"
 #include "vk_tune.h"
 
 int vktune_slot(zn_type t) {

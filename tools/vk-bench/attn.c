@@ -20,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vk_ops.h"
+#include "vk_attn.h"
+#include "vk_mm.h"
 
 #include "attn_time.h"
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vk_ops.h"
+#include "vk_attn.h"
 
 #include "attn_time.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "vk_ops.h"
+#include "vk_attn.h"
 
 #define MAX_REPS 50
 static int REPS = 20, WARM = 5;

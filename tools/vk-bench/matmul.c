@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vk_ops.h"
+#include "vk_mm.h"
 #include "vk_quant.h"
 
 #define MAX_REPS 50

@@ -39,7 +39,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "vk_ops.h"
+#include "vk_mm.h"
 #include "vk_quant.h"
 
 #define MAX_COPIES 64

@@ -1,0 +1,234 @@
+/* The attention ops (vk_attn.h): the KV store (kv_store.comp), decode
+ * attention (attn.comp over every key, or split-K: attn.comp / attn_dec.comp
+ * per split, attn_merge.comp), prefill attention (attn_fa_cm.glsl on matrix
+ * products or their emulation, attn_fa.comp). */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_ops_impl.h"
+
+#define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
+#define ATTN_WG 128
+_Static_assert(1 << (VK_ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS &&
+                   ZN_VK_ATTN_DEC_MAX_ROWS * 8 <= ATTN_WG, "attn_dec.comp: 8 softmax lanes per row");
+#define ATTN_FA_ROWS 32    /* query rows per workgroup of attn_fa.comp (its BR) */
+
+/* Per head dim, the default first. Prefill's whole grid is resident at
+ * once on a large GPU (132 SMs where they were measured), so a layer takes about as long as
+ * its longest workgroup: rows per workgroup small enough for several
+ * workgroups per SM (8B: 512 of 32 rows; the hd 256 shapes have 2 KV
+ * heads: 256 / 512 of 16 rows), K/V tiles shared by as many rows as that
+ * allows. The defaults fit 32 KiB of shared memory (lavapipe), so the op
+ * tests there run them; the rest (up to 48 KiB) are for sweeps
+ * (tools/vk-bench/attn.c). */
+const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
+    {64, 64, 32},  {128, 32, 32}, {128, 64, 32}, {128, 16, 32},
+    {128, 32, 64}, {256, 16, 32}, {256, 32, 32}, {256, 16, 64},
+};
+#define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */
+
+/* Parts an S tile's head dims are split into so that all 4 subgroups of
+ * attn_fa_cm.glsl have one: 4 / tiles where there are fewer tiles. */
+static uint32_t fa_kparts(const vkfa_cfg *f) {
+    const uint32_t tiles = f->br / 16 * (f->bc / 16);
+    return tiles < 4 ? 4 / tiles : 1;
+}
+
+/* attn_fa_cm.glsl's ss array (floats): the S parts, or the 4 staging tiles */
+static uint32_t fa_ss_floats(const vkfa_cfg *f) {
+    const uint32_t s = fa_kparts(f) * f->br * (f->bc + 4);
+    return s > 4 * 256 ? s : 4 * 256;
+}
+
+/* Q and one K/V tile (rows padded by 8 halves), S, P (padded), alpha */
+static uint32_t fa_base_bytes(const vkfa_cfg *f) {
+    return (f->br + f->bc) * (f->hd + 8) * 2 + fa_ss_floats(f) * 4 + f->br * (f->bc + 8) * 2 + f->br * 4;
+}
+
+/* A second K/V tile (K and V in buffers of their own) where it fits and
+ * the tuning's fa_kv2 is on */
+static bool fa_kv2(const vkops *o, const vkfa_cfg *f) {
+    return o->t.fa_kv2 && fa_base_bytes(f) + f->bc * (f->hd + 8) * 2 <= o->d->info.max_shared;
+}
+
+uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci) {
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+    return fa_base_bytes(f) + (fa_kv2(o, f) ? f->bc * (f->hd + 8) * 2 : 0);
+}
+
+bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
+    /* a row's softmax threads reduce through shuffles: within one subgroup */
+    return ci < ZN_VK_FA_NCFG && fa_base_bytes(&zn_vk_fa_cfgs[ci]) <= o->d->info.max_shared &&
+           FA_WG / zn_vk_fa_cfgs[ci].br <= o->d->info.subgroup_size;
+}
+
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
+    if (o->t.fa_cfg < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[o->t.fa_cfg].hd == hd && vkops_fa_cfg_ok(o, o->t.fa_cfg))
+        return o->t.fa_cfg;
+    for (uint32_t i = 0; i < ZN_VK_FA_NCFG; i++)
+        if (zn_vk_fa_cfgs[i].hd == hd && vkops_fa_cfg_ok(o, i)) return i;
+    return ZN_VK_MM_AUTO;
+}
+
+zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
+                        VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
+                        VkDeviceAddress step, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    zn_status st = vkops_pipe(o, VKO_KV_STORE, (vkvar){0}, &p, err);
+    if (st) return st;
+    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, step, n_tok, kdim, vdim, n_past};
+    vkops_dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
+    return ZN_OK;
+}
+
+/* Split-K only for decode over a long context: prefill rows already fill
+ * the GPU. ceil(n_kv / chunk) rounded up to a power of two. attn.comp alone
+ * (attn_dec off): single tokens, chunk keys per split, those past the keys
+ * empty (cheap: they exit after loading q). With attn_dec: up to
+ * ZN_VK_ATTN_SPLIT_TOK tokens (attn_dec.comp has one workgroup per KV head
+ * and split: too few without), at most ZN_VK_ATTN_MAX_SPLIT splits (the
+ * merge reads them all), the keys spread evenly by the kernels. */
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
+    if (n_tok > (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) || n_kv <= o->t.attn_chunk) return 1;
+    if (o->attn_dec && n_kv <= o->t.attn_dec_min) return 1; /* attn.comp, unsplit (vkop_attn_run) */
+    const uint32_t need = (n_kv + o->t.attn_chunk - 1) / o->t.attn_chunk;
+    uint32_t s = 2;
+    while (s < need && !(o->attn_dec && s >= ZN_VK_ATTN_MAX_SPLIT)) s *= 2;
+    return s;
+}
+
+/* For every step of a context of n_ctx: the most splits times the most
+ * tokens that split. */
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
+    (void)n_tok;
+    uint32_t s = vkop_attn_splits(o, 1, n_ctx);
+    return s > 1 ? (uint64_t)s * n_head * (hd_v + 2) * (o->attn_dec ? ZN_VK_ATTN_SPLIT_TOK : 1u) : 0;
+}
+
+/* The push constants of attn.comp and attn_fa.comp. */
+typedef struct attn_push {
+    uint64_t q, ck, cv, dst, part, step;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
+    float scale;
+} attn_push;
+
+/* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
+ * with attn_dec) ceil(keys / n_split), derived by the kernel. */
+static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
+    const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->t.attn_chunk;
+    return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
+}
+
+/* attn_dec.comp's pipeline for this call: the kind by head dim, the slot
+ * log2 of its query rows rounded up to a power of two; false where it does
+ * not apply. */
+static bool attn_dec_pipe(const vkops *o, const vkop_attn *a, vkop_kind *kind, uint32_t *slot) {
+    const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv), hd = a->hd_k;
+    /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
+     * keeps more of the GPU busy than one per KV head */
+    if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || hd != a->hd_v ||
+        (hd != 64 && hd != 128 && hd != 256) || (a->ck | a->cv) % 16)
+        return false;
+    *kind = hd == 64 ? VKO_ATTN_DEC64 : hd == 128 ? VKO_ATTN_DEC128 : VKO_ATTN_DEC256;
+    for (*slot = 0; 1u << *slot < rows; ++*slot) {}
+    return true;
+}
+
+zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err) {
+    if (a->hd_k > ZN_VK_ATTN_MAX_HEAD_DIM || a->hd_v > ZN_VK_ATTN_MAX_HEAD_DIM)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dim %u/%u > %d", a->hd_k, a->hd_v,
+                       ZN_VK_ATTN_MAX_HEAD_DIM);
+    if (a->hd_k % 32 || a->hd_v % 4)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dims %u/%u (need multiples of 32/4)", a->hd_k, a->hd_v);
+    if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
+    const vkpipe *p = NULL, *pm = NULL;
+    const bool fa = a->n_tok >= o->t.fa_min_tok && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
+                    !(a->hd_k & (a->hd_k - 1));
+    /* on matrix products (or their emulation) where a tile config fits and
+     * the rows are 16-byte aligned */
+    const vkop_kind fk = !o->fa_cm ? VKO_ATTN_FA : o->coopmat ? VKO_ATTN_FA_CM : o->mm_emulate ? VKO_ATTN_FA_EMU : VKO_ATTN_FA;
+    const uint32_t ci = fa && fk != VKO_ATTN_FA ? vkops_fa_cfg_for(o, a->hd_k) : ZN_VK_MM_AUTO;
+    const uint32_t G = a->n_head / a->n_head_kv;
+    if (ci != ZN_VK_MM_AUTO && !((a->q | a->ck | a->cv) % 16)) {
+        const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
+        /* should the driver refuse that pipeline, the scalar kernel from
+         * then on (the op tests check every config is built) */
+        zn_err e2 = {0};
+        if (nb <= 65535 && !vkops_pipe(o, fk, (vkvar){.cfg = ci}, &p, &e2)) {
+            attn_push pc = attn_pc(o, a, 1);
+            vkcmd_dispatch(c, p, &pc, sizeof pc, nb, a->n_head_kv, 1, name);
+            return ZN_OK;
+        }
+        if (e2.msg[0]) {
+            snprintf(o->fa_err, sizeof o->fa_err, "%s", e2.msg);
+            o->fa_cm = false;
+        }
+    }
+    if (fa) {
+        zn_status st = vkops_pipe(o, VKO_ATTN_FA, (vkvar){.head_dim = a->hd_k}, &p, err);
+        if (st) return st;
+        attn_push pc = attn_pc(o, a, 1);
+        vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, (a->n_tok + ATTN_FA_ROWS - 1) / ATTN_FA_ROWS, 1, name);
+        return ZN_OK;
+    }
+    vkop_kind dk;
+    uint32_t ds;
+    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
+    const bool dec = a->n_past + a->n_tok > o->t.attn_dec_min && attn_dec_pipe(o, a, &dk, &ds);
+    zn_status st = vkops_pipe(o, dec ? dk : VKO_ATTN, (vkvar){.rows_log2 = dec ? ds : 0}, &p, err);
+    if (!st) st = vkops_pipe(o, VKO_ATTN_MERGE, (vkvar){0}, &pm, err);
+    if (st) return st;
+    if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
+    attn_push pc = attn_pc(o, a, n_split);
+    if (dec) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
+    else vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
+    if (n_split > 1) {
+        vkcmd_barrier(c);
+        struct { uint64_t part, dst; uint32_t n_head, hd_v, n_split; } pm_pc = {a->part, a->dst, a->n_head, a->hd_v, n_split};
+        vkcmd_dispatch(c, pm, &pm_pc, sizeof pm_pc, a->n_head, a->n_tok, (a->hd_v + ATTN_MERGE_DIMS - 1) / ATTN_MERGE_DIMS,
+                       name);
+    }
+    return ZN_OK;
+}
+
+/* ---- specialisation constants ---- */
+
+typedef struct spec_wg { uint32_t wg; } spec_wg;                                    /* attn, attn_merge, kv_store */
+typedef struct spec_attn_dec { uint32_t wg, rows, hd; } spec_attn_dec;              /* attn_dec.comp */
+typedef struct spec_attn_fa { uint32_t wg, hd, bc; } spec_attn_fa;                  /* attn_fa.comp */
+typedef struct spec_attn_fa_cm { uint32_t wg, hd, br, bc, ssz, kv2, kp; } spec_attn_fa_cm; /* attn_fa_cm.glsl */
+
+zn_status vkspec_attn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)v, (void)err;
+    VKSPEC(out, spec_wg, {.wg = k == VKO_ATTN_MERGE ? o->t.merge_wg : ATTN_WG});
+    return ZN_OK;
+}
+
+zn_status vkspec_kv_store(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k, (void)v, (void)err;
+    VKSPEC(out, spec_wg, {.wg = o->t.small_wg});
+    return ZN_OK;
+}
+
+/* The kind fixes the head dim (64, 128, 256), the variant the query rows. */
+zn_status vkspec_attn_dec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)o, (void)err;
+    VKSPEC(out, spec_attn_dec, {.wg = ATTN_WG, .rows = 1u << v.rows_log2, .hd = 64u << (k - VKO_ATTN_DEC64)});
+    return ZN_OK;
+}
+
+/* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
+zn_status vkspec_attn_fa(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)o, (void)k, (void)err;
+    VKSPEC(out, spec_attn_fa, {.wg = 128, .hd = v.head_dim, .bc = 4096 / v.head_dim});
+    return ZN_OK;
+}
+
+zn_status vkspec_attn_fa_cm(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k, (void)err;
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[v.cfg];
+    VKSPEC(out, spec_attn_fa_cm, {.wg = FA_WG, .hd = f->hd, .br = f->br, .bc = f->bc, .ssz = fa_ss_floats(f),
+                                  .kv2 = fa_kv2(o, f), .kp = fa_kparts(f)});
+    return ZN_OK;
+}

@@ -1,0 +1,60 @@
+/* The attention ops: the KV store and causal attention (decode, split-K,
+ * prefill on matrix products or the scalar kernel). vk_attn.c. */
+#ifndef ZINC_VK_ATTN_H
+#define ZINC_VK_ATTN_H
+
+#include "vk_ops.h"
+
+/* Tile configurations of prefill attention on matrix products
+ * (attn_fa_cm.glsl): head dim, (token, head) rows per workgroup (16, 32 or
+ * 64), keys per tile. Per head dim the first one that fits the device's
+ * shared memory is the default. */
+typedef struct vkfa_cfg { uint32_t hd, br, bc; } vkfa_cfg;
+#define ZN_VK_FA_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
+extern const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG];
+
+/* K/V rows (f32) into f16 caches [pos][kdim] / [pos][vdim] at n_past + r
+ * (n_past from the step block when step is not 0). */
+zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
+                        VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
+                        VkDeviceAddress step, const char *name, zn_err *err);
+
+/* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
+ * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
+ * over more than o->t.attn_chunk keys splits them
+ * (flash-decoding) into chunks of that many keys, over vkop_attn_splits()
+ * workgroups: a power of two, so the count (the only thing of the
+ * partition a recording fixes) changes only when the context doubles; the
+ * splits past the last key are empty. With step set, the dispatch stays
+ * valid for every n_past whose split count is the recorded one.
+ * With o->attn_dec, steps of up to ZN_VK_ATTN_SPLIT_TOK tokens and
+ * ZN_VK_ATTN_DEC_MAX_ROWS query rows per KV head (n_tok x n_head /
+ * n_head_kv; hd_k = hd_v = 64, 128 or 256)
+ * run attn_dec.comp, one workgroup per (KV head, split), which reads each
+ * K/V row once for the whole group; steps of that many tokens (on either
+ * kernel) split, t.attn_chunk defaults to
+ * ZN_VK_ATTN_DEC_CHUNK and the split count stops at ZN_VK_ATTN_MAX_SPLIT:
+ * both kernels then derive the keys per split from the position
+ * (ceil(keys / splits)), so the count alone fixes a recording. */
+#define ZN_VK_ATTN_MAX_HEAD_DIM 256
+#define ZN_VK_ATTN_CHUNK 256
+#define ZN_VK_ATTN_DEC_CHUNK 64
+#define ZN_VK_ATTN_DEC_MAX_ROWS 16
+#define ZN_VK_ATTN_SPLIT_TOK 4
+#define ZN_VK_ATTN_MAX_SPLIT 256
+typedef struct vkop_attn {
+    VkDeviceAddress q, ck, cv, dst, part, step;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
+    float scale;
+} vkop_attn;
+/* Shared memory bytes of tile config ci on this device, and whether the
+ * device runs it; the config prefill attention of head dim hd takes
+ * (ZN_VK_MM_AUTO: the scalar kernel). */
+uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci);
+bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci);
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd);
+uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
+uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
+zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);
+
+#endif

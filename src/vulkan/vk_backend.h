@@ -1,0 +1,98 @@
+/* The Vulkan backend's context, shared by its three parts:
+ * backend_vulkan.c (init, sequences, runs: the zn_backend_ops table),
+ * vk_weights.c (the weights' upload) and vk_record.c (a step's graph into a
+ * command buffer: the plan, the nodes' dispatches, barriers, pipelines at
+ * init). Not for other modules: they go through backend.h. */
+#ifndef ZINC_VK_BACKEND_H
+#define ZINC_VK_BACKEND_H
+
+#include "backend.h"
+#include "vk_attn.h"
+#include "vk_fuse.h"
+#include "vk_gdn.h"
+#include "vk_mm.h"
+#include "vk_replay.h"
+#include "vk_small.h"
+
+#define VK_MAX_CHUNKS 16
+#define VK_HAZARDS 64
+
+typedef struct vk_weight {
+    uint32_t n_chunks;            /* 0 = not on the device */
+    uint32_t chunk_rows;          /* rows per chunk (the last may hold fewer) */
+    uint32_t row_bytes;
+    VkDeviceAddress addr[VK_MAX_CHUNKS];
+} vk_weight;
+
+typedef struct range { uint64_t lo, hi; } range;
+
+typedef struct vk_ctx {
+    const zn_model *m;
+    vkdev d;
+    vkops o;
+    vkcmd c;                      /* per-step recordings (prefill, profiling, replay off) */
+    vkreplay rp;                  /* the decode step kept for replay; rp.cmd.d == NULL: replay off */
+    vkcmd *rec;                   /* the command buffer being recorded */
+    vkxfer x;
+    vkarena wmem;                 /* weights */
+    vkarena smem;                 /* activations, scratch */
+    vkbuf io;                     /* host-visible: token ids in */
+    vkbuf step;                   /* host-written vkop_step of the current run */
+    vkbuf out;                    /* host-visible: the logits of a run, copied at its end */
+    uint64_t out_off, out_floats; /* which activation out holds now (0 floats: none) */
+    vkbuf groups;                 /* host-written vkop_group blocks: [0, cap) per-step recordings, [cap, 2 cap) the replay's */
+    uint32_t n_groups, cap_groups, group_base;
+    uint64_t next_seq;            /* vk_seq ids */
+    int pipes_at_init;            /* pipelines created when init returned */
+    zn_backend_stats stats;
+    vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
+    vkref act;                    /* the activation arena */
+    vkref part;                   /* split-K attention partials */
+    vkref mm_scratch;             /* f16 GEMM operands (vkops.mm_scratch) */
+    uint64_t mm_need;
+    bool profile_kernels;         /* --profile splits each op's time by shader */
+    uint64_t xq_bytes;            /* the integer mat-vec's x scratch (vkops_set_xq) */
+    bool x_reuse;                 /* recording: the node's x is the previous matmul's, unchanged */
+    uint64_t part_floats;
+    int max_tokens;
+    /* the fusion plan of the graph being recorded (vk_fuse.h), sized for the model's graphs */
+    int cap_nodes, cap_acts;
+    bool no_fusion;               /* every node on its own (tests) */
+    vkfuse plan;
+    /* hazard tracking since the last barrier */
+    range rd[VK_HAZARDS], wr[VK_HAZARDS];
+    int n_rd, n_wr;
+} vk_ctx;
+
+typedef struct vk_seq {
+    uint64_t id;                  /* unique in its context: keys the replay */
+    vkarena mem;
+    int n_ctx;
+    VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
+    vkref *kr, *vr;               /* [n_layer]: the same as ranges (copies) */
+    vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
+} vk_seq;
+
+/* ---- vk_weights.c ---- */
+
+/* Rows of a weight (all but its row length). */
+uint64_t vkweights_rows(const gguf_tensor *t);
+/* Uploads the weights graph gin reads (NULL: the model's one-token step),
+ * sizes the plan (c->plan) and the scratch the matmuls need (c->xq_bytes,
+ * c->mm_need) for c->max_tokens. */
+zn_status vkweights_upload(vk_ctx *c, const zn_graph *gin, zn_err *err);
+
+/* ---- vk_record.c ---- */
+
+/* Plans g and records it for sequence s into cmd: every node, then a copy
+ * of the logits into host-visible memory (so reading them needs no second
+ * submit); group blocks from group_base. Ends the recording, also after a
+ * failure. */
+zn_status vkrecord_step(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err);
+/* Creates every pipeline the model's steps can select (c->max_tokens,
+ * every context length), recording nothing. */
+zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err);
+/* --profile: GPU time per op tag of the last run, from timestamp queries. */
+void vkrecord_print_profile(vk_ctx *c, const zn_graph *g);
+
+#endif

@@ -1,0 +1,64 @@
+/* The recurrent ops of Gated DeltaNet layers (vk_gdn.h): the causal conv
+ * + SiLU (conv1d.comp) and the gated delta rule (gdn.comp). */
+#include "vk_ops_impl.h"
+
+/* Lanes per state row of gdn.comp: 8 (3 shuffle steps per reduction); on
+ * narrower subgroups (lavapipe's 8) half the subgroup, so the op tests still
+ * run two rows per subgroup as GPUs do. */
+static uint32_t gdn_lanes(const vkops *o) {
+    uint32_t sg = o->d->info.subgroup_size;
+    return sg >= 16 ? 8 : sg > 1 ? sg / 2 : 1;
+}
+
+zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
+                      VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
+                      const char *name, zn_err *err) {
+    if (kernel < 1 || kernel > ZN_SSM_MAX_CONV)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..%d)", kernel, ZN_SSM_MAX_CONV);
+    const vkpipe *p = NULL;
+    zn_status st = vkops_pipe(o, VKO_CONV1D, (vkvar){0}, &p, err);
+    if (st) return st;
+    struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
+    /* conv1d.comp: workgroups of small_wg channels x 16 tokens */
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->t.small_wg - 1) / o->t.small_wg, (n_tok + 15) / 16, 1, name);
+    return ZN_OK;
+}
+
+zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err) {
+    if (!a->h_k || a->h_v % a->h_k) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u value heads / %u key heads", a->h_v, a->h_k);
+    const vkpipe *p = NULL;
+    zn_status st = vkops_pipe(o, VKO_GDN, (vkvar){.head_dim = a->d_k}, &p, err);
+    if (st) return st;
+    struct {
+        uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
+        uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw, l2;
+        float eps;
+    } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->n_tok, a->h_k, a->h_v, a->d_v,
+            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps};
+    _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
+    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes rows each */
+    const uint32_t rows_wg = 4 * (o->d->info.subgroup_size / gdn_lanes(o));
+    vkops_dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + rows_wg - 1) / rows_wg, name);
+    return ZN_OK;
+}
+
+/* ---- specialisation constants ---- */
+
+typedef struct spec_wg { uint32_t wg; } spec_wg;                        /* conv1d.comp */
+typedef struct spec_gdn { uint32_t wg, sg, dk, lpr; } spec_gdn;        /* gdn.comp */
+
+zn_status vkspec_conv1d(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k, (void)v, (void)err;
+    VKSPEC(out, spec_wg, {.wg = o->t.small_wg});
+    return ZN_OK;
+}
+
+/* 4 subgroups per workgroup; the head dim a multiple of the lanes per row. */
+zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k;
+    const uint32_t sg = o->d->info.subgroup_size, lpr = gdn_lanes(o);
+    if (v.head_dim % lpr)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", v.head_dim, lpr);
+    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr});
+    return ZN_OK;
+}

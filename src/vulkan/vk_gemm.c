@@ -1,0 +1,282 @@
+/* The GEMMs (vk_mm.h): the f16 path (mm_prep.comp converts W and x into
+ * scratch, mmf.glsl / mmf_cm2.comp multiply on cooperative matrices or
+ * their emulation; moe_bucket.comp groups expert rows), the tiled kernels
+ * (matmul.comp, matmul_cm.comp), their tile configurations, and the kernel
+ * choice between them and the mat-vec. */
+#include <string.h>
+
+#include "vk_ops_impl.h"
+
+#define MM_PREP_WG 256 /* mm_prep.comp's workgroup: a multiple of 8 steps */
+
+const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG] = {
+    {256, 128, 128, 64, 32}, {256, 128, 128, 32, 64}, {128, 128, 128, 64, 64}, {256, 64, 128, 32, 32},
+    {128, 64, 64, 32, 32},   {256, 128, 64, 32, 32},  {128, 64, 128, 32, 64},
+    {256, 128, 256, 64, 64}, /* only where shared memory exceeds 48 KiB */
+};
+
+#define MMF_LDV 20 /* mmf.glsl: f16vec2 per shared row */
+
+bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci) {
+    const vkmm_cfg *f = &zn_vk_mm_cfgs[ci];
+    return 2 * (f->bm + f->bn) * MMF_LDV * 4 + 1024 <= o->d->info.max_shared;
+}
+
+/* The GEMM tile config for `groups` products of rows x toks: t.mm_cfg when
+ * set and it fits, else the largest tile that still gives t.mm_min_wgs
+ * workgroups (or the one giving the most): small products need many small
+ * tiles to fill the GPU. */
+static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t groups) {
+    if (o->t.mm_cfg < ZN_VK_MM_NCFG && vkops_mm_cfg_fits(o, o->t.mm_cfg)) return o->t.mm_cfg;
+    static const uint32_t by_size[] = {0, 5, 3, 4}; /* 128x128, 128x64, 64x128, 64x64 */
+    uint32_t best = 0;
+    uint64_t best_n = 0;
+    for (size_t i = 0; i < sizeof by_size / sizeof *by_size; i++) {
+        const vkmm_cfg *f = &zn_vk_mm_cfgs[by_size[i]];
+        if (!vkops_mm_cfg_fits(o, by_size[i])) continue;
+        const uint64_t n = (uint64_t)((rows + f->bm - 1) / f->bm) * ((toks + f->bn - 1) / f->bn) * groups;
+        if (n >= o->t.mm_min_wgs) return by_size[i];
+        if (n > best_n) best = by_size[i], best_n = n;
+    }
+    return best;
+}
+
+/* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
+ * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, the rest are for
+ * sweeps (tuning key cm2_cfg). */
+const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
+    {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
+    {128, 256, 64, 1}, {128, 128, 64, 1}, {128, 128, 32, 8}, {256, 128, 32, 4},
+};
+
+/* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
+ * set; else 128 x 128 for long k (t.cm2_long_k) where it gives about a
+ * workgroup per SM (t.cm2_min_wgs), 64 x 128, or 64 x 64 where that gives
+ * too few (vk_tune.c has the measurements: 8B q/k/v 130 TFLOP/s against 103
+ * for 128 x 128, 2B gate+up 121 against 94, 8B attn_k, 1024 rows, 114 on
+ * 64 x 64 against 76). 128 x 256 (f32 accumulators: twice the registers)
+ * was 1.3-1.8x slower than 128 x 128 everywhere. */
+static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups) {
+    if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
+    const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
+    const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
+    if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;
+    return wg64 >= o->t.cm2_min_wgs || groups > 1 ? 2 : 3;
+}
+
+/* ---- specialisation constants ---- */
+
+typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                       /* matmul.comp, matmul_cm.comp */
+typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
+typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp */
+typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst; } spec_mmf;              /* mmf.glsl */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped; } spec_mmf_cm2; /* mmf_cm2.comp */
+
+zn_status vkspec_matmul(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)o, (void)k, (void)err;
+    VKSPEC(out, spec_matmul, {.wg = 256, .type = (uint32_t)v.type});
+    return ZN_OK;
+}
+
+zn_status vkspec_mm_prep(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)o, (void)k, (void)err;
+    VKSPEC(out, spec_wg_type, {.wg = MM_PREP_WG, .type = (uint32_t)v.type});
+    return ZN_OK;
+}
+
+zn_status vkspec_moe_bucket(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)o, (void)k, (void)v, (void)err;
+    VKSPEC(out, spec_wg, {.wg = 256});
+    return ZN_OK;
+}
+
+zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)o, (void)err;
+    const vkcm2_cfg *f = &zn_vk_cm2_cfgs[v.cfg];
+    VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
+                               .grouped = k == VKO_MMF_CM2_MOE});
+    return ZN_OK;
+}
+
+/* mmf.glsl's specialisation: the config, and as many 16x16 f32 epilogue
+ * staging tiles as fit beside the double-buffered operand tiles. */
+zn_status vkspec_mmf(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k;
+    const vkmm_cfg *f = &zn_vk_mm_cfgs[v.cfg];
+    const uint32_t nsg = f->wg / 32, tiles = 2 * (f->bm + f->bn) * MMF_LDV * 4;
+    uint32_t nst = o->d->info.max_shared > tiles ? (o->d->info.max_shared - tiles) / 1024 : 0;
+    if (nst > nsg) nst = nsg;
+    if (!nst) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: GEMM tile %ux%u needs more than %u bytes of shared memory",
+                             f->bm, f->bn, o->d->info.max_shared);
+    VKSPEC(out, spec_mmf, {.wg = f->wg, .bm = f->bm, .bn = f->bn, .wm = f->wm, .wn = f->wn, .nst = nst});
+    return ZN_OK;
+}
+
+/* ---- the f16 GEMM path (mm_prep.comp, moe_bucket.comp, mmf.glsl) ---- */
+
+static bool f16_path(const vkops *o, zn_type t) {
+    return (o->coopmat || o->mm_emulate) && t != ZN_TYPE_F32 && o->mm_scratch;
+}
+
+static uint64_t align256(uint64_t n) { return (n + 255) & ~255ull; }
+
+/* Where a matmul's operands go in the scratch, and how its weights are
+ * split into chunks (units: experts when grouped, else rows). */
+typedef struct mm_plan {
+    uint32_t kp, xs, xrows;       /* padded k; x rows per token (slots when per-slot x); x rows */
+    uint64_t b_off, a_off;        /* bucket at 0 */
+    uint64_t unit_bytes;          /* f16 bytes of one expert / one row */
+    uint32_t units, per_chunk, n_chunks;
+} mm_plan;
+
+static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    pl->kp = (a->ncols + 31) / 32 * 32;
+    pl->xs = a->ids ? a->n_slots : 1; /* grouped: x rows are (token, slot) pairs */
+    pl->xrows = a->n_tok * pl->xs;
+    pl->b_off = a->ids ? align256(4ull * (2ull * a->n_expert + (uint64_t)a->n_tok * a->n_slots)) : 0;
+    pl->a_off = pl->b_off + align256(2ull * pl->xrows * pl->kp);
+    pl->unit_bytes = 2ull * pl->kp * (a->ids ? a->nrows : 1);
+    pl->units = a->ids ? a->n_expert : a->nrows;
+    (void)o;
+}
+
+uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap) {
+    mm_plan pl;
+    mm_plan_shape(o, a, &pl);
+    const uint64_t tile = a->ids ? 1 : 128 /* the largest BM */, min_units = tile < pl.units ? tile : pl.units;
+    uint64_t units = a_cap / pl.unit_bytes;
+    if (units < min_units) units = min_units;
+    if (units > pl.units) units = pl.units;
+    return pl.a_off + align256(units * pl.unit_bytes);
+}
+
+static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_plan *pl, zn_err *err) {
+    mm_plan_shape(o, a, pl);
+    uint64_t cap = o->mm_scratch_bytes > pl->a_off ? (o->mm_scratch_bytes - pl->a_off) / pl->unit_bytes : 0;
+    if (!a->ids && cap > bm) cap -= cap % bm; /* whole row tiles per chunk */
+    if (!cap)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM scratch of %llu bytes too small for %u x %u x %u",
+                       (unsigned long long)o->mm_scratch_bytes, a->nrows, a->ncols, a->n_tok);
+    pl->n_chunks = (uint32_t)((pl->units + cap - 1) / cap);
+    pl->per_chunk = (pl->units + pl->n_chunks - 1) / pl->n_chunks;
+    if (!a->ids && pl->per_chunk % bm && pl->per_chunk > bm) pl->per_chunk += bm - pl->per_chunk % bm; /* still <= cap */
+    pl->n_chunks = (pl->units + pl->per_chunk - 1) / pl->per_chunk;
+    return ZN_OK;
+}
+
+static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    if (a->xmode == VKX_RMSNORM) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused RMS norm");
+    if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
+    mm_plan pl;
+    const vkpipe *pp = NULL, *pg = NULL, *pb = NULL;
+    /* grouped: tokens per expert as if the pairs spread evenly */
+    const uint32_t toks = a->ids ? (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert : a->n_tok;
+    const uint32_t groups = a->ids ? a->n_expert : 1;
+    const uint32_t ci = mmf_cfg(o, a->nrows, toks, groups);
+    /* on NV coopmat2 when the device has it (same operands and push
+     * constants); should the driver refuse that pipeline, the KHR kernel
+     * from then on (test_vk_ops checks every config is built) */
+    bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->t.mm_cm2_moe);
+    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups) : 0;
+    if (cm2 && vkops_pipe(o, a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2, (vkvar){.cfg = c2}, &pg, err)) o->mm_cm2 = cm2 = false;
+    const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
+    const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
+    zn_status st = mm_plan_for(o, a, bm, &pl, err);
+    if (!st) st = vkops_pipe(o, VKO_MM_PREP, (vkvar){.type = a->type}, &pp, err);
+    if (!st && !cm2) st = vkops_pipe(o, o->coopmat ? VKO_MMF : VKO_MMF_EMU, (vkvar){.cfg = ci}, &pg, err);
+    if (!st && a->ids) st = vkops_pipe(o, VKO_MOE_BUCKET, (vkvar){0}, &pb, err);
+    if (st) return st;
+    const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
+    const uint32_t steps = pl.kp / 32;
+    /* x as the previous call converted it (x_reuse: same rows, unchanged;
+     * grouped: the same routing too, and its bucket is still in place) */
+    const struct vkop_mmx_key key = {a->x, sx, a->ids, a->ncols, pl.kp, pl.xrows, pl.xs,
+                                     a->x_stride, a->x_slot_stride, a->n_expert, 0};
+    _Static_assert(sizeof key == 56, "vkop_mmx_key has padding");
+    const bool have_x = a->x_reuse && a->xmode == VKX_PLAIN && !memcmp(&key, &o->mmx_last, sizeof key);
+    o->mmx_last = key;
+    if (a->xmode != VKX_PLAIN) o->mmx_last.x = 0; /* not x itself: nothing to reuse */
+    vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
+    if (a->ids && !have_x) {
+        struct { uint64_t route, bucket; uint32_t n_tok, n_slots, ids_stride, n_expert; } bp = {
+            a->ids, sb, a->n_tok, a->n_slots, a->ids_stride, a->n_expert};
+        vkcmd_dispatch(c, pb, &bp, sizeof bp, 1, 1, 1, name);
+        vkcmd_barrier(c);
+    }
+    for (uint32_t ch = 0; ch < pl.n_chunks; ch++) {
+        const uint32_t u0 = ch * pl.per_chunk, nu = pl.units - u0 < pl.per_chunk ? pl.units - u0 : pl.per_chunk;
+        const uint32_t rows = a->ids ? a->nrows : nu; /* rows per expert / of this chunk */
+        const uint64_t r0 = a->ids ? 0 : u0;      /* dense: the chunk's first row */
+        if (ch) vkcmd_barrier(c);
+        const bool swiglu = a->xmode == VKX_SWIGLU;
+        struct {
+            uint64_t w, x, da, db, bucket, aux;
+            uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
+            uint32_t wg_a, n_expert, flags;
+        } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
+                   a->ids ? sb : 0, swiglu ? a->aux : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows,
+                   nu * (a->ids ? a->nrows : 1) * steps, ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs,
+                   a->x_stride, a->x_slot_stride, u0, 0, a->n_expert,
+                   (a->x % 16 == 0 && (!swiglu || a->aux % 16 == 0) && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0)
+                       | (swiglu ? 2u : 0u)};
+        _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
+        pp_pc.wg_a = (pp_pc.n_a + MM_PREP_WG - 1) / MM_PREP_WG;
+        uint32_t gx, gy;
+        vkops_grid2(o, pp_pc.wg_a + (pp_pc.n_b + MM_PREP_WG - 1) / MM_PREP_WG, &gx, &gy);
+        vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
+        vkcmd_barrier(c);
+        struct {
+            uint64_t a, b, y, bias, scale, res, bucket, group;
+            uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, e0, n_expert, r_base, flags;
+        } g = {sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
+               a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride,
+               a->y_slot_stride, u0, a->n_expert, (uint32_t)r0, a->bias_first ? 1u : 0u};
+        _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
+        vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : 1, name);
+    }
+    return ZN_OK;
+}
+
+zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    o->xq_last.q = 0;
+    zn_status st = vkmm_check(a, err);
+    if (st) return st;
+    if (f16_path(o, a->type)) return mm_f16(o, c, a, name, err);
+    if (a->ids) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with expert ids");
+    if (a->xmode != VKX_PLAIN || a->group)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused x or a group");
+    /* f32 weights stay on the exact f32 kernel: f16 operands would cost
+     * their precision */
+    const bool cm = o->coopmat && a->type != ZN_TYPE_F32;
+    st = vkops_pipe(o, cm ? VKO_MATMUL_CM : VKO_MATMUL, (vkvar){.type = a->type}, &p, err);
+    if (st) return st;
+    mm_push pc = vkmm_push(a);
+    const uint32_t tile = cm ? 128 : 64;
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (a->nrows + tile - 1) / tile, (a->n_tok + tile - 1) / tile, 1, name);
+    return ZN_OK;
+}
+
+/* Below t.mm_min_rows rows a tiled mat-mat has a single row tile, a
+ * handful of workgroups for the whole GPU (the MoE routers and shared-expert
+ * gates, the delta rule's alpha/beta: 0.2 ms each at 512 tokens where it was
+ * measured); the mat-vec kernel re-reads the small matrix per token from
+ * cache instead. */
+vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t nrows, bool experts) {
+    if (experts) return !f16_path(o, t) || n_tok < o->t.moe_min_tok ? VKMM_MATVEC : VKMM_GEMM;
+    if (n_tok < o->t.mm_min_tok || nrows < o->t.mm_min_rows) return VKMM_MATVEC;
+    return f16_path(o, t) ? VKMM_GEMM : VKMM_TILED;
+}
+
+bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group) {
+    if (k == VKMM_MATVEC) return true;
+    if (k == VKMM_GEMM) return xmode != VKX_RMSNORM;
+    return xmode == VKX_PLAIN && !group;
+}
+
+zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    if (vkops_mm_kernel(o, a->type, a->n_tok, a->nrows, a->ids != 0) == VKMM_MATVEC) return vkop_matvec(o, c, a, name, err);
+    return vkop_matmat(o, c, a, name, err);
+}

@@ -1,0 +1,107 @@
+/* The matmul ops: mat-vec (float, integer on int8-quantised x, grouped),
+ * the f16 GEMM path and the tiled GEMM, and the one place that chooses
+ * among them (vkops_mm_kernel). vk_matvec.c, vk_gemm.c. */
+#ifndef ZINC_VK_MM_H
+#define ZINC_VK_MM_H
+
+#include "vk_ops.h"
+
+/* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
+ * workgroup's rows x tokens, each subgroup's rows x tokens. */
+typedef struct vkmm_cfg { uint32_t wg, bm, bn, wm, wn; } vkmm_cfg;
+#define ZN_VK_MM_NCFG 8
+#define ZN_VK_MM_AUTO ZN_VK_AUTO
+extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
+
+/* Tile configurations of the f16 GEMM on NV cooperative matrix 2
+ * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k
+ * step, k steps per loop iteration. */
+typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll; } vkcm2_cfg;
+#define ZN_VK_CM2_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
+extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
+
+/* y[t][slot][r] = (sum_k W_e[r][k] x[t][slot][k]) * scale[e] + bias[e][r] + res[t][slot][r]
+ * (bias_first: (... + bias) * scale) where e = ids[t * ids_stride + slot]
+ * (expert indices stored as f32, as ZN_OP_MOE_ROUTE writes them) with ids,
+ * else 0 and n_slots = 1. Optional addresses are 0 when absent.
+ * x_slot_stride 0 = every slot reads the same x. */
+typedef struct vkop_mm {
+    zn_type type;
+    VkDeviceAddress w, x, y, bias, scale, res, ids;
+    uint64_t expert_bytes;        /* bytes between experts' matrices */
+    uint32_t ncols, nrows, row_bytes;  /* row_bytes: vkq_row_bytes (GPU layout) */
+    uint32_t n_tok, n_slots;
+    uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
+    uint32_t ids_stride;
+    uint32_t n_expert;            /* matrices in the expert stack (the grouped GEMM needs it) */
+    bool bias_first;
+    /* The op producing x, fused (the kernels that take each mode:
+     * vkops_mm_takes): VKX_RMSNORM: x -> x / sqrt(mean(x^2) + eps) * aux
+     * (norm weight [ncols]); VKX_SWIGLU: x -> silu(x) * aux (aux laid out
+     * like x). */
+    enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU } xmode;
+    VkDeviceAddress aux;
+    float eps;
+    /* The address of a vkop_group (y, bias, scale, res and ids unused
+     * then): the mat-vec and the f16 GEMM take groups. */
+    VkDeviceAddress group;
+    /* The caller vouches that x (and aux) were read by the previous
+     * vkop_matvec / vkop_matmat call on these ops and not written since:
+     * when that call quantised the same rows the same way, the integer path
+     * reuses them. */
+    bool x_reuse;
+} vkop_mm;
+
+/* A grouped mat-vec (vkop_mm.group): the matrices of up to 4 matmuls that
+ * read the same x, stacked row-wise in one weight of nrows = row_end[n-1]
+ * rows; rows [row_end[s-1], row_end[s]) of each token go to y[s] (row
+ * stride y_stride[s]) with that matmul's bias and scale. The block lives in
+ * device-visible memory; its layout is the Group block of matvec.comp. */
+#define ZN_VK_GROUP_MAX 4
+typedef struct vkop_group {
+    uint64_t y[ZN_VK_GROUP_MAX], bias[ZN_VK_GROUP_MAX], scale[ZN_VK_GROUP_MAX];
+    uint32_t row_end[ZN_VK_GROUP_MAX], y_stride[ZN_VK_GROUP_MAX];
+    uint32_t n_seg;
+} vkop_group;
+
+/* The integer mat-vec quantises x (n_tok x slots rows of ncols, after the
+ * fused x mode) into device scratch before the dot products: each call
+ * alternates between two halves of it, so a call's quantise pass never
+ * overwrites what the previous call's mat-vec may still be reading (the
+ * barrier between a call's two dispatches orders everything earlier).
+ * vkops_xq_bytes is the scratch both halves need for up to `rows` rows of
+ * ncols; calls that need more, or without scratch, use the float kernel. */
+uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows);
+void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
+
+/* The kernel a matmul runs on, chosen here only: vkop_matmul dispatches
+ * on it, the fusion planner (vk_fuse.h) asks it what each matmul will take
+ * and the backend sizes the integer mat-vec's scratch by it. The mat-vec
+ * for fewer than t.mm_min_tok tokens (experts: t.moe_min_tok, or always
+ * without the f16 path) and for dense matrices of fewer than t.mm_min_rows
+ * rows; else the f16 GEMM where the device has it for the type (not F32),
+ * else the tiled kernel (dense only). */
+typedef enum vkmm_kernel {
+    VKMM_MATVEC,                  /* matvec.comp / matvec_q.comp */
+    VKMM_GEMM,                    /* the f16 path: mm_prep.comp converts x (and W), mmf.glsl multiplies */
+    VKMM_TILED,                   /* matmul.comp / matmul_cm.comp on x as it is */
+} vkmm_kernel;
+vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t nrows, bool experts);
+/* Does kernel k read x in mode xmode (vkop_mm.xmode) / take a group? The
+ * mat-vec takes every mode and groups; the f16 GEMM applies a SwiGLU while
+ * converting x (not an RMS norm) and takes groups; the tiled kernel
+ * neither. */
+bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group);
+/* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
+ * most a_cap bytes of f16 weights are dequantised at a time (at least one
+ * expert or one row tile are). */
+uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap);
+/* Does tile config ci fit the device's shared memory? (matmat falls back
+ * to the first one that does.) */
+bool vkops_mm_cfg_fits(const vkops *o, uint32_t ci);
+zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
+/* Forces one kernel (tests compare both). */
+zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
+zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err);
+
+#endif

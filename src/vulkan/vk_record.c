@@ -1,0 +1,436 @@
+/* Recording a step (vk_backend.h): every graph op as compute dispatches
+ * into one command buffer, after the fusion plan (vk_fuse.h); barriers only
+ * where a node touches memory an earlier node of the same barrier interval
+ * wrote (or writes memory it read); and, at init, the same walk with no
+ * command buffer over every step shape, to create the pipelines. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timer.h"
+#include "vk_backend.h"
+
+/* ---- hazards ---- */
+
+static bool overlaps(const range *set, int n, range r) {
+    for (int i = 0; i < n; i++)
+        if (r.lo < set[i].hi && set[i].lo < r.hi) return true;
+    return false;
+}
+
+/* Declares what the next dispatch reads and writes; inserts a barrier when
+ * it conflicts with what was touched since the last one. */
+static void hazard(vk_ctx *c, const range *rd, int n_rd, const range *wr, int n_wr) {
+    bool need = c->n_rd + n_rd > VK_HAZARDS || c->n_wr + n_wr > VK_HAZARDS;
+    for (int i = 0; i < n_rd && !need; i++) need = overlaps(c->wr, c->n_wr, rd[i]);
+    for (int i = 0; i < n_wr && !need; i++) need = overlaps(c->wr, c->n_wr, wr[i]) || overlaps(c->rd, c->n_rd, wr[i]);
+    if (need) {
+        vkcmd_barrier(c->rec);
+        c->n_rd = c->n_wr = 0;
+    }
+    for (int i = 0; i < n_rd; i++) c->rd[c->n_rd++] = rd[i];
+    for (int i = 0; i < n_wr; i++) c->wr[c->n_wr++] = wr[i];
+}
+
+/* ---- running a graph ---- */
+
+static VkDeviceAddress act_addr(const vk_ctx *c, const zn_graph *g, int a) {
+    return c->act.addr + sizeof(float) * g->acts[a].off;
+}
+
+static range act_range(const vk_ctx *c, const zn_graph *g, int a) {
+    uint64_t lo = act_addr(c, g, a);
+    return (range){lo, lo + sizeof(float) * (uint64_t)g->acts[a].rows * (uint64_t)g->acts[a].cols};
+}
+
+static VkDeviceAddress waddr(const vk_ctx *c, const gguf_tensor *t) {
+    return t ? c->w[model_weight_id(c->m, t)].addr[0] : 0;
+}
+
+/* The x operand of a matmul node: its src[0], or the inputs of the skipped
+ * RMS norm / SwiGLU that produced it (plan_fusions). */
+static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a) {
+    const vkfuse_x *f = &c->plan.fx[n->src[0]];
+    a->x = act_addr(c, g, f->mode ? f->src : n->src[0]);
+    a->xmode = f->mode;
+    a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w) : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) : 0;
+    a->eps = f->eps;
+    a->x_reuse = c->x_reuse;
+}
+
+static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const gguf_tensor *t = n->w[0];
+    const vk_weight *w = &c->w[model_weight_id(c->m, t)];
+    const zn_act *x = &g->acts[n->src[0]], *y = &g->acts[n->dst];
+    const uint32_t rows = (uint32_t)t->ne[1];
+    /* a folded residual ADD: the sum goes straight to the ADD's output */
+    const int ra = c->plan.res_add[n - g->nodes];
+    const zn_node *add = ra >= 0 ? &g->nodes[ra] : NULL;
+    const VkDeviceAddress ya = act_addr(c, g, add ? add->dst : n->dst);
+    const VkDeviceAddress res = add ? act_addr(c, g, add->src[add->src[0] == n->dst ? 1 : 0]) : 0;
+    for (uint32_t ch = 0; ch < w->n_chunks; ch++) {
+        const uint32_t r0 = ch * w->chunk_rows, nr = rows - r0 < w->chunk_rows ? rows - r0 : w->chunk_rows;
+        vkop_mm a = {.type = t->type, .w = w->addr[ch], .y = ya + sizeof(float) * r0,
+                     .res = res ? res + sizeof(float) * r0 : 0,
+                     .bias = n->w[1] ? waddr(c, n->w[1]) + sizeof(float) * r0 : 0, .scale = waddr(c, n->w[2]),
+                     .ncols = (uint32_t)t->ne[0], .nrows = nr, .row_bytes = w->row_bytes, .n_tok = (uint32_t)x->rows,
+                     .n_slots = 1, .x_stride = (uint32_t)x->cols, .y_stride = (uint32_t)y->cols,
+                     .bias_first = n->matmul.bias_first != 0};
+        matmul_x(c, g, n, &a);
+        a.x_reuse |= ch > 0;
+        zn_status st = vkop_matmul(&c->o, c->rec, &a, n->tag, err);
+        if (st) return st;
+    }
+    return ZN_OK;
+}
+
+static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *err) {
+    const zn_node *a = &g->nodes[i];
+    const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
+    const uint32_t slot = c->group_base + c->n_groups;
+    vkop_group *gb = (vkop_group *)c->groups.map + slot;
+    memset(gb, 0, sizeof *gb);
+    uint32_t rows = 0;
+    for (int k = 0; k < n; k++) {
+        const zn_node *b = &g->nodes[i + k];
+        rows += (uint32_t)b->w[0]->ne[1];
+        gb->y[k] = act_addr(c, g, b->dst);
+        gb->bias[k] = waddr(c, b->w[1]);
+        gb->scale[k] = waddr(c, b->w[2]);
+        gb->row_end[k] = rows;
+        gb->y_stride[k] = (uint32_t)g->acts[b->dst].cols;
+    }
+    gb->n_seg = (uint32_t)n;
+    const zn_act *x = &g->acts[a->src[0]];
+    vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
+                 .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
+                 .bias_first = a->matmul.bias_first != 0, .group = c->groups.addr + sizeof(vkop_group) * slot};
+    c->n_groups++;
+    matmul_x(c, g, a, &m);
+    return vkop_matmul(&c->o, c->rec, &m, a->tag, err);
+}
+
+static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const gguf_tensor *t = n->w[0];
+    const vk_weight *w = &c->w[model_weight_id(c->m, t)];
+    const zn_act *x = &g->acts[n->src[0]], *route = &g->acts[n->src[1]];
+    const uint32_t k = (uint32_t)route->cols / 2, T = (uint32_t)route->rows, cols = (uint32_t)x->cols;
+    const uint32_t rows = (uint32_t)t->ne[1];
+    const bool shared = (uint32_t)x->rows == T;
+    vkop_mm a = {.type = t->type, .w = w->addr[0], .y = act_addr(c, g, n->dst),
+                 .scale = waddr(c, n->w[2]), .ids = act_addr(c, g, n->src[1]),
+                 .expert_bytes = (uint64_t)w->row_bytes * rows, .n_expert = (uint32_t)t->ne[2],
+                 .ncols = (uint32_t)t->ne[0], .nrows = rows,
+                 .row_bytes = w->row_bytes, .n_tok = T, .n_slots = k, .x_stride = shared ? cols : k * cols,
+                 .x_slot_stride = shared ? 0 : cols, .y_stride = k * rows, .y_slot_stride = rows, .ids_stride = 2 * k};
+    matmul_x(c, g, n, &a);
+    return vkop_matmul(&c->o, c->rec, &a, n->tag, err);
+}
+
+static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const zn_act *y = &g->acts[n->dst];
+    const zn_act *x = n->src[0] >= 0 ? &g->acts[n->src[0]] : NULL;
+    const uint32_t ny = (uint32_t)(y->rows * y->cols);
+    VkDeviceAddress dst = act_addr(c, g, n->dst), a0 = n->src[0] >= 0 ? act_addr(c, g, n->src[0]) : 0;
+    VkDeviceAddress a1 = n->src[1] >= 0 ? act_addr(c, g, n->src[1]) : 0;
+    const int L = n->layer;
+    switch (n->op) {
+    case ZN_OP_EMBED: {
+        const gguf_tensor *t = n->w[0];
+        const vk_weight *w = &c->w[model_weight_id(c->m, t)];
+        if (w->n_chunks != 1) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: split embedding table %s", t->name);
+        return vkop_embed(&c->o, c->rec, t->type, w->addr[0], w->row_bytes, (uint32_t)t->ne[0], c->io.addr,
+                          (uint32_t)g->n_tokens, dst, err);
+    }
+    case ZN_OP_RMSNORM:
+        return vkop_norm(&c->o, c->rec, VKNORM_RMS, a0, dst, waddr(c, n->w[0]), 0, (uint32_t)n->norm.group,
+                         ny / (uint32_t)n->norm.group, n->norm.eps, n->tag, err);
+    case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
+    case ZN_OP_ROPE: {
+        const zn_rope_params *rp = &n->rope;
+        vkop_rope a = {.x = dst, .ff = waddr(c, n->w[0]), .n_tok = (uint32_t)y->rows,
+                       .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
+                       .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
+                       .n_past = (uint32_t)g->n_past, .step = c->step.addr,
+                       .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
+                       .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
+        const int i = (int)(n - g->nodes);
+        if (c->plan.rope_norm[i] >= 0) {
+            const zn_node *nn = &g->nodes[c->plan.rope_norm[i]];
+            a.src = act_addr(c, g, nn->src[0]);
+            a.nw = waddr(c, nn->w[0]);
+            a.eps = nn->norm.eps;
+        }
+        if (c->plan.rope_kv[i] >= 0) {
+            const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
+            a.kc = s->k[L];
+            a.v = act_addr(c, g, kv->src[1]);
+            a.vc = s->v[L];
+            a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
+        }
+        return vkop_rope_run(&c->o, c->rec, &a, n->tag, err);
+    }
+    case ZN_OP_KV_STORE:
+        return vkop_kv_store(&c->o, c->rec, a0, a1, s->k[L], s->v[L], (uint32_t)x->rows, (uint32_t)x->cols,
+                             (uint32_t)g->acts[n->src[1]].cols, (uint32_t)g->n_past, c->step.addr, n->tag, err);
+    case ZN_OP_ATTN: {
+        vkop_attn a = {.q = a0, .ck = s->k[L], .cv = s->v[L], .dst = dst, .part = c->part.addr, .step = c->step.addr,
+                       .n_tok = (uint32_t)x->rows, .n_past = (uint32_t)g->n_past, .n_head = (uint32_t)n->attn.n_head,
+                       .n_head_kv = (uint32_t)n->attn.n_head_kv, .hd_k = (uint32_t)n->attn.hd_k,
+                       .hd_v = (uint32_t)n->attn.hd_v, .scale = n->attn.scale};
+        return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
+    }
+    case ZN_OP_ADD: {
+        vkop_elt e = {.mode = VKELT_ADD, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols};
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+    }
+    case ZN_OP_SWIGLU: {
+        vkop_elt e = {.mode = n->src[1] >= 0 ? VKELT_SWIGLU : VKELT_SWIGLU_CAT, .a = a0, .b = a1, .dst = dst, .n = ny,
+                      .cols = (uint32_t)y->cols};
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+    }
+    case ZN_OP_SIGMOID_MUL: {
+        vkop_elt e = {.mode = VKELT_SIGMOID_MUL, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
+                      .b_cols = (uint32_t)g->acts[n->src[1]].cols};
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+    }
+    case ZN_OP_MOE_ROUTE:
+        return vkop_moe_route(&c->o, c->rec, a0, dst, (uint32_t)x->rows, (uint32_t)x->cols, (uint32_t)n->route.k,
+                              n->route.normalise != 0, n->route.w_scale, n->tag, err);
+    case ZN_OP_MOE_MATMUL: return run_moe_matmul(c, g, n, err);
+    case ZN_OP_MOE_SUM: {
+        vkop_elt e = {.mode = VKELT_MOE_SUM, .a = a0, .dst = dst, .route = a1, .n = ny, .cols = (uint32_t)y->cols,
+                      .k = (uint32_t)g->acts[n->src[1]].cols / 2};
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+    }
+    case ZN_OP_COPY_COLS: {
+        vkop_elt e = {.mode = VKELT_COPY_COLS, .a = a0, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
+                      .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->copy_cols.width,
+                      .aux = (uint32_t)n->copy_cols.stride, .aux2 = (uint32_t)n->copy_cols.off};
+        return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+    }
+    case ZN_OP_SSM_CONV:
+        return vkop_conv1d(&c->o, c->rec, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
+                           (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
+    case ZN_OP_GDN: {
+        const uint32_t hk = (uint32_t)n->gdn.h_k, hv = (uint32_t)n->gdn.h_v, dk = (uint32_t)n->gdn.d_k,
+                       dv = (uint32_t)n->gdn.d_v;
+        vkop_gdn a = {.q = a0, .k = a0 + 4ull * hk * dk, .v = a0 + 8ull * hk * dk, .g = a1,
+                      .beta = act_addr(c, g, n->src[2]), .state = s->delta[L].addr, .dst = dst,
+                      .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = (uint32_t)x->rows, .h_k = hk,
+                      .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
+                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
+        return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
+    }
+    case ZN_OP_GET_ROWS: {
+        vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->get_rows.first * (size_t)x->cols),
+                              sizeof(float) * ny);
+        vkcmd_copy(c->rec, src, vkref_sub(c->act, sizeof(float) * y->off, sizeof(float) * ny), sizeof(float) * ny);
+        return ZN_OK;
+    }
+    default:
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: op %s not implemented", graph_op_name(n->op));
+    }
+}
+
+/* What node n reads and writes, for the barrier placement. */
+static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n) {
+    range rd[2 * ZN_NODE_SRC + 2], wr[3];
+    int nr = 0, nw = 0;
+    for (int i = 0; i < ZN_NODE_SRC; i++) {
+        if (n->src[i] < 0) continue;
+        const vkfuse_x *f = &c->plan.fx[n->src[i]];
+        rd[nr++] = act_range(c, g, f->mode ? f->src : n->src[i]);
+        if (f->mode == VKX_SWIGLU) rd[nr++] = act_range(c, g, f->aux);
+    }
+    wr[nw++] = act_range(c, g, n->dst);
+    const zn_hparams *hp = &c->m->hp;
+    const int i = (int)(n - g->nodes);
+    if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
+        const zn_node *add = &g->nodes[c->plan.res_add[i]];
+        rd[nr++] = act_range(c, g, add->src[add->src[0] == n->dst ? 1 : 0]);
+        wr[0] = act_range(c, g, add->dst);
+    }
+    if (n->op == ZN_OP_ROPE && c->plan.rope_norm[i] >= 0) rd[0] = act_range(c, g, g->nodes[c->plan.rope_norm[i]].src[0]);
+    if (n->op == ZN_OP_ROPE && c->plan.rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */
+        const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
+        rd[nr++] = act_range(c, g, kv->src[1]);
+        nw = 0;
+        wr[nw++] = (range){s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
+        wr[nw++] = (range){s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
+    }
+    if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
+        /* the layer's whole cache, conservatively */
+        range kr = {s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
+        range vr = {s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
+        if (n->op == ZN_OP_KV_STORE) {
+            nw = 0; /* dst is K itself, only read */
+            wr[nw++] = kr;
+            wr[nw++] = vr;
+        } else {
+            rd[nr++] = kr;
+            rd[nr++] = vr;
+        }
+    }
+    const vkref *st = n->op == ZN_OP_SSM_CONV ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
+    if (st) { /* read and written in place */
+        range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
+        rd[nr++] = r;
+        wr[nw++] = r;
+    }
+    hazard(c, rd, nr, wr, nw);
+}
+
+/* --profile: GPU time per op tag of this run, from timestamp queries. */
+void vkrecord_print_profile(vk_ctx *c, const zn_graph *g) {
+    vkprof_entry e[256];
+    double total;
+    int n = vkcmd_profile(&c->c, c->profile_kernels, e, 256, &total);
+    fprintf(stderr, "vulkan profile: %s of %d token(s) at position %d: %.3f ms GPU, %u dispatches, %u barriers\n",
+            g->n_tokens == 1 ? "decode" : "prefill", g->n_tokens, g->n_past, total, c->c.n_dispatch, c->c.n_barrier);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, "  %-22s %-10s %5d x %9.3f ms %5.1f%%\n", e[i].name, e[i].kernel ? e[i].kernel : "",
+                e[i].count, e[i].ms, total > 0 ? 100.0 * e[i].ms / total : 0.0);
+}
+
+/* Does weight b lie in one piece right after weight a (vkfuse_env.follows)? */
+static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_tensor *b) {
+    const vk_ctx *c = ctx;
+    const vk_weight *wb = &c->w[model_weight_id(c->m, b)];
+    if (wb->n_chunks != 1) return false;
+    if (!a) return true;
+    const vk_weight *wa = &c->w[model_weight_id(c->m, a)];
+    return wa->n_chunks == 1 && wb->addr[0] == wa->addr[0] + (uint64_t)wa->row_bytes * vkweights_rows(a);
+}
+
+static void plan_fusions(vk_ctx *c, const zn_graph *g) {
+    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
+                            .follows = weight_follows, .ctx = c};
+    vkfuse_plan(&c->plan, &env, g);
+}
+
+/* Every node of g for sequence s into c->rec (NULL: nothing recorded, the
+ * ops only create their pipelines), after plan_fusions. */
+static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t group_base, zn_err *err) {
+    zn_status st = ZN_OK;
+    c->n_rd = c->n_wr = 0;
+    c->n_groups = 0;
+    c->group_base = group_base;
+    int xq_src = -1; /* the x activation the last matmul read (its quantised copy may serve the next) */
+    for (int i = 0; i < g->n_nodes && !st; i++) {
+        if (c->plan.skip[i]) continue;
+        const int n = c->plan.group[i];
+        for (int k = 0; k < n; k++) node_hazards(c, s, g, &g->nodes[i + k]);
+        const zn_node *nd = &g->nodes[i];
+        const bool mm = nd->op == ZN_OP_MATMUL || nd->op == ZN_OP_MOE_MATMUL;
+        c->x_reuse = mm && nd->src[0] == xq_src;
+        xq_src = mm ? nd->src[0] : -1;
+        st = n > 1 ? run_group(c, g, i, n, err) : run_node(c, s, g, &g->nodes[i], err);
+        i += n - 1;
+        if (st) {
+            char name[64];
+            graph_node_name(&g->nodes[i], name, sizeof name);
+            zn_err_prefix(err, "%s", name);
+        }
+    }
+    return st;
+}
+
+/* Records g for sequence s into cmd: every node, then a copy of the logits
+ * into host-visible memory (so reading them needs no second submit). Ends
+ * the recording, also after a failure. */
+zn_status vkrecord_step(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
+    plan_fusions(c, g);
+    zn_status st = vkcmd_begin(cmd, err);
+    if (st) return st;
+    c->rec = cmd;
+    st = record_nodes(c, s, g, group_base, err);
+    const zn_act *lg = &g->acts[g->logits];
+    const uint64_t nl = (uint64_t)lg->rows * (uint64_t)lg->cols;
+    c->out_floats = 0;
+    if (!st && sizeof(float) * nl <= c->out.size) {
+        vkcmd_copy(cmd, vkref_sub(c->act, sizeof(float) * lg->off, sizeof(float) * nl),
+                   vkbuf_ref(&c->out, 0, sizeof(float) * nl), sizeof(float) * nl);
+        c->out_off = lg->off;
+        c->out_floats = nl;
+    }
+    zn_status st2 = vkcmd_end(cmd, err);
+    return st ? st : st2;
+}
+
+/* ---- pipelines at init ---- */
+
+/* What the kernels a step of n tokens takes depend on besides the model:
+ * the token-count thresholds (mat-vec or GEMM, dense and grouped; prefill
+ * attention; the split-K decode sizes, each of its token counts its own
+ * attn_dec.comp row count) and the GEMM tile choice, which counts tokens
+ * in whole tiles (grain: the narrowest tile width of the configs it picks
+ * from; grouped: the tokens per expert). Steps of equal keys take the same
+ * pipelines. */
+typedef struct tok_key { bool mv, moe_mv, fa; uint32_t small, tiles, moe_tiles; } tok_key;
+
+static uint32_t gcd32(uint32_t a, uint32_t b) { return b ? gcd32(b, a % b) : a; }
+
+static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
+    const zn_hparams *hp = &c->m->hp;
+    const vktune *t = &c->o.t;
+    const uint32_t E = (uint32_t)hp->n_expert, k = (uint32_t)(hp->n_expert_used > 1 ? hp->n_expert_used : 1);
+    const uint32_t moe_toks = E ? (n * k + E - 1) / E : 0;
+    return (tok_key){.mv = n < t->mm_min_tok, .moe_mv = n < t->moe_min_tok, .fa = n >= t->fa_min_tok,
+                     .small = n <= ZN_VK_ATTN_SPLIT_TOK ? n : 0, .tiles = (n + grain - 1) / grain,
+                     .moe_tiles = (moe_toks + grain - 1) / grain};
+}
+
+#define PREP_ADDR (1ull << 44) /* stand-in cache addresses: aligned, never dereferenced */
+zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
+    const zn_hparams *hp = &c->m->hp;
+    zn_graph g;
+    zn_status st = graph_init(&g, c->m, c->max_tokens, err);
+    if (st) return st;
+    int32_t *toks = calloc((size_t)c->max_tokens, sizeof *toks);
+    VkDeviceAddress *kv = calloc(2 * (size_t)hp->n_layer, sizeof *kv);
+    vkref *rs = calloc(2 * (size_t)hp->n_layer, sizeof *rs);
+    if (!toks || !kv || !rs) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    vk_seq s = {.n_ctx = ZN_MAX_CTX, .k = kv, .v = kv ? kv + hp->n_layer : NULL, .conv = rs,
+                .delta = rs ? rs + hp->n_layer : NULL};
+    for (int i = 0; !st && i < 2 * hp->n_layer; i++) {
+        kv[i] = PREP_ADDR + ((uint64_t)i << 32);
+        rs[i] = (vkref){.addr = PREP_ADDR + ((uint64_t)(2 * hp->n_layer + i) << 32), .size = 256};
+    }
+    const vkref part = c->part;
+    if (!c->part.addr) c->part.addr = PREP_ADDR - (1ull << 32); /* split-K partials (sized per sequence) */
+    c->rec = NULL;
+    uint32_t grain = 0;
+    for (int i = 0; i < ZN_VK_MM_NCFG; i++) grain = gcd32(grain, zn_vk_mm_cfgs[i].bn);
+    for (int i = 0; i < ZN_VK_CM2_NCFG; i++) grain = gcd32(grain, zn_vk_cm2_cfgs[i].bn);
+    const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2};
+    for (int pass = 0; pass < 3 && !st; pass++) {
+        const bool flags[4] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2};
+        for (int all = 0; all < 2; all++) {
+            tok_key last = {0};
+            for (int n = 1; n <= c->max_tokens; n++) {
+                const tok_key key = tok_key_of(c, (uint32_t)n, grain);
+                if (n > 1 && n < c->max_tokens && !memcmp(&key, &last, sizeof key)) continue;
+                last = key;
+                for (size_t p = 0; p < sizeof past / sizeof *past; p++) {
+                    if (p && n > ZN_VK_ATTN_SPLIT_TOK) break;
+                    const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
+                    zn_err e2 = {0};
+                    if (graph_build(&g, toks, n, np, all, &e2) || g.n_nodes > c->cap_nodes || g.n_acts > c->cap_acts)
+                        continue; /* the step fails the same way (vk_run checks the capacities) */
+                    plan_fusions(c, &g);
+                    record_nodes(c, &s, &g, 0, &e2);
+                }
+            }
+        }
+        if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2) break;
+    }
+    c->part = part;
+    vkops_forget(&c->o);
+    free(toks);
+    free(kv);
+    free(rs);
+    graph_free(&g);
+    return st;
+}
+

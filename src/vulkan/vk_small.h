@@ -1,0 +1,57 @@
+/* The small ops: embedding rows, norms, rope, elementwise ops, the MoE
+ * router and argmax. vk_small.c. */
+#ifndef ZINC_VK_SMALL_H
+#define ZINC_VK_SMALL_H
+
+#include "vk_ops.h"
+
+/* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols], GPU
+ * rows of vk_quant.h). */
+zn_status vkop_embed(vkops *o, vkcmd *c, zn_type t, VkDeviceAddress w, uint32_t row_bytes, uint32_t ncols,
+                     VkDeviceAddress tokens, uint32_t n_tok, VkDeviceAddress dst, zn_err *err);
+
+typedef enum vknorm_mode { VKNORM_RMS = 0, VKNORM_L2 = 1 } vknorm_mode;
+/* Over n_groups contiguous groups of `group` floats: RMS: x / sqrt(mean x^2
+ * + eps) * w * silu(z); L2: x / sqrt(sum x^2 + eps). w, z optional (0).
+ * y may equal x. */
+zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
+                    VkDeviceAddress z, uint32_t group, uint32_t n_groups, float eps, const char *name, zn_err *err);
+
+/* ZN_OP_ROPE in place on [n_tok][row_stride] rows holding n_heads heads of
+ * head_dim; mode: zn_rope_mode values; ff: frequency factors or 0.
+ * Fusions: with nw, x is first computed as the per-head RMS norm of src
+ * (times nw, eps); with kc, the result goes to the f16 K cache [pos][n_heads
+ * * head_dim] at n_past + r instead of x, and the V rows (v [n_tok][vdim])
+ * are copied into the V cache vc. */
+typedef struct vkop_rope {
+    VkDeviceAddress x, ff, step;
+    VkDeviceAddress src, nw, kc, v, vc;
+    uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, vdim;
+    int sections[4];
+    float freq_base, freq_scale, eps;
+} vkop_rope;
+zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name, zn_err *err);
+
+typedef enum vkelt_mode {
+    VKELT_ADD = 0, VKELT_SWIGLU = 1, VKELT_SWIGLU_CAT = 2, VKELT_SIGMOID_MUL = 3, VKELT_MOE_SUM = 4, VKELT_MUL = 5,
+    VKELT_COPY_COLS = 6,
+} vkelt_mode;
+/* See eltwise.comp: n = elements of dst, rows of cols; b_cols for
+ * SIGMOID_MUL (and a's row length for COPY_COLS); route and k for MOE_SUM;
+ * k, aux, aux2 = width, stride, offset for COPY_COLS. */
+typedef struct vkop_elt {
+    vkelt_mode mode;
+    VkDeviceAddress a, b, dst, route;
+    uint32_t n, cols, b_cols, k, aux, aux2;
+} vkop_elt;
+zn_status vkop_eltwise(vkops *o, vkcmd *c, const vkop_elt *e, const char *name, zn_err *err);
+
+/* ZN_OP_MOE_ROUTE: dst [n_tok][2k]. */
+zn_status vkop_moe_route(vkops *o, vkcmd *c, VkDeviceAddress logits, VkDeviceAddress dst, uint32_t n_tok,
+                         uint32_t n_expert, uint32_t k, bool norm, float wscale, const char *name, zn_err *err);
+
+/* dst[r] (int32) = argmax of row r of x [n_rows][n]. */
+zn_status vkop_argmax(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress dst, uint32_t n_rows, uint32_t n,
+                      zn_err *err);
+
+#endif

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The load tool (tools/load/zinc_load.c, build/zinc-load) against a real
+# `zinc serve` on the demo model, small and bounded: every request of every
+# level succeeds, the tokens it counts are the ones the server's metrics
+# counted, the statistics are ordered (p50 <= p90 <= p99), the chat endpoint
+# works too, an API key is sent, failures are reported (exit 1), and it
+# refuses any URL that is not this machine's loopback. $1 = build dir.
+build=${1:-build}
+zinc=$build/zinc; zl=$build/zinc-load
+[ -x "$zinc" ] || zinc=./zinc
+M=models/zinc-demo-qwen35.gguf
+. "$(dirname "$0")/lib.sh"
+tmp=$(mktemp -d); pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+if [ ! -x "$zl" ]; then bad "no $zl (make load)"; finish load; exit 1; fi
+
+KEY=k$RANDOM
+"$zinc" serve --port 0 -m "$M" --backend cpu --threads 2 --parallel 4 --ctx 1024 --api-key "$KEY" 2> "$tmp/err" & pid=$!
+for _ in $(seq 400); do grep -q "zinc: ready:" "$tmp/err" && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+PORT=$(sed -n 's|.*listening on http://[^/]*:\([0-9]*\)/.*|\1|p' "$tmp/err" | head -1)
+U=http://127.0.0.1:$PORT
+metric() { curl -s -H "Authorization: Bearer $KEY" "$U/metrics" | sed -n "s/^$1 //p"; }
+
+g0=$(metric zinc_generation_tokens_total)
+"$zl" --url "$U" --api-key "$KEY" --concurrency 1,4 --requests 8 --max-tokens 8 --prompt-words 8 --json "$tmp/out.json" \
+  > "$tmp/out.txt" 2> "$tmp/out.err"
+expect "zinc-load exit status" 0 $?
+cat "$tmp/out.txt"
+g1=$(metric zinc_generation_tokens_total)
+check "two levels, every request served, statistics in order" python3 -c "
+import json; d = json.load(open('$tmp/out.json')); L = d['levels']
+assert [l['concurrency'] for l in L] == [1, 4], L
+for l in L:
+    assert l['requests'] == 8 and l['errors'] == 0, l
+    assert l['requests_per_s'] > 0 and l['tokens_per_s'] > 0 and l['wall_s'] > 0, l
+    for k in ('ttft_ms', 'itl_ms', 'e2e_ms'):
+        p = l[k]; assert 0 <= p['p50'] <= p['p90'] <= p['p99'], (k, p)
+    assert l['ttft_ms']['p50'] > 0 and l['e2e_ms']['p50'] >= l['ttft_ms']['p50'], l
+    assert abs(l['tokens_per_s'] * l['wall_s'] - 8 * 8) < 0.5, ('tokens counted', l)
+"
+# the warm-up request and 16 of 8 tokens each: what the server generated
+expect "tokens counted = the server's" $(( (1 + 16) * 8 )) $((g1 - g0))
+"$zl" --url "http://localhost:$PORT" --api-key "$KEY" --endpoint chat --concurrency 2 --requests 2 --max-tokens 4 \
+  > "$tmp/chat.txt" 2>&1
+expect "chat endpoint" 0 $?
+has "chat: 2 served" "$tmp/chat.txt" "    2      2     0"
+# failures are reported: no key
+"$zl" --url "$U" --concurrency 1 --requests 1 --max-tokens 2 > "$tmp/nokey.txt" 2>&1
+expect "no API key: exit 1" 1 $?
+has "no API key: the reason" "$tmp/nokey.txt" "HTTP 401"
+# loopback only
+for u in http://10.1.2.3:80 http://example.com:80 http://0.0.0.0:$PORT "http://[::2]:80" https://127.0.0.1:$PORT; do
+  "$zl" --url "$u" > "$tmp/refuse.txt" 2>&1
+  expect "refuses $u" 2 $?
+done
+has "refusal names the rule" "$tmp/refuse.txt" "loopback"
+"$zl" --url "$U" --concurrency 0 > /dev/null 2>&1; expect "bad --concurrency" 2 $?
+kill -TERM "$pid"; wait "$pid"; expect "server drains" 0 $?; pid=
+finish load
