@@ -222,6 +222,13 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
         return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
     }
+    case ZN_OP_GATHER_ROWS: { /* a copy per row: steps of several sequences, recorded anew each time */
+        const uint64_t rb = sizeof(float) * (uint64_t)y->cols, src = sizeof(float) * g->acts[n->src[0]].off;
+        for (int i = 0; i < y->rows; i++)
+            vkcmd_copy(c->rec, vkref_sub(c->act, src + rb * (uint64_t)g->out_rows[i], rb),
+                       vkref_sub(c->act, sizeof(float) * y->off + rb * (uint64_t)i, rb), rb);
+        return ZN_OK;
+    }
     case ZN_OP_GET_ROWS: {
         vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->get_rows.first * (size_t)x->cols),
                               sizeof(float) * ny);
