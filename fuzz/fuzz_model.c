@@ -86,8 +86,8 @@ static void run_cpu(const zn_model *m, const zn_graph *g0, const int32_t *tokens
     static const struct { int n, past; bool all; } steps[] = {{4, 0, true}, {1, 4, false}};
     for (size_t s = 0; logits && s < sizeof steps / sizeof steps[0]; s++) {
         if (graph_build(&g, tokens, steps[s].n, steps[s].past, steps[s].all, &err) != ZN_OK ||
-            zn_backend_cpu.run(ctx, state, &g, &err) != ZN_OK ||
-            zn_backend_cpu.read(ctx, &g, g.logits, logits, &err) != ZN_OK) {
+            zn_backend_cpu.run(ctx, &state, &g, &err) != ZN_OK ||
+            zn_backend_cpu.read(ctx, &g, g.logits, 0, g.n_out, logits, &err) != ZN_OK) {
             fprintf(stderr, "fuzz_model: step %zu: %s\n", s, err.msg);
             abort();
         }

@@ -156,9 +156,7 @@ static step *tc_step(tcase *tc, int n_tokens, int n_past, double tol, const char
         abort();
     }
     s->tokens = tc_alloc(tc, sizeof(int32_t) * (size_t)n_tokens);
-    s->g.tokens = s->tokens;
-    s->g.n_tokens = n_tokens;
-    s->g.n_past = n_past;
+    graph_set_step(&s->g, s->tokens, n_tokens, n_past);
     if (n_past + n_tokens > tc->n_ctx) tc->n_ctx = n_past + n_tokens;
     return s;
 }
@@ -260,8 +258,8 @@ static zn_status run_case_cfg(const zn_backend_ops *be, tcase *tc, const vkcfg *
     for (int i = 0; i < tc->n_steps && !st; i++) {
         const step *s = &tc->s[i];
         for (int k = 0; k < s->n_in && !st; k++) st = be->write(ctx, &s->g, s->in[k], s->in_data[k], err);
-        if (!st) st = be->run(ctx, seq, &s->g, err);
-        if (!st) st = be->read(ctx, &s->g, s->out, outs[i], err);
+        if (!st) st = be->run(ctx, &seq, &s->g, err);
+        if (!st) st = be->read(ctx, &s->g, s->out, 0, s->g.acts[s->out].rows, outs[i], err);
         if (st) zn_err_prefix(err, "step %d (%s)", i, s->what);
     }
     if (seq) be->seq_free(ctx, seq);
@@ -723,6 +721,21 @@ static void cases_get_rows(void) {
     check1(tc, &CFG_DEFAULT);
 }
 
+/* The rows a step wants logits of (out_rows): of one sequence here, all
+ * rows or the last (several sequences' rows: test_batch, end to end). */
+static void cases_gather_rows(void) {
+    tcase *tc = tc_new(8, "gather_rows");
+    for (int all = 0; all < 2; all++) {
+        step *s = tc_step(tc, 7, 0, 0, "gather_rows (%s) of 7 x 257", all ? "all" : "the last");
+        s->g.all_logits = all;
+        graph_set_step(&s->g, s->tokens, 7, 0);
+        const int x = st_input(tc, s, 7, 257, -1.0f, 1.0f), y = graph_act(&s->g, s->g.n_out, 257);
+        st_node(s, ZN_OP_GATHER_ROWS, y, x, -1, -1);
+        st_finish(tc, s, y);
+    }
+    check1(tc, &CFG_DEFAULT);
+}
+
 static void cases_copy_cols(void) {
     /* qwen35's [query | gate] halves per head, and odd blocks */
     const struct { int blocks, width, stride, off; } sh[] = {{3, 64, 128, 0}, {3, 64, 128, 64}, {5, 7, 9, 2}};
@@ -759,17 +772,17 @@ static tcase *recr_tcase(int h_k, int h_v, int d, const char *what) {
 static const int recr_steps[4] = {5, 1, 1, 3}; /* tokens per step: the state carries over */
 #define RECR_TOL 1e-9                            /* f32 throughout (exp, log, sqrt) */
 
-static void cases_ssm_conv(void) {
+static void cases_conv1d(void) {
     const int sh[2][3] = {{2, 4, 16}, {1, 3, 32}};
     for (int c = 0; c < 2; c++) {
-        tcase *tc = recr_tcase(sh[c][0], sh[c][1], sh[c][2], "ssm_conv");
+        tcase *tc = recr_tcase(sh[c][0], sh[c][1], sh[c][2], "conv1d");
         const int ch = 2 * sh[c][0] * sh[c][2] + sh[c][1] * sh[c][2];
         gguf_tensor *w = tc_tensor(tc, ZN_TYPE_F32, 4, ch, 1, tc_floats(tc, (size_t)ch * 4, -1.0f, 1.0f));
         int p = 0;
         for (int k = 0; k < 4; k++) {
-            step *s = tc_step(tc, recr_steps[k], p, RECR_TOL, "ssm_conv %d channels", ch);
+            step *s = tc_step(tc, recr_steps[k], p, RECR_TOL, "conv1d %d channels", ch);
             const int x = st_input(tc, s, recr_steps[k], ch, -2.0f, 2.0f), y = graph_act(&s->g, recr_steps[k], ch);
-            st_node(s, ZN_OP_SSM_CONV, y, x, -1, -1)->w[0] = w;
+            st_node(s, ZN_OP_CONV1D, y, x, -1, -1)->w[0] = w;
             st_finish(tc, s, y);
             p += recr_steps[k];
         }
@@ -815,8 +828,9 @@ static void (*const op_cases[ZN_OP_COUNT])(void) = {
     [ZN_OP_MOE_MATMUL] = cases_moe_matmul,
     [ZN_OP_MOE_SUM] = cases_moe_sum,
     [ZN_OP_GET_ROWS] = cases_get_rows,
+    [ZN_OP_GATHER_ROWS] = cases_gather_rows,
     [ZN_OP_COPY_COLS] = cases_copy_cols,
-    [ZN_OP_SSM_CONV] = cases_ssm_conv,
+    [ZN_OP_CONV1D] = cases_conv1d,
     [ZN_OP_GDN] = cases_gdn,
 };
 

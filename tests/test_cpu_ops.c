@@ -47,7 +47,8 @@ static int run_cpu(const zn_model *m, const zn_graph *g, int threads, float *out
     zn_backend_opts o = {.n_threads = threads, .max_tokens = g->max_tokens, .arena_floats = g->arena_floats, .device = -1};
     void *ctx = NULL, *st = NULL;
     int ok = zn_backend_cpu.init(&ctx, m, &o, &err) == ZN_OK && zn_backend_cpu.seq_init(ctx, &st, 64, &err) == ZN_OK &&
-             zn_backend_cpu.run(ctx, st, g, &err) == ZN_OK && zn_backend_cpu.read(ctx, g, g->logits, out, &err) == ZN_OK;
+             zn_backend_cpu.run(ctx, &st, g, &err) == ZN_OK &&
+             zn_backend_cpu.read(ctx, g, g->logits, 0, g->acts[g->logits].rows, out, &err) == ZN_OK;
     CHECK_MSG(ok, "%s", err.msg);
     if (st) zn_backend_cpu.seq_free(ctx, st);
     if (ctx) zn_backend_cpu.free(ctx);
@@ -56,7 +57,7 @@ static int run_cpu(const zn_model *m, const zn_graph *g, int threads, float *out
 
 /* Input activation filled by an EMBED of an F32 table row per token. */
 static int input_rows(zn_graph *g, fake *f, const float *table, int rows, int cols) {
-    g->n_tokens = rows;
+    graph_set_step(g, g->tokens, rows, g->n_past);
     int x = graph_act(g, rows, cols);
     zn_node *n = graph_node(g, ZN_OP_EMBED, x, "in", -1);
     n->w[0] = fake_tensor(f, ZN_TYPE_F32, cols, rows, 1, table);
@@ -420,8 +421,8 @@ static void attention_case(int H, int HKV, int D) {
         }
         void *ctx = NULL, *st = NULL;
         int ok = zn_backend_cpu.init(&ctx, &f.m, &o, &err) == ZN_OK && zn_backend_cpu.seq_init(ctx, &st, 16, &err) == ZN_OK &&
-                 zn_backend_cpu.run(ctx, st, &g[0], &err) == ZN_OK && zn_backend_cpu.run(ctx, st, &g[1], &err) == ZN_OK &&
-                 zn_backend_cpu.read(ctx, &g[1], g[1].logits, y, &err) == ZN_OK;
+                 zn_backend_cpu.run(ctx, &st, &g[0], &err) == ZN_OK && zn_backend_cpu.run(ctx, &st, &g[1], &err) == ZN_OK &&
+                 zn_backend_cpu.read(ctx, &g[1], g[1].logits, 0, T2, y, &err) == ZN_OK;
         CHECK_MSG(ok, "%s", err.msg);
         CHECK_MSG(nmse(y, ref, T2 * C) < 1e-12, "threads %d: NMSE %.3g", threads, nmse(y, ref, T2 * C));
         if (st) zn_backend_cpu.seq_free(ctx, st);
@@ -541,8 +542,7 @@ static void test_embed_quantized(void) {
     zn_err err;
     CHECK(graph_init_empty(&g, &f.m, 3, 4, 4, &err) == ZN_OK);
     const int32_t toks[3] = {5, 0, 5};
-    g.tokens = toks;
-    g.n_tokens = 3;
+    graph_set_step(&g, toks, 3, 0);
     int ya = graph_act(&g, 3, C);
     graph_node(&g, ZN_OP_EMBED, ya, "embd", -1)->w[0] = fake_tensor(&f, ZN_TYPE_Q8_0, C, V, 1, q);
     CHECK(graph_finish(&g, ya, &err) == ZN_OK);

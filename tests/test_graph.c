@@ -67,6 +67,43 @@ static void check_model(const char *name) {
             CHECK_EQ_INT(lg->rows, cases[c][2] ? cases[c][0] : 1);
             check_graph(&g);
         }
+        /* several sequences: logits rows sequence after sequence, gathered
+         * when they are not one run */
+        zn_step_seq q[3] = {{.n_rows = 5, .n_past = 3, .out = ZN_OUT_ALL}, {.n_rows = 1, .n_past = 9, .out = ZN_OUT_LAST},
+                            {.n_rows = 4, .n_past = 0, .out = ZN_OUT_NONE}};
+        st = graph_build_step(&g, toks, q, 3, &err);
+        CHECK_MSG(st == ZN_OK, "%s", err.msg);
+        if (!st) {
+            CHECK_EQ_INT(g.n_tokens, 10);
+            CHECK_EQ_INT(g.n_out, 6);
+            CHECK_EQ_INT(g.acts[g.logits].rows, 6);
+            CHECK_EQ_INT(q[1].row0, 5);
+            CHECK_EQ_INT(q[1].out0, 5);
+            CHECK_EQ_INT(q[2].out0, -1);
+            CHECK_EQ_INT(g.row_seq[6], 2);
+            CHECK_EQ_INT(g.row_pos[4], 7);
+            CHECK(graph_check_step(&g, &err) == ZN_OK);
+            check_graph(&g);
+        }
+        q[2].out = ZN_OUT_LAST; /* rows 0-5 and 9: a gather */
+        st = graph_build_step(&g, toks, q, 3, &err);
+        int gathers = 0;
+        for (int i = 0; !st && i < g.n_nodes; i++) gathers += g.nodes[i].op == ZN_OP_GATHER_ROWS;
+        CHECK(!st && gathers == 2 && g.n_out == 7);
+        if (!st) check_graph(&g);
+        zn_step_seq ones[3] = {{.n_rows = 1, .out = ZN_OUT_LAST}, {.n_rows = 1, .n_past = 4, .out = ZN_OUT_LAST},
+                               {.n_rows = 1, .n_past = 2, .out = ZN_OUT_ALL}};
+        st = graph_build_step(&g, toks, ones, 3, &err); /* every row: nothing to pick */
+        for (int i = 0; !st && i < g.n_nodes; i++)
+            CHECK(g.nodes[i].op != ZN_OP_GATHER_ROWS && g.nodes[i].op != ZN_OP_GET_ROWS);
+        CHECK(!st && g.n_out == 3 && g.all_logits);
+        ones[1].n_rows = 0;
+        CHECK(graph_build_step(&g, toks, ones, 3, &err) == ZN_ERR_ARG);
+        ones[1].n_rows = 31; /* 33 rows */
+        CHECK(graph_build_step(&g, toks, ones, 3, &err) == ZN_ERR_ARG);
+        ones[1].n_rows = 1;
+        ones[1].out = 7;
+        CHECK(graph_build_step(&g, toks, ones, 3, &err) == ZN_ERR_ARG);
         toks[3] = m.hp.n_vocab; /* out of range */
         CHECK(graph_build(&g, toks, 4, 0, true, &err) == ZN_ERR_ARG);
         CHECK(graph_build(&g, toks, 33, 0, true, &err) == ZN_ERR_ARG);

@@ -56,8 +56,8 @@ static void check_fixture_with(const char *name, double tol, bool check_greedy, 
     if (!st) st = be->seq_init(ctx, &seq, 2 * NPOS + 1, &err);
     float *logits = malloc(sizeof(float) * NPOS * (size_t)gd.n_vocab);
     if (!st) st = graph_build(&g, gd.prompt, NPOS, 0, true, &err);
-    if (!st) st = be->run(ctx, seq, &g, &err);
-    if (!st) st = be->read(ctx, &g, g.logits, logits, &err);
+    if (!st) st = be->run(ctx, &seq, &g, &err);
+    if (!st) st = be->read(ctx, &g, g.logits, 0, NPOS, logits, &err);
     CHECK_MSG(!st, "%s: %s", name, err.msg);
     double worst = 0;
     for (int p = 0; !st && p < NPOS; p++) {
@@ -73,8 +73,8 @@ static void check_fixture_with(const char *name, double tol, bool check_greedy, 
         match++;
         int32_t t = tok;
         st = graph_build(&g, &t, 1, NPOS + i, false, &err);
-        if (!st) st = be->run(ctx, seq, &g, &err);
-        if (!st) st = be->read(ctx, &g, g.logits, logits, &err);
+        if (!st) st = be->run(ctx, &seq, &g, &err);
+        if (!st) st = be->read(ctx, &g, g.logits, 0, 1, logits, &err);
         if (!st) tok = argmax(logits, gd.n_vocab);
     }
     CHECK_MSG(!st, "%s: decode: %s", name, err.msg);

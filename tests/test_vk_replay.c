@@ -122,10 +122,11 @@ static void replay_case(const char *name) {
         zn_backend_stats st[2];
         for (int i = 0; i < 2; i++) p.e[i].be->stats(p.e[i].be_ctx, &st[i]);
         /* 33 one-token steps; recorded: the first, each change of sequence
-         * (6, the 17-key split change among them), of the split count (2:
-         * at 33 keys, after the reset) and of the graph (2: all logits and
-         * back) */
-        CHECK_MSG(st[0].steps == 33 && st[0].replayed == 22, "%s: %llu of %llu steps replayed", name,
+         * (6, the 17-key split change among them) and of the split count
+         * (2: at 33 keys, after the reset). The all-logits one-token step
+         * is the same graph as the others (its one row is the last row:
+         * graph_build_step), so it replays too. */
+        CHECK_MSG(st[0].steps == 33 && st[0].replayed == 24, "%s: %llu of %llu steps replayed", name,
                   (unsigned long long)st[0].replayed, (unsigned long long)st[0].steps);
         CHECK_EQ_INT(st[1].replayed, 0);
         if (getenv("ZN_TEST_VERBOSE"))

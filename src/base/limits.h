@@ -26,6 +26,9 @@
 #define ZN_MAX_CTX            (1 << 20)  /* tokens in one sequence */
 #define ZN_DEFAULT_CTX        4096
 #define ZN_MAX_BATCH          512        /* tokens evaluated in one graph run */
+#define ZN_STEP_TOKENS        512        /* token budget of one engine step over all its sequences (decode
+                                            tokens plus prompt chunks): what one step may cost the others */
+#define ZN_MAX_STEP_SEQS      256        /* sequences in one engine step */
 #define ZN_MAX_THREADS        256
 #define ZN_MAX_GRAPH_NODES    16384
 #define ZN_MAX_VOCAB          (1 << 22)
@@ -35,7 +38,7 @@
  * of its 8 lanes); conv kernels up to conv1d.comp's MAXK. */
 #define ZN_SSM_MIN_HEAD_DIM   8
 #define ZN_SSM_MAX_HEAD_DIM   512
-#define ZN_SSM_MAX_CONV       8
+#define ZN_GDN_MAX_CONV       8
 #define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
 #define ZN_VK_MM_SCRATCH_MAX  (1024ull << 20) /* ... at most, on devices with much memory */
 
@@ -99,9 +102,12 @@
 #define ZN_SRV_POLL_MS          20         /* how often a waiting connection checks that its client is still there */
 
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
+_Static_assert(ZN_STEP_TOKENS <= ZN_MAX_BATCH, "a step is one graph run");
+_Static_assert(ZN_MAX_STEP_SEQS <= ZN_STEP_TOKENS, "every sequence of a step has a token in it");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
 
 _Static_assert(ZN_SRV_MAX_HEADER >= 4096, "headers need room");
-_Static_assert(ZN_SRV_PREFILL_CHUNK <= ZN_MAX_BATCH, "a prefill chunk is one step");
+_Static_assert(ZN_SRV_PREFILL_CHUNK <= ZN_STEP_TOKENS, "a prefill chunk fits in one step");
+_Static_assert(ZN_SRV_MAX_PARALLEL <= ZN_MAX_STEP_SEQS, "every slot's sequence fits in one step");
 
 #endif

@@ -11,6 +11,7 @@
 int cli_inspect(int argc, char **argv);     /* cli_inspect.c */
 int cli_eval(int argc, char **argv);        /* cli_eval.c */
 int cli_bench(int argc, char **argv);       /* cli_bench.c */
+int cli_bench_parallel(int argc, char **argv); /* cli_bench_par.c: zinc bench --parallel N / -npl LIST */
 int cli_synth(int argc, char **argv);       /* cli_synth.c */
 int cli_tokenize(int argc, char **argv);    /* cli_tokenize.c */
 int cli_detokenize(int argc, char **argv);  /* cli_tokenize.c */

@@ -1,6 +1,7 @@
 /* zinc bench -m MODEL [-p 512] [-n 128] [-r 3] [--depth D] [--backend B]
  *            [--threads N] [--json]
  * zinc bench --bandwidth [--threads N] [--json]
+ * zinc bench --parallel N / -npl 1,8,32 -npp 128 -ntg 128: cli_bench_par.c
  *
  * Like llama-bench: after a warm-up, r repetitions of a p-token prefill (one
  * batch) and of n single-token decode steps, each from an empty sequence (or
@@ -137,7 +138,9 @@ static void usage(FILE *f) {
                "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay]\n"
                "                  (vulkan: device of zinc --list-devices, tuning overrides after ZN_TUNE's, per-op GPU\n"
                "                  times, every decode step recorded anew)\n"
-               "       zinc bench --bandwidth [--threads N] [--json]\n", backend_names());
+               "       zinc bench --bandwidth [--threads N] [--json]\n"
+               "       zinc bench --parallel N | -npl 1,8,32 [-npp 128] [-ntg 128] ...  (zinc bench --parallel 1 --help)\n",
+               backend_names());
 }
 
 static int parse_args(int argc, char **argv, bench_args *a) {
@@ -180,6 +183,10 @@ static zn_status run_depth(zn_engine *e, zn_seq *s, const int32_t *toks, long de
 }
 
 int cli_bench(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--parallel") || !strcmp(argv[i], "-npl") || !strcmp(argv[i], "-npp") ||
+            !strcmp(argv[i], "-ntg"))
+            return cli_bench_parallel(argc, argv);
     bench_args a;
     int pr = parse_args(argc, argv, &a);
     if (pr <= 0) return pr < 0 ? 2 : 0;

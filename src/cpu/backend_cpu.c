@@ -23,8 +23,9 @@ static const cpu_kernel kernels[ZN_OP_COUNT] = {
     [ZN_OP_MOE_MATMUL] = cpu_op_moe_matmul,
     [ZN_OP_MOE_SUM] = cpu_op_moe_sum,
     [ZN_OP_GET_ROWS] = cpu_op_get_rows,
+    [ZN_OP_GATHER_ROWS] = cpu_op_gather_rows,
     [ZN_OP_COPY_COLS] = cpu_op_copy_cols,
-    [ZN_OP_SSM_CONV] = cpu_op_ssm_conv,
+    [ZN_OP_CONV1D] = cpu_op_conv1d,
     [ZN_OP_GDN] = cpu_op_gdn,
 };
 
@@ -240,13 +241,21 @@ static void run_nodes(void *arg, int ith, int nth) {
     }
 }
 
-static zn_status cpu_run_graph(void *ctx, void *state, const zn_graph *g, zn_err *err) {
+static zn_status cpu_run_graph(void *ctx, void *const *states, const zn_graph *g, zn_err *err) {
     cpu_ctx *c = ctx;
-    cpu_seq *s = state;
+    cpu_seq *const *s = (cpu_seq *const *)states;
     if (g->arena_floats > c->arena_floats || g->n_tokens > c->max_tokens)
         return zn_errf(err, ZN_ERR_ARG, "cpu: graph larger than the backend was prepared for");
-    if (g->n_past + g->n_tokens > s->n_ctx)
-        return zn_errf(err, ZN_ERR_ARG, "context full: %d + %d tokens > %d", g->n_past, g->n_tokens, s->n_ctx);
+    zn_status st = graph_check_step(g, err);
+    if (st != ZN_OK) return st;
+    for (int i = 0; i < g->n_seq; i++) {
+        const zn_step_seq *q = &g->seqs[i];
+        if (!s[i]) return zn_errf(err, ZN_ERR_ARG, "cpu: no state for sequence %d of the step", i);
+        if (q->n_past + q->n_rows > s[i]->n_ctx)
+            return zn_errf(err, ZN_ERR_ARG, "context full: %d + %d tokens > %d", q->n_past, q->n_rows, s[i]->n_ctx);
+        for (int j = 0; j < i; j++)
+            if (s[j] == s[i]) return zn_errf(err, ZN_ERR_ARG, "cpu: sequences %d and %d of the step share a state", j, i);
+    }
     for (int i = 0; i < g->n_nodes; i++)
         if (!kernels[g->nodes[i].op])
             return zn_errf(err, ZN_ERR_UNSUPPORTED, "cpu: op %s not implemented", graph_op_name(g->nodes[i].op));
@@ -256,11 +265,13 @@ static zn_status cpu_run_graph(void *ctx, void *state, const zn_graph *g, zn_err
     return ZN_OK;
 }
 
-static zn_status cpu_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
+static zn_status cpu_read(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err) {
     cpu_ctx *c = ctx;
     if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "cpu: no activation %d", act);
     const zn_act *a = &g->acts[act];
-    memcpy(out, c->arena + a->off, sizeof(float) * (size_t)a->rows * a->cols);
+    if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: rows [%d, +%d) of an activation of %d", row0, n_rows, a->rows);
+    memcpy(out, c->arena + a->off + (size_t)row0 * a->cols, sizeof(float) * (size_t)n_rows * a->cols);
     return ZN_OK;
 }
 
@@ -277,6 +288,7 @@ static zn_status cpu_write(void *ctx, const zn_graph *g, int act, const float *i
 
 const zn_backend_ops zn_backend_cpu = {
     .name = "cpu",
+    .multi_seq = true,
     .init = cpu_init,
     .free = cpu_free,
     .seq_init = cpu_seq_init,

@@ -161,7 +161,7 @@ typedef struct cpu_seq {
 
 typedef struct cpu_run {
     cpu_ctx *c;
-    cpu_seq *s;
+    cpu_seq *const *s;      /* [g->n_seq]: the state of each sequence of the step */
     const zn_graph *g;
 } cpu_run;
 
@@ -195,11 +195,12 @@ void cpu_op_sigmoid_mul(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_moe_route(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_moe_sum(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_get_rows(const cpu_run *r, const zn_node *n, int ith, int nth);
+void cpu_op_gather_rows(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_moe_matmul(const cpu_run *r, const zn_node *n, int ith, int nth);
 /* Qwen3.5 ops (cpu_gdn.c) */
 void cpu_op_copy_cols(const cpu_run *r, const zn_node *n, int ith, int nth);
-void cpu_op_ssm_conv(const cpu_run *r, const zn_node *n, int ith, int nth);
+void cpu_op_conv1d(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth);
 
 #endif

@@ -60,7 +60,7 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
     int64_t t0, t1;
     cpu_split(a->rows, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
-        const int32_t p = r->g->n_past + (int32_t)t;
+        const int32_t p = r->g->row_pos[t];
         float *row = x + t * a->cols;
         if (mode == ZN_ROPE_IMROPE) {
             const int32_t pos[4] = {p, p, p, 0};
@@ -84,24 +84,26 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
 }
 
 void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
-    const cpu_seq *s = r->s;
     const int li = r->c->attn_index[n->layer];
     const zn_act *ka = cpu_shape(r, n->src[0]), *va = cpu_shape(r, n->src[1]);
     const float *k = cpu_act(r, n->src[0]), *v = cpu_act(r, n->src[1]);
     int64_t t0, t1;
     cpu_split(ka->rows, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
-        const size_t pos = (size_t)r->g->n_past + (size_t)t;
+        const cpu_seq *s = r->s[r->g->row_seq[t]];
+        const size_t pos = (size_t)r->g->row_pos[t];
         r->c->vec.to_f16(s->k[li] + pos * s->kv_row_k, k + t * ka->cols, ka->cols);
         r->c->vec.to_f16(s->v[li] + pos * s->kv_row_v, v + t * va->cols, va->cols);
     }
 }
 
-/* Work item: one KV head and CPU_ATT_Q consecutive tokens, i.e. their
- * queries of every head sharing that KV head, CPU_ATT_Q at a time (token
- * major, so the key counts do not decrease). */
+/* Work item: one KV head and CPU_ATT_Q consecutive tokens of one
+ * sequence, i.e. their queries of every head sharing that KV head,
+ * CPU_ATT_Q at a time (token major, so the key counts do not decrease).
+ * Blocks are counted sequence after sequence (a sequence's last block may
+ * be short), so a query's arithmetic is the same in any batch. */
 void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
-    const cpu_seq *s = r->s;
+    const zn_graph *g = r->g;
     const cpu_vec *vec = &r->c->vec;
     const int li = r->c->attn_index[n->layer];
     const int n_head = n->attn.n_head, n_head_kv = n->attn.n_head_kv, hd_k = n->attn.hd_k, hd_v = n->attn.hd_v;
@@ -111,11 +113,19 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const float *q = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
     float (*sc)[CPU_ATT_Q] = (float (*)[CPU_ATT_Q])(r->c->att + (size_t)ith * r->c->att_stride * CPU_ATT_Q);
-    const int n_blocks = (qa->rows + CPU_ATT_Q - 1) / CPU_ATT_Q;
-    /* interleaved so early tokens (short histories) and late ones mix */
+    int n_blocks = 0;
+    for (int i = 0; i < g->n_seq; i++) n_blocks += (g->seqs[i].n_rows + CPU_ATT_Q - 1) / CPU_ATT_Q;
+    /* interleaved so early tokens (short histories) and late ones mix; a
+     * thread's blocks only go up, so the sequence is found by walking on */
+    int si = 0, si_block = 0; /* sequence si's first block */
     for (int it = ith; it < n_blocks * n_head_kv; it += nth) {
-        const int kvh = it % n_head_kv, t0 = it / n_head_kv * CPU_ATT_Q;
-        const int n_tok = qa->rows - t0 < CPU_ATT_Q ? qa->rows - t0 : CPU_ATT_Q;
+        const int kvh = it % n_head_kv, b = it / n_head_kv;
+        while (b >= si_block + (g->seqs[si].n_rows + CPU_ATT_Q - 1) / CPU_ATT_Q)
+            si_block += (g->seqs[si++].n_rows + CPU_ATT_Q - 1) / CPU_ATT_Q;
+        const zn_step_seq *sq = &g->seqs[si];
+        const cpu_seq *s = r->s[si];
+        const int j0 = (b - si_block) * CPU_ATT_Q, t0 = sq->row0 + j0;
+        const int n_tok = sq->n_rows - j0 < CPU_ATT_Q ? sq->n_rows - j0 : CPU_ATT_Q;
         const zn_half *kb = s->k[li] + (size_t)kvh * hd_k;
         const zn_half *vb = s->v[li] + (size_t)kvh * hd_v;
         for (int q0 = 0; q0 < n_tok * group; q0 += CPU_ATT_Q) {
@@ -127,7 +137,7 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
                 const int t = t0 + (q0 + i) / group, h = kvh * group + (q0 + i) % group;
                 qs[i] = q + (int64_t)t * qa->cols + (size_t)h * hd_k;
                 ys[i] = y + (int64_t)t * n_head * hd_v + (size_t)h * hd_v;
-                nk[i] = r->g->n_past + t + 1;
+                nk[i] = g->row_pos[t] + 1;
             }
             vec->att_scores(kb, s->kv_row_k, nk[nq - 1], qs, nq, hd_k, scale, sc);
             vec->att_softmax(sc, nk, nq);
@@ -240,4 +250,14 @@ void cpu_op_get_rows(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *d = cpu_shape(r, n->dst);
     memcpy(cpu_act(r, n->dst), cpu_act(r, n->src[0]) + (size_t)n->get_rows.first * d->cols,
            sizeof(float) * (size_t)d->rows * d->cols);
+}
+
+void cpu_op_gather_rows(const cpu_run *r, const zn_node *n, int ith, int nth) {
+    const zn_act *d = cpu_shape(r, n->dst);
+    const float *x = cpu_act(r, n->src[0]);
+    float *y = cpu_act(r, n->dst);
+    int64_t i0, i1;
+    cpu_split(d->rows, ith, nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; i++)
+        memcpy(y + i * d->cols, x + (size_t)r->g->out_rows[i] * d->cols, sizeof(float) * (size_t)d->cols);
 }

@@ -52,6 +52,7 @@ typedef struct zn_device_info {
     uint64_t vram_bytes;
     uint32_t api_major, api_minor;
     uint32_t compute_units; /* SMs / CUs (0: unknown) */
+    uint32_t vendor_id, device_id; /* PCI ids (0: none), for the hardware profile */
     char line[1024];      /* one line of capabilities (zinc --list-devices) */
 } zn_device_info;
 
@@ -78,6 +79,10 @@ typedef struct zn_backend_stats {
 
 typedef struct zn_backend_ops {
     const char *name;
+    /* run() takes steps of several sequences; otherwise the engine runs
+     * such a step one sequence after the other (same results, the weights
+     * read once per sequence) */
+    bool multi_seq;
     zn_status (*init)(void **ctx, const zn_model *m, const zn_backend_opts *o, zn_err *err);
     void (*free)(void *ctx);
     /* Per-sequence state for up to n_ctx positions, zeroed. */
@@ -91,10 +96,14 @@ typedef struct zn_backend_ops {
      * as they were. What a checkpoint (save: a small sequence, n_kv 0) and
      * its restore, or a fork of a sequence, are made of. */
     zn_status (*seq_copy)(void *ctx, void *dst, const void *src, int n_kv, zn_err *err);
-    /* Runs every node of g against the sequence state. */
-    zn_status (*run)(void *ctx, void *state, const zn_graph *g, zn_err *err);
-    /* Copies activation act of the last run to out ([rows][cols] f32). */
-    zn_status (*read)(void *ctx, const zn_graph *g, int act, float *out, zn_err *err);
+    /* Runs every node of g: states[i] is the state of the step's sequence
+     * g->seqs[i] (g->n_seq distinct states; graph_check_step holds). A
+     * backend that cannot run steps of several sequences fails those with
+     * ZN_ERR_UNSUPPORTED. */
+    zn_status (*run)(void *ctx, void *const *states, const zn_graph *g, zn_err *err);
+    /* Copies rows [row0, row0 + n_rows) of activation act of the last run
+     * to out ([n_rows][cols] f32). */
+    zn_status (*read)(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err);
     /* Copies in ([rows][cols] f32) into activation act of g, an input no
      * node writes (graph_input), for the next run of g. */
     zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);

@@ -2,6 +2,7 @@
  * step by step. */
 #include "engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,18 +28,29 @@ zn_status engine_init(zn_engine *e, const zn_model *m, const zn_engine_opts *opt
     e->n_threads = n_threads > 0 ? n_threads : engine_default_threads();
     if (e->n_threads > ZN_MAX_THREADS)
         return zn_errf(err, ZN_ERR_ARG, "%d threads: at most %d", e->n_threads, ZN_MAX_THREADS);
-    e->max_tokens = ZN_MAX_BATCH;
+    e->max_tokens = ZN_STEP_TOKENS;
+    e->max_seqs = ZN_MAX_STEP_SEQS;
     e->graph_one = -1;
+    e->step_tokens = malloc(sizeof *e->step_tokens * (size_t)e->max_tokens);
+    e->step_seqs = malloc(sizeof *e->step_seqs * (size_t)e->max_seqs);
+    e->step_states = malloc(sizeof *e->step_states * (size_t)e->max_seqs);
+    if (!e->step_tokens || !e->step_seqs || !e->step_states) {
+        engine_free(e);
+        return zn_errf(err, ZN_ERR_NOMEM, "engine: out of memory");
+    }
     zn_status st = graph_init(&e->graph, m, e->max_tokens, err);
-    if (st != ZN_OK) return st;
+    if (st != ZN_OK) {
+        engine_free(e);
+        return st;
+    }
     zn_backend_opts o = opts->be;
     o.n_threads = e->n_threads;
     o.max_tokens = e->max_tokens;
     o.arena_floats = e->graph.arena_floats;
     st = e->be->init(&e->be_ctx, m, &o, err);
     if (st != ZN_OK) {
-        graph_free(&e->graph);
-        memset(e, 0, sizeof *e);
+        e->be_ctx = NULL;
+        engine_free(e);
     }
     return st;
 }
@@ -46,6 +58,9 @@ zn_status engine_init(zn_engine *e, const zn_model *m, const zn_engine_opts *opt
 void engine_free(zn_engine *e) {
     if (e->be && e->be_ctx) e->be->free(e->be_ctx);
     graph_free(&e->graph);
+    free(e->step_tokens);
+    free(e->step_seqs);
+    free(e->step_states);
     memset(e, 0, sizeof *e);
 }
 
@@ -93,6 +108,26 @@ zn_status seq_truncate(zn_seq *s, int n, zn_err *err) {
 
 bool engine_is_recurrent(const zn_engine *e) { return model_n_attn_layers(e->model) < e->model->hp.n_layer; }
 
+/* One step of one sequence: n <= max_tokens tokens; logits: NULL, or
+ * all_logits ? [n][n_vocab] : [n_vocab]. */
+static zn_status step_one(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, float *logits, bool all_logits,
+                          zn_err *err) {
+    zn_status st = ZN_OK;
+    /* a graph's nodes do not depend on the position (graph_build checks its range) */
+    if (n == 1 && e->graph_one == (int)all_logits && s->n_past < ZN_MAX_CTX) {
+        graph_set_step(&e->graph, tokens, 1, s->n_past);
+    } else {
+        e->graph_one = -1;
+        st = graph_build(&e->graph, tokens, n, s->n_past, all_logits, err);
+        if (st == ZN_OK && n == 1) e->graph_one = (int)all_logits;
+    }
+    if (st == ZN_OK) st = e->be->run(e->be_ctx, &s->state, &e->graph, err);
+    if (st == ZN_OK && logits)
+        st = e->be->read(e->be_ctx, &e->graph, e->graph.logits, 0, e->graph.n_out, logits, err);
+    if (st == ZN_OK) s->n_past += n;
+    return st;
+}
+
 zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, float *logits, bool all_logits,
                         zn_err *err) {
     const int n_vocab = e->model->hp.n_vocab;
@@ -106,24 +141,63 @@ zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, f
         const int step = n - done < e->max_tokens ? n - done : e->max_tokens;
         const bool last_step = done + step == n;
         /* rows of logits this step produces: all of them, or the final one */
-        const bool want = logits && (all_logits || last_step);
-        zn_status st = ZN_OK;
-        /* a graph's nodes do not depend on the position (graph_build checks its range) */
-        if (step == 1 && e->graph_one == (int)all_logits && s->n_past < ZN_MAX_CTX) {
-            e->graph.tokens = tokens + done;
-            e->graph.n_past = s->n_past;
-        } else {
-            e->graph_one = -1;
-            st = graph_build(&e->graph, tokens + done, step, s->n_past, all_logits, err);
-            if (st == ZN_OK && step == 1) e->graph_one = (int)all_logits;
-        }
-        if (st == ZN_OK) st = e->be->run(e->be_ctx, s->state, &e->graph, err);
-        if (st == ZN_OK && want)
-            st = e->be->read(e->be_ctx, &e->graph, e->graph.logits,
-                             all_logits ? logits + (size_t)done * n_vocab : logits, err);
+        float *out = !logits ? NULL : all_logits ? logits + (size_t)done * n_vocab : last_step ? logits : NULL;
+        zn_status st = step_one(e, s, tokens + done, step, out, all_logits, err);
         if (st != ZN_OK) return st;
-        s->n_past += step;
         done += step;
     }
+    return ZN_OK;
+}
+
+zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_err *err) {
+    const int n_vocab = e->model->hp.n_vocab;
+    if (n_items < 1 || n_items > e->max_seqs)
+        return zn_errf(err, ZN_ERR_ARG, "step: %d sequences (1 to %d)", n_items, e->max_seqs);
+    int total = 0;
+    for (int i = 0; i < n_items; i++) {
+        const zn_step_item *it = &items[i];
+        const zn_seq *s = it->seq;
+        if (!s || s->eng != e) return zn_errf(err, ZN_ERR_ARG, "step: item %d is not a sequence of this engine", i);
+        if (it->n < 1 || it->n > e->max_tokens - total)
+            return zn_errf(err, ZN_ERR_ARG, "step: %d + %d tokens (a step takes at most %d)", total, it->n,
+                           e->max_tokens);
+        total += it->n;
+        if (it->n > s->n_ctx - s->n_past)
+            return zn_errf(err, ZN_ERR_ARG, "context full: %d tokens after %d do not fit in %d", it->n, s->n_past,
+                           s->n_ctx);
+        for (int j = 0; j < it->n; j++)
+            if (it->tokens[j] < 0 || it->tokens[j] >= n_vocab)
+                return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", it->tokens[j], n_vocab);
+        for (int j = 0; j < i; j++)
+            if (items[j].seq == s) return zn_errf(err, ZN_ERR_ARG, "step: items %d and %d are one sequence", j, i);
+    }
+    if (n_items == 1 || !e->be->multi_seq) { /* the one-sequence step (backends record and replay it) */
+        for (int i = 0; i < n_items; i++) {
+            const zn_step_item *it = &items[i];
+            zn_status st = step_one(e, it->seq, it->tokens, it->n, it->logits, it->all_logits, err);
+            if (st != ZN_OK) return st;
+        }
+        return ZN_OK;
+    }
+    int row = 0;
+    for (int i = 0; i < n_items; i++) {
+        const zn_step_item *it = &items[i];
+        memcpy(e->step_tokens + row, it->tokens, sizeof *it->tokens * (size_t)it->n);
+        row += it->n;
+        e->step_seqs[i] = (zn_step_seq){.n_rows = it->n, .n_past = it->seq->n_past,
+                                        .out = !it->logits ? ZN_OUT_NONE : it->all_logits ? ZN_OUT_ALL : ZN_OUT_LAST};
+        e->step_states[i] = it->seq->state;
+    }
+    e->graph_one = -1;
+    zn_status st = graph_build_step(&e->graph, e->step_tokens, e->step_seqs, n_items, err);
+    if (st == ZN_OK) st = e->be->run(e->be_ctx, e->step_states, &e->graph, err);
+    for (int i = 0; st == ZN_OK && i < n_items; i++) {
+        const zn_step_item *it = &items[i];
+        if (it->logits)
+            st = e->be->read(e->be_ctx, &e->graph, e->graph.logits, e->step_seqs[i].out0, it->all_logits ? it->n : 1,
+                             it->logits, err);
+    }
+    if (st != ZN_OK) return st;
+    for (int i = 0; i < n_items; i++) items[i].seq->n_past += items[i].n;
     return ZN_OK;
 }

@@ -7,7 +7,10 @@
  *   ... seq_free(&s); engine_free(&e);
  *
  * One engine runs one step at a time (its scratch is shared by its
- * sequences); each sequence owns its KV/recurrent state and position.
+ * sequences); each sequence owns its KV/recurrent state and position. A
+ * step may serve several sequences at once (engine_step: one forward over
+ * the decode tokens of some and prompt chunks of others, the weights read
+ * once for all of them).
  * Engines are independent: one process may hold several, each with its own
  * backend, device and tuning. */
 #ifndef ZINC_ENGINE_H
@@ -29,8 +32,13 @@ typedef struct zn_engine {
     /* graph holds a one-token step built with this all_logits (-1: no):
      * the next such step only changes its token and position */
     int graph_one;
-    int max_tokens;     /* tokens per step; longer inputs are split */
+    int max_tokens;     /* tokens per step (ZN_STEP_TOKENS); longer inputs are split */
+    int max_seqs;       /* sequences per step */
     int n_threads;
+    /* engine_step's scratch, allocated at init */
+    int32_t *step_tokens;      /* [max_tokens] */
+    zn_step_seq *step_seqs;    /* [max_seqs] */
+    void **step_states;        /* [max_seqs] */
 } zn_engine;
 
 typedef struct zn_seq {
@@ -78,6 +86,27 @@ bool engine_is_recurrent(const zn_engine *e);
  * with ZN_ERR_ARG and leave the sequence unchanged. */
 zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n,
                         float *logits, bool all_logits, zn_err *err);
+
+/* One sequence's part of an engine_step. */
+typedef struct zn_step_item {
+    zn_seq *seq;
+    const int32_t *tokens;    /* its next n tokens */
+    int n;                    /* >= 1 */
+    float *logits;            /* NULL: none; all_logits ? [n][n_vocab] : its last token's [n_vocab] */
+    bool all_logits;
+} zn_step_item;
+
+/* One step over several sequences: every item's n tokens evaluated in one
+ * forward (the rows of each sequence in order, attention over its own
+ * cache, its own recurrent state), each sequence's logits as if it had run
+ * alone. 1 <= n_items <= e->max_seqs, each sequence of this engine at most
+ * once, at most e->max_tokens tokens in all; any violation, a token id
+ * outside the vocab or a full context fails with ZN_ERR_ARG before
+ * anything runs, leaving every sequence unchanged. A failed run leaves the
+ * sequences' positions unchanged (their states may hold part of the step).
+ * On a backend without multi_seq the items run one after the other (a
+ * failure there leaves the items before it done). Allocates nothing. */
+zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_err *err);
 
 /* Number of online CPUs (>= 1). */
 int engine_default_threads(void);

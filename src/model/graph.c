@@ -34,8 +34,8 @@ static const char *const op_names[ZN_OP_COUNT] = {
     [ZN_OP_ROPE] = "rope", [ZN_OP_KV_STORE] = "kv_store", [ZN_OP_ATTN] = "attn",
     [ZN_OP_ADD] = "add", [ZN_OP_SWIGLU] = "swiglu", [ZN_OP_SIGMOID_MUL] = "sigmoid_mul",
     [ZN_OP_MOE_ROUTE] = "moe_route", [ZN_OP_MOE_MATMUL] = "moe_matmul", [ZN_OP_MOE_SUM] = "moe_sum",
-    [ZN_OP_GET_ROWS] = "get_rows",
-    [ZN_OP_COPY_COLS] = "copy_cols", [ZN_OP_SSM_CONV] = "ssm_conv", [ZN_OP_GDN] = "gdn",
+    [ZN_OP_GET_ROWS] = "get_rows", [ZN_OP_GATHER_ROWS] = "gather_rows",
+    [ZN_OP_COPY_COLS] = "copy_cols", [ZN_OP_CONV1D] = "conv1d", [ZN_OP_GDN] = "gdn",
 };
 
 const char *graph_op_name(zn_op op) {
@@ -199,6 +199,11 @@ zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int c
     g->cap_acts = cap_acts;
     g->nodes = calloc((size_t)g->cap_nodes + 1, sizeof *g->nodes);
     g->acts = calloc((size_t)g->cap_acts + 1, sizeof *g->acts);
+    g->max_seqs = max_tokens < ZN_MAX_STEP_SEQS ? max_tokens : ZN_MAX_STEP_SEQS;
+    g->seqs = calloc((size_t)g->max_seqs, sizeof *g->seqs);
+    g->row_seq = calloc((size_t)max_tokens, sizeof *g->row_seq);
+    g->row_pos = calloc((size_t)max_tokens, sizeof *g->row_pos);
+    g->out_rows = calloc((size_t)max_tokens, sizeof *g->out_rows);
     plan *p = g->plan = calloc(1, sizeof *p);
     if (p) {
         p->first = calloc((size_t)g->cap_acts + 1, sizeof *p->first);
@@ -206,7 +211,8 @@ zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int c
         p->free = calloc((size_t)g->cap_acts + 2, sizeof *p->free);
         p->dummy_tokens = calloc((size_t)max_tokens, sizeof *p->dummy_tokens);
     }
-    if (!g->nodes || !g->acts || !p || !p->first || !p->last || !p->free || !p->dummy_tokens) {
+    if (!g->nodes || !g->acts || !g->seqs || !g->row_seq || !g->row_pos || !g->out_rows || !p || !p->first ||
+        !p->last || !p->free || !p->dummy_tokens) {
         graph_free(g);
         return zn_errf(err, ZN_ERR_NOMEM, "graph: out of memory");
     }
@@ -235,12 +241,20 @@ zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err
                                     cap < ZN_MAX_GRAPH_NODES ? cap : ZN_MAX_GRAPH_NODES, err);
     if (st != ZN_OK) return st;
     plan *p = g->plan;
-    /* size the arena for the largest steps of both kinds */
-    const int sizes[3][2] = {{max_tokens, 1}, {max_tokens, 0}, {1, 0}};
+    /* size the arena for the largest steps of every kind: all rows' logits,
+     * the last row's, and max_tokens - 1 rows' of several sequences (shapes
+     * grow with the rows kept, so that is the largest such step) */
+    const int sizes[4][2] = {{max_tokens, 1}, {max_tokens, 0}, {1, 0}, {max_tokens, 2}};
     size_t arena = 0;
     g->arena_floats = (size_t)-1;
-    for (int i = 0; i < 3; i++) {
-        st = graph_build(g, p->dummy_tokens, sizes[i][0], 0, sizes[i][1], err);
+    for (int i = 0; i < 4; i++) {
+        if (sizes[i][1] == 2) {
+            if (max_tokens < 2) continue;
+            zn_step_seq two[2] = {{.n_rows = max_tokens - 1, .out = ZN_OUT_ALL}, {.n_rows = 1, .out = ZN_OUT_NONE}};
+            st = graph_build_step(g, p->dummy_tokens, two, 2, err);
+        } else {
+            st = graph_build(g, p->dummy_tokens, sizes[i][0], 0, sizes[i][1], err);
+        }
         if (st != ZN_OK) {
             graph_free(g);
             return st;
@@ -263,23 +277,39 @@ void graph_free(zn_graph *g) {
     }
     free(g->nodes);
     free(g->acts);
+    free(g->seqs);
+    free(g->row_seq);
+    free(g->row_pos);
+    free(g->out_rows);
     memset(g, 0, sizeof *g);
 }
 
-zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past, bool all_logits, zn_err *err) {
+/* Row tables and logits rows from g->seqs (validated). */
+static void fill_rows(zn_graph *g) {
+    int r = 0, o = 0;
+    for (int i = 0; i < g->n_seq; i++) {
+        zn_step_seq *q = &g->seqs[i];
+        q->row0 = r;
+        q->out0 = q->out == ZN_OUT_NONE ? -1 : o;
+        for (int j = 0; j < q->n_rows; j++, r++) {
+            g->row_seq[r] = i;
+            g->row_pos[r] = q->n_past + j;
+            if (q->out == ZN_OUT_ALL || (q->out == ZN_OUT_LAST && j == q->n_rows - 1)) g->out_rows[o++] = r;
+        }
+    }
+    g->n_tokens = r;
+    if (o == 0) g->out_rows[o++] = r - 1; /* a graph always ends in logits */
+    g->n_out = o;
+    g->all_logits = o == r;
+    g->n_past = g->seqs[0].n_past;
+}
+
+static zn_status build_nodes(zn_graph *g, zn_err *err) {
     const zn_model *m = g->model;
     plan *p = g->plan;
-    if (n_tokens < 1 || n_tokens > g->max_tokens)
-        return zn_errf(err, ZN_ERR_ARG, "graph: %d tokens in one step (max %d)", n_tokens, g->max_tokens);
-    if (n_past < 0 || n_past > ZN_MAX_CTX - n_tokens)
-        return zn_errf(err, ZN_ERR_ARG, "graph: position %d out of range", n_past);
-    for (int i = 0; i < n_tokens; i++)
-        if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
-            return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", tokens[i], m->hp.n_vocab);
-    g->tokens = tokens;
-    g->n_tokens = n_tokens;
-    g->n_past = n_past;
-    g->all_logits = all_logits;
+    for (int i = 0; i < g->n_tokens; i++)
+        if (g->tokens[i] < 0 || g->tokens[i] >= m->hp.n_vocab)
+            return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", g->tokens[i], m->hp.n_vocab);
     g->n_nodes = g->n_acts = 0;
     g->logits = -1;
     p->overflow = false;
@@ -292,6 +322,71 @@ zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_pa
     if (p->peak > g->arena_floats)
         return zn_errf(err, ZN_ERR_NOMEM, "graph: step needs %zu arena floats, %zu planned", p->peak,
                        g->arena_floats);
+    return ZN_OK;
+}
+
+zn_status graph_build_step(zn_graph *g, const int32_t *tokens, zn_step_seq *seqs, int n_seq, zn_err *err) {
+    if (n_seq < 1 || n_seq > g->max_seqs)
+        return zn_errf(err, ZN_ERR_ARG, "graph: %d sequences in one step (max %d)", n_seq, g->max_seqs);
+    int total = 0;
+    for (int i = 0; i < n_seq; i++) {
+        const zn_step_seq *q = &seqs[i];
+        if (q->n_rows < 1 || q->n_rows > g->max_tokens - total)
+            return zn_errf(err, ZN_ERR_ARG, "graph: %d + %d tokens in one step (max %d)", total, q->n_rows,
+                           g->max_tokens);
+        total += q->n_rows;
+        if (q->n_past < 0 || q->n_past > ZN_MAX_CTX - q->n_rows)
+            return zn_errf(err, ZN_ERR_ARG, "graph: position %d out of range", q->n_past);
+        if (q->out != ZN_OUT_NONE && q->out != ZN_OUT_LAST && q->out != ZN_OUT_ALL)
+            return zn_errf(err, ZN_ERR_ARG, "graph: output mode %d", q->out);
+    }
+    memcpy(g->seqs, seqs, sizeof *seqs * (size_t)n_seq);
+    g->n_seq = n_seq;
+    g->tokens = tokens;
+    fill_rows(g);
+    for (int i = 0; i < n_seq; i++) {
+        seqs[i].row0 = g->seqs[i].row0;
+        seqs[i].out0 = g->seqs[i].out0;
+    }
+    return build_nodes(g, err);
+}
+
+zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past, bool all_logits, zn_err *err) {
+    if (n_tokens < 1 || n_tokens > g->max_tokens)
+        return zn_errf(err, ZN_ERR_ARG, "graph: %d tokens in one step (max %d)", n_tokens, g->max_tokens);
+    zn_step_seq one = {.n_rows = n_tokens, .n_past = n_past, .out = all_logits ? ZN_OUT_ALL : ZN_OUT_LAST};
+    return graph_build_step(g, tokens, &one, 1, err);
+}
+
+void graph_set_step(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past) {
+    g->tokens = tokens;
+    g->n_seq = 1;
+    g->seqs[0] = (zn_step_seq){.n_rows = n_tokens, .n_past = n_past, .out = g->all_logits ? ZN_OUT_ALL : ZN_OUT_LAST};
+    fill_rows(g);
+}
+
+zn_status graph_check_step(const zn_graph *g, zn_err *err) {
+    if (g->n_seq < 1 || g->n_seq > g->max_seqs || g->n_tokens < 1 || g->n_tokens > g->max_tokens)
+        return zn_errf(err, ZN_ERR_ARG, "graph: no step set (%d sequences, %d rows)", g->n_seq, g->n_tokens);
+    int r = 0;
+    for (int i = 0; i < g->n_seq; i++) {
+        const zn_step_seq *q = &g->seqs[i];
+        if (q->row0 != r || q->n_rows < 1 || q->n_rows > g->n_tokens - r || q->n_past < 0 ||
+            q->n_past > ZN_MAX_CTX - q->n_rows)
+            return zn_errf(err, ZN_ERR_ARG, "graph: sequence %d of the step has rows [%d, +%d) at %d", i, q->row0,
+                           q->n_rows, q->n_past);
+        for (int j = 0; j < q->n_rows; j++)
+            if (g->row_seq[r + j] != i || g->row_pos[r + j] != q->n_past + j)
+                return zn_errf(err, ZN_ERR_ARG, "graph: row %d's sequence and position disagree with the step", r + j);
+        r += q->n_rows;
+    }
+    if (r != g->n_tokens || g->n_past != g->seqs[0].n_past)
+        return zn_errf(err, ZN_ERR_ARG, "graph: the step's sequences hold %d of %d rows", r, g->n_tokens);
+    if (g->n_out < 1 || g->n_out > g->n_tokens)
+        return zn_errf(err, ZN_ERR_ARG, "graph: %d rows of logits in a step of %d", g->n_out, g->n_tokens);
+    for (int i = 0; i < g->n_out; i++)
+        if (g->out_rows[i] < (i ? g->out_rows[i - 1] + 1 : 0) || g->out_rows[i] >= g->n_tokens)
+            return zn_errf(err, ZN_ERR_ARG, "graph: logits row %d of the step out of order", g->out_rows[i]);
     return ZN_OK;
 }
 
@@ -372,6 +467,16 @@ int graph_get_rows(zn_graph *g, int x, int first, int count, int layer, const ch
     zn_node *n = graph_node(g, ZN_OP_GET_ROWS, y, tag, layer);
     n->src[0] = x;
     n->get_rows.first = first;
+    return y;
+}
+
+int graph_out_rows(zn_graph *g, int x, int layer, const char *tag) {
+    if (g->n_out == g->acts[x].rows) return x;
+    if (g->out_rows[g->n_out - 1] - g->out_rows[0] == g->n_out - 1)
+        return graph_get_rows(g, x, g->out_rows[0], g->n_out, layer, tag);
+    int y = graph_act(g, g->n_out, g->acts[x].cols);
+    zn_node *n = graph_node(g, ZN_OP_GATHER_ROWS, y, tag, layer);
+    n->src[0] = x;
     return y;
 }
 

@@ -1,9 +1,10 @@
 /* The forward pass as a list of backend-neutral ops.
  *
- * graph_build() describes one evaluation step -- n_tokens new tokens of one
- * sequence that already holds n_past tokens -- as nodes executed in order.
- * Every backend implements the ops below with exactly these semantics; the
- * CPU backend is the reference the others are tested against.
+ * graph_build_step() describes one evaluation step -- the next tokens of
+ * one or more sequences, each already holding some tokens -- as nodes
+ * executed in order (graph_build(): the one-sequence case). Every backend
+ * implements the ops below with exactly these semantics; the CPU backend is
+ * the reference the others are tested against.
  *
  * Activations are f32, row-major [rows][cols], contiguous, one row per token
  * (or per token x expert slot for MoE). They live at g->acts[id].off floats
@@ -14,9 +15,16 @@
  * Weights are gguf_tensor records of the model (any type quant.h computes);
  * "f32 [n]" means the tensor must be F32 with n elements (the loader checks).
  * Per-sequence state (KV cache, recurrent state) is owned by the backend and
- * addressed by node->layer.
+ * addressed by node->layer; a run gets one state per sequence of the step,
+ * in the order of g->seqs.
  *
- * Positions: row r of a step is at position n_past + r. */
+ * Rows and positions: the step's rows are its sequences' tokens, sequence
+ * after sequence (g->seqs[i] holds rows [row0, row0 + n_rows)), each
+ * sequence's in order. Row r belongs to sequence row_seq[r] and sits at
+ * position row_pos[r] = seqs[row_seq[r]].n_past + (r - row0) of it. Ops on
+ * rows (norms, matmuls, MoE) do not care which sequence a row is of: the
+ * batch is one matrix. Ops with per-sequence state (KV_STORE, ATTN,
+ * CONV1D, GDN) use the state of each row's sequence. */
 #ifndef ZINC_GRAPH_H
 #define ZINC_GRAPH_H
 
@@ -63,17 +71,19 @@ typedef enum zn_op {
      * rotate: (a, b) -> (a cos - b sin, a sin + b cos). */
     ZN_OP_ROPE,
 
-    /* Appends K = src[0] [n_tokens][n_head_kv*head_dim_k] and V = src[1]
-     * [n_tokens][n_head_kv*head_dim_v] to the KV cache of attention layer
-     * node->layer at positions n_past .. n_past+n_tokens-1 (f16 cache).
-     * It writes no activation: dst is src[0], so the planner keeps K alive. */
+    /* Stores K = src[0] [n_tokens][n_head_kv*head_dim_k] and V = src[1]
+     * [n_tokens][n_head_kv*head_dim_v] in the KV cache of attention layer
+     * node->layer: row r into sequence row_seq[r]'s cache at position
+     * row_pos[r] (f16 cache). It writes no activation: dst is src[0], so the
+     * planner keeps K alive. */
     ZN_OP_KV_STORE,
 
     /* Causal multi-head attention over the KV cache of node->layer (after
      * this step's KV_STORE). src[0] = Q [n_tokens][n_head*hd_k];
      * dst [n_tokens][n_head*hd_v]; attn = {n_head, n_head_kv, hd_k, hd_v,
-     * scale (kq)}. Query row r at position p = n_past + r, head h, uses
-     * KV head h / (n_head / n_head_kv) and cache positions 0..p:
+     * scale (kq)}. Query row r at position p = row_pos[r], head h, uses
+     * KV head h / (n_head / n_head_kv) and positions 0..p of the cache of
+     * its sequence row_seq[r]:
      *   dst[r][h] = sum_j softmax_j(scale * q.k_j) * v_j. */
     ZN_OP_ATTN,
 
@@ -113,6 +123,11 @@ typedef enum zn_op {
      * last row). */
     ZN_OP_GET_ROWS,
 
+    /* dst[i] = src[0][out_rows[i]] for i < dst.rows = g->n_out: the rows a
+     * step wants logits of, when they are not one contiguous run (the last
+     * row of each of several sequences). */
+    ZN_OP_GATHER_ROWS,
+
     /* ---- Qwen3.5 (qwen35, qwen35moe) ---- */
 
     /* Column gather: with copy_cols = {width, stride, off} (block width,
@@ -127,19 +142,21 @@ typedef enum zn_op {
      * conv state C [ch][K-1] (the last K-1 inputs of each channel, oldest
      * first; zero for a new sequence). src[0] = x [n_tokens][ch]; w[0] =
      * kernel f32 [ch][K] (ssm_conv1d.weight, ne0 = K); dst [n_tokens][ch],
-     * dst != src[0]. With xin = C[c][0..K-2] followed by x[0..n_tokens-1][c]:
+     * dst != src[0]. Per sequence of the step, with its state C and its rows
+     * x[0..n-1], xin = C[c][0..K-2] followed by x[0..n-1][c]:
      *   dst[t][c] = silu(sum_{j<K} w[c][j] * xin[t + j])
      * then C[c] = the last K-1 entries of xin (gdn_conv1d_silu). */
-    ZN_OP_SSM_CONV,
+    ZN_OP_CONV1D,
 
     /* Gated DeltaNet of recurrent layer node->layer, with its delta state:
      * per value head h, S_h [d_v][d_k] (S[j][i]; zero for a new sequence).
      * gdn = {h_k (H_k), h_v (H_v), d_k, d_v, eps}.
-     * src[0] = SSM_CONV output [n_tokens][2*H_k*d_k + H_v*d_v], each row
+     * src[0] = CONV1D output [n_tokens][2*H_k*d_k + H_v*d_v], each row
      *          q (H_k heads of d_k) | k (H_k heads of d_k) | v (H_v of d_v);
      * src[1] = alpha [n_tokens][H_v], src[2] = beta logits [n_tokens][H_v];
      * w[0] = ssm_dt.bias f32 [H_v], w[1] = ssm_a f32 [H_v].
-     * dst [n_tokens][H_v*d_v]. Tokens t in order; for each value head h,
+     * dst [n_tokens][H_v*d_v]. Per sequence of the step, with its state,
+     * its rows t in order; for each value head h,
      * key head hk = h % H_k (tiled, NOT h / (H_v/H_k)):
      *   q, k = head hk of row t's q and k parts, each scaled by
      *          1/sqrt(sum(x^2) + eps)
@@ -193,6 +210,19 @@ typedef struct zn_node {
     const char *tag;                  /* static: "attn_q"; name = blk.<layer>.<tag> */
 } zn_node;
 
+/* Which logits a sequence of a step wants. */
+typedef enum zn_out_mode { ZN_OUT_NONE, ZN_OUT_LAST, ZN_OUT_ALL } zn_out_mode;
+
+/* One sequence of a step. The caller of graph_build_step sets n_rows,
+ * n_past and out; the graph sets row0 and out0. */
+typedef struct zn_step_seq {
+    int n_rows;        /* its tokens in this step (>= 1) */
+    int n_past;        /* tokens its state holds before the step */
+    int out;           /* zn_out_mode */
+    int row0;          /* its first row in the step */
+    int out0;          /* its first row of the logits activation (-1: none) */
+} zn_step_seq;
+
 typedef struct zn_act {
     int rows, cols;
     size_t off;        /* in floats from the arena base */
@@ -204,8 +234,15 @@ typedef struct zn_graph {
     size_t arena_floats;              /* arena size every build fits in */
     /* the current step */
     const int32_t *tokens;            /* [n_tokens], owned by the caller */
-    int n_tokens, n_past;
-    bool all_logits;
+    int n_tokens;
+    int n_past;                       /* seqs[0].n_past: backends that run one sequence read it here */
+    bool all_logits;                  /* every row wants logits */
+    int n_seq;                        /* sequences in the step, >= 1 */
+    zn_step_seq *seqs;                /* [n_seq] */
+    int32_t *row_seq, *row_pos;       /* [n_tokens]: each row's sequence and position */
+    int n_out;                        /* rows of logits */
+    int32_t *out_rows;                /* [n_out]: the step rows they are of, ascending */
+    int max_seqs;                     /* capacity of seqs */
     int logits;                       /* act id: [n_out][n_vocab] */
     int n_nodes, n_acts;
     zn_node *nodes;
@@ -219,15 +256,30 @@ typedef struct zn_graph {
 zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err);
 void graph_free(zn_graph *g);
 
-/* Describes one step; no allocation. tokens must stay valid until the
- * backend has run the graph. all_logits: logits for every row, otherwise
- * only the last. */
+/* Describes one step of one sequence; no allocation. tokens must stay
+ * valid until the backend has run the graph. all_logits: logits for every
+ * row, otherwise only the last. */
 zn_status graph_build(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past,
                       bool all_logits, zn_err *err);
+/* Describes one step of n_seq sequences (1 <= n_seq <= ZN_MAX_STEP_SEQS):
+ * tokens holds seqs[0]'s n_rows tokens, then seqs[1]'s, ...; seqs is
+ * copied (row0 and out0 filled in, also in the caller's array). The
+ * logits activation holds, sequence after sequence, every row of those with
+ * ZN_OUT_ALL and the last row of those with ZN_OUT_LAST (when none wants
+ * any: the step's last row, of no sequence's). No allocation. */
+zn_status graph_build_step(zn_graph *g, const int32_t *tokens, zn_step_seq *seqs, int n_seq, zn_err *err);
+/* Moves a one-sequence step to other tokens and position without
+ * rebuilding its nodes (n_tokens rows at n_past): hand-built graphs set
+ * their step with it, and a one-token step built before goes on to the
+ * next position (no node depends on the position). */
+void graph_set_step(zn_graph *g, const int32_t *tokens, int n_tokens, int n_past);
+/* Whether the step description is whole (the rows of its sequences add up,
+ * the per-row tables agree with them): backends check it before a run. */
+zn_status graph_check_step(const zn_graph *g, zn_err *err);
 
 /* Op tests ("does backend X compute op Y like the CPU?"): an empty graph
  * with room for cap_nodes/cap_acts, filled by hand with graph_act /
- * graph_input / graph_node (the caller sets tokens, n_tokens, n_past), then
+ * graph_input / graph_node (the caller sets the step with graph_set_step), then
  * graph_finish() places the activations, keeping `out` alive to the end,
  * and sets arena_floats to what they need. */
 zn_status graph_init_empty(zn_graph *g, const zn_model *m, int max_tokens, int cap_nodes, int cap_acts,
@@ -274,6 +326,9 @@ void graph_rope(zn_graph *g, int x, int head_dim, int layer, const char *tag);
 /* KV_STORE(k, v) then ATTN(q) for attention layer `layer`. */
 int graph_attention(zn_graph *g, int q, int k, int v, int layer);
 int graph_get_rows(zn_graph *g, int x, int first, int n, int layer, const char *tag);
+/* The rows of x the step wants logits of (GET_ROWS when they are one run,
+ * else GATHER_ROWS); x itself when that is every row. */
+int graph_out_rows(zn_graph *g, int x, int layer, const char *tag);
 /* Dense SwiGLU FFN of layer L (scales applied when use_scales). */
 int graph_ffn(zn_graph *g, int x, const zn_layer *L, bool use_scales, int layer);
 /* Routed experts (softmax top-k, renormalised) + the sigmoid-gated shared

@@ -25,8 +25,7 @@ zn_status graph_build_llama(zn_graph *g, zn_err *err) {
     (void)err;
     const zn_model *m = g->model;
     const zn_hparams *hp = &m->hp;
-    const int T = g->n_tokens, last = hp->n_layer - 1;
-    const bool trim = !g->all_logits && T > 1;
+    const int last = hp->n_layer - 1;
     const bool q35 = m->arch == ZN_ARCH_QWEN35 || m->arch == ZN_ARCH_QWEN35MOE;
 
     int x = graph_embed(g); /* residual stream [T][n_embd] */
@@ -36,9 +35,9 @@ zn_status graph_build_llama(zn_graph *g, zn_err *err) {
         /* token mixer */
         int h = graph_rmsnorm(g, x, L->attn_norm, hp->n_embd, il, "attn_norm");
         int o = q35 ? graph_qwen35_mixer(g, h, L, il) : attention(g, h, L, il);
-        if (il == last && trim) { /* only the last row feeds the logits */
-            o = graph_get_rows(g, o, T - 1, 1, il, "out_rows");
-            x = graph_get_rows(g, x, T - 1, 1, il, "inp_rows");
+        if (il == last) { /* only the rows of logits go on */
+            o = graph_out_rows(g, o, il, "out_rows");
+            x = graph_out_rows(g, x, il, "inp_rows");
         }
         x = graph_add(g, x, o, il, "ffn_inp");
 

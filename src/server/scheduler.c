@@ -27,6 +27,8 @@ struct zn_slot {
     zn_job *job;
     int state;
     int pos;                  /* prefill: prompt tokens in the state */
+    int32_t next;             /* generating: the sampled token the next step evaluates */
+    int n_step;               /* tokens of this slot in the step being built (0: none) */
     uint64_t last_used;
     double t_last;            /* when the last token was generated */
     zn_slot_info pub;         /* what sched_slots reports, refreshed under s->mu once per round */
@@ -252,21 +254,25 @@ static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err 
     job_unref(j);
 }
 
-/* One turn of a prefilling slot: a chunk of the prompt, stopping at the
- * checkpoint position so the state there can be saved. */
-static void slot_prefill(zn_sched *s, zn_slot *sl) {
-    zn_job *j = sl->job;
-    zn_err err = {0};
+/* A prefilling slot's part of the next step: a chunk of the prompt within
+ * the step's remaining budget, stopping at the checkpoint position so the
+ * state there can be saved; 0 when nothing fits. */
+static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step_item *it) {
+    const zn_job *j = sl->job;
     int end = j->n_prompt;
     if (s->recurrent && j->ckpt_at > sl->pos && j->ckpt_at < end) end = j->ckpt_at;
     int n = end - sl->pos < ZN_SRV_PREFILL_CHUNK ? end - sl->pos : ZN_SRV_PREFILL_CHUNK;
-    bool last = sl->pos + n == j->n_prompt;
-    zn_status st = engine_decode(s->eng, &sl->seq, j->prompt + sl->pos, n, last ? sl->logits : NULL, false, &err);
-    if (st) {
-        slot_forget(s, sl);
-        slot_finish(s, sl, NULL, &err);
-        return;
-    }
+    if (n > budget) n = budget;
+    if (n <= 0) return 0;
+    const bool last = sl->pos + n == j->n_prompt;
+    *it = (zn_step_item){.seq = &sl->seq, .tokens = j->prompt + sl->pos, .n = n, .logits = last ? sl->logits : NULL};
+    return n;
+}
+
+/* After the step that evaluated the chunk. */
+static void slot_prefill_done(zn_sched *s, zn_slot *sl, int n) {
+    zn_job *j = sl->job;
+    zn_err err = {0};
     memcpy(sl->cache + sl->pos, j->prompt + sl->pos, sizeof *sl->cache * (size_t)n);
     sl->pos += n;
     sl->n_cache = sl->pos;
@@ -274,14 +280,15 @@ static void slot_prefill(zn_sched *s, zn_slot *sl) {
         if (seq_copy(&sl->ckpt, &sl->seq, 0, &err) == ZN_OK) sl->ckpt_pos = sl->pos;
         else sl->ckpt_pos = -1; /* no checkpoint: a later turn recomputes, nothing is wrong */
     }
-    if (last) {
+    if (sl->pos == j->n_prompt) {
         sl->state = SLOT_GEN;
         sl->t_last = 0;
     }
 }
 
-/* One turn of a generating slot: sample a token, publish its text, evaluate it. */
-static void slot_generate(zn_sched *s, zn_slot *sl) {
+/* One turn of a generating slot: sample a token, publish its text; true
+ * when the next step is to evaluate it (sl->next). */
+static bool slot_generate(zn_sched *s, zn_slot *sl) {
     zn_job *j = sl->job;
     int32_t id = sampler_sample(&sl->smp, sl->logits);
     if (sl->smp.nonfinite) { /* sampling is defined, but the text would be noise */
@@ -290,11 +297,11 @@ static void slot_generate(zn_sched *s, zn_slot *sl) {
                 "or hyper-parameters", sl->n_cache);
         slot_forget(s, sl);
         slot_finish(s, sl, NULL, &err);
-        return;
+        return false;
     }
     if (!j->ignore_eos && tokenizer_is_eog(s->tok, id)) {
         slot_finish(s, sl, "stop", NULL);
-        return;
+        return false;
     }
     zn_tok_lp lp;
     if (j->top_logprobs >= 0) sched_logprobs(sl->logits, s->n_vocab, id, j->top_logprobs, &lp);
@@ -321,30 +328,25 @@ static void slot_generate(zn_sched *s, zn_slot *sl) {
         zn_err err;
         zn_errf(&err, ZN_ERR_NOMEM, "out of memory for the reply");
         slot_finish(s, sl, NULL, &err);
-        return;
+        return false;
     }
     if (sl->t_last) metrics_observe(s->metrics, ZN_HIST_ITL, now - sl->t_last);
     else metrics_observe(s->metrics, ZN_HIST_TTFT, now - j->t_arrival);
     sl->t_last = now;
     if (sl->stopper.matched) {
         slot_finish(s, sl, "stop", NULL);
-        return;
+        return false;
     }
     if (j->max_tokens >= 0 && j->n_gen >= j->max_tokens) {
         slot_finish(s, sl, "length", NULL);
-        return;
+        return false;
     }
     if (sl->n_cache + 1 > s->n_ctx) { /* no room to evaluate it: the context is full */
         slot_finish(s, sl, "length", NULL);
-        return;
+        return false;
     }
-    zn_err err = {0};
-    if (engine_decode(s->eng, &sl->seq, &id, 1, sl->logits, false, &err)) {
-        slot_forget(s, sl);
-        slot_finish(s, sl, NULL, &err);
-        return;
-    }
-    sl->cache[sl->n_cache++] = id;
+    sl->next = id;
+    return true;
 }
 
 /* The free slot that reuses most of j's prompt; the least recently used among equals. */
@@ -373,6 +375,58 @@ static void publish(zn_sched *s) {
                                  .n_ctx = s->n_ctx, .n_cached = sl->n_cache, .n_prompt = j ? j->n_prompt : 0,
                                  .n_gen = j ? j->n_gen : 0, .ckpt_pos = sl->ckpt_pos};
     }
+}
+
+/* One engine step for every active slot: the generating ones' sampled
+ * tokens, then prompt chunks of the prefilling ones (starting from a
+ * rotating slot, so none waits behind the others for long) while the step
+ * budget lasts. Returns how many slots ended. */
+static int sched_round(zn_sched *s) {
+    zn_step_item items[ZN_SRV_MAX_PARALLEL];
+    zn_slot *owner[ZN_SRV_MAX_PARALLEL];
+    int n = 0, budget = s->eng->max_tokens, ended = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        sl->n_step = 0;
+        if (sl->state == SLOT_IDLE) continue;
+        if (atomic_load(&sl->job->cancel)) {
+            zn_err e;
+            zn_errf(&e, ZN_ERR_ARG, "cancelled");
+            slot_finish(s, sl, NULL, &e);
+        } else if (sl->state == SLOT_GEN && slot_generate(s, sl)) {
+            items[n] = (zn_step_item){.seq = &sl->seq, .tokens = &sl->next, .n = 1, .logits = sl->logits};
+            owner[n++] = sl;
+            sl->n_step = 1;
+            budget--;
+        }
+        if (sl->state == SLOT_IDLE) ended++;
+    }
+    const int first = (int)(s->tick++ % (uint64_t)s->n_slots); /* tick only orders: a step may take one */
+    for (int k = 0; k < s->n_slots && budget > 0; k++) {
+        zn_slot *sl = &s->slots[(first + k) % s->n_slots];
+        if (sl->state != SLOT_PREFILL || !sl->job) continue;
+        const int c = slot_prefill_plan(s, sl, budget, &items[n]);
+        if (!c) continue;
+        owner[n++] = sl;
+        sl->n_step = c;
+        budget -= c;
+    }
+    if (n == 0) return ended;
+    zn_err err = {0};
+    const zn_status st = engine_step(s->eng, items, n, &err);
+    for (int i = 0; i < n; i++) {
+        zn_slot *sl = owner[i];
+        if (st) {
+            slot_forget(s, sl);
+            slot_finish(s, sl, NULL, &err);
+            ended++;
+        } else if (sl->state == SLOT_GEN) {
+            sl->cache[sl->n_cache++] = sl->next;
+        } else {
+            slot_prefill_done(s, sl, sl->n_step);
+        }
+    }
+    return ended;
 }
 
 static void *worker(void *arg) {
@@ -406,21 +460,7 @@ static void *worker(void *arg) {
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        int ended = 0;
-        for (int i = 0; i < s->n_slots; i++) {
-            zn_slot *sl = &s->slots[i];
-            if (sl->state == SLOT_IDLE) continue;
-            if (atomic_load(&sl->job->cancel)) {
-                zn_err e;
-                zn_errf(&e, ZN_ERR_ARG, "cancelled");
-                slot_finish(s, sl, NULL, &e);
-            } else if (sl->state == SLOT_PREFILL) {
-                slot_prefill(s, sl);
-            } else {
-                slot_generate(s, sl);
-            }
-            if (sl->state == SLOT_IDLE) ended++;
-        }
+        const int ended = sched_round(s);
         pthread_mutex_lock(&s->mu);
         s->running -= ended;
     }
@@ -533,6 +573,9 @@ static void queue_drop_cancelled(zn_sched *s) {
 zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err) {
     if (j->n_prompt < 1 || j->n_prompt >= s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "%d prompt tokens: the context holds %d", j->n_prompt, s->n_ctx);
+    for (int i = 0; i < j->n_prompt; i++) /* a bad id would fail the whole step it shares with others */
+        if (j->prompt[i] < 0 || j->prompt[i] >= s->n_vocab)
+            return zn_errf(err, ZN_ERR_ARG, "prompt token %d: id %d out of range [0, %d)", i, j->prompt[i], s->n_vocab);
     pthread_mutex_lock(&s->mu);
     if (s->stop) {
         pthread_mutex_unlock(&s->mu);

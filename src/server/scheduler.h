@@ -1,8 +1,9 @@
 /* The slot scheduler: a queue of generation jobs feeding n slots, each with
  * its own sequence state (KV + recurrent), sampler and token cache, run by
- * one engine thread. Until the batched engine lands, active slots take turns
- * step by step (a prompt chunk or one token each), so a long request never
- * keeps others from starting.
+ * one engine thread. Each engine step serves every active slot at once
+ * (engine_step): the generating slots' next tokens and prompt chunks of the
+ * prefilling ones, within the step's token budget, so a long prompt never
+ * stalls the others' decode and a new request starts at the next step.
  *
  * A slot keeps the tokens its state holds after a job, and a new job goes to
  * the free slot that can reuse the longest prefix of its prompt: attention

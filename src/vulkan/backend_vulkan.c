@@ -238,9 +238,13 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
  * into the replay buffer; other steps (and all of them with replay off) are
  * recorded into c->c. Either way the host writes only the token ids and the
  * step block before submitting. */
-static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) {
+static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_err *err) {
     vk_ctx *c = ctx;
-    vk_seq *s = state;
+    vk_seq *s = states[0];
+    zn_status cst = graph_check_step(g, err);
+    if (cst) return cst;
+    if (g->n_seq != 1)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: a step of %d sequences (one at a time so far)", g->n_seq);
     if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
     if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
     if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
@@ -284,16 +288,21 @@ static zn_status vk_run(void *ctx, void *state, const zn_graph *g, zn_err *err) 
 
 /* The logits of the last run are already in host memory (record copied
  * them); anything else is downloaded. */
-static zn_status vk_read(void *ctx, const zn_graph *g, int act, float *out, zn_err *err) {
+static zn_status vk_read(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err) {
     vk_ctx *c = ctx;
     const double t0 = timer_now();
-    uint64_t nf = (uint64_t)g->acts[act].rows * (uint64_t)g->acts[act].cols;
+    if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "vulkan: no activation %d", act);
+    const zn_act *a = &g->acts[act];
+    if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: rows [%d, +%d) of an activation of %d", row0, n_rows, a->rows);
+    const uint64_t nf = (uint64_t)a->rows * (uint64_t)a->cols, skip = (uint64_t)row0 * (uint64_t)a->cols;
+    const uint64_t want = (uint64_t)n_rows * (uint64_t)a->cols;
     zn_status st = ZN_OK;
-    if (c->out_floats && g->acts[act].off == c->out_off && nf == c->out_floats)
-        memcpy(out, c->out.map, sizeof(float) * nf);
+    if (c->out_floats && a->off == c->out_off && nf == c->out_floats)
+        memcpy(out, (const float *)c->out.map + skip, sizeof(float) * want);
     else
-        st = vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * g->acts[act].off, sizeof(float) * nf), out,
-                             sizeof(float) * nf, err);
+        st = vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * (a->off + skip), sizeof(float) * want), out,
+                             sizeof(float) * want, err);
     if (g->n_tokens == 1) c->stats.read_s += timer_now() - t0;
     return st;
 }
@@ -337,6 +346,8 @@ static zn_status vk_devices(zn_device_info *out, int cap, int *n, int *def, zn_e
         o->api_major = VK_API_VERSION_MAJOR(in[i].api_version);
         o->api_minor = VK_API_VERSION_MINOR(in[i].api_version);
         o->compute_units = in[i].compute_units;
+        o->vendor_id = in[i].vendor_id;
+        o->device_id = in[i].device_id;
         vkdev_describe(&in[i], i, i == *def, o->line, sizeof o->line);
     }
     return ZN_OK;

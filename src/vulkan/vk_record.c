@@ -209,7 +209,7 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .aux = (uint32_t)n->copy_cols.stride, .aux2 = (uint32_t)n->copy_cols.off};
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
-    case ZN_OP_SSM_CONV:
+    case ZN_OP_CONV1D:
         return vkop_conv1d(&c->o, c->rec, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
                            (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
@@ -221,6 +221,13 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
                       .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
         return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
+    }
+    case ZN_OP_GATHER_ROWS: { /* a copy per row: steps of several sequences, recorded anew each time */
+        const uint64_t rb = sizeof(float) * (uint64_t)y->cols, src = sizeof(float) * g->acts[n->src[0]].off;
+        for (int i = 0; i < y->rows; i++)
+            vkcmd_copy(c->rec, vkref_sub(c->act, src + rb * (uint64_t)g->out_rows[i], rb),
+                       vkref_sub(c->act, sizeof(float) * y->off + rb * (uint64_t)i, rb), rb);
+        return ZN_OK;
     }
     case ZN_OP_GET_ROWS: {
         vkref src = vkref_sub(c->act, sizeof(float) * (g->acts[n->src[0]].off + (size_t)n->get_rows.first * (size_t)x->cols),
@@ -272,7 +279,7 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
             rd[nr++] = vr;
         }
     }
-    const vkref *st = n->op == ZN_OP_SSM_CONV ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
+    const vkref *st = n->op == ZN_OP_CONV1D ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
     if (st) { /* read and written in place */
         range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
         rd[nr++] = r;

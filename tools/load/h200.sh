@@ -122,9 +122,10 @@ if [ ! -x "$LS" ]; then
   src=$LLAMA_DIR; [ -f "$src/CMakeLists.txt" ] || src=$(dirname "$(ls "$LLAMA_DIR"/*/CMakeLists.txt | head -1)")
   t0=$SECONDS
   cmake -S "$src" -B "$LLAMA_DIR/build" -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DGGML_NATIVE=OFF -DCMAKE_BUILD_TYPE=Release > "$O/llama-cmake.log" 2>&1 &&
   cmake --build "$LLAMA_DIR/build" --target llama-server -j "$(nproc)" > "$O/llama-build.log" 2>&1 ||
-    { echo "h200.sh: the llama-server build failed:"; tail -20 "$O/llama-build.log" "$O/llama-cmake.log"; exit 1; }
+    { echo "h200.sh: the llama-server build failed:"; tail -n 20 "$O/llama-build.log" "$O/llama-cmake.log"; exit 1; }
   LS=$(find "$LLAMA_DIR/build" -name llama-server -type f -perm -u+x | head -1)
   echo "llama-server built in $((SECONDS - t0)) s" | tee -a "$O/machine.txt"
 fi

@@ -1,0 +1,164 @@
+/* The batched-step check shared by the CPU and Vulkan tests: sequences of
+ * different lengths run through engine_step together -- prompt chunks and
+ * decode tokens in one step, sequences joining late, leaving early, one
+ * slot reused by a new sequence after a reset, a step budget that makes
+ * some wait a step -- and every logits row a step returns is compared with
+ * the same sequence's logits when it runs alone (engine_decode of all its
+ * tokens in one go). */
+#ifndef ZN_TEST_BATCH_CHECK_H
+#define ZN_TEST_BATCH_CHECK_H
+
+#include "engine.h"
+#include "harness.h"
+
+#define BC_SLOTS 5   /* sequence states */
+#define BC_SEQS 7    /* logical sequences: two reuse a slot after its first one left */
+#define BC_MAX_LEN 40
+#define BC_BUDGET 24 /* tokens per step: below the sum of the chunks, so some wait */
+
+typedef struct bc_seq {
+    int slot;      /* its state */
+    int prompt;    /* tokens fed in chunks first; the rest one per step (decode) */
+    int len;       /* tokens in all */
+    int join;      /* the step it joins at (or later, once its slot is free) */
+} bc_seq;
+
+/* Slots 1 and 3 are used twice: the first sequence leaves, the slot is
+ * reset, the next one joins into it. */
+static const bc_seq bc_plan[BC_SEQS] = {
+    {0, 12, 40, 0}, {1, 5, 9, 0}, {2, 20, 25, 2}, {3, 1, 3, 1}, {4, 8, 30, 4}, {1, 13, 21, 3}, {3, 17, 17, 6},
+};
+
+typedef struct bc_result {
+    long compared;       /* logits rows compared */
+    long exact;          /* ... equal to the solo run bit for bit */
+    double worst;        /* worst row NMSE */
+    int multi_steps;     /* steps with more than one sequence */
+    int mixed_steps;     /* ... holding a prompt chunk and a one-token item together */
+    long allocs;         /* allocations counted during the batched steps (-1: not counted) */
+} bc_result;
+
+static inline int32_t bc_token(int seq, int i, int n_vocab) {
+    return (int32_t)(((uint32_t)seq * 2654435761u + (uint32_t)i * 40503u + 17u) % (uint32_t)n_vocab);
+}
+
+static inline double bc_nmse(const float *a, const float *ref, int n) {
+    double num = 0, den = 0;
+    for (int i = 0; i < n; i++) {
+        num += ((double)a[i] - ref[i]) * ((double)a[i] - ref[i]);
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
+/* Optional allocation counter around the batched loop (the CPU test sets
+ * it; NULL: not counted). */
+typedef struct bc_hooks {
+    void (*count_start)(void);
+    long (*count_stop)(void);
+} bc_hooks;
+
+/* Runs the plan on engine e (sequences of context BC_MAX_LEN); fills r.
+ * Returns 0 when something failed (already reported). */
+static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
+    const int V = e->model->hp.n_vocab;
+    zn_err err = {0};
+    memset(r, 0, sizeof *r);
+    r->allocs = -1;
+    int ok = 1;
+    int32_t tok[BC_SEQS][BC_MAX_LEN];
+    float *solo = malloc(sizeof *solo * (size_t)BC_SEQS * BC_MAX_LEN * V);
+    float *got = malloc(sizeof *got * (size_t)BC_SEQS * BC_MAX_LEN * V);
+    bool have[BC_SEQS][BC_MAX_LEN];
+    memset(have, 0, sizeof have);
+    zn_seq slots[BC_SLOTS];
+    memset(slots, 0, sizeof slots);
+    ok = solo && got;
+    for (int i = 0; ok && i < BC_SLOTS; i++) ok = seq_init(&slots[i], e, BC_MAX_LEN, &err) == ZN_OK;
+    /* alone: every position of each sequence, one engine_decode */
+    for (int q = 0; ok && q < BC_SEQS; q++) {
+        for (int i = 0; i < bc_plan[q].len; i++) tok[q][i] = bc_token(q, i, V);
+        seq_reset(&slots[0]);
+        ok = engine_decode(e, &slots[0], tok[q], bc_plan[q].len, solo + (size_t)q * BC_MAX_LEN * V, true, &err) == ZN_OK;
+    }
+    for (int i = 0; ok && i < BC_SLOTS; i++) seq_reset(&slots[i]);
+    CHECK_MSG(ok, "alone: %s", err.msg);
+    /* batched */
+    static const int chunk[8] = {7, 12, 3, 1, 9, 2, 5, 11};
+    int done[BC_SEQS] = {0}, owner[BC_SLOTS];
+    for (int i = 0; i < BC_SLOTS; i++) owner[i] = -1;
+    zn_step_item items[BC_SEQS];
+    int item_seq[BC_SEQS];
+    if (ok && hooks && hooks->count_start) hooks->count_start();
+    for (int k = 0; ok && k < 200; k++) {
+        /* sequences leave (their slot is then free) and join */
+        for (int q = 0; q < BC_SEQS; q++) {
+            const int s = bc_plan[q].slot;
+            if (owner[s] == q && done[q] == bc_plan[q].len) {
+                owner[s] = -1;
+                seq_reset(&slots[s]);
+            }
+        }
+        for (int q = 0; q < BC_SEQS; q++) {
+            const int s = bc_plan[q].slot;
+            if (owner[s] < 0 && done[q] == 0 && k >= bc_plan[q].join) {
+                bool first = true; /* slots take their sequences in plan order */
+                for (int p = 0; p < q; p++)
+                    if (bc_plan[p].slot == s && done[p] < bc_plan[p].len) first = false;
+                if (first) owner[s] = q;
+            }
+        }
+        int n = 0, budget = BC_BUDGET, n_one = 0, n_chunk = 0;
+        for (int s = 0; s < BC_SLOTS; s++) {
+            const int q = owner[s];
+            if (q < 0 || done[q] == bc_plan[q].len) continue;
+            int c = done[q] < bc_plan[q].prompt ? chunk[(k * 3 + q) % 8] : 1;
+            if (done[q] < bc_plan[q].prompt && c > bc_plan[q].prompt - done[q]) c = bc_plan[q].prompt - done[q];
+            if (c > budget) continue; /* waits for a step with room */
+            budget -= c;
+            const int mode = c == 1 ? 1 : (k + q) % 3; /* all rows, the last one, none; decode: its one row */
+            items[n] = (zn_step_item){.seq = &slots[s], .tokens = tok[q] + done[q], .n = c,
+                                      .logits = mode == 2 && c > 1 ? NULL : got + ((size_t)q * BC_MAX_LEN + done[q]) * V,
+                                      .all_logits = mode == 0};
+            if (items[n].logits && !items[n].all_logits) items[n].logits += (size_t)(c - 1) * V;
+            item_seq[n++] = q;
+            n_one += c == 1;
+            n_chunk += c > 1;
+        }
+        if (n == 0) {
+            bool all_done = true;
+            for (int q = 0; q < BC_SEQS; q++) all_done = all_done && done[q] == bc_plan[q].len;
+            if (all_done) break;
+            continue;
+        }
+        r->multi_steps += n > 1;
+        r->mixed_steps += n_one > 0 && n_chunk > 0;
+        ok = engine_step(e, items, n, &err) == ZN_OK;
+        CHECK_MSG(ok, "step %d: %s", k, err.msg);
+        for (int i = 0; ok && i < n; i++) {
+            const int q = item_seq[i];
+            for (int j = 0; items[i].logits && j < items[i].n; j++)
+                if (items[i].all_logits || j == items[i].n - 1) have[q][done[q] + j] = true;
+            done[q] += items[i].n;
+            CHECK_EQ_INT(items[i].seq->n_past, done[q]);
+        }
+    }
+    if (hooks && hooks->count_stop) r->allocs = hooks->count_stop();
+    for (int q = 0; ok && q < BC_SEQS; q++) {
+        CHECK_MSG(done[q] == bc_plan[q].len, "sequence %d: %d of %d tokens", q, done[q], bc_plan[q].len);
+        for (int i = 0; i < bc_plan[q].len; i++) {
+            if (!have[q][i]) continue;
+            const float *a = got + ((size_t)q * BC_MAX_LEN + i) * V, *b = solo + ((size_t)q * BC_MAX_LEN + i) * V;
+            const double d = bc_nmse(a, b, V);
+            r->worst = d > r->worst ? d : r->worst;
+            r->compared++;
+            r->exact += !memcmp(a, b, sizeof *a * (size_t)V);
+        }
+    }
+    for (int i = 0; i < BC_SLOTS; i++) seq_free(&slots[i]);
+    free(solo);
+    free(got);
+    return ok;
+}
+
+#endif
