@@ -90,6 +90,34 @@ for be in $backends; do
   run "sections zero $be" 1 $zinc eval -m "$tmp/sec.gguf" --tokens 1,2 -n 1 --backend $be
   err_has "sections zero $be" "rope.dimension_sections' is all zero"
 done
+# unusual but valid sections (one section only, the e-section only, uneven): CPU and Vulkan give the same
+# logits, much closer to each other than a change of sections moves them (the tiny model's logits move
+# little: a few 1e-6), so a backend that ignored or misplaced the sections would fail
+if [ $vk_ok = 1 ]; then
+  for sec in 5,0,0,0 0,0,0,1 7,3,1,0; do
+    $edit "$T/qwen35-dense-f32.gguf" "$tmp/sec-$sec.gguf" --arr-i32 qwen35.rope.dimension_sections=$sec || bad "gguf-edit sections $sec"
+    for be in cpu vulkan; do
+      run "sections $sec $be" 0 $zinc eval -m "$tmp/sec-$sec.gguf" --tokens 1,2,3,4,5,6,7,8 -n 1 --backend $be
+      cp "$tmp/out" "$tmp/sec-$sec.$be.json"
+    done
+  done
+  why=$(python3 - "$tmp" <<'PY'
+import json, sys
+S = ["5,0,0,0", "0,0,0,1", "7,3,1,0"]
+def logits(s, be):
+    return [v for row in json.load(open(f"{sys.argv[1]}/sec-{s}.{be}.json"))["prompt_logits"] for v in row]
+def diff(a, b):
+    return max(abs(p - q) for p, q in zip(a, b)) if len(a) == len(b) and a else float("inf")
+moved = min(diff(logits(a, "cpu"), logits(b, "cpu")) for i, a in enumerate(S) for b in S[i + 1:])
+for s in S:
+    d = diff(logits(s, "cpu"), logits(s, "vulkan"))
+    if not d < 0.2 * moved:
+        print(f"sections {s}: CPU and Vulkan differ by {d:.3g}; other sections move the logits by {moved:.3g}")
+PY
+  ) && [ -z "$why" ] && ok || bad "sections agree: ${why:-the comparison failed}"
+else
+  skip sections-agree "no Vulkan device"
+fi
 
 # -- vocabulary size != embedding rows: refused at load with both sizes
 $edit "$T/qwen3-dense-f32.gguf" "$tmp/voc.gguf" --vocab 100 || bad "gguf-edit vocab"
