@@ -772,17 +772,17 @@ static tcase *recr_tcase(int h_k, int h_v, int d, const char *what) {
 static const int recr_steps[4] = {5, 1, 1, 3}; /* tokens per step: the state carries over */
 #define RECR_TOL 1e-9                            /* f32 throughout (exp, log, sqrt) */
 
-static void cases_ssm_conv(void) {
+static void cases_conv1d(void) {
     const int sh[2][3] = {{2, 4, 16}, {1, 3, 32}};
     for (int c = 0; c < 2; c++) {
-        tcase *tc = recr_tcase(sh[c][0], sh[c][1], sh[c][2], "ssm_conv");
+        tcase *tc = recr_tcase(sh[c][0], sh[c][1], sh[c][2], "conv1d");
         const int ch = 2 * sh[c][0] * sh[c][2] + sh[c][1] * sh[c][2];
         gguf_tensor *w = tc_tensor(tc, ZN_TYPE_F32, 4, ch, 1, tc_floats(tc, (size_t)ch * 4, -1.0f, 1.0f));
         int p = 0;
         for (int k = 0; k < 4; k++) {
-            step *s = tc_step(tc, recr_steps[k], p, RECR_TOL, "ssm_conv %d channels", ch);
+            step *s = tc_step(tc, recr_steps[k], p, RECR_TOL, "conv1d %d channels", ch);
             const int x = st_input(tc, s, recr_steps[k], ch, -2.0f, 2.0f), y = graph_act(&s->g, recr_steps[k], ch);
-            st_node(s, ZN_OP_SSM_CONV, y, x, -1, -1)->w[0] = w;
+            st_node(s, ZN_OP_CONV1D, y, x, -1, -1)->w[0] = w;
             st_finish(tc, s, y);
             p += recr_steps[k];
         }
@@ -830,7 +830,7 @@ static void (*const op_cases[ZN_OP_COUNT])(void) = {
     [ZN_OP_GET_ROWS] = cases_get_rows,
     [ZN_OP_GATHER_ROWS] = cases_gather_rows,
     [ZN_OP_COPY_COLS] = cases_copy_cols,
-    [ZN_OP_SSM_CONV] = cases_ssm_conv,
+    [ZN_OP_CONV1D] = cases_conv1d,
     [ZN_OP_GDN] = cases_gdn,
 };
 

@@ -262,7 +262,7 @@ static void test_vocab_size_mismatch(void) {
 
 /* Gated DeltaNet shapes: with consistent tensors, head sizes the kernels of
  * both backends cannot run (the CPU's stack scratch is ZN_SSM_MAX_HEAD_DIM;
- * gdn.comp needs a power of two) and conv kernels beyond ZN_SSM_MAX_CONV
+ * gdn.comp needs a power of two) and conv kernels beyond ZN_GDN_MAX_CONV
  * are refused at load, naming the key; the limits themselves load (and run
  * on both backends: test_edge_models.c). All-zero rope sections too. */
 static void test_ssm_shape_limits(void) {
@@ -281,7 +281,7 @@ static void test_ssm_shape_limits(void) {
                   (long long)good[i], msg);
     }
     gedit e = {0};
-    CHECK(gedit_qwen35_ssm(&e, tiny("qwen35-dense-f32"), 128, ZN_SSM_MAX_CONV + 1) == 1);
+    CHECK(gedit_qwen35_ssm(&e, tiny("qwen35-dense-f32"), 128, ZN_GDN_MAX_CONV + 1) == 1);
     expect_edit_failure("qwen35-dense-f32", &e, "qwen35.ssm.conv_kernel", NULL);
     static const int32_t zero[4] = {0, 0, 0, 0}, big[4] = {0, 0, 999, 0};
     expect_edit_failure("qwen35-dense-f32",

@@ -38,7 +38,7 @@
  * of its 8 lanes); conv kernels up to conv1d.comp's MAXK. */
 #define ZN_SSM_MIN_HEAD_DIM   8
 #define ZN_SSM_MAX_HEAD_DIM   512
-#define ZN_SSM_MAX_CONV       8
+#define ZN_GDN_MAX_CONV       8
 #define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
 #define ZN_VK_MM_SCRATCH_MAX  (1024ull << 20) /* ... at most, on devices with much memory */
 

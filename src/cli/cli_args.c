@@ -9,7 +9,6 @@
 
 #include "cli.h"
 #include "profile.h"
-#include "vk_device.h"
 
 int cli_parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
@@ -47,12 +46,13 @@ const char *cli_backend_or_default(const char *opt) {
  * its RAM. */
 void cli_detect_profile(zn_profile *p, zn_hw *hw) {
     memset(hw, 0, sizeof *hw);
-    vkdev_info infos[ZN_VK_MAX_DEVICES];
-    int n = 0;
+    const zn_backend_ops *vk = backend_find("vulkan");
+    zn_device_info devs[CLI_MAX_DEVICES];
+    int n = 0, best = -1;
     zn_err err = {0};
-    int best = vkdev_list(infos, ZN_VK_MAX_DEVICES, &n, &err) == ZN_OK ? vkdev_default_index(infos, n) : -1;
-    if (best >= 0 && strcmp(infos[best].kind, "cpu") && infos[best].bda) {
-        const vkdev_info *v = &infos[best];
+    if (!vk || !vk->devices || vk->devices(devs, CLI_MAX_DEVICES, &n, &best, &err) != ZN_OK) best = -1;
+    if (best >= 0 && !devs[best].emulated && devs[best].usable) {
+        const zn_device_info *v = &devs[best];
         hw->gpu = true;
         hw->vendor_id = v->vendor_id;
         hw->device_id = v->device_id;

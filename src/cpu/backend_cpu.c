@@ -25,7 +25,7 @@ static const cpu_kernel kernels[ZN_OP_COUNT] = {
     [ZN_OP_GET_ROWS] = cpu_op_get_rows,
     [ZN_OP_GATHER_ROWS] = cpu_op_gather_rows,
     [ZN_OP_COPY_COLS] = cpu_op_copy_cols,
-    [ZN_OP_SSM_CONV] = cpu_op_ssm_conv,
+    [ZN_OP_CONV1D] = cpu_op_conv1d,
     [ZN_OP_GDN] = cpu_op_gdn,
 };
 

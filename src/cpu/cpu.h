@@ -200,7 +200,7 @@ void cpu_op_matmul(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_moe_matmul(const cpu_run *r, const zn_node *n, int ith, int nth);
 /* Qwen3.5 ops (cpu_gdn.c) */
 void cpu_op_copy_cols(const cpu_run *r, const zn_node *n, int ith, int nth);
-void cpu_op_ssm_conv(const cpu_run *r, const zn_node *n, int ith, int nth);
+void cpu_op_conv1d(const cpu_run *r, const zn_node *n, int ith, int nth);
 void cpu_op_gdn(const cpu_run *r, const zn_node *n, int ith, int nth);
 
 #endif

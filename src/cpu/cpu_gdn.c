@@ -1,4 +1,4 @@
-/* CPU kernels of the Qwen3.5 ops (graph.h: COPY_COLS, SSM_CONV, GDN); the
+/* CPU kernels of the Qwen3.5 ops (graph.h: COPY_COLS, CONV1D, GDN); the
  * arithmetic is gdn.c's, here only the split across threads and the
  * lookup of the sequence's recurrent state. */
 #include <string.h>
@@ -19,7 +19,7 @@ void cpu_op_copy_cols(const cpu_run *r, const zn_node *n, int ith, int nth) {
                    sizeof(float) * (size_t)width);
 }
 
-void cpu_op_ssm_conv(const cpu_run *r, const zn_node *n, int ith, int nth) {
+void cpu_op_conv1d(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_act *a = cpu_shape(r, n->src[0]);
     const int kernel = (int)n->w[0]->ne[0], ri = r->c->recr_index[n->layer];
     const float *x = cpu_act(r, n->src[0]), *w = (const float *)n->w[0]->data;

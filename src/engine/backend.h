@@ -52,6 +52,7 @@ typedef struct zn_device_info {
     uint64_t vram_bytes;
     uint32_t api_major, api_minor;
     uint32_t compute_units; /* SMs / CUs (0: unknown) */
+    uint32_t vendor_id, device_id; /* PCI ids (0: none), for the hardware profile */
     char line[1024];      /* one line of capabilities (zinc --list-devices) */
 } zn_device_info;
 

@@ -35,7 +35,7 @@ static const char *const op_names[ZN_OP_COUNT] = {
     [ZN_OP_ADD] = "add", [ZN_OP_SWIGLU] = "swiglu", [ZN_OP_SIGMOID_MUL] = "sigmoid_mul",
     [ZN_OP_MOE_ROUTE] = "moe_route", [ZN_OP_MOE_MATMUL] = "moe_matmul", [ZN_OP_MOE_SUM] = "moe_sum",
     [ZN_OP_GET_ROWS] = "get_rows", [ZN_OP_GATHER_ROWS] = "gather_rows",
-    [ZN_OP_COPY_COLS] = "copy_cols", [ZN_OP_SSM_CONV] = "ssm_conv", [ZN_OP_GDN] = "gdn",
+    [ZN_OP_COPY_COLS] = "copy_cols", [ZN_OP_CONV1D] = "conv1d", [ZN_OP_GDN] = "gdn",
 };
 
 const char *graph_op_name(zn_op op) {

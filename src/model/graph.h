@@ -24,7 +24,7 @@
  * position row_pos[r] = seqs[row_seq[r]].n_past + (r - row0) of it. Ops on
  * rows (norms, matmuls, MoE) do not care which sequence a row is of: the
  * batch is one matrix. Ops with per-sequence state (KV_STORE, ATTN,
- * SSM_CONV, GDN) use the state of each row's sequence. */
+ * CONV1D, GDN) use the state of each row's sequence. */
 #ifndef ZINC_GRAPH_H
 #define ZINC_GRAPH_H
 
@@ -146,12 +146,12 @@ typedef enum zn_op {
      * x[0..n-1], xin = C[c][0..K-2] followed by x[0..n-1][c]:
      *   dst[t][c] = silu(sum_{j<K} w[c][j] * xin[t + j])
      * then C[c] = the last K-1 entries of xin (gdn_conv1d_silu). */
-    ZN_OP_SSM_CONV,
+    ZN_OP_CONV1D,
 
     /* Gated DeltaNet of recurrent layer node->layer, with its delta state:
      * per value head h, S_h [d_v][d_k] (S[j][i]; zero for a new sequence).
      * gdn = {h_k (H_k), h_v (H_v), d_k, d_v, eps}.
-     * src[0] = SSM_CONV output [n_tokens][2*H_k*d_k + H_v*d_v], each row
+     * src[0] = CONV1D output [n_tokens][2*H_k*d_k + H_v*d_v], each row
      *          q (H_k heads of d_k) | k (H_k heads of d_k) | v (H_v of d_v);
      * src[1] = alpha [n_tokens][H_v], src[2] = beta logits [n_tokens][H_v];
      * w[0] = ssm_dt.bias f32 [H_v], w[1] = ssm_a f32 [H_v].

@@ -47,7 +47,7 @@ static int delta_net(zn_graph *g, int x, const zn_layer *L, int il) {
     int alpha = graph_linear(g, x, &L->ssm_alpha, false, il, "ssm_alpha");
 
     int c = graph_act(g, g->acts[qkv].rows, g->acts[qkv].cols);
-    zn_node *n = graph_node(g, ZN_OP_SSM_CONV, c, "ssm_conv", il);
+    zn_node *n = graph_node(g, ZN_OP_CONV1D, c, "conv1d", il);
     n->src[0] = qkv;
     n->w[0] = L->ssm_conv1d;
 

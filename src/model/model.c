@@ -155,7 +155,7 @@ static zn_status load_hparams_qwen35(loader *L) {
     }
     /* every rotated pair belongs to a section (ggml divides by the sum) */
     if (total == 0) return zn_errf(L->err, ZN_ERR_FORMAT, "%s: '%s' is all zero", m->path, key);
-    TRY(hp_int(L, "ssm.conv_kernel", -1, 1, ZN_SSM_MAX_CONV, &hp->ssm_d_conv));
+    TRY(hp_int(L, "ssm.conv_kernel", -1, 1, ZN_GDN_MAX_CONV, &hp->ssm_d_conv));
     TRY(hp_int(L, "ssm.inner_size", -1, 1, 1 << 20, &hp->ssm_d_inner));
     TRY(hp_int(L, "ssm.state_size", -1, ZN_SSM_MIN_HEAD_DIM, ZN_SSM_MAX_HEAD_DIM, &hp->ssm_d_state));
     if (hp->ssm_d_state & (hp->ssm_d_state - 1))

@@ -346,6 +346,8 @@ static zn_status vk_devices(zn_device_info *out, int cap, int *n, int *def, zn_e
         o->api_major = VK_API_VERSION_MAJOR(in[i].api_version);
         o->api_minor = VK_API_VERSION_MINOR(in[i].api_version);
         o->compute_units = in[i].compute_units;
+        o->vendor_id = in[i].vendor_id;
+        o->device_id = in[i].device_id;
         vkdev_describe(&in[i], i, i == *def, o->line, sizeof o->line);
     }
     return ZN_OK;

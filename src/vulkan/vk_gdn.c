@@ -13,8 +13,8 @@ static uint32_t gdn_lanes(const vkops *o) {
 zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
                       VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
                       const char *name, zn_err *err) {
-    if (kernel < 1 || kernel > ZN_SSM_MAX_CONV)
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..%d)", kernel, ZN_SSM_MAX_CONV);
+    if (kernel < 1 || kernel > ZN_GDN_MAX_CONV)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..%d)", kernel, ZN_GDN_MAX_CONV);
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, VKO_CONV1D, (vkvar){0}, &p, err);
     if (st) return st;

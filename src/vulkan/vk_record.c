@@ -209,7 +209,7 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
                       .aux = (uint32_t)n->copy_cols.stride, .aux2 = (uint32_t)n->copy_cols.off};
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
-    case ZN_OP_SSM_CONV:
+    case ZN_OP_CONV1D:
         return vkop_conv1d(&c->o, c->rec, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
                            (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
@@ -279,7 +279,7 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
             rd[nr++] = vr;
         }
     }
-    const vkref *st = n->op == ZN_OP_SSM_CONV ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
+    const vkref *st = n->op == ZN_OP_CONV1D ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
     if (st) { /* read and written in place */
         range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
         rd[nr++] = r;
