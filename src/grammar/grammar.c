@@ -788,7 +788,7 @@ zn_status grammar_parse(zn_grammar *g, const char *text, size_t n, const char *r
         for (int a = 0; a < ps.rules[r].n_alt; a++) {
             const ivec *v = &ps.rules[r].alts[a];
             g->alt[g->n_alt++] = g->n_el;
-            memcpy(g->el + g->n_el, v->v, sizeof *v->v * (size_t)v->n);
+            if (v->n) memcpy(g->el + g->n_el, v->v, sizeof *v->v * (size_t)v->n); /* an empty alternative has no array */
             g->n_el += v->n;
             g->el[g->n_el++] = ZN_GEL_END;
         }
