@@ -91,8 +91,25 @@ CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"stop":["a","b","c","d","e"]}'); err_is "5 stops" 400 invalid_request_error stop
 CODE=$(http POST /v1/chat/completions '{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}'); err_is "unknown model" 404 invalid_request_error model
 expect "unknown model code" model_not_found "$(jq_ "d['error']['code']")"
-CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}')
-err_is "tools (not yet)" 400 invalid_request_error tools
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}')
+err_is "tools without a function" 400 invalid_request_error 'tools[0]'
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}')
+err_is "tool_choice required (needs grammars)" 400 invalid_request_error tool_choice
+# tools reach the template: the same conversation with a tool is a longer prompt; "none" leaves it out
+TOOLS='[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]'
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"temperature":0}')
+p_plain=$(jq_ "d['usage']['prompt_tokens']")
+CODE=$(http POST /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1,\"temperature\":0,\"tools\":$TOOLS}")
+expect "tools auto" 200 "$CODE"
+p_tools=$(jq_ "d['usage']['prompt_tokens']")
+[ "$p_tools" -gt "$p_plain" ] && ok || bad "tools not rendered: $p_tools prompt tokens with, $p_plain without"
+CODE=$(http POST /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_tokens\":1,\"temperature\":0,\"tools\":$TOOLS,\"tool_choice\":\"none\"}")
+expect "tool_choice none: tools left out" "$p_plain" "$(jq_ "d['usage']['prompt_tokens']")"
+# a tool result round trip renders through the template (assistant tool_calls, then the tool's message)
+CODE=$(http POST /v1/chat/completions "{\"messages\":[{\"role\":\"user\",\"content\":\"weather in Paris?\"},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Paris\\\"}\"}}]},{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":\"sunny, 21 C\"}],\"max_tokens\":2,\"temperature\":0,\"tools\":$TOOLS}")
+expect "tool result round trip" 200 "$CODE"
+p_round=$(jq_ "d['usage']['prompt_tokens']")
+[ "$p_round" -gt "$p_tools" ] && ok || bad "round trip prompt ($p_round tokens) not longer than the first turn's ($p_tools)"
 CODE=$(http GET /v1/nothing); err_is "unknown route" 404 invalid_request_error
 CODE=$(http GET /v1/chat/completions); expect "wrong method" 405 "$CODE"
 CODE=$(AUTH= http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}]}'); err_is "no key" 401 authentication_error

@@ -222,9 +222,22 @@ static void test_parse_chat(void) {
                              "{\"role\":\"assistant\",\"content\":\"\",\"reasoning_content\":\"hm\"}]");
     oai_req_free(&r);
     /* what is not implemented yet passes when it asks for nothing */
-    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\"}],"
-                "\"tool_choice\":\"none\",\"response_format\":{\"type\":\"text\"},\"logit_bias\":{},\"best_of\":1}",
-                true, &r, &e));
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+                "{\"name\":\"f\"}}],\"tool_choice\":\"none\",\"response_format\":{\"type\":\"text\"},\"logit_bias\":{},"
+                "\"best_of\":1}", true, &r, &e));
+    CHECK_EQ_INT(r.tool_choice, ZN_TOOLS_NONE);
+    oai_req_free(&r);
+    /* tools: kept as JSON for the template, auto by default; tool messages pass through */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"},{\"role\":\"assistant\",\"content\":null,"
+                "\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"w\",\"arguments\":\"{}\"}}]},"
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny\"}],"
+                "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"w\",\"parameters\":{\"type\":\"object\"}}}],"
+                "\"parallel_tool_calls\":false}", true, &r, &e));
+    CHECK_EQ_INT(r.tool_choice, ZN_TOOLS_AUTO);
+    CHECK_EQ_INT(r.n_tools, 1);
+    CHECK(!r.parallel_tool_calls);
+    CHECK(r.tools && strstr(r.tools, "\"name\":\"w\""));
+    CHECK(strstr(r.messages, "\"tool_call_id\":\"c1\"") && strstr(r.messages, "\"tool_calls\":[{"));
     oai_req_free(&r);
     /* defaults */
     CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", true, &r, &e));
@@ -254,7 +267,15 @@ static void test_parse_errors(void) {
         {"\"seed\":1.5", "seed"}, {"\"model\":7", "model"}, {"\"stream_options\":3", "stream_options"},
         {"\"chat_template_kwargs\":{\"enable_thinking\":\"yes\"}", "chat_template_kwargs"},
         {"\"top_k\":-1", "top_k"}, {"\"presence_penalty\":3", "presence_penalty"},
-        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"tools\":[{\"type\":\"function\"}]", "tools[0]"}, {"\"tools\":{}", "tools"},
+        {"\"tools\":[{\"type\":\"retrieval\",\"function\":{\"name\":\"f\"}}]", "tools[0]"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":3}}]", "tools[0]"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}},{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]",
+         "tools[1]"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"sometimes\"", "tool_choice"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\","
+         "\"function\":{\"name\":\"g\"}}", "tool_choice"},
+        {"\"tool_choice\":\"required\"", "tool_choice"}, {"\"parallel_tool_calls\":1", "parallel_tool_calls"},
         {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
         {"\"logit_bias\":{\"5\":-100}", "logit_bias"}, {"\"best_of\":3", "best_of"},
     };
@@ -355,6 +376,86 @@ static void test_chunks(void) {
     free(s);
 }
 
+/* A reply as the scheduler records it: the recorded model output through
+ * the tool-call parser into the job's channels (tool_sink's work). */
+static bool job_sink(void *ctx, int ch, const char *p, size_t n) {
+    zn_job *j = ctx;
+    if (ch == ZN_CH_TOOL_NAME) j->n_calls++;
+    return job_append(j, ch, p, n);
+}
+
+static void test_tool_responses(void) {
+    zn_toolset ts;
+    zn_err err;
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":"
+                        "\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}}]";
+    CHECK(toolset_parse(&ts, tools, strlen(tools), &err) == ZN_OK);
+    zn_toolparse tp;
+    CHECK(toolparse_init(&tp, ZN_TOOLFMT_HERMES, &ts, &err) == ZN_OK);
+    zn_job *j = job_new();
+    const char *reply = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+                        "</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\"}}\n"
+                        "</tool_call>";
+    /* pushed in 3-byte pieces, as tokens come */
+    for (size_t i = 0; i < strlen(reply); i += 3)
+        CHECK(toolparse_push(&tp, reply + i, strlen(reply) - i < 3 ? strlen(reply) - i : 3, job_sink, j));
+    CHECK(toolparse_flush(&tp, job_sink, j));
+    CHECK_EQ_INT(j->n_calls, 2);
+    j->finish = "tool_calls";
+    zn_oai_ctx c;
+    oai_ctx_init(&c, true, "m", NULL);
+    size_t n;
+    char *s = oai_dump(oai_final(&c, j), &n);
+    json_error_t je;
+    json_t *o = json_loads(s, 0, &je);
+    json_t *ch = json_array_get(json_object_get(o, "choices"), 0), *msg = json_object_get(ch, "message");
+    CHECK_EQ_STR(json_string_value(json_object_get(ch, "finish_reason")), "tool_calls");
+    CHECK_EQ_STR(json_string_value(json_object_get(msg, "content")), "Let me check.");
+    json_t *calls = json_object_get(msg, "tool_calls");
+    CHECK_EQ_INT((int)json_array_size(calls), 2);
+    static const char *const city[] = {"Paris", "Zürich"};
+    for (size_t k = 0; k < 2; k++) {
+        json_t *call = json_array_get(calls, k), *fn = json_object_get(call, "function");
+        CHECK_EQ_STR(json_string_value(json_object_get(call, "type")), "function");
+        CHECK(!strncmp(json_string_value(json_object_get(call, "id")), "call_", 5));
+        CHECK_EQ_STR(json_string_value(json_object_get(fn, "name")), "get_weather");
+        /* arguments are a JSON string holding the object */
+        json_t *args = json_loads(json_string_value(json_object_get(fn, "arguments")), 0, &je);
+        CHECK_MSG(json_is_object(args) && !strcmp(json_string_value(json_object_get(args, "city")), city[k]), "call %zu: %s",
+                  k, json_string_value(json_object_get(fn, "arguments")));
+        json_decref(args);
+    }
+    CHECK(strcmp(json_string_value(json_object_get(json_array_get(calls, 0), "id")),
+                 json_string_value(json_object_get(json_array_get(calls, 1), "id"))));
+    json_decref(o);
+    free(s);
+    /* the stream's form: the first chunk of a call has its id, type and name, later ones argument pieces */
+    s = oai_dump(oai_tool_chunk(&c, 1, true, "get_weather", 11, NULL, 0, 0), &n);
+    o = json_loads(s, 0, &je);
+    json_t *d = json_object_get(json_array_get(json_object_get(o, "choices"), 0), "delta");
+    json_t *tc = json_array_get(json_object_get(d, "tool_calls"), 0);
+    CHECK_EQ_INT((int)json_integer_value(json_object_get(tc, "index")), 1);
+    CHECK(!strncmp(json_string_value(json_object_get(tc, "id")), "call_", 5));
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(tc, "function"), "name")), "get_weather");
+    CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(tc, "function"), "arguments")), "");
+    CHECK(!json_object_get(d, "content"));
+    json_decref(o);
+    free(s);
+    s = oai_dump(oai_tool_chunk(&c, 1, false, "{\"ci", 4, NULL, 0, 0), &n);
+    CHECK(strstr(s, "\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"{\\\"ci\"}}]}"));
+    free(s);
+    job_unref(j);
+    toolparse_free(&tp);
+    toolset_free(&ts);
+    /* no calls: content stays a string, no tool_calls */
+    j = job_new();
+    CHECK(job_append(j, ZN_CH_CONTENT, "hi", 2));
+    s = oai_dump(oai_final(&c, j), &n);
+    CHECK(strstr(s, "\"content\":\"hi\"") && !strstr(s, "tool_calls"));
+    free(s);
+    job_unref(j);
+}
+
 /* ---- log-probabilities ---- */
 
 static void test_logprobs(void) {
@@ -419,6 +520,7 @@ int main(void) {
     RUN(test_parse_tokenize);
     RUN(test_error_body);
     RUN(test_chunks);
+    RUN(test_tool_responses);
     RUN(test_logprobs);
     RUN(test_metrics);
     return harness_report("server");

@@ -79,6 +79,26 @@
 #define ZN_FIT_MIN_CTX        2048       /* a model "fits" with at least this much context */
 #define ZN_FIT_CTX_STEP       256        /* the context it would get is rounded down to this */
 
+/* Tool calls and structured output (zinc serve): what a request may ask
+ * for and what one generation may hold. */
+#define ZN_SRV_MAX_TOOLS        128        /* functions in one request's tools */
+#define ZN_SRV_TOOL_NAME_MAX    256        /* bytes of a function or parameter name */
+#define ZN_SRV_TOOL_HOLD        (64 << 10) /* bytes of a tool call held before it is known to be one */
+#define ZN_SRV_MAX_TOOL_CALLS   16         /* calls a grammar-forced reply may make (parallel_tool_calls) */
+
+/* Grammars (GBNF, compiled from JSON Schema or given) and their matchers:
+ * what one request's grammar may hold and what its matcher may cache. */
+#define ZN_GRAMMAR_MAX_SRC      (1 << 20)  /* bytes of grammar text */
+#define ZN_GRAMMAR_MAX_RULES    (1 << 16)
+#define ZN_GRAMMAR_MAX_ELEMS    (1 << 20)  /* elements of all rules, after expanding repetitions */
+#define ZN_GRAMMAR_MAX_REPEAT   4096       /* m, n of x{m,n} */
+#define ZN_GRAMMAR_MAX_NEST     200        /* nested parentheses (the parser recurses) */
+#define ZN_GRAMMAR_MAX_DEPTH    2048       /* expansion recursion of one step (rules opening at one position) */
+#define ZN_GMATCH_MAX_NODES     (1 << 18)  /* stack nodes a matcher keeps (then it compacts) */
+#define ZN_GMATCH_MAX_STATES    8192       /* parser states with cached transitions (then it compacts) */
+#define ZN_GMATCH_MAX_POOL      (1 << 20)  /* stack tops of all states together */
+#define ZN_GMATCH_MASK_CACHE    32         /* token masks kept, by state */
+
 /* HTTP server (zinc serve). A request over a limit gets a 4xx naming it. */
 #define ZN_SRV_MAX_BODY         (8u << 20) /* bytes of a request body (413 above) */
 #define ZN_SRV_MAX_HEADER       (32u << 10) /* bytes of a request's headers (libmicrohttpd's connection memory) */

@@ -236,6 +236,71 @@ static bool parse_prompt(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     return true;
 }
 
+/* tools, tool_choice, parallel_tool_calls (chat). The tools array is kept as
+ * checked JSON text: the template renders it, the tool-call parser reads its
+ * names and parameter types. */
+static bool parse_tools(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    json_t *tools = json_object_get(o, "tools"), *choice = json_object_get(o, "tool_choice");
+    r->parallel_tool_calls = true;
+    if (!get_bool(o, "parallel_tool_calls", &r->parallel_tool_calls, e)) return false;
+    r->tool_choice = ZN_TOOLS_NONE;
+    if (tools && !json_is_null(tools)) {
+        if (!r->chat) return BAD("tools", "'tools' is for /v1/chat/completions");
+        if (!json_is_array(tools)) return BAD("tools", "'tools' must be an array of {\"type\": \"function\", \"function\": {...}}");
+        size_t n = json_array_size(tools);
+        if (n > ZN_SRV_MAX_TOOLS) return BAD("tools", "%zu tools; at most %d", n, ZN_SRV_MAX_TOOLS);
+        for (size_t i = 0; i < n; i++) {
+            json_t *t = json_array_get(tools, i);
+            char param[64];
+            snprintf(param, sizeof param, "tools[%zu]", i);
+            json_t *type = json_object_get(t, "type"), *fn = json_object_get(t, "function");
+            if (!json_is_object(t) || !json_is_string(type) || strcmp(json_string_value(type), "function"))
+                return BAD(param, "%s must be an object with \"type\": \"function\" (other tool types are not supported)", param);
+            json_t *name = json_object_get(fn, "name"), *params = json_object_get(fn, "parameters");
+            if (!json_is_object(fn) || !json_is_string(name) || json_string_length(name) == 0)
+                return BAD(param, "%s.function must be an object with a non-empty string 'name'", param);
+            if (json_string_length(name) > ZN_SRV_TOOL_NAME_MAX)
+                return BAD(param, "%s.function.name has %zu bytes; at most %d", param, json_string_length(name),
+                           ZN_SRV_TOOL_NAME_MAX);
+            if (params && !json_is_null(params) && !json_is_object(params))
+                return BAD(param, "%s.function.parameters must be a JSON Schema object", param);
+            for (size_t k = 0; k < i; k++)
+                if (json_equal(json_object_get(json_object_get(json_array_get(tools, k), "function"), "name"), name))
+                    return BAD(param, "%s: a second function named '%.64s'", param, json_string_value(name));
+        }
+        if (n) {
+            if (!(r->tools = json_dumps(tools, JSON_COMPACT))) return OOM();
+            r->n_tools = (int)n;
+            r->tool_choice = ZN_TOOLS_AUTO;
+        }
+    }
+    if (!choice || json_is_null(choice)) return true;
+    if (json_is_string(choice)) {
+        const char *c = json_string_value(choice);
+        if (!strcmp(c, "none")) r->tool_choice = ZN_TOOLS_NONE;
+        else if (!strcmp(c, "auto")) r->tool_choice = r->n_tools ? ZN_TOOLS_AUTO : ZN_TOOLS_NONE;
+        else if (!strcmp(c, "required")) r->tool_choice = ZN_TOOLS_REQUIRED;
+        else return BAD("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    } else {
+        json_t *name = json_object_get(json_object_get(choice, "function"), "name");
+        if (!json_is_object(choice) || !json_is_string(name))
+            return BAD("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        bool found = false;
+        for (size_t k = 0; k < json_array_size(tools) && !found; k++)
+            found = json_equal(json_object_get(json_object_get(json_array_get(tools, k), "function"), "name"), name);
+        if (!found) return BAD("tool_choice", "'tool_choice' names '%.64s', which is not among 'tools'", json_string_value(name));
+        if (!(r->tool_name = dup_n(json_string_value(name), json_string_length(name)))) return OOM();
+        r->tool_choice = ZN_TOOLS_NAMED;
+    }
+    if (r->tool_choice != ZN_TOOLS_NONE && !r->n_tools)
+        return BAD("tool_choice", "'tool_choice' asks for a tool call but 'tools' is empty");
+    if (r->tool_choice == ZN_TOOLS_REQUIRED || r->tool_choice == ZN_TOOLS_NAMED)
+        return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "tool_choice",
+                        "'tool_choice' %s needs grammar-constrained sampling, which is not supported yet (use \"auto\")",
+                        r->tool_choice == ZN_TOOLS_REQUIRED ? "\"required\"" : "naming a function");
+    return true;
+}
+
 static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     json_t *model = json_object_get(o, "model");
     if (model && !json_is_null(model)) {
@@ -289,12 +354,9 @@ static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
         if (!get_int(o, "logprobs", 0, ZN_SRV_MAX_TOP_LOGPROBS, &x, NULL, e)) return false;
         r->top_logprobs = (int)x;
     }
+    if (!parse_tools(o, r, e)) return false;
     /* Accepted and ignored, these would silently change what the client gets:
      * better a clear 400 until they are implemented. */
-    json_t *tools = json_object_get(o, "tools"), *choice = json_object_get(o, "tool_choice");
-    if (json_array_size(tools) > 0 && !(json_is_string(choice) && !strcmp(json_string_value(choice), "none")))
-        return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "tools",
-                        "tool calling ('tools') is not supported yet");
     json_t *rf = json_object_get(o, "response_format");
     if (rf && !json_is_null(rf)) {
         json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
@@ -340,6 +402,8 @@ void oai_req_free(zn_oai_req *r) {
     free(r->model);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->template_kwargs);
+    free(r->tools);
+    free(r->tool_name);
     free(r->messages);
     free(r->prompt);
     free(r->prompt_ids);

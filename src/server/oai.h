@@ -25,6 +25,9 @@ typedef struct zn_oai_error {
 bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* tool_choice */
+enum { ZN_TOOLS_AUTO = 0, ZN_TOOLS_NONE, ZN_TOOLS_REQUIRED, ZN_TOOLS_NAMED };
+
 typedef struct zn_oai_req {
     bool chat;                 /* /v1/chat/completions (else /v1/completions) */
     char *model;               /* NULL: not given */
@@ -39,6 +42,11 @@ typedef struct zn_oai_req {
     char *template_kwargs;     /* chat_template_kwargs as JSON text, or NULL */
     bool cache_prompt;         /* llama-server's extension; default true */
     bool ignore_eos;           /* llama-server's extension: generate past end-of-text tokens */
+    char *tools;               /* chat: the 'tools' array as JSON text (checked), or NULL when none */
+    int n_tools;
+    int tool_choice;           /* ZN_TOOLS_* (NONE when there are no tools) */
+    char *tool_name;           /* ZN_TOOLS_NAMED: the function */
+    bool parallel_tool_calls;  /* default true */
     char *messages;            /* chat: the messages as a normalized JSON array */
     size_t n_messages;
     char *prompt;              /* completions: a text prompt (NUL-terminated), or NULL */

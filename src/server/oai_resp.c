@@ -134,6 +134,60 @@ json_t *oai_chunk(const zn_oai_ctx *c, bool role, int ch, const char *text, size
     return o;
 }
 
+/* The id of call `index` of this response: the same in the stream and the whole form. */
+static json_t *call_id(const zn_oai_ctx *c, int index) {
+    char id[80];
+    const char *dash = strchr(c->id, '-');
+    snprintf(id, sizeof id, "call_%s_%d", dash ? dash + 1 : c->id, index);
+    return json_string(id);
+}
+
+json_t *oai_tool_chunk(const zn_oai_ctx *c, int index, bool start, const char *text, size_t n, const zn_tok_lp *lp,
+                       int n_lp, int top_n) {
+    json_t *call;
+    if (start)
+        call = json_pack("{s:i,s:o,s:s,s:{s:o,s:s}}", "index", index, "id", call_id(c, index), "type", "function",
+                         "function", "name", jstr(text, n), "arguments", "");
+    else
+        call = json_pack("{s:i,s:{s:o}}", "index", index, "function", "arguments", jstr(text, n));
+    json_t *lps = n_lp > 0 ? chat_logprobs(c->tok, lp, n_lp, top_n) : json_null();
+    json_t *choice = json_pack("{s:i,s:{s:[o]},s:o,s:n}", "index", 0, "delta", "tool_calls", call, "logprobs", lps,
+                               "finish_reason");
+    json_t *o = envelope(c, "chat.completion.chunk", choice);
+    if (o && c->usage_null) json_object_set_new(o, "usage", json_null());
+    return o;
+}
+
+/* message.tool_calls from the job's pieces: a TOOL_NAME piece opens a call,
+ * TOOL_ARGS pieces append to its arguments. */
+static json_t *final_tool_calls(const zn_oai_ctx *c, const zn_job *j) {
+    json_t *calls = json_array();
+    int k = -1;
+    size_t a_off = 0, a_len = 0; /* the current call's arguments: consecutive in text[TOOL_ARGS] */
+    const zn_textbuf *names = &j->text[ZN_CH_TOOL_NAME], *args = &j->text[ZN_CH_TOOL_ARGS];
+    for (int i = 0; calls && i <= j->n_pieces; i++) {
+        const zn_piece *p = i < j->n_pieces ? &j->pieces[i] : NULL;
+        if (!p || p->ch == ZN_CH_TOOL_NAME) {
+            if (k >= 0) {
+                json_t *call = json_array_get(calls, (size_t)k);
+                json_object_set_new(json_object_get(call, "function"), "arguments", jstr(args->p ? args->p + a_off : "", a_len));
+            }
+            if (!p) break;
+            k++;
+            json_array_append_new(calls, json_pack("{s:o,s:s,s:{s:o}}", "id", call_id(c, k), "type", "function",
+                                                   "function", "name", jstr(names->p + p->off, p->len)));
+            a_len = 0;
+            a_off = args->n;
+            for (int m = i + 1; m < j->n_pieces; m++) /* where its arguments start */
+                if (j->pieces[m].ch == ZN_CH_TOOL_ARGS) { a_off = j->pieces[m].off; break; }
+                else if (j->pieces[m].ch == ZN_CH_TOOL_NAME) break;
+        } else if (p->ch == ZN_CH_TOOL_ARGS && k >= 0) {
+            a_len = p->off + p->len - a_off;
+        }
+    }
+    return calls;
+}
+
 json_t *oai_usage_chunk(const zn_oai_ctx *c, json_t *usage) {
     return json_pack("{s:s,s:s,s:I,s:s,s:[],s:o}", "id", c->id, "object",
                      c->chat ? "chat.completion.chunk" : "text_completion", "created", (json_int_t)c->created, "model",
@@ -148,7 +202,9 @@ json_t *oai_final(const zn_oai_ctx *c, const zn_job *j) {
                       : json_null();
     json_t *choice;
     if (c->chat) {
-        json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content", jstr(t->p ? t->p : "", t->n));
+        json_t *content = j->n_calls && !t->n ? json_null() : jstr(t->p ? t->p : "", t->n);
+        json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content", content);
+        if (msg && j->n_calls) json_object_set_new(msg, "tool_calls", final_tool_calls(c, j));
         if (msg && r->n) {
             json_object_set_new(msg, "reasoning_content", jstr(r->p, r->n));
             json_object_set_new(msg, "reasoning", jstr(r->p, r->n));

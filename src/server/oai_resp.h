@@ -32,9 +32,14 @@ json_t *oai_usage(long prompt, long completion, long cached, long reasoning);
  * finish ("stop"/"length") or NULL. */
 json_t *oai_chunk(const zn_oai_ctx *c, bool role, int ch, const char *text, size_t n, const zn_tok_lp *lp, int n_lp,
                   int top_n, const char *finish);
+/* A stream chunk of tool call `index` (delta.tool_calls): start: its id,
+ * type and name (text), with "arguments": ""; else a piece of its arguments. */
+json_t *oai_tool_chunk(const zn_oai_ctx *c, int index, bool start, const char *text, size_t n, const zn_tok_lp *lp,
+                       int n_lp, int top_n);
 /* The last chunk when usage was asked: "choices": [] and the usage. */
 json_t *oai_usage_chunk(const zn_oai_ctx *c, json_t *usage);
-/* The whole response of a finished job (j->mu held or the job done). */
+/* The whole response of a finished job (j->mu held or the job done): tool
+ * calls in message.tool_calls (content null when it is empty). */
 json_t *oai_final(const zn_oai_ctx *c, const zn_job *j);
 
 /* "data: <compact json>\n\n" (malloc'd), the JSON released; NULL when out of memory. */

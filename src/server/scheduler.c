@@ -24,6 +24,8 @@ struct zn_slot {
     zn_stopper stopper;
     zn_thinker thinker;
     zn_think_count tcount;
+    zn_toolparse tp;
+    bool tp_on;
     zn_job *job;
     int state;
     int pos;                  /* prefill: prompt tokens in the state */
@@ -59,8 +61,8 @@ void job_unref(zn_job *j) {
     if (!j || atomic_fetch_sub(&j->refs, 1) != 1) return;
     free(j->prompt);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
-    free(j->text[0].p);
-    free(j->text[1].p);
+    for (int c = 0; c < ZN_CH_COUNT; c++) free(j->text[c].p);
+    toolset_free(&j->tools);
     free(j->pieces);
     free(j->lp);
     pthread_mutex_destroy(&j->mu);
@@ -80,7 +82,7 @@ static bool grow(void **p, int *cap, int need, size_t elem) {
 }
 
 /* Appends released text of channel ch; false when out of memory. Under j->mu. */
-static bool job_text(zn_job *j, int ch, const char *p, size_t n) {
+bool job_append(zn_job *j, int ch, const char *p, size_t n) {
     if (!n) return true;
     zn_textbuf *b = &j->text[ch];
     if (b->n + n + 1 > b->cap) {
@@ -97,6 +99,23 @@ static bool job_text(zn_job *j, int ch, const char *p, size_t n) {
     b->n += n;
     b->p[b->n] = 0;
     return true;
+}
+
+static bool tool_sink(void *ctx, int ch, const char *p, size_t n) {
+    zn_job *j = ctx;
+    if (ch == ZN_CH_TOOL_NAME) j->n_calls++;
+    return job_append(j, ch, p, n);
+}
+
+/* Released text of the thinker: the answer goes through the tool-call parser
+ * when the job has tools. Under j->mu. */
+static bool slot_emit(zn_slot *sl, zn_job *j, const zn_think_out *o, int no) {
+    bool ok = true;
+    for (int i = 0; ok && i < no; i++) {
+        if (sl->tp_on && o[i].channel == ZN_CH_CONTENT) ok = toolparse_push(&sl->tp, o[i].p, o[i].n, tool_sink, j);
+        else ok = job_append(j, o[i].channel, o[i].p, o[i].n);
+    }
+    return ok;
 }
 
 /* ---- log-probabilities ---- */
@@ -196,6 +215,18 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
         return;
     }
     sl->smp_ok = true;
+    if (sl->tp_on) toolparse_free(&sl->tp);
+    sl->tp_on = false;
+    if (j->parse_tools) {
+        if ((st = toolparse_init(&sl->tp, j->tool_fmt, &j->tools, &err))) {
+            sl->state = SLOT_IDLE;
+            sl->job = NULL;
+            job_fail(j, &err);
+            job_unref(j);
+            return;
+        }
+        sl->tp_on = true;
+    }
     for (int i = 0; i < j->n_prompt; i++) sampler_accept(&sl->smp, j->prompt[i]);
     detok_init(&sl->detok, s->tok, false, false);
     stopper_init(&sl->stopper, (const char *const *)j->stop, j->n_stop);
@@ -227,13 +258,16 @@ static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err 
         size_t m = stopper_push(&sl->stopper, sl->raw, k, sl->out);
         zn_think_out o[2];
         int no = thinker_push(&sl->thinker, sl->out, m, o);
-        for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+        ok = slot_emit(sl, j, o, no);
         m = stopper_flush(&sl->stopper, sl->out);
         no = thinker_push(&sl->thinker, sl->out, m, o);
-        for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+        ok = ok && slot_emit(sl, j, o, no);
         no = thinker_flush(&sl->thinker, o);
-        for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+        ok = ok && slot_emit(sl, j, o, no);
+        if (ok && sl->tp_on) ok = toolparse_flush(&sl->tp, tool_sink, j);
     }
+    /* a reply that made calls ends for them (a cut one stays "length") */
+    if (why && !strcmp(why, "stop") && j->n_calls > 0) why = "tool_calls";
     if (err || !ok) {
         j->failed = true;
         if (err) j->err = *err;
@@ -248,6 +282,8 @@ static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err 
         metrics_tokens(s->metrics, j->n_prompt, j->n_cached, j->n_gen);
         metrics_observe(s->metrics, ZN_HIST_DURATION, j->t_done - j->t_arrival);
     }
+    if (sl->tp_on) toolparse_free(&sl->tp); /* it points into the job's tools */
+    sl->tp_on = false;
     sl->job = NULL;
     sl->state = SLOT_IDLE;
     sl->last_used = ++s->tick;
@@ -314,7 +350,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
     double now = timer_now();
     pthread_mutex_lock(&j->mu);
     bool ok = true;
-    for (int i = 0; i < no; i++) ok = ok && job_text(j, o[i].channel, o[i].p, o[i].n);
+    ok = slot_emit(sl, j, o, no);
     if (j->top_logprobs >= 0 && ok) {
         ok = grow((void **)&j->lp, &j->cap_lp, j->n_lp + 1, sizeof *j->lp);
         if (ok) j->lp[j->n_lp++] = lp;
@@ -540,6 +576,7 @@ void sched_free(zn_sched *s) {
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         if (sl->smp_ok) sampler_free(&sl->smp);
+        if (sl->tp_on) toolparse_free(&sl->tp);
         seq_free(&sl->seq);
         seq_free(&sl->ckpt);
         free(sl->cache);

@@ -28,6 +28,7 @@
 #include "sampler.h"
 #include "status.h"
 #include "tokenizer.h"
+#include "toolcall.h"
 
 typedef struct zn_tok_lp {
     int32_t id;
@@ -65,17 +66,21 @@ typedef struct zn_job {
     int n_stop;
     int top_logprobs;         /* < 0: no logprobs; else how many alternatives per token */
     double t_arrival;         /* timer_now() when the request arrived */
+    bool parse_tools;         /* tool calls in the answer go to the TOOL_* channels (toolcall.h) */
+    int tool_fmt;             /* ZN_TOOLFMT_* */
+    zn_toolset tools;         /* owned by the job */
 
     /* results, under mu */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int state;                /* ZN_JOB_* */
-    zn_textbuf text[2];       /* released content / reasoning */
+    zn_textbuf text[ZN_CH_COUNT]; /* released content / reasoning / tool names / tool arguments */
     zn_piece *pieces;
     int n_pieces, cap_pieces;
     zn_tok_lp *lp;
     int n_lp, cap_lp;
-    const char *finish;       /* "stop" or "length" once done without error */
+    const char *finish;       /* "stop", "length" or "tool_calls" once done without error */
+    int n_calls;              /* tool calls started (TOOL_NAME pieces) */
     int n_cached;             /* prompt tokens reused instead of computed */
     int n_gen;                /* tokens generated */
     int n_reasoning;          /* of them, inside <think>...</think> (thinkcount_push) */
@@ -92,6 +97,9 @@ typedef struct zn_job {
 zn_job *job_new(void);
 void job_ref(zn_job *j);
 void job_unref(zn_job *j);
+/* Appends released text of channel ch (a new piece); false when out of
+ * memory. Under j->mu (exposed for tests). */
+bool job_append(zn_job *j, int ch, const char *p, size_t n);
 
 typedef struct zn_slot_info {
     int id;

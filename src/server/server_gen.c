@@ -41,14 +41,106 @@ static bool tokenize(zn_server *s, const char *text, size_t len, bool add_specia
     return fail_e(e, 400, "invalid_request_error", "context_length_exceeded", "%s", msg);
 }
 
+/* A template that never mentions tools (the demo model's, ChatML) would drop
+ * them and the calls in the history: the tools are described in the system
+ * message in the Hermes form Qwen2.5's template uses (the form the parser
+ * reads, toolcall_format_of), and earlier calls become <tool_call> markup in
+ * their assistant message. Returns the messages to render (malloc'd JSON),
+ * NULL when out of memory. */
+static char *describe_tools(const char *messages, const char *tools) {
+    json_error_t je;
+    json_t *m = json_loads(messages, 0, &je), *t = json_loads(tools, 0, &je);
+    char *out = NULL;
+    if (!json_is_array(m) || !json_is_array(t)) goto done;
+    size_t cap = strlen(tools) + 1024, n = 0;
+    char *d = malloc(cap);
+    if (!d) goto done;
+    n += (size_t)snprintf(d + n, cap - n, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                          "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+    size_t i;
+    json_t *x;
+    json_array_foreach(t, i, x) {
+        char *one = json_dumps(x, JSON_COMPACT);
+        if (!one) continue;
+        size_t k = strlen(one);
+        if (n + k + 2 < cap) n += (size_t)snprintf(d + n, cap - n, "\n%s", one);
+        free(one);
+    }
+    snprintf(d + n, cap - n, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+             "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+             "<args-json-object>}\n</tool_call>");
+    json_t *first = json_array_get(m, 0);
+    const char *role = json_string_value(json_object_get(first, "role"));
+    if (role && !strcmp(role, "system")) {
+        const char *c = json_string_value(json_object_get(first, "content"));
+        size_t cl = c ? strlen(c) : 0, dl = strlen(d);
+        char *both = malloc(cl + dl + 3);
+        if (both) {
+            snprintf(both, cl + dl + 3, "%s%s%s", c ? c : "", cl ? "\n\n" : "", d);
+            json_object_set_new(first, "content", json_string(both));
+            free(both);
+        }
+    } else {
+        json_array_insert_new(m, 0, json_pack("{s:s,s:s}", "role", "system", "content", d));
+    }
+    free(d);
+    json_array_foreach(m, i, x) {
+        json_t *calls = json_object_get(x, "tool_calls");
+        if (!json_is_array(calls) || !json_array_size(calls)) continue;
+        const char *c = json_string_value(json_object_get(x, "content"));
+        char *acc = strdup(c ? c : "");
+        size_t k;
+        json_t *call;
+        json_array_foreach(calls, k, call) {
+            json_t *fn = json_object_get(call, "function");
+            json_t *args = json_object_get(fn, "arguments");
+            json_t *parsed = json_is_string(args) ? json_loads(json_string_value(args), 0, &je) : json_incref(args);
+            json_t *obj = json_pack("{s:O,s:o}", "name", json_object_get(fn, "name"), "arguments",
+                                    parsed ? parsed : json_object());
+            char *one = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+            json_decref(obj);
+            if (!one || !acc) {
+                free(one);
+                continue;
+            }
+            size_t al = strlen(acc), ol = strlen(one);
+            char *nx = realloc(acc, al + ol + 32);
+            if (nx) {
+                acc = nx;
+                snprintf(acc + al, ol + 32, "%s<tool_call>\n%s\n</tool_call>", al ? "\n" : "", one);
+            }
+            free(one);
+        }
+        if (acc) json_object_set_new(x, "content", json_string(acc));
+        free(acc);
+        json_object_del(x, "tool_calls");
+    }
+    out = json_dumps(m, JSON_COMPACT);
+done:
+    json_decref(m);
+    json_decref(t);
+    return out;
+}
+
 static bool render(zn_server *s, const zn_oai_req *r, bool gen_prompt, char **out, size_t *len, zn_oai_error *e) {
     zn_chat_kwargs kw = {.enable_thinking = r->think,
                          .bos_token = token_text(s->tok, tokenizer_bos(s->tok)),
                          .eos_token = token_text(s->tok, tokenizer_eos(s->tok)),
-                         .extra = r->template_kwargs};
+                         .extra = r->template_kwargs,
+                         /* "none": the model is not told of the tools, so it has no reason to call them */
+                         .tools = r->tool_choice != ZN_TOOLS_NONE ? r->tools : NULL};
     bool fallback = false;
     zn_err err = {0};
-    zn_status st = chat_render_json(s->tmpl, r->messages, strlen(r->messages), gen_prompt, &kw, out, len, &fallback, &err);
+    const char *msgs = r->messages;
+    char *described = NULL;
+    if (kw.tools && !(s->tmpl && strstr(s->tmpl, "tools"))) {
+        if (!(described = describe_tools(r->messages, r->tools)))
+            return fail_e(e, 500, "server_error", NULL, "out of memory%s", "");
+        msgs = described;
+        kw.tools = NULL;
+    }
+    zn_status st = chat_render_json(s->tmpl, msgs, strlen(msgs), gen_prompt, &kw, out, len, &fallback, &err);
+    free(described);
     if (st) return fail_e(e, st == ZN_ERR_NOMEM ? 500 : 400, st == ZN_ERR_NOMEM ? "server_error" : "invalid_request_error",
                           NULL, "the chat template failed on these messages: %s", err.msg);
     if (fallback && !atomic_exchange(&s->said_fallback, true))
@@ -85,6 +177,14 @@ static bool chat_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_err
         }
     }
     j->split_think = true;
+    if (r->tool_choice != ZN_TOOLS_NONE) {
+        zn_err err = {0};
+        zn_status st = toolset_parse(&j->tools, r->tools, strlen(r->tools), &err);
+        if (st) return fail_e(e, st == ZN_ERR_NOMEM ? 500 : 400, st == ZN_ERR_NOMEM ? "server_error" : "invalid_request_error",
+                              NULL, "%s", err.msg);
+        j->tool_fmt = toolcall_format_of(s->tmpl);
+        j->parse_tools = true;
+    }
     return true;
 }
 
@@ -170,6 +270,7 @@ typedef struct sse {
     bool include_usage;
     int stage;                /* 0 role chunk, 1 content, 2 finished */
     int next_piece, next_lp;
+    int n_calls;              /* tool calls sent (delta.tool_calls[].index of the next one) */
     char *out;                /* events formatted, not yet handed to the connection */
     size_t out_n, out_off, out_cap;
 } sse;
@@ -208,8 +309,14 @@ static bool take_pieces(sse *q) {
         const zn_piece *p = &j->pieces[i];
         /* logprobs of the tokens seen so far ride on the batch's last chunk */
         int n_lp = i == last ? j->n_lp - q->next_lp : 0;
-        ok = add_event(q, oai_chunk(&q->c, false, p->ch, j->text[p->ch].p + p->off, p->len, j->lp + q->next_lp, n_lp,
-                                    j->top_logprobs, NULL));
+        if (p->ch == ZN_CH_TOOL_NAME || p->ch == ZN_CH_TOOL_ARGS) {
+            if (p->ch == ZN_CH_TOOL_NAME) q->n_calls++;
+            ok = add_event(q, oai_tool_chunk(&q->c, q->n_calls - 1, p->ch == ZN_CH_TOOL_NAME, j->text[p->ch].p + p->off,
+                                             p->len, j->lp + q->next_lp, n_lp, j->top_logprobs));
+        } else {
+            ok = add_event(q, oai_chunk(&q->c, false, p->ch, j->text[p->ch].p + p->off, p->len, j->lp + q->next_lp,
+                                        n_lp, j->top_logprobs, NULL));
+        }
         if (n_lp) q->next_lp = j->n_lp;
     }
     q->next_piece = j->n_pieces;

@@ -31,7 +31,9 @@ size_t stopper_push(zn_stopper *s, const char *text, size_t n, char *out);
 /* The end of the reply: whatever is held (no stop string came). */
 size_t stopper_flush(zn_stopper *s, char *out);
 
-enum { ZN_CH_CONTENT = 0, ZN_CH_REASONING = 1 };
+/* Channels of a reply: text, reasoning, and tool calls (toolcall.h): a
+ * TOOL_NAME piece starts a call, TOOL_ARGS pieces are its arguments' JSON. */
+enum { ZN_CH_CONTENT = 0, ZN_CH_REASONING = 1, ZN_CH_TOOL_NAME = 2, ZN_CH_TOOL_ARGS = 3, ZN_CH_COUNT = 4 };
 
 typedef struct zn_think_out {
     int channel;        /* ZN_CH_* */
