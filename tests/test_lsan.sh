@@ -48,7 +48,10 @@ C
 if cc -g -O0 -fPIC -shared -o "$tmp/libLLVM-99.so.1" "$tmp/lib.c" &&
    cc -g -O0 -fsanitize=address -fno-omit-frame-pointer -o "$tmp/drv" "$tmp/main.c" "$tmp/libLLVM-99.so.1" -Wl,-rpath,"$tmp"; then
   LSAN_OPTIONS= "$tmp/drv" 2>"$tmp/err"; rc=$?
-  if [ $rc -ne 0 ] && grep -q "__pthread_once_slow" "$tmp/err"; then ok; else bad "driver-like leak without suppressions: exit $rc, no report through pthread_once"; fi
+  # the allocation in the initialiser pthread_once ran (libc's own frame, __pthread_once_slow, is
+  # named only where libc's debug symbols are installed: libc6-dbg)
+  if [ $rc -ne 0 ] && grep -q "Direct leak of 128 byte" "$tmp/err" && grep -q "in init .*lib\.c:4" "$tmp/err"; then ok
+  else bad "driver-like leak without suppressions: exit $rc, no 128-byte leak from the initialiser: $(head -c 800 "$tmp/err")"; fi
   "$tmp/drv" 2>"$tmp/err"; rc=$?
   expect "driver-like leak with tests/lsan.supp: exit status ($(head -c 400 "$tmp/err"))" 0 "$rc"
   "$tmp/drv" own 2>"$tmp/err"; rc=$?
