@@ -10,7 +10,7 @@ PKGS="make build-essential clang llvm pkg-config git ca-certificates debian-arch
  python3 python3-jinja2 python3-numpy python3-yaml
  libvulkan-dev vulkan-tools mesa-vulkan-drivers glslc spirv-tools
  libpcre2-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libjansson-dev zlib1g-dev
- curl nginx"
+ curl nginx jq"
 # Node.js + npm for the end-to-end tests (the openai SDK, the browser test);
 # a node that is already there (e.g. NodeSource's, which bundles npm) is used as is.
 if ! command -v node > /dev/null || ! command -v npm > /dev/null; then PKGS="$PKGS nodejs npm"; fi
