@@ -641,7 +641,8 @@ static jv f_select(jstate *st, const jnode *at, jv v, const jargs *a, bool want,
     if (by_attr && !arg_get(a, 0, NULL, &attr)) jfail(st, at, "missing parameter for attribute name");
     bool have_test = a->npos > off;
     if (have_test) test = want_str(st, at, a->pos[off], "select test");
-    jargs targs = {a->pos + (have_test ? off + 1 : off), have_test ? a->npos - off - 1 : 0, a->kwnames, a->kwvals, a->nkw};
+    /* without a test there are no positional arguments left, and a->pos may be NULL (no pointer arithmetic on it) */
+    jargs targs = {have_test ? a->pos + off + 1 : NULL, have_test ? a->npos - off - 1 : 0, a->kwnames, a->kwvals, a->nkw};
     for (uint32_t i = 0; i < items->n; i++) {
         jv x = by_attr ? attr_path(st, at, items->v[i], attr) : items->v[i];
         bool ok = have_test ? jbuiltin_test(st, at, test.s, x, &targs) : jv_truthy(x);

@@ -604,9 +604,10 @@ int main(int argc, char **argv) {
                 c.host, c.path, c.max_tokens, c.prompt_words, c.temperature);
         for (int L = 0; L < c.n_levels; L++) {
             summary *s = &sums[L];
+            /* read by programs: enough digits that tokens_per_s * wall_s gives back the token count */
             fprintf(f,
-                    "%s{\"concurrency\":%d,\"requests\":%d,\"errors\":%d,\"wall_s\":%.3f,\"requests_per_s\":%.3f,"
-                    "\"tokens_per_s\":%.1f,\"ttft_ms\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
+                    "%s{\"concurrency\":%d,\"requests\":%d,\"errors\":%d,\"wall_s\":%.6f,\"requests_per_s\":%.3f,"
+                    "\"tokens_per_s\":%.3f,\"ttft_ms\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
                     "\"itl_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f},\"e2e_ms\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f}}",
                     L ? "," : "", s->conc, s->ok, s->errors, s->wall, s->rps, s->tok_s, s->ttft[0], s->ttft[1],
                     s->ttft[2], s->itl[0], s->itl[1], s->itl[2], s->e2e[0], s->e2e[1], s->e2e[2]);
