@@ -61,6 +61,14 @@ case "$line" in
   *) bad "openai SDK: $out" ;;
 esac
 
+# grammar-constrained output (tests/e2e/structured.mjs): schemas validated with ajv, forced tool calls
+out=$(node "$E2E/structured.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "structured: "*" passed, 0 failed") P=$((P + $(sed -E 's/structured: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+  *) bad "structured output: $out" ;;
+esac
+
 # raw SSE, byte for byte: chat with usage, chat without, completions
 body='{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":12,"temperature":0'
 expect "chat whole" 200 "$(http POST /v1/chat/completions "$body}")"
@@ -93,8 +101,13 @@ CODE=$(http POST /v1/chat/completions '{"model":"gpt-4o","messages":[{"role":"us
 expect "unknown model code" model_not_found "$(jq_ "d['error']['code']")"
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}')
 err_is "tools without a function" 400 invalid_request_error 'tools[0]'
-CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}')
-err_is "tool_choice required (needs grammars)" 400 invalid_request_error tool_choice
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}')
+err_is "tool_choice required without tools" 400 invalid_request_error tool_choice
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"string","pattern":"^a+$"}}}}')
+err_is "json_schema with pattern" 400 invalid_request_error response_format
+expect "json_schema with pattern: names it" 1 "$(jq_ "int('pattern' in d['error']['message'])")"
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","format":"email"}}}}}],"tool_choice":"required"}')
+err_is "forced call, tool schema with format email" 400 invalid_request_error 'tools[0]'
 # tools reach the template: the same conversation with a tool is a longer prompt; "none" leaves it out
 TOOLS='[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]'
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"temperature":0}')
