@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "constrain.h"
 #include "engine.h"
 #include "gmask.h"
 #include "harness.h"
@@ -325,9 +326,102 @@ static void test_demo_run(void) {
     model_free(&m);
 }
 
+/* ---- request -> grammar (constrain.c) ---- */
+
+/* Whether the request's grammar accepts text as a whole answer. */
+static int gram_accepts(const char *gbnf, const char *text) {
+    zn_grammar g;
+    zn_gmatch m;
+    zn_err err;
+    if (grammar_parse(&g, gbnf, strlen(gbnf), NULL, &err) || gmatch_init(&m, &g, NULL, &err)) {
+        CHECK_MSG(0, "%s\n%s", err.msg, gbnf);
+        return -1;
+    }
+    int ok = gmatch_accept_bytes(&m, text, strlen(text)) && gmatch_accepting(&m);
+    gmatch_free(&m);
+    grammar_free(&g);
+    return ok;
+}
+
+static const char *const TOOLS_JSON =
+    "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\",\"properties\":"
+    "{\"city\":{\"type\":\"string\"}},\"required\":[\"city\"],\"additionalProperties\":false}}},"
+    "{\"type\":\"function\",\"function\":{\"name\":\"now\"}}]";
+
+/* body: the request's fields after "messages"; *gbnf NULL when unconstrained. */
+static bool constrain_of(const char *fields, int fmt, bool think, char **gbnf, zn_oai_error *e) {
+    char body[2048];
+    snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":%s%s}", TOOLS_JSON, fields);
+    zn_oai_req r;
+    *gbnf = NULL;
+    if (!oai_parse(body, strlen(body), true, &r, e)) {
+        CHECK_MSG(0, "%s: %s", fields, e->message);
+        return false;
+    }
+    zn_toolset ts;
+    zn_err err;
+    CHECK(toolset_parse(&ts, r.tools, strlen(r.tools), &err) == ZN_OK);
+    bool ok = constrain_gbnf(&r, &ts, fmt, think, gbnf, e);
+    toolset_free(&ts);
+    oai_req_free(&r);
+    return ok;
+}
+
+static void test_constrain(void) {
+    char *g;
+    zn_oai_error e;
+    const char *w = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Moscow\"}}\n</tool_call>";
+    const char *n = "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    char two[512];
+    snprintf(two, sizeof two, "%s\n%s", w, n);
+    /* auto, no format: unconstrained */
+    CHECK(constrain_of("", ZN_TOOLFMT_HERMES, false, &g, &e) && !g);
+    /* required: a call of either tool, arguments under its schema; several only when parallel */
+    CHECK(constrain_of(",\"tool_choice\":\"required\"", ZN_TOOLFMT_HERMES, false, &g, &e) && g);
+    CHECK(gram_accepts(g, w) == 1 && gram_accepts(g, n) == 1 && gram_accepts(g, two) == 1);
+    CHECK(gram_accepts(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>") == 0); /* city required */
+    CHECK(gram_accepts(g, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>") == 0);
+    CHECK(gram_accepts(g, "Sure.") == 0 && gram_accepts(g, "") == 0);
+    free(g);
+    CHECK(constrain_of(",\"tool_choice\":\"required\",\"parallel_tool_calls\":false", ZN_TOOLFMT_XML, false, &g, &e) && g);
+    CHECK(gram_accepts(g, w) == 1 && gram_accepts(g, two) == 0);
+    free(g);
+    /* named: that function only */
+    CHECK(constrain_of(",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"now\"}}", ZN_TOOLFMT_HERMES, false,
+                       &g, &e) && g);
+    CHECK(gram_accepts(g, n) == 1 && gram_accepts(g, w) == 0 && gram_accepts(g, two) == 0);
+    free(g);
+    /* Llama 3: bare JSON with "parameters", ';' between calls */
+    CHECK(constrain_of(",\"tool_choice\":\"required\"", ZN_TOOLFMT_LLAMA3, false, &g, &e) && g);
+    CHECK(gram_accepts(g, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Kyiv\"}}") == 1);
+    CHECK(gram_accepts(g, "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Kyiv\"}};{\"name\": \"now\", \"parameters\": {}}") == 1);
+    CHECK(gram_accepts(g, w) == 0);
+    free(g);
+    /* a format with tools on auto: the answer, or calls with any object as arguments */
+    const char *rf = ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":"
+                     "{\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"integer\"}},\"required\":[\"n\"]}}}";
+    CHECK(constrain_of(rf, ZN_TOOLFMT_HERMES, false, &g, &e) && g);
+    CHECK(gram_accepts(g, "{\"n\": 5}") == 1 && gram_accepts(g, "{\"m\": 5}") == 0 && gram_accepts(g, w) == 1);
+    CHECK(gram_accepts(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"zip\": 1}}\n</tool_call>") == 1);
+    free(g);
+    /* after an opened <think>: free reasoning, then the answer */
+    CHECK(constrain_of(",\"tool_choice\":\"none\",\"response_format\":{\"type\":\"json_object\"}", ZN_TOOLFMT_HERMES, true,
+                       &g, &e) && g);
+    CHECK(gram_accepts(g, "Hm, {\"not\": yet} an answer.</think>\n\n{\"a\": [1, \"b\"]}") == 1);
+    CHECK(gram_accepts(g, "Hm.</think>\n\nSure.") == 0 && gram_accepts(g, "{\"a\": 1}") == 0);
+    free(g);
+    /* what the grammar cannot enforce: a 400 naming the keyword and the field */
+    CHECK(!constrain_of(",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"a\",\"schema\":"
+                        "{\"type\":\"object\",\"properties\":{\"z\":{\"type\":\"string\",\"pattern\":\"^a\"}}}}}",
+                        ZN_TOOLFMT_HERMES, false, &g, &e) && !g);
+    CHECK_MSG(e.status == 400 && !strcmp(e.param, "response_format") && strstr(e.message, "'pattern'") &&
+              strstr(e.message, "#/properties/z"), "%d %s: %s", e.status, e.param, e.message);
+}
+
 int main(void) {
     RUN(test_sampler_masked);
     RUN(test_masks_demo_vocab);
     RUN(test_demo_run);
+    RUN(test_constrain);
     return harness_report("test_gmask");
 }

@@ -61,14 +61,6 @@ case "$line" in
   *) bad "openai SDK: $out" ;;
 esac
 
-# grammar-constrained output (tests/e2e/structured.mjs): schemas validated with ajv, forced tool calls
-out=$(node "$E2E/structured.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 2>&1)
-line=$(printf '%s\n' "$out" | tail -1)
-case "$line" in
-  "structured: "*" passed, 0 failed") P=$((P + $(sed -E 's/structured: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
-  *) bad "structured output: $out" ;;
-esac
-
 # raw SSE, byte for byte: chat with usage, chat without, completions
 body='{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":12,"temperature":0'
 expect "chat whole" 200 "$(http POST /v1/chat/completions "$body}")"
@@ -290,6 +282,17 @@ limit_js "queue limit" queue 80
 limit_js "connection limit" connections 260
 expect "alive after the limits" 200 "$(http GET /health)"
 
+# grammar-constrained output (tests/e2e/structured.mjs): schemas validated with ajv, forced tool
+# calls (up to 16 in parallel: a context for them)
+AUTH="Authorization: Bearer $KEY"
+start grammar -m "$M" --backend cpu --threads 2 --parallel 2 --ctx 4096 --api-key "$KEY"
+out=$(node "$E2E/structured.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "structured: "*" passed, 0 failed") P=$((P + $(sed -E 's/structured: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+  *) bad "structured output: $out" ;;
+esac
+
 # a thinking template (Qwen3.5's): reasoning goes to reasoning_content, and a follow-up
 # turn reuses the checkpoint although the template drops the previous reasoning
 AUTH=
@@ -332,6 +335,20 @@ curl -sN -o "$tmp/sb" --data-binary "{\"messages\":$q1,\"max_tokens\":16,\"tempe
 expect "streamed reasoning tokens" "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")" "$(python3 -c "
 import json
 print([json.loads(l[6:]) for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {')][-1]['usage']['completion_tokens_details']['reasoning_tokens'])")"
+
+# a schema under the thinking template with thinking off (the template closes <think> itself):
+# the content is the JSON; with thinking on the reasoning is free and ends at </think>
+S='{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"],"additionalProperties":false}}}'
+expect "thinking off, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":200,\"temperature\":0,\"response_format\":$S,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
+check "thinking off, json_schema: valid content" python3 -c "
+import json; d=json.load(open('$tmp/b')); c=d['choices'][0]; v=json.loads(c['message']['content'])
+assert c['finish_reason'] == 'stop' and set(v) == {'name', 'age'} and isinstance(v['age'], int) and 0 <= v['age'] <= 120, d
+"
+expect "thinking on, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0,\"response_format\":$S}")"
+check "thinking on, json_schema: the reasoning is free" python3 -c "
+import json; d=json.load(open('$tmp/b')); m=d['choices'][0]['message']
+assert m.get('reasoning_content') and not m['content'], d
+"
 
 # --cors and --allowed-hosts
 start cors -m "$M" --backend cpu --threads 1 --cors http://app.example --allowed-hosts zinc.internal,other.internal:9
