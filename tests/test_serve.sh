@@ -338,13 +338,13 @@ print([json.loads(l[6:]) for l in open('$tmp/sb').read().split('\n\n') if l.star
 
 # a schema under the thinking template with thinking off (the template closes <think> itself):
 # the content is the JSON; with thinking on the reasoning is free and ends at </think>
-S='{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"],"additionalProperties":false}}}'
-expect "thinking off, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":200,\"temperature\":0,\"response_format\":$S,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
+SCH='{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"],"additionalProperties":false}}}'
+expect "thinking off, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":200,\"temperature\":0,\"response_format\":$SCH,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
 check "thinking off, json_schema: valid content" python3 -c "
 import json; d=json.load(open('$tmp/b')); c=d['choices'][0]; v=json.loads(c['message']['content'])
 assert c['finish_reason'] == 'stop' and set(v) == {'name', 'age'} and isinstance(v['age'], int) and 0 <= v['age'] <= 120, d
 "
-expect "thinking on, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0,\"response_format\":$S}")"
+expect "thinking on, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0,\"response_format\":$SCH}")"
 check "thinking on, json_schema: the reasoning is free" python3 -c "
 import json; d=json.load(open('$tmp/b')); m=d['choices'][0]['message']
 assert m.get('reasoning_content') and not m['content'], d
