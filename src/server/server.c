@@ -276,8 +276,9 @@ static void handle(void *app, zn_http_req *r) {
         fail(r, 404, "invalid_request_error", "not_found", "no such route: %s", what);
         return;
     }
-    const char *allow[] = {"Allow", post || !get ? (strstr(route, "/v1/c") || strstr(route, "tokenize") || strstr(route, "/v1/responses") ||
-                                                  strstr(route, "/v1/messages") ? "POST" : "GET") : "GET", NULL};
+    /* the route's method, whichever was used (a GET on a POST route was told "Allow: GET") */
+    const char *allow[] = {"Allow", strstr(route, "/v1/c") || strstr(route, "tokenize") || strstr(route, "/v1/responses") ||
+                                            strstr(route, "/v1/messages") ? "POST" : "GET", NULL};
     zn_oai_error e;
     oai_fail(&e, 405, "invalid_request_error", NULL, NULL, "%s does not take %s (use %s)", p, m, allow[1]);
     size_t n = 0;
