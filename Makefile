@@ -136,13 +136,14 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # fuzz/regress/X without clang.
 FUZZ_TARGETS := gguf model tokenizer jinja sampler request
 # (embedded.c's table points into embedded_data.S: the built-in demo model)
-FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/format/embedded.c src/format/embedded_data.S
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/base/file.c src/format/embedded.c src/format/embedded_data.S
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
                    src/format/quant.c src/format/quant_avx2.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
 FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
-FUZZ_SRCS_request := src/server/oai.c src/engine/sampler.c src/base/status.c
+FUZZ_SRCS_request := src/server/oai.c src/server/oai_responses.c src/server/anthropic.c src/server/evbuf.c \
+                     src/text/utf8.c src/engine/sampler.c src/base/status.c
 FUZZ_LIBS_model := -lpthread
 FUZZ_LIBS_tokenizer := -lpcre2-8
 FUZZ_LIBS_request := -ljansson

@@ -117,6 +117,49 @@ p_round=$(jq_ "d['usage']['prompt_tokens']")
 [ "$p_round" -gt "$p_tools" ] && ok || bad "round trip prompt ($p_round tokens) not longer than the first turn's ($p_tools)"
 CODE=$(http GET /v1/nothing); err_is "unknown route" 404 invalid_request_error
 CODE=$(http GET /v1/chat/completions); expect "wrong method" 405 "$CODE"
+
+# the Responses and Anthropic Messages APIs: the SDKs (openai responses.create, @anthropic-ai/sdk), whole and
+# streamed, tools, count_tokens, stop sequences, typed errors; the Anthropic SDK sends the key as x-api-key
+out=$(node "$E2E/sdk_api.mjs" "http://127.0.0.1:$PORT" "$KEY" "$ID" 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "sdk_api: "*" passed, 0 failed") P=$((P + $(sed -E 's/sdk_api: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+  *) bad "Responses/Messages SDKs: $out" ;;
+esac
+# raw SSE: named events in the APIs' order, the streamed text the whole response's
+rbody='{"input":"Tell me a story.","max_output_tokens":12,"temperature":0'
+expect "responses whole" 200 "$(http POST /v1/responses "$rbody}")"
+jq_ "d['output'][0]['content'][0]['text']" | head -c -1 > "$tmp/want"
+curl -sN -D "$tmp/sh" -o "$tmp/sb" -H "$AUTH" --data-binary "$rbody,\"stream\":true}" "http://127.0.0.1:$PORT/v1/responses"
+check "SSE events (responses)" python3 "$E2E/sse_api.py" "$tmp/sb" "$tmp/sh" responses "$tmp/want"
+mbody='{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":12,"temperature":0'
+expect "messages whole" 200 "$(http POST /v1/messages "$mbody}" -H 'anthropic-version: 2023-06-01')"
+jq_ "d['content'][0]['text']" | head -c -1 > "$tmp/want"
+curl -sN -D "$tmp/sh" -o "$tmp/sb" -H "x-api-key: $KEY" -H 'anthropic-version: 2023-06-01' --data-binary "$mbody,\"stream\":true}" \
+  "http://127.0.0.1:$PORT/v1/messages"
+check "SSE events (messages)" python3 "$E2E/sse_api.py" "$tmp/sb" "$tmp/sh" messages "$tmp/want"
+# malformed fields: 400s naming them, in each API's error shape
+CODE=$(http POST /v1/responses '{"input":[{"type":"function_call","name":"f"}]}'); err_is "responses: bad item" 400 invalid_request_error 'input[0]'
+CODE=$(http POST /v1/responses '{"input":"x","max_output_tokens":0}'); err_is "responses: max_output_tokens" 400 invalid_request_error max_output_tokens
+CODE=$(http POST /v1/responses '{"input":"x","text":{"format":{"type":"json_schema","name":"n"}}}'); err_is "responses: text.format" 400 invalid_request_error text.format
+CODE=$(http POST /v1/responses '{"input": ['); err_is "responses: bad json" 400 invalid_request_error
+anth_err() { # name status type message-regex
+  expect "$1 status" "$2" "$CODE"
+  expect "$1 shape" "error $3" "$(jq_ "d['type'] + ' ' + d['error']['type']")"
+  expect "$1 names the field" 1 "$(jq_ "int(bool(__import__('re').search(r'$4', d['error']['message'])))")"
+}
+CODE=$(http POST /v1/messages '{"model":"'$ID'","messages":[{"role":"user","content":"x"}]}'); anth_err "messages: no max_tokens" 400 invalid_request_error '^max_tokens'
+CODE=$(http POST /v1/messages '{"model":"'$ID'","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}'); anth_err "messages: document block" 400 invalid_request_error 'messages\.0\.content\.0'
+CODE=$(http POST /v1/messages '{"model":"'$ID'","max_tokens":4,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"sometimes"}}'); anth_err "messages: tool_choice" 400 invalid_request_error '^tool_choice'
+CODE=$(http POST /v1/messages '{"model":"claude-x","max_tokens":4,"messages":[{"role":"user","content":"x"}]}'); anth_err "messages: unknown model" 404 not_found_error claude-x
+CODE=$(http POST /v1/messages/count_tokens '{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}]}')
+expect "count_tokens" 200 "$CODE"
+n_ct=$(jq_ "d['input_tokens']")
+expect "messages whole again" 200 "$(http POST /v1/messages "$mbody}")"
+expect "count_tokens = the request's input_tokens" "$n_ct" "$(jq_ "d['usage']['input_tokens']")"
+CODE=$(AUTH= http POST /v1/messages "$mbody}" -H "x-api-key: wrong"); expect "messages: a wrong x-api-key" 401 "$CODE"
+CODE=$(http GET /v1/responses); expect "responses: wrong method" 405 "$CODE"
+expect "responses: Allow" POST "$(hdr allow)"
 CODE=$(AUTH= http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}]}'); err_is "no key" 401 authentication_error
 CODE=$(AUTH="Authorization: Bearer ${KEY}x" http GET /v1/models); err_is "wrong key" 401 authentication_error
 CODE=$(AUTH="x-api-key: $KEY" http GET /v1/models); expect "x-api-key header" 200 "$CODE"

@@ -226,7 +226,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!strcmp(method, "OPTIONS") && h->cfg.cors && cors_origin(h, &q->r) &&
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")) {
             static const char *const pre[] = {"Access-Control-Allow-Methods", "GET, POST, OPTIONS",
-                                              "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key",
+                                              "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta",
                                               "Access-Control-Max-Age", "600", NULL};
             q->rejected = true;
             http_send(&q->r, 204, NULL, "", 0, pre);

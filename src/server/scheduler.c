@@ -383,6 +383,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
     else metrics_observe(s->metrics, ZN_HIST_TTFT, now - j->t_arrival);
     sl->t_last = now;
     if (sl->stopper.matched || (j->gm && gmask_finished(j->gm))) {
+        if (sl->stopper.matched) j->stop_hit = sl->stopper.hit;  /* read once the job is done (under mu) */
         slot_finish(s, sl, "stop", NULL);
         return false;
     }

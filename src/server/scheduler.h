@@ -83,6 +83,7 @@ typedef struct zn_job {
     zn_tok_lp *lp;
     int n_lp, cap_lp;
     const char *finish;       /* "stop", "length" or "tool_calls" once done without error */
+    const char *stop_hit;     /* finish "stop" by a stop string: which one (in stop[]), else NULL */
     int n_calls;              /* tool calls started (TOOL_NAME pieces) */
     int n_cached;             /* prompt tokens reused instead of computed */
     int n_gen;                /* tokens generated */

@@ -203,4 +203,22 @@ if (firstCall) {
   check('round trip: a first call to reply to', false);
 }
 
+// the other APIs map onto the same constraint: Responses' text.format, Messages' tool_choice tool
+{
+  const v = ajv.compile(schemas.person);
+  const r = await client.responses.create({ model, input: 'Tell me about the old prince.', max_output_tokens: 400,
+    temperature: 0, text: { format: { type: 'json_schema', name: 'person', schema: schemas.person, strict: true } } });
+  const p = parse(r.output_text);
+  check('responses text.format', r.status === 'completed' && p.ok && v(p.v), r.output_text);
+  const res = await fetch(base.replace(/\/v1$/, '') + '/v1/messages', { method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey, authorization: `Bearer ${apiKey}` },
+    body: JSON.stringify({ model, max_tokens: 300, temperature: 0, messages: toolMsgs,
+      tools: tools.map((t) => ({ name: t.function.name, input_schema: t.function.parameters })),
+      tool_choice: { type: 'tool', name: 'get_weather' } }) });
+  const m = await res.json();
+  const use = (m.content || []).filter((b) => b.type === 'tool_use');
+  check('messages tool_choice tool', res.status === 200 && m.stop_reason === 'tool_use' && use.length === 1 &&
+    use[0].name === 'get_weather' && toolSchema.get_weather(use[0].input), m);
+}
+
 console.log(`structured: ${passed} passed, ${failed} failed`);
