@@ -37,7 +37,7 @@ http() {
 jq_() { python3 -c "import json,sys; d=json.load(open('$tmp/b')); print($1)"; }
 hdr() { tr -d '\r' < "$tmp/h" | grep -i "^$1:" | head -1 | cut -d' ' -f2-; }
 
-if [ ! -d "$E2E/node_modules/openai" ]; then
+if [ ! -d "$E2E/node_modules/openai" ] || [ ! -d "$E2E/node_modules/ajv" ] || [ ! -d "$E2E/node_modules/@anthropic-ai/sdk" ]; then
   (cd "$E2E" && npm ci --no-audit --no-fund --ignore-scripts > "$tmp/npm.log" 2>&1) || bad "npm ci in $E2E failed: $(tail -5 "$tmp/npm.log")"
 fi
 
