@@ -157,7 +157,8 @@ expect "count_tokens" 200 "$CODE"
 n_ct=$(jq_ "d['input_tokens']")
 expect "messages whole again" 200 "$(http POST /v1/messages "$mbody}")"
 expect "count_tokens = the request's input_tokens" "$n_ct" "$(jq_ "d['usage']['input_tokens']")"
-CODE=$(AUTH= http POST /v1/messages "$mbody}" -H "x-api-key: wrong"); expect "messages: a wrong x-api-key" 401 "$CODE"
+CODE=$(AUTH= http POST /v1/messages "$mbody}" -H "x-api-key: wrong"); anth_err "messages: a wrong x-api-key" 401 authentication_error 'API key'
+CODE=$(AUTH= http POST /v1/responses "$rbody}" -H "x-api-key: wrong"); err_is "responses: a wrong x-api-key" 401 authentication_error
 CODE=$(http GET /v1/responses); expect "responses: wrong method" 405 "$CODE"
 expect "responses: Allow" POST "$(hdr allow)"
 CODE=$(AUTH= http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}]}'); err_is "no key" 401 authentication_error

@@ -101,6 +101,7 @@ static void test_resp_parse(void) {
     /* items: instructions first, developer -> system, parts joined, a call round trip */
     b = "{\"instructions\":\"Be brief.\",\"input\":[{\"role\":\"developer\",\"content\":\"dev\"},"
         "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"a\"},{\"type\":\"input_text\",\"text\":\"b\"}]},"
+        "{\"type\":\"message\",\"role\":\"assistant\",\"id\":\"msg_1\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"no\",\"annotations\":[]},{\"type\":\"refusal\",\"refusal\":\"sorry\"}]},"
         "{\"type\":\"reasoning\",\"summary\":[]},"
         "{\"type\":\"function_call\",\"call_id\":\"call_1\",\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"},"
         "{\"type\":\"function_call\",\"call_id\":\"call_2\",\"name\":\"get_weather\",\"arguments\":\"{}\"},"
@@ -115,7 +116,9 @@ static void test_resp_parse(void) {
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 0), "content")), "Be brief.");
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 1), "role")), "system");
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(m, 2), "content")), "a\nb");
+    /* the calls join the assistant's text turn before them */
     json_t *asst = json_array_get(m, 3), *calls = json_object_get(asst, "tool_calls");
+    CHECK_EQ_STR(json_string_value(json_object_get(asst, "content")), "no\nsorry");
     CHECK_EQ_STR(json_string_value(json_object_get(asst, "role")), "assistant");
     CHECK_EQ_INT((int)json_array_size(calls), 2);
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(calls, 0), "id")), "call_1");

@@ -18,6 +18,12 @@
 
 static bool present(json_t *v) { return v && !json_is_null(v); }
 
+/* A part's text: "text", or a refusal part's "refusal" (an assistant turn the client sends back). */
+static json_t *part_text(json_t *p) {
+    const char *t = json_string_value(json_object_get(p, "type"));
+    return json_object_get(p, t && !strcmp(t, "refusal") ? "refusal" : "text");
+}
+
 /* Text of content: a string, or an array of parts whose type is one of
  * types (NULL-terminated), joined by "\n". Other part types are refused by
  * name (images, files, audio: text only). */
@@ -29,7 +35,7 @@ static bool parts_text(json_t *c, const char *param, const char *const *types, j
     if (!json_is_array(c)) return BAD(param, "'%s' must be a string or an array of text parts", param);
     size_t n = json_array_size(c), total = 1;
     for (size_t k = 0; k < n; k++) {
-        json_t *p = json_array_get(c, k), *type = json_object_get(p, "type"), *text = json_object_get(p, "text");
+        json_t *p = json_array_get(c, k), *type = json_object_get(p, "type"), *text = part_text(p);
         if (!json_is_object(p) || !json_is_string(type))
             return BAD(param, "'%s[%zu]' must be an object with a string 'type'", param, k);
         const char *t = json_string_value(type);
@@ -45,7 +51,7 @@ static bool parts_text(json_t *c, const char *param, const char *const *types, j
     if (!buf) return OOM();
     size_t at = 0;
     for (size_t k = 0; k < n; k++) {
-        json_t *text = json_object_get(json_array_get(c, k), "text");
+        json_t *text = part_text(json_array_get(c, k));
         if (k) buf[at++] = '\n';
         memcpy(buf + at, json_string_value(text), json_string_length(text));
         at += json_string_length(text);

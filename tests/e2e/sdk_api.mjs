@@ -78,6 +78,11 @@ const t2 = await openai.responses.create({ model, tools, max_output_tokens: 4, t
 check('round trip answered', t2.output.length >= 1, t2.output);
 check('round trip prompt holds the call and its output', t2.usage.input_tokens > t1.usage.input_tokens + 5,
   [t2.usage, t1.usage]);
+// the SDK's idiom: the previous response's output items sent back as input
+const follow = await openai.responses.create({ model, max_output_tokens: 4, temperature: 0, instructions: 'You tell stories.',
+  input: [{ role: 'user', content: 'Tell me about the old prince.' }, ...r.output, { role: 'user', content: 'And then?' }] });
+check('output items as input', follow.usage.input_tokens > r.usage.input_tokens + r.usage.output_tokens - 2,
+  [follow.usage, r.usage]);
 const t3 = await openai.responses.create({ model, tools, tool_choice: 'none', input: q, max_output_tokens: 1, temperature: 0 });
 check('tool_choice none leaves the tools out', t3.usage.input_tokens === plain.usage.input_tokens, [t3.usage, plain.usage]);
 await rejects('responses: a bad item is a 400', () => openai.responses.create({ model, input: [{ type: 'nonsense' }] }),
