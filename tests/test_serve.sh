@@ -142,6 +142,10 @@ check "SSE events (messages)" python3 "$E2E/sse_api.py" "$tmp/sb" "$tmp/sh" mess
 CODE=$(http POST /v1/responses '{"input":[{"type":"function_call","name":"f"}]}'); err_is "responses: bad item" 400 invalid_request_error 'input[0]'
 CODE=$(http POST /v1/responses '{"input":"x","max_output_tokens":0}'); err_is "responses: max_output_tokens" 400 invalid_request_error max_output_tokens
 CODE=$(http POST /v1/responses '{"input":"x","text":{"format":{"type":"json_schema","name":"n"}}}'); err_is "responses: text.format" 400 invalid_request_error text.format
+# a schema the grammar cannot follow is found after parsing (server_submit): still named in this API's fields
+CODE=$(http POST /v1/responses '{"input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"string","pattern":"^a+$"}}}}')
+err_is "responses: text.format schema with pattern" 400 invalid_request_error text.format
+expect "responses: text.format schema with pattern: names it, not response_format" 1 "$(jq_ "int('pattern' in d['error']['message'] and 'response_format' not in d['error']['message'])")"
 CODE=$(http POST /v1/responses '{"input": ['); err_is "responses: bad json" 400 invalid_request_error
 anth_err() { # name status type message-regex
   expect "$1 status" "$2" "$CODE"

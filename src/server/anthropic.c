@@ -267,17 +267,10 @@ static bool build(json_t *o, bool count, json_t *chat, zn_oai_error *e) {
     return true;
 }
 
-static void rename_param(zn_oai_error *e, const char *from, const char *to) {
-    if (strcmp(e->param, from)) return;
-    snprintf(e->param, sizeof e->param, "%s", to);
-    char q[64];
-    snprintf(q, sizeof q, "'%s'", from);
-    char *at = strstr(e->message, q);
-    if (at) {
-        char m[sizeof e->message];
-        snprintf(m, sizeof m, "%.*s'%s'%s", (int)(at - e->message), e->message, to, at + strlen(q));
-        snprintf(e->message, sizeof e->message, "%s", m);
-    }
+/* A chat-request error in this API's names (also for errors found after
+ * parsing, by server_submit). */
+void anth_error_names(zn_oai_error *e) {
+    oai_error_rename(e, "stop", "stop_sequences");
 }
 
 bool anth_parse(const char *body, size_t len, bool count, zn_oai_req *r, zn_oai_error *e) {
@@ -295,10 +288,7 @@ bool anth_parse(const char *body, size_t len, bool count, zn_oai_req *r, zn_oai_
     if (ok && !text) ok = OOM();
     json_decref(chat);
     json_decref(o);
-    if (ok && !(ok = oai_parse(text, strlen(text), true, r, e))) {
-        rename_param(e, "stop", "stop_sequences");
-        rename_param(e, "tool_choice", "tool_choice");
-    }
+    if (ok && !(ok = oai_parse(text, strlen(text), true, r, e))) anth_error_names(e);
     free(text);
     return ok;
 }

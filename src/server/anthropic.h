@@ -16,6 +16,9 @@
 /* Parses body[0..len) into a chat request. count: the body of count_tokens
  * (max_tokens not required). On false, e names the field. */
 bool anth_parse(const char *body, size_t len, bool count, zn_oai_req *r, zn_oai_error *e);
+/* Names a chat-request error e in the Messages API's fields (stop_sequences),
+ * for errors found after anth_parse too. */
+void anth_error_names(zn_oai_error *e);
 
 /* {"type": "error", "error": {"type", "message"}}, the type from e->status
  * (invalid_request_error, authentication_error, not_found_error,

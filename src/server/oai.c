@@ -22,6 +22,31 @@ bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, c
     return false;
 }
 
+
+/* The field from (and its sub-fields, from[...] and from.x) named to instead,
+ * in e->param and where the message quotes it: for the APIs translated into
+ * a chat request. */
+void oai_error_rename(zn_oai_error *e, const char *from, const char *to) {
+    size_t fl = strlen(from);
+    if (!strncmp(e->param, from, fl) && (!e->param[fl] || e->param[fl] == '[' || e->param[fl] == '.')) {
+        char p[sizeof e->param];
+        snprintf(p, sizeof p, "%s%s", to, e->param + fl);
+        snprintf(e->param, sizeof e->param, "%s", p);
+    }
+    char q[100], m[sizeof e->message];
+    /* a message that starts with the field's path ("from.x: ...") */
+    if (!strncmp(e->message, from, fl) && strchr(".[: ", e->message[fl]) && e->message[fl]) {
+        snprintf(m, sizeof m, "%s%s", to, e->message + fl);
+        snprintf(e->message, sizeof e->message, "%s", m);
+    }
+    snprintf(q, sizeof q, "'%s'", from);
+    char *at = strstr(e->message, q);
+    if (at) {
+        snprintf(m, sizeof m, "%.*s'%s'%s", (int)(at - e->message), e->message, to, at + strlen(q));
+        snprintf(e->message, sizeof e->message, "%s", m);
+    }
+}
+
 #define BAD(param, ...) oai_fail(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)
 #define OOM() oai_fail(e, 500, "server_error", NULL, NULL, "out of memory")
 

@@ -24,6 +24,10 @@ typedef struct zn_oai_error {
 /* Fills e and returns false, for `return oai_fail(e, 400, ...)`. */
 bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
+/* Renames the field from (and from[...], from.x) to `to` in e->param and
+ * where e->message quotes it ('from'): errors of a chat request that was
+ * translated from another API, in that API's names. */
+void oai_error_rename(zn_oai_error *e, const char *from, const char *to);
 
 /* tool_choice */
 enum { ZN_TOOLS_AUTO = 0, ZN_TOOLS_NONE, ZN_TOOLS_REQUIRED, ZN_TOOLS_NAMED };

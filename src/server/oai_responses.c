@@ -216,22 +216,14 @@ static bool convert_text(json_t *text, json_t *chat, zn_oai_error *e) {
     return !json_object_set_new(chat, "response_format", rf) || OOM();
 }
 
-/* A chat parser's error in this API's names: its param, and 'name' in the message. */
-static void rename_param(zn_oai_error *e, const char *from, const char *to) {
-    size_t fl = strlen(from);
-    if (!strncmp(e->param, from, fl) && (!e->param[fl] || e->param[fl] == '[' || e->param[fl] == '.')) {
-        char p[sizeof e->param];
-        snprintf(p, sizeof p, "%s%s", to, e->param + fl);
-        snprintf(e->param, sizeof e->param, "%s", p);
-    }
-    char q[100];
-    snprintf(q, sizeof q, "'%s'", from);
-    char *at = strstr(e->message, q);
-    if (at) {
-        char m[sizeof e->message];
-        snprintf(m, sizeof m, "%.*s'%s'%s", (int)(at - e->message), e->message, to, at + strlen(q));
-        snprintf(e->message, sizeof e->message, "%s", m);
-    }
+/* A chat-request error in this API's names (also for errors found after
+ * parsing, by server_submit). */
+void resp_error_names(zn_oai_error *e) {
+    oai_error_rename(e, "max_tokens", "max_output_tokens");
+    /* (chat's schema sits at response_format.json_schema.schema, this API's at text.format.schema) */
+    oai_error_rename(e, "response_format.json_schema", "text.format");
+    oai_error_rename(e, "response_format", "text.format");
+    oai_error_rename(e, "messages", "input");
 }
 
 static bool build(json_t *o, json_t *chat, json_t *echo, zn_oai_error *e) {
@@ -303,11 +295,7 @@ bool resp_parse(const char *body, size_t len, zn_oai_req *r, char **echo, zn_oai
     json_decref(o);
     if (ok) {
         ok = oai_parse(text, strlen(text), true, r, e);
-        if (!ok) {
-            rename_param(e, "max_tokens", "max_output_tokens");
-            rename_param(e, "response_format", "text.format");
-            rename_param(e, "messages", "input");
-        }
+        if (!ok) resp_error_names(e);
     }
     free(text);
     if (ok && !(*echo = json_dumps(ej, JSON_COMPACT))) {

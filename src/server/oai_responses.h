@@ -17,6 +17,9 @@
  * request fields the response object repeats (malloc'd JSON object text).
  * On false, e names the field (the Responses API's name for it). */
 bool resp_parse(const char *body, size_t len, zn_oai_req *r, char **echo, zn_oai_error *e);
+/* Names a chat-request error e in the Responses API's fields (max_output_tokens,
+ * text.format, input), for errors found after resp_parse too. */
+void resp_error_names(zn_oai_error *e);
 
 typedef struct zn_resp_ctx {
     char id[48];               /* "resp_<hex>" */

@@ -121,6 +121,9 @@ static void run(zn_server *s, zn_http_req *r, int api, zn_oai_req *req, const ch
     zn_oai_error e;
     zn_job *j = NULL;
     if (!server_submit(s, r, req, &j, &e)) {
+        /* (e.g. a schema the grammar cannot follow, found after parsing) */
+        if (api == API_RESPONSES) resp_error_names(&e);
+        else anth_error_names(&e);
         send_error(r, api, &e);
         return;
     }
