@@ -37,7 +37,7 @@ http() {
 jq_() { python3 -c "import json,sys; d=json.load(open('$tmp/b')); print($1)"; }
 hdr() { tr -d '\r' < "$tmp/h" | grep -i "^$1:" | head -1 | cut -d' ' -f2-; }
 
-if [ ! -d "$E2E/node_modules/openai" ]; then
+if [ ! -d "$E2E/node_modules/openai" ] || [ ! -d "$E2E/node_modules/ajv" ] || [ ! -d "$E2E/node_modules/@anthropic-ai/sdk" ]; then
   (cd "$E2E" && npm ci --no-audit --no-fund --ignore-scripts > "$tmp/npm.log" 2>&1) || bad "npm ci in $E2E failed: $(tail -5 "$tmp/npm.log")"
 fi
 
@@ -93,8 +93,13 @@ CODE=$(http POST /v1/chat/completions '{"model":"gpt-4o","messages":[{"role":"us
 expect "unknown model code" model_not_found "$(jq_ "d['error']['code']")"
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}')
 err_is "tools without a function" 400 invalid_request_error 'tools[0]'
-CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}')
-err_is "tool_choice required (needs grammars)" 400 invalid_request_error tool_choice
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}')
+err_is "tool_choice required without tools" 400 invalid_request_error tool_choice
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"string","pattern":"^a+$"}}}}')
+err_is "json_schema with pattern" 400 invalid_request_error response_format
+expect "json_schema with pattern: names it" 1 "$(jq_ "int('pattern' in d['error']['message'])")"
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","format":"email"}}}}}],"tool_choice":"required"}')
+err_is "forced call, tool schema with format email" 400 invalid_request_error 'tools[0]'
 # tools reach the template: the same conversation with a tool is a longer prompt; "none" leaves it out
 TOOLS='[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]'
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"temperature":0}')
@@ -321,6 +326,17 @@ limit_js "queue limit" queue 80
 limit_js "connection limit" connections 260
 expect "alive after the limits" 200 "$(http GET /health)"
 
+# grammar-constrained output (tests/e2e/structured.mjs): schemas validated with ajv, forced tool
+# calls (up to 16 in parallel: a context for them)
+AUTH="Authorization: Bearer $KEY"
+start grammar -m "$M" --backend cpu --threads 2 --parallel 2 --ctx 4096 --api-key "$KEY"
+out=$(node "$E2E/structured.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "structured: "*" passed, 0 failed") P=$((P + $(sed -E 's/structured: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+  *) bad "structured output: $out" ;;
+esac
+
 # a thinking template (Qwen3.5's): reasoning goes to reasoning_content, and a follow-up
 # turn reuses the checkpoint although the template drops the previous reasoning
 AUTH=
@@ -363,6 +379,20 @@ curl -sN -o "$tmp/sb" --data-binary "{\"messages\":$q1,\"max_tokens\":16,\"tempe
 expect "streamed reasoning tokens" "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")" "$(python3 -c "
 import json
 print([json.loads(l[6:]) for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {')][-1]['usage']['completion_tokens_details']['reasoning_tokens'])")"
+
+# a schema under the thinking template with thinking off (the template closes <think> itself):
+# the content is the JSON; with thinking on the reasoning is free and ends at </think>
+SCH='{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"],"additionalProperties":false}}}'
+expect "thinking off, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":200,\"temperature\":0,\"response_format\":$SCH,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
+check "thinking off, json_schema: valid content" python3 -c "
+import json; d=json.load(open('$tmp/b')); c=d['choices'][0]; v=json.loads(c['message']['content'])
+assert c['finish_reason'] == 'stop' and set(v) == {'name', 'age'} and isinstance(v['age'], int) and 0 <= v['age'] <= 120, d
+"
+expect "thinking on, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0,\"response_format\":$SCH}")"
+check "thinking on, json_schema: the reasoning is free" python3 -c "
+import json; d=json.load(open('$tmp/b')); m=d['choices'][0]['message']
+assert m.get('reasoning_content') and not m['content'], d
+"
 
 # --cors and --allowed-hosts
 start cors -m "$M" --backend cpu --threads 1 --cors http://app.example --allowed-hosts zinc.internal,other.internal:9

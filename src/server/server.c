@@ -349,6 +349,9 @@ zn_status server_load(zn_server *s, zn_err *err) {
     if ((st = load_stopped(s, err))) return st;
     st = tokenizer_load(&s->tok, &s->model.gguf, err);
     if (st) return st;
+    st = vocab_trie_build(&s->vt, s->tok, err);
+    if (st) return st;
+    s->have_vt = true;
     if (s->cfg.chat_template) {
         s->tmpl = strdup(s->cfg.chat_template);
     } else {
@@ -392,6 +395,7 @@ void server_free(zn_server *s) {
     http_stop(s->http);  /* joins the connection threads */
     if (s->have_sched) sched_free(&s->sched);
     if (s->have_engine) engine_free(&s->eng);
+    if (s->have_vt) vocab_trie_free(&s->vt);
     tokenizer_free(s->tok);
     if (s->have_model) model_free(&s->model);
     free(s->tmpl);

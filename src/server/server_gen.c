@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "chat.h"
+#include "constrain.h"
 #include "oai_resp.h"
 #include "server_impl.h"
 #include "textstream.h"
@@ -206,6 +207,28 @@ static bool completion_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_o
     if (j->n_prompt == 0) return fail_e(e, 400, "invalid_request_error", NULL, "the prompt has no tokens%s", "");
     /* the same prompt again reuses all but its last token */
     if (j->n_prompt > 1) j->ckpt_at = j->n_prompt - 1;
+    return true;
+}
+
+/* The grammar of a request that constrains its answer (constrain.h),
+ * compiled with its matcher before the job is queued: a schema it cannot
+ * follow is the client's 400, and the engine thread allocates nothing. */
+static bool constrain_job(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_error *e) {
+    char *gbnf;
+    if (!constrain_gbnf(r, &j->tools, j->tool_fmt ? j->tool_fmt : ZN_TOOLFMT_HERMES, j->think_open, &gbnf, e))
+        return false;
+    if (!gbnf) return true;
+    zn_err err = {0};
+    zn_status st = ZN_ERR_NOMEM;
+    if ((j->gm = malloc(sizeof *j->gm))) st = gmask_init(j->gm, gbnf, strlen(gbnf), &s->vt, &err);
+    free(gbnf);
+    if (st) {
+        free(j->gm);
+        j->gm = NULL;
+        if (st == ZN_ERR_NOMEM) return fail_e(e, 500, "server_error", NULL, "out of memory for the grammar%s", "");
+        return oai_fail(e, 400, "invalid_request_error", NULL, r->format != ZN_FORMAT_TEXT ? "response_format" : "tool_choice",
+                        "%s", err.msg);
+    }
     return true;
 }
 
@@ -412,6 +435,7 @@ bool server_submit(zn_server *s, zn_http_req *r, zn_oai_req *req, zn_job **out, 
         goto fail;
     }
     if (!(chat ? chat_prompt(s, req, j, e) : completion_prompt(s, req, j, e))) goto fail;
+    if (!constrain_job(s, req, j, e)) goto fail;
     j->cache_prompt = req->cache_prompt;
     j->ignore_eos = req->ignore_eos;
     j->max_tokens = req->max_tokens;

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "engine.h"
+#include "gmatch.h"
 #include "http.h"
 #include "metrics.h"
 #include "model.h"
@@ -21,6 +22,8 @@ struct zn_server {
     zn_metrics metrics;
     zn_model model;
     zn_tokenizer *tok;
+    zn_vocab_trie vt;          /* every token's bytes, for grammar-constrained sampling (built once at load) */
+    bool have_vt;
     zn_engine eng;
     zn_sched sched;
     char *tmpl;                /* chat template text, or NULL (ChatML) */
