@@ -489,7 +489,8 @@ static void test_metrics(void) {
     metrics_observe(&m, ZN_HIST_TTFT, 0.003);
     metrics_observe(&m, ZN_HIST_TTFT, 100);
     metrics_tokens(&m, 10, 4, 5);
-    zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4};
+    zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4, .steps = 9,
+                           .batched_steps = 7};
     size_t n;
     char *t = metrics_render(&m, &g, &n);
     CHECK(t && strlen(t) == n);
@@ -504,6 +505,8 @@ static void test_metrics(void) {
     CHECK(strstr(t, "\nvllm:num_requests_running 2\n") && strstr(t, "\nvllm:num_requests_waiting 3\n"));
     CHECK(strstr(t, "\nvllm:kv_cache_usage_perc 0.25\n"));
     CHECK(strstr(t, "# TYPE vllm:kv_cache_usage_perc gauge\n"));
+    CHECK(strstr(t, "\nzinc_engine_steps_total 9\n") && strstr(t, "\nzinc_engine_batched_steps_total 7\n"));
+    CHECK(strstr(t, "# TYPE zinc_engine_batched_steps_total counter\n"));
     free(t);
     metrics_free(&m);
 }
