@@ -136,7 +136,7 @@ $(BUILD)/vk-%: tools/vk-bench/%.c $(BUILD)/libzinc.a
 # fuzz/regress/X without clang.
 FUZZ_TARGETS := gguf model tokenizer jinja sampler request
 # (embedded.c's table points into embedded_data.S: the built-in demo model)
-FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/format/embedded.c src/format/embedded_data.S
+FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/base/file.c src/format/embedded.c src/format/embedded_data.S
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
                    src/format/quant.c src/format/quant_avx2.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)

@@ -223,6 +223,9 @@ static void test_syntax_errors(void) {
     expect_error("{# comment", NULL, ZN_ERR_FORMAT, "missing end of comment");
     expect_error("{{ x ]}}", NULL, ZN_ERR_FORMAT, "unexpected ']'");
     expect_error("{{ a ! b }}", NULL, ZN_ERR_FORMAT, "unexpected character '!'");
+    /* found by fuzz_jinja: the slice was evaluated without its subject (a NULL node) */
+    expect_error("{{ s[7, 1:2] }}", "{\"s\": \"abc\"}", ZN_ERR_FORMAT, "a slice cannot be part of a tuple subscript");
+    expect_error("{{ s[1:2, 3] }}", "{\"s\": \"abc\"}", ZN_ERR_FORMAT, "a slice cannot be part of a tuple subscript");
     expect_error("{% macro m(a=1, b) %}{% endmacro %}", NULL, ZN_ERR_FORMAT, "non-default argument");
     expect_error("{{ 99999999999999999999 }}", NULL, ZN_ERR_FORMAT, "out of range");
     expect_error("{% set x %}no end", NULL, ZN_ERR_FORMAT, "expected 'endset'");

@@ -17,13 +17,10 @@ const char *zn_file_kind(mode_t mode) {
     return "not a file";
 }
 
-zn_status zn_file_open_regular(const char *path, int *fd, size_t *size, zn_err *err) {
-    *fd = -1;
-    /* O_NONBLOCK: a FIFO would otherwise wait in open() for a writer */
-    int d = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (d < 0)
-        return zn_errf(err, errno == ENOENT ? ZN_ERR_NOT_FOUND : ZN_ERR_IO, "%s: cannot open: %s", path,
-                       strerror(errno));
+/* d (opened O_NONBLOCK so that a FIFO does not wait in open()) is kept only
+ * if it is a regular file, made blocking again; otherwise it is closed and
+ * the message names path and what it is. */
+static zn_status fd_regular(int d, const char *path, size_t *size, zn_err *err) {
     struct stat st;
     if (fstat(d, &st) != 0) {
         int e = errno;
@@ -40,9 +37,19 @@ zn_status zn_file_open_regular(const char *path, int *fd, size_t *size, zn_err *
         close(d);
         return zn_errf(err, ZN_ERR_IO, "%s: %s", path, strerror(e));
     }
-    *fd = d;
     if (size) *size = (size_t)st.st_size;
     return ZN_OK;
+}
+
+zn_status zn_file_open_regular(const char *path, int *fd, size_t *size, zn_err *err) {
+    *fd = -1;
+    int d = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (d < 0)
+        return zn_errf(err, errno == ENOENT ? ZN_ERR_NOT_FOUND : ZN_ERR_IO, "%s: cannot open: %s", path,
+                       strerror(errno));
+    zn_status s = fd_regular(d, path, size, err);
+    if (s == ZN_OK) *fd = d;
+    return s;
 }
 
 zn_status zn_file_fopen_regular(const char *path, FILE **f, zn_err *err) {
@@ -115,17 +122,9 @@ zn_status zn_file_create_regular(const char *path, int oflags, const char *mode,
     int d = open(path, oflags | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
     if (d < 0) return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     /* it may have been replaced between stat() and open() */
-    if (fstat(d, &st) != 0) {
-        int e = errno;
-        close(d);
-        return zn_errf(err, ZN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(d);
-        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, zn_file_kind(st.st_mode));
-    }
-    int fl = fcntl(d, F_GETFL);
-    if (fl < 0 || fcntl(d, F_SETFL, fl & ~O_NONBLOCK) < 0 || !(*f = fdopen(d, mode))) {
+    zn_status s = fd_regular(d, path, NULL, err);
+    if (s) return s;
+    if (!(*f = fdopen(d, mode))) {
         int e = errno;
         close(d);
         return zn_errf(err, ZN_ERR_IO, "%s: %s", path, strerror(e));

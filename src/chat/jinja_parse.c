@@ -576,6 +576,9 @@ static jnode *parse_postfix(jp *P, jnode *node) {
             expect_op(P, ']');
             jnode *key = a.n ? a.v[0] : NULL;
             if (a.n != 1) {  /* x[a, b] and even x[] index with a tuple */
+                /* (a slice there would be a slice object, which no value can be indexed with) */
+                for (uint32_t i = 0; i < a.n; i++)
+                    if (a.v[i]->kind == JN_SLICE) pfail(P, t->off, "a slice cannot be part of a tuple subscript");
                 key = mk(P, JN_TUPLE, t);
                 key->kids = a.v;
                 key->nkids = a.n;

@@ -11,6 +11,7 @@
  * is replacing one buffer and writing is concatenation. */
 #include "gguf.h"
 #include "embedded.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -531,40 +532,24 @@ zn_status gguf_open_mem(gguf_ctx *g, const void *buf, size_t size, const char *n
     return open_common(g, size ? buf : empty, size, g->path, false, err);
 }
 
-/* What st_mode says a path is, for "not a regular file" (as file.h's
- * zn_file_kind; the GGUF reader stays free of other modules for the fuzzer). */
-static const char *file_kind(mode_t m) {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
-         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a file";
-}
-
 zn_status gguf_open(gguf_ctx *g, const char *path, zn_err *err) {
     ctx_reset(g, path);
     const uint8_t *emb;
     size_t emb_n;
     if (embedded_find(path, &emb, &emb_n)) return open_common(g, emb, emb_n, path, false, err);
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) return zn_errf(err, errno == ENOENT ? ZN_ERR_NOT_FOUND : ZN_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return zn_errf(err, ZN_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
-    }
-    if (st.st_size == 0) {
+    int fd;
+    size_t size;
+    zn_status s = zn_file_open_regular(path, &fd, &size, err);
+    if (s) return s;
+    if (size == 0) {
         close(fd);
         return zn_errf(err, ZN_ERR_FORMAT, "%s: header: empty file, not a GGUF file", path);
     }
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
     if (m == MAP_FAILED) return zn_errf(err, ZN_ERR_IO, "%s: cannot map: %s", path, strerror(e));
-    return open_common(g, m, (size_t)st.st_size, path, true, err);
+    return open_common(g, m, size, path, true, err);
 }
 
 void gguf_close(gguf_ctx *g) {
@@ -1074,22 +1059,11 @@ zn_status gguf_writer_write(gguf_writer *w, const char *path, zn_err *err) {
         free(meta.p);
         return zn_errf(err, ZN_ERR_NOMEM, "%s: out of memory while encoding", path);
     }
-    FILE *f = NULL;
-    struct stat st;
-    /* a FIFO would block in open() until a reader came, a device be written through */
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    FILE *f;
+    zn_status cs = zn_file_create_regular(path, O_WRONLY | O_TRUNC, "wb", &f, err);
+    if (cs) {
         free(meta.p);
-        return zn_errf(err, ZN_ERR_IO, "%s: not a regular file (%s)", path, file_kind(st.st_mode));
-    }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644), fl;
-    const char *why = fd < 0 || fstat(fd, &st) != 0 ? strerror(errno)
-                    : !S_ISREG(st.st_mode) ? file_kind(st.st_mode) /* replaced after stat() */
-                    : (fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
-                      !(f = fdopen(fd, "wb")) ? strerror(errno) : NULL;
-    if (why) {
-        if (fd >= 0) close(fd);
-        free(meta.p);
-        return zn_errf(err, ZN_ERR_IO, "%s: cannot create: %s", path, why);
+        return cs;
     }
     uint64_t pos = meta.len;
     bool ok = write_all(f, meta.p, meta.len) && write_pad(f, &pos, w->alignment);
