@@ -142,7 +142,8 @@ FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/grap
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
 FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c
-FUZZ_SRCS_request := src/server/oai.c src/engine/sampler.c src/base/status.c
+FUZZ_SRCS_request := src/server/oai.c src/server/oai_responses.c src/server/anthropic.c src/server/evbuf.c \
+                     src/text/utf8.c src/engine/sampler.c src/base/status.c
 FUZZ_LIBS_model := -lpthread
 FUZZ_LIBS_tokenizer := -lpcre2-8
 FUZZ_LIBS_request := -ljansson

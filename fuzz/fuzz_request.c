@@ -1,6 +1,7 @@
-/* libFuzzer target for the server's request parsing (src/server/oai.c):
- * arbitrary bytes as the body of /v1/chat/completions, /v1/completions,
- * /tokenize and /detokenize. Beyond "no crash, no sanitizer report": an
+/* libFuzzer target for the server's request parsing (src/server/oai.c,
+ * oai_responses.c, anthropic.c): arbitrary bytes as the body of
+ * /v1/chat/completions, /v1/completions, /tokenize, /detokenize,
+ * /v1/responses, /v1/messages and /v1/messages/count_tokens. Beyond "no crash, no sanitizer report": an
  * accepted request stays within every ZN_SRV_* limit, its normalized
  * messages are valid JSON again, and a rejection says why with a 4xx/5xx. */
 #include <jansson.h>
@@ -9,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "anthropic.h"
 #include "oai.h"
+#include "oai_responses.h"
 
 static void fail(const char *what) {
     fprintf(stderr, "fuzz_request: %s\n", what);
@@ -58,6 +61,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             oai_req_free(&r);
         } else {
             check_error(&e);
+        }
+    }
+    /* the other APIs translate into chat requests: the same checks hold */
+    {
+        zn_oai_req r;
+        zn_oai_error e;
+        char *echo = NULL;
+        if (resp_parse(body, size, &r, &echo, &e)) {
+            if (!r.chat) fail("a Responses request that is not a chat request");
+            check_req(&r);
+            json_t *ej = json_loads(echo, 0, NULL);
+            if (!json_is_object(ej)) fail("the Responses echo is not an object");
+            json_decref(ej);
+            free(echo);
+            oai_req_free(&r);
+        } else {
+            check_error(&e);
+            if (echo) fail("a rejected Responses request left its echo");
+        }
+        for (int count = 0; count < 2; count++) {
+            if (anth_parse(body, size, count, &r, &e)) {
+                if (!r.chat) fail("a Messages request that is not a chat request");
+                check_req(&r);
+                oai_req_free(&r);
+            } else {
+                check_error(&e);
+                json_t *j = anth_error_json(&e);
+                if (!j) fail("no Anthropic error body");
+                json_decref(j);
+            }
         }
     }
     char *content;

@@ -44,7 +44,7 @@ seeds() { # target dir
     jinja) mapfile -t f < <({ ls tests/templates/*.jinja tests/templates/cases.tsv;
                               find "$shared/tokenizers/ggml-vocab" "$shared/models" -name '*.gguf'; } 2>/dev/null | sort) ;;
     sampler) mapfile -t f < <(find "$shared/models" -name '*.golden.json' 2>/dev/null | sort) ;;
-    request) # request bodies of the server's endpoints (src/server/oai.c), every field once
+    request) # request bodies of the server's endpoints (src/server/oai.c, oai_responses.c, anthropic.c), every field once
       local i=0 b
       for b in '{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}' \
         '{"messages":[{"role":"developer","content":"x"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"assistant","content":null,"reasoning_content":"r","tool_calls":[]},{"role":"tool","content":"t","tool_call_id":"c1","name":"f"}],"stream":true,"stream_options":{"include_usage":true}}' \
@@ -53,7 +53,11 @@ seeds() { # target dir
         '{"prompt":[1,2,3,4093]}' '{"prompt":[[5,6]]}' '{"prompt":["one"]}' \
         '{"content":"Hello world","add_special":true}' '{"tokens":[1,2,3]}' \
         '{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}' \
-        '{"messages":[],"n":2}' '[1]' '{"stop":"'"$(printf 'a%.0s' $(seq 300))"'"}'; do
+        '{"messages":[],"n":2}' '[1]' '{"stop":"'"$(printf 'a%.0s' $(seq 300))"'"}' \
+        '{"instructions":"B","input":[{"role":"developer","content":"d"},{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"g","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"s"}],"tools":[{"type":"function","name":"g","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"g"},"text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}},"max_output_tokens":5}' \
+        '{"input":"Hi","stream":true,"temperature":0.5,"top_p":0.9,"parallel_tool_calls":false,"reasoning":{"effort":"low"},"store":false}' \
+        '{"model":"m","max_tokens":9,"system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"w"},{"role":"assistant","content":[{"type":"thinking","thinking":"h"},{"type":"text","text":"C"},{"type":"tool_use","id":"t","name":"g","input":{"c":"P"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"s"}],"is_error":true},{"type":"text","text":"t"}]}],"tools":[{"name":"g","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"stop_sequences":["E"],"temperature":0.2,"top_k":7,"thinking":{"type":"enabled"}}' \
+        '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}],"stream":true}'; do
         printf '%s' "$b" > "$d/seed$i.json"; i=$((i + 1))
       done
       return 0 ;;

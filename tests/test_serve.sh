@@ -37,7 +37,7 @@ http() {
 jq_() { python3 -c "import json,sys; d=json.load(open('$tmp/b')); print($1)"; }
 hdr() { tr -d '\r' < "$tmp/h" | grep -i "^$1:" | head -1 | cut -d' ' -f2-; }
 
-if [ ! -d "$E2E/node_modules/openai" ]; then
+if [ ! -d "$E2E/node_modules/openai" ] || [ ! -d "$E2E/node_modules/ajv" ] || [ ! -d "$E2E/node_modules/@anthropic-ai/sdk" ]; then
   (cd "$E2E" && npm ci --no-audit --no-fund --ignore-scripts > "$tmp/npm.log" 2>&1) || bad "npm ci in $E2E failed: $(tail -5 "$tmp/npm.log")"
 fi
 
@@ -93,8 +93,13 @@ CODE=$(http POST /v1/chat/completions '{"model":"gpt-4o","messages":[{"role":"us
 expect "unknown model code" model_not_found "$(jq_ "d['error']['code']")"
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}')
 err_is "tools without a function" 400 invalid_request_error 'tools[0]'
-CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required"}')
-err_is "tool_choice required (needs grammars)" 400 invalid_request_error tool_choice
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tool_choice":"required"}')
+err_is "tool_choice required without tools" 400 invalid_request_error tool_choice
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"string","pattern":"^a+$"}}}}')
+err_is "json_schema with pattern" 400 invalid_request_error response_format
+expect "json_schema with pattern: names it" 1 "$(jq_ "int('pattern' in d['error']['message'])")"
+CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","format":"email"}}}}}],"tool_choice":"required"}')
+err_is "forced call, tool schema with format email" 400 invalid_request_error 'tools[0]'
 # tools reach the template: the same conversation with a tool is a longer prompt; "none" leaves it out
 TOOLS='[{"type":"function","function":{"name":"get_weather","description":"Weather of a city","parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}]'
 CODE=$(http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}],"max_tokens":1,"temperature":0}')
@@ -112,6 +117,50 @@ p_round=$(jq_ "d['usage']['prompt_tokens']")
 [ "$p_round" -gt "$p_tools" ] && ok || bad "round trip prompt ($p_round tokens) not longer than the first turn's ($p_tools)"
 CODE=$(http GET /v1/nothing); err_is "unknown route" 404 invalid_request_error
 CODE=$(http GET /v1/chat/completions); expect "wrong method" 405 "$CODE"
+
+# the Responses and Anthropic Messages APIs: the SDKs (openai responses.create, @anthropic-ai/sdk), whole and
+# streamed, tools, count_tokens, stop sequences, typed errors; the Anthropic SDK sends the key as x-api-key
+out=$(node "$E2E/sdk_api.mjs" "http://127.0.0.1:$PORT" "$KEY" "$ID" 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "sdk_api: "*" passed, 0 failed") P=$((P + $(sed -E 's/sdk_api: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+  *) bad "Responses/Messages SDKs: $out" ;;
+esac
+# raw SSE: named events in the APIs' order, the streamed text the whole response's
+rbody='{"input":"Tell me a story.","max_output_tokens":12,"temperature":0'
+expect "responses whole" 200 "$(http POST /v1/responses "$rbody}")"
+jq_ "d['output'][0]['content'][0]['text']" | head -c -1 > "$tmp/want"
+curl -sN -D "$tmp/sh" -o "$tmp/sb" -H "$AUTH" --data-binary "$rbody,\"stream\":true}" "http://127.0.0.1:$PORT/v1/responses"
+check "SSE events (responses)" python3 "$E2E/sse_api.py" "$tmp/sb" "$tmp/sh" responses "$tmp/want"
+mbody='{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":12,"temperature":0'
+expect "messages whole" 200 "$(http POST /v1/messages "$mbody}" -H 'anthropic-version: 2023-06-01')"
+jq_ "d['content'][0]['text']" | head -c -1 > "$tmp/want"
+curl -sN -D "$tmp/sh" -o "$tmp/sb" -H "x-api-key: $KEY" -H 'anthropic-version: 2023-06-01' --data-binary "$mbody,\"stream\":true}" \
+  "http://127.0.0.1:$PORT/v1/messages"
+check "SSE events (messages)" python3 "$E2E/sse_api.py" "$tmp/sb" "$tmp/sh" messages "$tmp/want"
+# malformed fields: 400s naming them, in each API's error shape
+CODE=$(http POST /v1/responses '{"input":[{"type":"function_call","name":"f"}]}'); err_is "responses: bad item" 400 invalid_request_error 'input[0]'
+CODE=$(http POST /v1/responses '{"input":"x","max_output_tokens":0}'); err_is "responses: max_output_tokens" 400 invalid_request_error max_output_tokens
+CODE=$(http POST /v1/responses '{"input":"x","text":{"format":{"type":"json_schema","name":"n"}}}'); err_is "responses: text.format" 400 invalid_request_error text.format
+CODE=$(http POST /v1/responses '{"input": ['); err_is "responses: bad json" 400 invalid_request_error
+anth_err() { # name status type message-regex
+  expect "$1 status" "$2" "$CODE"
+  expect "$1 shape" "error $3" "$(jq_ "d['type'] + ' ' + d['error']['type']")"
+  expect "$1 names the field" 1 "$(jq_ "int(bool(__import__('re').search(r'$4', d['error']['message'])))")"
+}
+CODE=$(http POST /v1/messages '{"model":"'$ID'","messages":[{"role":"user","content":"x"}]}'); anth_err "messages: no max_tokens" 400 invalid_request_error '^max_tokens'
+CODE=$(http POST /v1/messages '{"model":"'$ID'","max_tokens":4,"messages":[{"role":"user","content":[{"type":"document"}]}]}'); anth_err "messages: document block" 400 invalid_request_error 'messages\.0\.content\.0'
+CODE=$(http POST /v1/messages '{"model":"'$ID'","max_tokens":4,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"sometimes"}}'); anth_err "messages: tool_choice" 400 invalid_request_error '^tool_choice'
+CODE=$(http POST /v1/messages '{"model":"claude-x","max_tokens":4,"messages":[{"role":"user","content":"x"}]}'); anth_err "messages: unknown model" 404 not_found_error claude-x
+CODE=$(http POST /v1/messages/count_tokens '{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}]}')
+expect "count_tokens" 200 "$CODE"
+n_ct=$(jq_ "d['input_tokens']")
+expect "messages whole again" 200 "$(http POST /v1/messages "$mbody}")"
+expect "count_tokens = the request's input_tokens" "$n_ct" "$(jq_ "d['usage']['input_tokens']")"
+CODE=$(AUTH= http POST /v1/messages "$mbody}" -H "x-api-key: wrong"); anth_err "messages: a wrong x-api-key" 401 authentication_error 'API key'
+CODE=$(AUTH= http POST /v1/responses "$rbody}" -H "x-api-key: wrong"); err_is "responses: a wrong x-api-key" 401 authentication_error
+CODE=$(http GET /v1/responses); expect "responses: wrong method" 405 "$CODE"
+expect "responses: Allow" POST "$(hdr allow)"
 CODE=$(AUTH= http POST /v1/chat/completions '{"messages":[{"role":"user","content":"x"}]}'); err_is "no key" 401 authentication_error
 CODE=$(AUTH="Authorization: Bearer ${KEY}x" http GET /v1/models); err_is "wrong key" 401 authentication_error
 CODE=$(AUTH="x-api-key: $KEY" http GET /v1/models); expect "x-api-key header" 200 "$CODE"
@@ -280,6 +329,17 @@ limit_js "queue limit" queue 80
 limit_js "connection limit" connections 260
 expect "alive after the limits" 200 "$(http GET /health)"
 
+# grammar-constrained output (tests/e2e/structured.mjs): schemas validated with ajv, forced tool
+# calls (up to 16 in parallel: a context for them)
+AUTH="Authorization: Bearer $KEY"
+start grammar -m "$M" --backend cpu --threads 2 --parallel 2 --ctx 4096 --api-key "$KEY"
+out=$(node "$E2E/structured.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 2>&1)
+line=$(printf '%s\n' "$out" | tail -1)
+case "$line" in
+  "structured: "*" passed, 0 failed") P=$((P + $(sed -E 's/structured: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
+  *) bad "structured output: $out" ;;
+esac
+
 # a thinking template (Qwen3.5's): reasoning goes to reasoning_content, and a follow-up
 # turn reuses the checkpoint although the template drops the previous reasoning
 AUTH=
@@ -322,6 +382,20 @@ curl -sN -o "$tmp/sb" --data-binary "{\"messages\":$q1,\"max_tokens\":16,\"tempe
 expect "streamed reasoning tokens" "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")" "$(python3 -c "
 import json
 print([json.loads(l[6:]) for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {')][-1]['usage']['completion_tokens_details']['reasoning_tokens'])")"
+
+# a schema under the thinking template with thinking off (the template closes <think> itself):
+# the content is the JSON; with thinking on the reasoning is free and ends at </think>
+SCH='{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object","properties":{"name":{"type":"string","maxLength":20},"age":{"type":"integer","minimum":0,"maximum":120}},"required":["name","age"],"additionalProperties":false}}}'
+expect "thinking off, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":200,\"temperature\":0,\"response_format\":$SCH,\"chat_template_kwargs\":{\"enable_thinking\":false}}")"
+check "thinking off, json_schema: valid content" python3 -c "
+import json; d=json.load(open('$tmp/b')); c=d['choices'][0]; v=json.loads(c['message']['content'])
+assert c['finish_reason'] == 'stop' and set(v) == {'name', 'age'} and isinstance(v['age'], int) and 0 <= v['age'] <= 120, d
+"
+expect "thinking on, json_schema" 200 "$(http POST /v1/chat/completions "{\"messages\":$q1,\"max_tokens\":12,\"temperature\":0,\"response_format\":$SCH}")"
+check "thinking on, json_schema: the reasoning is free" python3 -c "
+import json; d=json.load(open('$tmp/b')); m=d['choices'][0]['message']
+assert m.get('reasoning_content') and not m['content'], d
+"
 
 # --cors and --allowed-hosts
 start cors -m "$M" --backend cpu --threads 1 --cors http://app.example --allowed-hosts zinc.internal,other.internal:9

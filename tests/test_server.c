@@ -239,6 +239,25 @@ static void test_parse_chat(void) {
     CHECK(r.tools && strstr(r.tools, "\"name\":\"w\""));
     CHECK(strstr(r.messages, "\"tool_call_id\":\"c1\"") && strstr(r.messages, "\"tool_calls\":[{"));
     oai_req_free(&r);
+    /* response_format: the schema kept as JSON text for the server to compile */
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"json_object\"}}",
+                true, &r, &e));
+    CHECK_EQ_INT(r.format, ZN_FORMAT_JSON_OBJECT);
+    CHECK(!r.schema);
+    oai_req_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"response_format\":{\"type\":\"json_schema\","
+                "\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"object\"}}}}", true, &r, &e));
+    CHECK_EQ_INT(r.format, ZN_FORMAT_JSON_SCHEMA);
+    CHECK_EQ_STR(r.schema, "{\"type\":\"object\"}");
+    CHECK_EQ_STR(r.schema_name, "p");
+    oai_req_free(&r);
+    CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":"
+                "{\"name\":\"f\"}},{\"type\":\"function\",\"function\":{\"name\":\"g\"}}],"
+                "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}}", true, &r, &e));
+    CHECK_EQ_INT(r.tool_choice, ZN_TOOLS_NAMED);
+    CHECK_EQ_STR(r.tool_name, "g");
+    CHECK_EQ_INT(r.format, ZN_FORMAT_TEXT);
+    oai_req_free(&r);
     /* defaults */
     CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", true, &r, &e));
     CHECK(!r.model && !r.stream && r.max_tokens == -1 && r.top_logprobs == -1 && r.cache_prompt && !r.seed_given);
@@ -276,7 +295,13 @@ static void test_parse_errors(void) {
         {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\","
          "\"function\":{\"name\":\"g\"}}", "tool_choice"},
         {"\"tool_choice\":\"required\"", "tool_choice"}, {"\"parallel_tool_calls\":1", "parallel_tool_calls"},
-        {"\"response_format\":{\"type\":\"json_object\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"yaml\"}", "response_format"}, {"\"response_format\":\"json\"", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\"}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"x\",\"schema\":[]}}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":5,\"schema\":{}}}", "response_format"},
+        {"\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{},\"strict\":\"yes\"}}", "response_format"},
+        {"\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\","
+         "\"response_format\":{\"type\":\"json_object\"}", "response_format"},
         {"\"logit_bias\":{\"5\":-100}", "logit_bias"}, {"\"best_of\":3", "best_of"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

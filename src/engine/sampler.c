@@ -167,7 +167,7 @@ static void softmax_sorted(zn_sampler_cand *c, int n, float temp) {
     for (int i = 0; i < n; i++) c[i].logit = (float)(c[i].logit / sum);
 }
 
-int32_t sampler_sample(zn_sampler *s, const float *logits) {
+static int32_t sample(zn_sampler *s, const float *logits, const uint64_t *allow) {
     const zn_sampler_params *p = &s->p;
     int n = s->n_vocab;
     zn_sampler_cand *c = s->cand;
@@ -179,12 +179,19 @@ int32_t sampler_sample(zn_sampler *s, const float *logits) {
     }
     s->nonfinite = bad;
     if (penalties_on(p)) apply_penalties(s);
+    if (allow) { /* after the penalties, which index cand[] by id */
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if ((allow[i >> 6] >> (i & 63)) & 1) c[k++] = c[i];
+        if (k == 0) return -1;
+        n = k;
+    }
 
     if (p->temperature <= 0.0f) {
-        int32_t best = 0;
+        int best = 0;
         for (int i = 1; i < n; i++)
             if (c[i].logit > c[best].logit) best = i;
-        return best;
+        return c[best].id;
     }
 
     /* top-k (a full sort when off, as top-p needs the order) */
@@ -222,4 +229,10 @@ int32_t sampler_sample(zn_sampler *s, const float *logits) {
         if (u < acc) return c[i].id;
     }
     return c[n - 1].id; /* rounding left u just above the total */
+}
+
+int32_t sampler_sample(zn_sampler *s, const float *logits) { return sample(s, logits, NULL); }
+
+int32_t sampler_sample_masked(zn_sampler *s, const float *logits, const uint64_t *allow) {
+    return sample(s, logits, allow);
 }

@@ -61,6 +61,12 @@ void sampler_reset(zn_sampler *s);
 void sampler_accept(zn_sampler *s, int32_t token);
 /* Picks the next token from logits [n_vocab] (not modified). */
 int32_t sampler_sample(zn_sampler *s, const float *logits);
+/* The same among the tokens whose bit is set in allow [(n_vocab + 63) / 64]
+ * (grammar-constrained sampling): the result is what sampler_sample gives on
+ * logits with every other token at -inf, except that a token left out is
+ * never drawn, not even by rounding; nonfinite still looks at every logit.
+ * -1 when allow is empty. */
+int32_t sampler_sample_masked(zn_sampler *s, const float *logits, const uint64_t *allow);
 
 /* Index of the largest value (the lowest index among equals); NaN ranks
  * below every number. */

@@ -190,6 +190,11 @@ static void reject(rq *q, int status, const char *type, const char *msg, const c
     char body[ZN_ERR_MSG_MAX + 160];
     /* msg holds no characters that need JSON escaping (our own fixed texts) */
     snprintf(body, sizeof body, "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"param\":null,\"code\":null}}", msg, type);
+    if (q->r.path && !strncmp(q->r.path, "/v1/messages", 12)) { /* Anthropic's clients read their own shape */
+        const char *t = status == 413 ? "request_too_large" : status == 403 ? "permission_error"
+                      : status == 429 ? "rate_limit_error" : status == 503 ? "overloaded_error" : type;
+        snprintf(body, sizeof body, "{\"type\":\"error\",\"error\":{\"type\":\"%s\",\"message\":\"%s\"}}", t, msg);
+    }
     const char *h[8] = {"x-should-retry", status == 503 || status == 429 ? "true" : "false", NULL};
     for (int i = 0; extra && extra[i] && i < 4; i++) h[2 + i] = extra[i];
     q->r.close = true;
@@ -226,7 +231,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!strcmp(method, "OPTIONS") && h->cfg.cors && cors_origin(h, &q->r) &&
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Method")) {
             static const char *const pre[] = {"Access-Control-Allow-Methods", "GET, POST, OPTIONS",
-                                              "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key",
+                                              "Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta",
                                               "Access-Control-Max-Age", "600", NULL};
             q->rejected = true;
             http_send(&q->r, 204, NULL, "", 0, pre);
@@ -234,7 +239,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         if (!is_public(h, method, url) && !key_ok(h, &q->r)) {
             static const char *const www[] = {"WWW-Authenticate", "Bearer", NULL};
-            reject(q, 401, "authentication_error", "a valid API key is required (Authorization: Bearer KEY)", www);
+            reject(q, 401, "authentication_error", "a valid API key is required (Authorization: Bearer KEY, or x-api-key: KEY)", www);
             return MHD_YES;
         }
         return MHD_YES;

@@ -294,10 +294,40 @@ static bool parse_tools(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     }
     if (r->tool_choice != ZN_TOOLS_NONE && !r->n_tools)
         return BAD("tool_choice", "'tool_choice' asks for a tool call but 'tools' is empty");
-    if (r->tool_choice == ZN_TOOLS_REQUIRED || r->tool_choice == ZN_TOOLS_NAMED)
-        return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "tool_choice",
-                        "'tool_choice' %s needs grammar-constrained sampling, which is not supported yet (use \"auto\")",
-                        r->tool_choice == ZN_TOOLS_REQUIRED ? "\"required\"" : "naming a function");
+    return true;
+}
+
+/* response_format: {"type": "text"}, {"type": "json_object"} or
+ * {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}}.
+ * The schema is compiled by the server (its grammar needs the model's
+ * vocabulary anyway); here only its shape is checked. */
+static bool parse_format(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    json_t *rf = json_object_get(o, "response_format");
+    if (!rf || json_is_null(rf)) return true;
+    json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
+    if (!json_is_string(t))
+        return BAD("response_format", "'response_format' must be {\"type\": \"text\" | \"json_object\" | \"json_schema\", ...}");
+    const char *type = json_string_value(t);
+    if (!strcmp(type, "text")) return true;
+    if (!strcmp(type, "json_object")) {
+        r->format = ZN_FORMAT_JSON_OBJECT;
+        return true;
+    }
+    if (strcmp(type, "json_schema"))
+        return BAD("response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\" (got '%.64s')", type);
+    json_t *js = json_object_get(rf, "json_schema");
+    if (!json_is_object(js))
+        return BAD("response_format", "'response_format.json_schema' must be an object {\"name\": ..., \"schema\": {...}}");
+    json_t *name = json_object_get(js, "name"), *schema = json_object_get(js, "schema"), *strict = json_object_get(js, "strict");
+    if (name && !json_is_null(name) && !json_is_string(name))
+        return BAD("response_format", "'response_format.json_schema.name' must be a string");
+    if (strict && !json_is_null(strict) && !json_is_boolean(strict))
+        return BAD("response_format", "'response_format.json_schema.strict' must be true or false");
+    if (!json_is_object(schema))
+        return BAD("response_format", "'response_format.json_schema.schema' must be a JSON Schema object");
+    if (!(r->schema = json_dumps(schema, JSON_COMPACT))) return OOM();
+    if (json_is_string(name) && !(r->schema_name = dup_n(json_string_value(name), json_string_length(name)))) return OOM();
+    r->format = ZN_FORMAT_JSON_SCHEMA;
     return true;
 }
 
@@ -354,16 +384,12 @@ static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
         if (!get_int(o, "logprobs", 0, ZN_SRV_MAX_TOP_LOGPROBS, &x, NULL, e)) return false;
         r->top_logprobs = (int)x;
     }
-    if (!parse_tools(o, r, e)) return false;
+    if (!parse_tools(o, r, e) || !parse_format(o, r, e)) return false;
+    if (r->format != ZN_FORMAT_TEXT && (r->tool_choice == ZN_TOOLS_REQUIRED || r->tool_choice == ZN_TOOLS_NAMED))
+        return BAD("response_format", "'response_format' %s and a forced tool call ('tool_choice') exclude each other",
+                   r->format == ZN_FORMAT_JSON_OBJECT ? "json_object" : "json_schema");
     /* Accepted and ignored, these would silently change what the client gets:
      * better a clear 400 until they are implemented. */
-    json_t *rf = json_object_get(o, "response_format");
-    if (rf && !json_is_null(rf)) {
-        json_t *t = json_is_object(rf) ? json_object_get(rf, "type") : NULL;
-        if (!json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "response_format",
-                            "structured output ('response_format' other than text) is not supported yet");
-    }
     json_t *lb = json_object_get(o, "logit_bias");
     if (json_object_size(lb) > 0)
         return oai_fail(e, 400, "invalid_request_error", "unsupported_parameter", "logit_bias",
@@ -404,6 +430,8 @@ void oai_req_free(zn_oai_req *r) {
     free(r->template_kwargs);
     free(r->tools);
     free(r->tool_name);
+    free(r->schema);
+    free(r->schema_name);
     free(r->messages);
     free(r->prompt);
     free(r->prompt_ids);

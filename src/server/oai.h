@@ -28,6 +28,10 @@ bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, c
 /* tool_choice */
 enum { ZN_TOOLS_AUTO = 0, ZN_TOOLS_NONE, ZN_TOOLS_REQUIRED, ZN_TOOLS_NAMED };
 
+/* The form the answer must take (chat's response_format; the Responses
+ * API's text.format maps onto the same fields). */
+enum { ZN_FORMAT_TEXT = 0, ZN_FORMAT_JSON_OBJECT, ZN_FORMAT_JSON_SCHEMA };
+
 typedef struct zn_oai_req {
     bool chat;                 /* /v1/chat/completions (else /v1/completions) */
     char *model;               /* NULL: not given */
@@ -47,6 +51,11 @@ typedef struct zn_oai_req {
     int tool_choice;           /* ZN_TOOLS_* (NONE when there are no tools) */
     char *tool_name;           /* ZN_TOOLS_NAMED: the function */
     bool parallel_tool_calls;  /* default true */
+    int format;                /* ZN_FORMAT_*: TEXT unconstrained; JSON_OBJECT any JSON object; JSON_SCHEMA:
+                                  JSON valid under `schema` (grammar-constrained sampling either way) */
+    char *schema;              /* ZN_FORMAT_JSON_SCHEMA: the JSON Schema as JSON text (an object, not yet compiled:
+                                  unsupported keywords are found by the server, jschema.h) */
+    char *schema_name;         /* ZN_FORMAT_JSON_SCHEMA: json_schema.name, or NULL */
     char *messages;            /* chat: the messages as a normalized JSON array */
     size_t n_messages;
     char *prompt;              /* completions: a text prompt (NUL-terminated), or NULL */

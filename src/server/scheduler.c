@@ -63,6 +63,8 @@ void job_unref(zn_job *j) {
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     for (int c = 0; c < ZN_CH_COUNT; c++) free(j->text[c].p);
     toolset_free(&j->tools);
+    if (j->gm) gmask_free(j->gm);
+    free(j->gm);
     free(j->pieces);
     free(j->lp);
     pthread_mutex_destroy(&j->mu);
@@ -326,7 +328,12 @@ static void slot_prefill_done(zn_sched *s, zn_slot *sl, int n) {
  * when the next step is to evaluate it (sl->next). */
 static bool slot_generate(zn_sched *s, zn_slot *sl) {
     zn_job *j = sl->job;
-    int32_t id = sampler_sample(&sl->smp, sl->logits);
+    zn_err gerr;
+    int32_t id = j->gm ? gmask_sample(j->gm, &sl->smp, sl->logits, &gerr) : sampler_sample(&sl->smp, sl->logits);
+    if (id < 0) { /* the grammar cannot go on: a request error, not the server's */
+        slot_finish(s, sl, NULL, &gerr);
+        return false;
+    }
     if (sl->smp.nonfinite) { /* sampling is defined, but the text would be noise */
         zn_err err;
         zn_errf(&err, ZN_ERR_FORMAT, "the model's logits are not finite (NaN or inf) at position %d: broken weights "
@@ -335,8 +342,14 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         slot_finish(s, sl, NULL, &err);
         return false;
     }
-    if (!j->ignore_eos && tokenizer_is_eog(s->tok, id)) {
+    /* under a grammar an end-of-text token is allowed only where the answer is complete, which ends it */
+    if ((!j->ignore_eos || j->gm) && tokenizer_is_eog(s->tok, id)) {
         slot_finish(s, sl, "stop", NULL);
+        return false;
+    }
+    if (j->gm && !gmask_accept(j->gm, id)) { /* cannot happen: it was drawn among the allowed */
+        zn_errf(&gerr, ZN_ERR_ARG, "grammar: the sampled token %d is not allowed", id);
+        slot_finish(s, sl, NULL, &gerr);
         return false;
     }
     zn_tok_lp lp;
@@ -369,7 +382,8 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
     if (sl->t_last) metrics_observe(s->metrics, ZN_HIST_ITL, now - sl->t_last);
     else metrics_observe(s->metrics, ZN_HIST_TTFT, now - j->t_arrival);
     sl->t_last = now;
-    if (sl->stopper.matched) {
+    if (sl->stopper.matched || (j->gm && gmask_finished(j->gm))) {
+        if (sl->stopper.matched) j->stop_hit = sl->stopper.hit;  /* read once the job is done (under mu) */
         slot_finish(s, sl, "stop", NULL);
         return false;
     }

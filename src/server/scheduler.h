@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "gmask.h"
 #include "limits.h"
 #include "metrics.h"
 #include "sampler.h"
@@ -69,6 +70,8 @@ typedef struct zn_job {
     bool parse_tools;         /* tool calls in the answer go to the TOOL_* channels (toolcall.h) */
     int tool_fmt;             /* ZN_TOOLFMT_* */
     zn_toolset tools;         /* owned by the job */
+    zn_gmask *gm;             /* grammar-constrained sampling (owned by the job, compiled before submit), or NULL;
+                                 the engine thread alone uses it once the job runs */
 
     /* results, under mu */
     pthread_mutex_t mu;
@@ -80,6 +83,7 @@ typedef struct zn_job {
     zn_tok_lp *lp;
     int n_lp, cap_lp;
     const char *finish;       /* "stop", "length" or "tool_calls" once done without error */
+    const char *stop_hit;     /* finish "stop" by a stop string: which one (in stop[]), else NULL */
     int n_calls;              /* tool calls started (TOOL_NAME pieces) */
     int n_cached;             /* prompt tokens reused instead of computed */
     int n_gen;                /* tokens generated */

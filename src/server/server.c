@@ -210,7 +210,8 @@ static void get_asset(zn_server *s, zn_http_req *r, const zn_web_asset *a) {
 /* ---- routing ---- */
 
 static const char *const routes[] = {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/tokenize",
-                                     "/detokenize", "/slots", "/metrics", NULL};
+                                     "/detokenize", "/slots", "/metrics", "/v1/responses", "/v1/messages",
+                                     "/v1/messages/count_tokens", NULL};
 
 static const char *route_of(void *app, const char *method, const char *path) {
     for (int i = 0; routes[i]; i++)
@@ -243,6 +244,15 @@ static void handle(void *app, zn_http_req *r) {
             if (need_ready(s, r)) server_completions(s, r);
             return;
         }
+    } else if (!strcmp(route, "/v1/responses") || !strcmp(route, "/v1/messages") ||
+               !strcmp(route, "/v1/messages/count_tokens")) {
+        if (post) {
+            if (!need_ready(s, r)) return;
+            if (route[4] == 'r') server_responses(s, r);
+            else if (strchr(route + 4, '/')) server_count_tokens(s, r);
+            else server_messages(s, r);
+            return;
+        }
     } else if (!strcmp(route, "/tokenize")) {
         if (post) {
             if (need_ready(s, r)) post_tokenize(s, r);
@@ -266,7 +276,9 @@ static void handle(void *app, zn_http_req *r) {
         fail(r, 404, "invalid_request_error", "not_found", "no such route: %s", what);
         return;
     }
-    const char *allow[] = {"Allow", post || !get ? (strstr(route, "/v1/c") || strstr(route, "tokenize") ? "POST" : "GET") : "GET", NULL};
+    /* the route's method, whichever was used (a GET on a POST route was told "Allow: GET") */
+    const char *allow[] = {"Allow", strstr(route, "/v1/c") || strstr(route, "tokenize") || strstr(route, "/v1/responses") ||
+                                            strstr(route, "/v1/messages") ? "POST" : "GET", NULL};
     zn_oai_error e;
     oai_fail(&e, 405, "invalid_request_error", NULL, NULL, "%s does not take %s (use %s)", p, m, allow[1]);
     size_t n = 0;
@@ -337,6 +349,9 @@ zn_status server_load(zn_server *s, zn_err *err) {
     if ((st = load_stopped(s, err))) return st;
     st = tokenizer_load(&s->tok, &s->model.gguf, err);
     if (st) return st;
+    st = vocab_trie_build(&s->vt, s->tok, err);
+    if (st) return st;
+    s->have_vt = true;
     if (s->cfg.chat_template) {
         s->tmpl = strdup(s->cfg.chat_template);
     } else {
@@ -380,6 +395,7 @@ void server_free(zn_server *s) {
     http_stop(s->http);  /* joins the connection threads */
     if (s->have_sched) sched_free(&s->sched);
     if (s->have_engine) engine_free(&s->eng);
+    if (s->have_vt) vocab_trie_free(&s->vt);
     tokenizer_free(s->tok);
     if (s->have_model) model_free(&s->model);
     free(s->tmpl);

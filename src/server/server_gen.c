@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "chat.h"
+#include "constrain.h"
 #include "oai_resp.h"
 #include "server_impl.h"
 #include "textstream.h"
@@ -209,6 +210,28 @@ static bool completion_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_o
     return true;
 }
 
+/* The grammar of a request that constrains its answer (constrain.h),
+ * compiled with its matcher before the job is queued: a schema it cannot
+ * follow is the client's 400, and the engine thread allocates nothing. */
+static bool constrain_job(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_error *e) {
+    char *gbnf;
+    if (!constrain_gbnf(r, &j->tools, j->tool_fmt ? j->tool_fmt : ZN_TOOLFMT_HERMES, j->think_open, &gbnf, e))
+        return false;
+    if (!gbnf) return true;
+    zn_err err = {0};
+    zn_status st = ZN_ERR_NOMEM;
+    if ((j->gm = malloc(sizeof *j->gm))) st = gmask_init(j->gm, gbnf, strlen(gbnf), &s->vt, &err);
+    free(gbnf);
+    if (st) {
+        free(j->gm);
+        j->gm = NULL;
+        if (st == ZN_ERR_NOMEM) return fail_e(e, 500, "server_error", NULL, "out of memory for the grammar%s", "");
+        return oai_fail(e, 400, "invalid_request_error", NULL, r->format != ZN_FORMAT_TEXT ? "response_format" : "tool_choice",
+                        "%s", err.msg);
+    }
+    return true;
+}
+
 /* ---- whole responses ---- */
 
 /* Waits for the job, giving it up when the client leaves. false: gone. */
@@ -398,6 +421,67 @@ static void sse_done(void *cls) {
 
 /* ---- the endpoints ---- */
 
+bool server_submit(zn_server *s, zn_http_req *r, zn_oai_req *req, zn_job **out, zn_oai_error *e) {
+    *out = NULL;
+    bool chat = req->chat;
+    zn_job *j = NULL;
+    if (req->model && strcmp(req->model, s->model_id)) {
+        oai_fail(e, 404, "invalid_request_error", "model_not_found", "model", "the model '%.200s' does not exist (this server has '%.200s')",
+                 req->model, s->model_id);
+        goto fail;
+    }
+    if (!(j = job_new())) {
+        oai_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        goto fail;
+    }
+    if (!(chat ? chat_prompt(s, req, j, e) : completion_prompt(s, req, j, e))) goto fail;
+    if (!constrain_job(s, req, j, e)) goto fail;
+    j->cache_prompt = req->cache_prompt;
+    j->ignore_eos = req->ignore_eos;
+    j->max_tokens = req->max_tokens;
+    j->sp = req->sp;
+    if (!req->seed_given) j->sp.seed = ((uint64_t)time(NULL) << 20) ^ (uint64_t)(uintptr_t)j ^ (uint64_t)(timer_now() * 1e9);
+    for (int i = 0; i < req->n_stop; i++) j->stop[i] = req->stop[i], req->stop[i] = NULL;
+    j->n_stop = req->n_stop;
+    req->n_stop = 0;
+    j->top_logprobs = req->top_logprobs;
+    j->t_arrival = r->t_arrival;
+    zn_err err = {0};
+    atomic_fetch_add(&s->in_flight, 1);
+    zn_status st = sched_submit(&s->sched, j, &err);
+    if (st) {
+        atomic_fetch_sub(&s->in_flight, 1);
+        if (st == ZN_ERR_NOMEM) oai_fail(e, 429, "rate_limit_error", "queue_full", NULL, "%s", err.msg);
+        else if (st == ZN_ERR_IO) oai_fail(e, 503, "unavailable_error", NULL, NULL, "%s", err.msg);
+        else oai_fail(e, 400, "invalid_request_error", "context_length_exceeded", NULL, "%s", err.msg);
+        goto fail;
+    }
+    *out = j;
+    return true;
+fail:
+    job_unref(j);
+    return false;
+}
+
+void server_finish_job(zn_server *s, zn_job *j) {
+    sched_cancel(&s->sched, j);  /* a no-op when it had finished; frees its place when the client left */
+    job_unref(j);
+    atomic_fetch_sub(&s->in_flight, 1);
+}
+
+bool server_prompt_tokens(zn_server *s, const zn_oai_req *req, int *n, zn_oai_error *e) {
+    zn_job *j = job_new();
+    if (!j) return oai_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    bool ok = chat_prompt(s, req, j, e);
+    if (ok) *n = j->n_prompt;
+    job_unref(j);
+    return ok;
+}
+
+bool server_wait_job(zn_server *s, zn_http_req *r, zn_job *j) { return wait_done(s, r, j); }
+
+void server_job_error(const zn_job *j, zn_oai_error *e) { job_error(j, e); }
+
 static void generate(zn_server *s, zn_http_req *r, bool chat) {
     zn_oai_req req;
     zn_oai_error e;
@@ -406,51 +490,18 @@ static void generate(zn_server *s, zn_http_req *r, bool chat) {
         return;
     }
     zn_job *j = NULL;
-    if (req.model && strcmp(req.model, s->model_id)) {
-        oai_fail(&e, 404, "invalid_request_error", "model_not_found", "model", "the model '%.200s' does not exist (this server has '%.200s')",
-                 req.model, s->model_id);
-        goto fail;
-    }
-    if (!(j = job_new())) {
-        oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
-        goto fail;
-    }
-    if (!(chat ? chat_prompt(s, &req, j, &e) : completion_prompt(s, &req, j, &e))) goto fail;
-    j->cache_prompt = req.cache_prompt;
-    j->ignore_eos = req.ignore_eos;
-    j->max_tokens = req.max_tokens;
-    j->sp = req.sp;
-    if (!req.seed_given) j->sp.seed = ((uint64_t)time(NULL) << 20) ^ (uint64_t)(uintptr_t)j ^ (uint64_t)(timer_now() * 1e9);
-    for (int i = 0; i < req.n_stop; i++) j->stop[i] = req.stop[i], req.stop[i] = NULL;
-    j->n_stop = req.n_stop;
-    req.n_stop = 0;
-    j->top_logprobs = req.top_logprobs;
-    j->t_arrival = r->t_arrival;
-    zn_err err = {0};
-    atomic_fetch_add(&s->in_flight, 1);
-    zn_status st = sched_submit(&s->sched, j, &err);
-    if (st) {
-        atomic_fetch_sub(&s->in_flight, 1);
-        if (st == ZN_ERR_NOMEM) oai_fail(&e, 429, "rate_limit_error", "queue_full", NULL, "%s", err.msg);
-        else if (st == ZN_ERR_IO) oai_fail(&e, 503, "unavailable_error", NULL, NULL, "%s", err.msg);
-        else oai_fail(&e, 400, "invalid_request_error", "context_length_exceeded", NULL, "%s", err.msg);
-        goto fail;
-    }
+    if (!server_submit(s, r, &req, &j, &e)) goto fail;
     zn_oai_ctx c;
     oai_ctx_init(&c, chat, s->model_id, s->tok);
     if (!req.stream) {
         respond_whole(s, r, j, &c);
-        sched_cancel(&s->sched, j);
-        job_unref(j);
-        atomic_fetch_sub(&s->in_flight, 1);
+        server_finish_job(s, j);
         oai_req_free(&req);
         return;
     }
     sse *q = calloc(1, sizeof *q);
     if (!q) {
-        sched_cancel(&s->sched, j);
-        job_unref(j);
-        atomic_fetch_sub(&s->in_flight, 1);
+        server_finish_job(s, j);
         oai_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
         goto fail;
     }
@@ -461,7 +512,6 @@ static void generate(zn_server *s, zn_http_req *r, bool chat) {
     oai_req_free(&req);
     return;
 fail:
-    job_unref(j);
     oai_req_free(&req);
     server_send_error(r, &e);
 }

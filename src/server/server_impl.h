@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "engine.h"
+#include "gmatch.h"
 #include "http.h"
 #include "metrics.h"
 #include "model.h"
@@ -21,6 +22,8 @@ struct zn_server {
     zn_metrics metrics;
     zn_model model;
     zn_tokenizer *tok;
+    zn_vocab_trie vt;          /* every token's bytes, for grammar-constrained sampling (built once at load) */
+    bool have_vt;
     zn_engine eng;
     zn_sched sched;
     char *tmpl;                /* chat template text, or NULL (ChatML) */
@@ -36,5 +39,22 @@ struct zn_server {
 void server_send_error(zn_http_req *r, const zn_oai_error *e);
 void server_chat(zn_server *s, zn_http_req *r);        /* POST /v1/chat/completions */
 void server_completions(zn_server *s, zn_http_req *r); /* POST /v1/completions */
+
+/* The generation machinery the other APIs (server_api.c) share with chat:
+ * server_submit builds the job of a parsed request (model check, prompt
+ * through the chat template, sampling, stop strings) and queues it; *out
+ * holds one reference and counts in in_flight until server_finish_job. */
+bool server_submit(zn_server *s, zn_http_req *r, zn_oai_req *req, zn_job **out, zn_oai_error *e);
+void server_finish_job(zn_server *s, zn_job *j);
+/* Waits for the job to finish; false when the client left (the job cancelled). */
+bool server_wait_job(zn_server *s, zn_http_req *r, zn_job *j);
+/* The error of a failed job (503 when the server is stopping, else 500). */
+void server_job_error(const zn_job *j, zn_oai_error *e);
+/* The prompt of a parsed chat request as the template renders it, in tokens. */
+bool server_prompt_tokens(zn_server *s, const zn_oai_req *req, int *n, zn_oai_error *e);
+/* POST /v1/responses, /v1/messages, /v1/messages/count_tokens (server_api.c) */
+void server_responses(zn_server *s, zn_http_req *r);
+void server_messages(zn_server *s, zn_http_req *r);
+void server_count_tokens(zn_server *s, zn_http_req *r);
 
 #endif

@@ -37,7 +37,7 @@ size_t stopper_push(zn_stopper *s, const char *text, size_t n, char *out) {
     const char *first = NULL;
     for (int i = 0; i < s->n_stop; i++) {
         const char *m = memmem(s->held, s->n_held, s->stop[i], strlen(s->stop[i]));
-        if (m && (!first || m < first)) first = m;
+        if (m && (!first || m < first)) first = m, s->hit = s->stop[i];
     }
     if (first) {
         size_t k = (size_t)(first - s->held);

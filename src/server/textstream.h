@@ -18,6 +18,7 @@ typedef struct zn_stopper {
     const char *stop[ZN_SRV_MAX_STOP]; /* borrowed, NUL-terminated, non-empty */
     int n_stop;
     bool matched;                      /* a stop string was found: the reply ends */
+    const char *hit;                   /* which one (Anthropic's stop_sequence), NULL before */
     size_t n_held;
     char held[ZN_STOPPER_CAP];
 } zn_stopper;
