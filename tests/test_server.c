@@ -517,7 +517,8 @@ static void test_metrics(void) {
     metrics_prefix(&m, 7, 3);   /* a hit, 3 of its 7 tokens from another slot */
     metrics_prefix(&m, 0, 0);   /* a miss */
     metrics_prefix(&m, 2, 0);
-    zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4};
+    zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4, .steps = 9,
+                           .batched_steps = 7};
     size_t n;
     char *t = metrics_render(&m, &g, &n);
     CHECK(t && strlen(t) == n);
@@ -535,6 +536,8 @@ static void test_metrics(void) {
     CHECK(strstr(t, "\nvllm:num_requests_running 2\n") && strstr(t, "\nvllm:num_requests_waiting 3\n"));
     CHECK(strstr(t, "\nvllm:kv_cache_usage_perc 0.25\n"));
     CHECK(strstr(t, "# TYPE vllm:kv_cache_usage_perc gauge\n"));
+    CHECK(strstr(t, "\nzinc_engine_steps_total 9\n") && strstr(t, "\nzinc_engine_batched_steps_total 7\n"));
+    CHECK(strstr(t, "# TYPE zinc_engine_batched_steps_total counter\n"));
     free(t);
     metrics_free(&m);
 }

@@ -150,6 +150,10 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     gauge(&b, "zinc_slots", "Slots (--parallel).", g->slots);
     gauge(&b, "zinc_kv_cache_tokens_used", "Context positions held by running requests.", (double)g->kv_used);
     gauge(&b, "zinc_kv_cache_tokens_capacity", "Context positions of all slots.", (double)g->kv_total);
+    counter(&b, "zinc_engine_steps_total", "Engine steps (forward passes) run.", g->steps);
+    counter(&b, "zinc_engine_batched_steps_total",
+            "Engine steps that evaluated several sequences in one forward pass (the weights read once for all).",
+            g->batched_steps);
     gauge(&b, "vllm:num_requests_running", "Requests running (vLLM's name, read by inference gateways).", g->running);
     gauge(&b, "vllm:num_requests_waiting", "Requests waiting (vLLM's name, read by inference gateways).", g->waiting);
     gauge(&b, "vllm:kv_cache_usage_perc", "KV cache use, 0-1 (vLLM's name, read by inference gateways).", use);

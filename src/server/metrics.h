@@ -31,6 +31,7 @@ typedef struct zn_metrics_gauges {
     int running, waiting;
     long kv_used, kv_total;  /* context tokens held by running requests / all slots' capacity */
     int slots;
+    uint64_t steps, batched_steps; /* engine steps, and those of several sequences in one forward pass */
 } zn_metrics_gauges;
 
 typedef struct zn_metrics {

@@ -523,6 +523,10 @@ static int sched_round(zn_sched *s) {
     if (n == 0) return ended;
     zn_err err = {0};
     const zn_status st = engine_step(s->eng, items, n, &err);
+    if (!st) {
+        atomic_fetch_add(&s->steps, 1);
+        if (n > 1 && s->eng->be->multi_seq) atomic_fetch_add(&s->batched_steps, 1);
+    }
     for (int i = 0; i < n; i++) {
         zn_slot *sl = owner[i];
         if (st) {
@@ -722,7 +726,8 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
     for (int i = 0; i < s->n_slots; i++)
         if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
-                             .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots};
+                             .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots,
+                             .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps)};
     pthread_mutex_unlock(&s->mu);
 }
 
