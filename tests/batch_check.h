@@ -36,6 +36,11 @@ typedef struct bc_result {
     int multi_steps;     /* steps with more than one sequence */
     int mixed_steps;     /* ... holding a prompt chunk and a one-token item together */
     long allocs;         /* allocations counted during the batched steps (-1: not counted) */
+    /* with bc_hooks.keep: every logits row the batched steps returned,
+     * [BC_SEQS][BC_MAX_LEN][n_vocab] (rows where have[q][i]); the caller
+     * frees got */
+    float *got;
+    bool have[BC_SEQS][BC_MAX_LEN];
 } bc_result;
 
 static inline int32_t bc_token(int seq, int i, int n_vocab) {
@@ -56,6 +61,7 @@ static inline double bc_nmse(const float *a, const float *ref, int n) {
 typedef struct bc_hooks {
     void (*count_start)(void);
     long (*count_stop)(void);
+    bool keep;           /* keep the batched logits in bc_result.got (to compare engines) */
 } bc_hooks;
 
 /* Runs the plan on engine e (sequences of context BC_MAX_LEN); fills r.
@@ -69,8 +75,7 @@ static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
     int32_t tok[BC_SEQS][BC_MAX_LEN];
     float *solo = malloc(sizeof *solo * (size_t)BC_SEQS * BC_MAX_LEN * V);
     float *got = malloc(sizeof *got * (size_t)BC_SEQS * BC_MAX_LEN * V);
-    bool have[BC_SEQS][BC_MAX_LEN];
-    memset(have, 0, sizeof have);
+    bool (*have)[BC_MAX_LEN] = r->have;
     zn_seq slots[BC_SLOTS];
     memset(slots, 0, sizeof slots);
     ok = solo && got;
@@ -157,7 +162,8 @@ static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
     }
     for (int i = 0; i < BC_SLOTS; i++) seq_free(&slots[i]);
     free(solo);
-    free(got);
+    if (ok && hooks && hooks->keep) r->got = got;
+    else free(got);
     return ok;
 }
 

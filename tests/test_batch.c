@@ -65,9 +65,9 @@ static long count_stop(void) {
     atomic_store(&counting, false);
     return atomic_load(&n_allocs);
 }
-static const bc_hooks hooks = {count_start, count_stop};
+static const bc_hooks hooks = {count_start, count_stop, false};
 #else
-static const bc_hooks hooks = {NULL, NULL};
+static const bc_hooks hooks = {NULL, NULL, false};
 #endif
 
 #define CPU_OPTS(n) (&(zn_engine_opts){.backend = "cpu", .be = {.n_threads = (n), .device = -1}})

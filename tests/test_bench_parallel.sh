@@ -42,11 +42,13 @@ expect "hybrid rc" 0 $?
 if jq -e 'length == 1 and .[0].arch == "qwen35" and .[0].n_kv == 906 and .[0].ttft_max > .[0].ttft_mean' "$tmp/h" > /dev/null
 then ok; else bad "hybrid: $(head -c 400 "$tmp/h") $(head -c 300 "$tmp/e")"; fi
 
-# Vulkan (lavapipe): no batched steps yet, the same report
+# Vulkan (lavapipe): batched steps too (one forward over the sequences' rows), the same report
 if $zinc --list-devices 2>/dev/null | grep -q .; then
   $zinc bench -m "$M" --backend vulkan -npl 2 -npp 4 -ntg 2 --json > "$tmp/v" 2> "$tmp/e"; expect "vulkan rc" 0 $?
-  if jq -e 'length == 1 and .[0].backend == "vulkan" and .[0].pl == 2 and .[0].speed_tg > 0' "$tmp/v" > /dev/null
+  if jq -e 'length == 1 and .[0].backend == "vulkan" and .[0].batched == true and .[0].pl == 2 and .[0].speed_tg > 0' "$tmp/v" > /dev/null
   then ok; else bad "vulkan: $(head -c 400 "$tmp/v") $(head -c 300 "$tmp/e")"; fi
+  $zinc bench -m "$T/qwen35-dense-q8_0.gguf" --backend vulkan -npl 3 -npp 20 -ntg 2 > "$tmp/vt" 2> "$tmp/e"; expect "vulkan hybrid rc" 0 $?
+  has "vulkan backend line" "$tmp/vt" "backend  vulkan (batched steps)"
 else
   skip "bench --parallel vulkan" "no Vulkan device"
 fi

@@ -275,13 +275,16 @@ expect "slots" 200 "$(http GET /slots)"
 expect "slots count" 4 "$(jq_ "len(d)")"
 expect "slot fields" "idle 1024" "$(jq_ "d[0]['state'] + ' ' + str(d[0]['n_ctx'])")"
 
-# 16 concurrent streams, each equal to its run alone
+# 16 concurrent streams, each equal to its run alone; they shared engine steps
+b0=$(metric zinc_engine_batched_steps_total)
 out=$(node "$E2E/concurrent.mjs" "http://127.0.0.1:$PORT/v1" "$KEY" "$ID" 16 16 2>&1)
 line=$(printf '%s\n' "$out" | tail -1)
 case "$line" in
   "concurrent: "*" passed, 0 failed") P=$((P + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line"))); printf '%s\n' "$out" | tail -2 | head -1 ;;
   *) bad "16 concurrent clients: $out" ;;
 esac
+b1=$(metric zinc_engine_batched_steps_total)
+if [ -n "$b0" ] && [ "${b1:-0}" -gt "$b0" ]; then ok; else bad "16 concurrent clients: batched steps $b0 -> $b1"; fi
 
 # Host header (DNS rebinding) and CORS
 expect "foreign Host" 403 "$(http GET /v1/models '' -H "Host: evil.example:$PORT")"
@@ -495,12 +498,16 @@ else
     expect "vulkan: turn 2" 200 "$(http POST /v1/chat/completions "{\"messages\":$t2,\"max_tokens\":4,\"temperature\":0}")"
     c2=$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")
     if [ "$c2" -ge "$ck" ]; then ok; else bad "vulkan: turn 2 reused $c2 tokens, want >= $ck"; fi
+    # 4 concurrent clients, each equal to its run alone, in steps of several sequences (one forward each)
+    b0=$(metric zinc_engine_batched_steps_total)
     out=$(node "$E2E/concurrent.mjs" "http://127.0.0.1:$PORT/v1" none "$ID" 4 8 2>&1)
     line=$(printf '%s\n' "$out" | tail -1)
     case "$line" in
       "concurrent: "*" passed, 0 failed") P=$((P + $(sed -E 's/.*: ([0-9]+) passed.*/\1/' <<<"$line"))) ;;
       *) bad "vulkan: 4 concurrent clients: $out" ;;
     esac
+    b1=$(metric zinc_engine_batched_steps_total)
+    if [ -n "$b0" ] && [ "${b1:-0}" -gt "$b0" ]; then ok; else bad "vulkan: 4 concurrent clients: batched steps $b0 -> $b1"; fi
   fi
 fi
 

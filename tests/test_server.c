@@ -514,7 +514,11 @@ static void test_metrics(void) {
     metrics_observe(&m, ZN_HIST_TTFT, 0.003);
     metrics_observe(&m, ZN_HIST_TTFT, 100);
     metrics_tokens(&m, 10, 4, 5);
-    zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4};
+    metrics_prefix(&m, 7, 3);   /* a hit, 3 of its 7 tokens from another slot */
+    metrics_prefix(&m, 0, 0);   /* a miss */
+    metrics_prefix(&m, 2, 0);
+    zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4, .steps = 9,
+                           .batched_steps = 7};
     size_t n;
     char *t = metrics_render(&m, &g, &n);
     CHECK(t && strlen(t) == n);
@@ -522,6 +526,9 @@ static void test_metrics(void) {
     CHECK(strstr(t, "zinc_requests_total{route=\"/health\",status=\"503\"} 1\n"));
     CHECK(strstr(t, "zinc_prompt_tokens_total 10\n") && strstr(t, "zinc_prompt_tokens_cached_total 4\n"));
     CHECK(strstr(t, "zinc_prompt_tokens_computed_total 6\n") && strstr(t, "zinc_generation_tokens_total 5\n"));
+    CHECK(strstr(t, "zinc_prefix_cache_hits_total 2\n") && strstr(t, "zinc_prefix_cache_misses_total 1\n"));
+    CHECK(strstr(t, "zinc_prefix_cache_reused_tokens_total 9\n") && strstr(t, "zinc_prefix_cache_copied_tokens_total 3\n"));
+    CHECK(strstr(t, "# TYPE zinc_prefix_cache_hits_total counter\n"));
     CHECK(strstr(t, "zinc_time_to_first_token_seconds_bucket{le=\"0.0025\"} 0\n"));
     CHECK(strstr(t, "zinc_time_to_first_token_seconds_bucket{le=\"0.005\"} 1\n"));
     CHECK(strstr(t, "zinc_time_to_first_token_seconds_bucket{le=\"300\"} 2\n"));
@@ -529,6 +536,8 @@ static void test_metrics(void) {
     CHECK(strstr(t, "\nvllm:num_requests_running 2\n") && strstr(t, "\nvllm:num_requests_waiting 3\n"));
     CHECK(strstr(t, "\nvllm:kv_cache_usage_perc 0.25\n"));
     CHECK(strstr(t, "# TYPE vllm:kv_cache_usage_perc gauge\n"));
+    CHECK(strstr(t, "\nzinc_engine_steps_total 9\n") && strstr(t, "\nzinc_engine_batched_steps_total 7\n"));
+    CHECK(strstr(t, "# TYPE zinc_engine_batched_steps_total counter\n"));
     free(t);
     metrics_free(&m);
 }

@@ -64,6 +64,15 @@ void metrics_tokens(zn_metrics *m, long prompt, long cached, long generated) {
     pthread_mutex_unlock(&m->mu);
 }
 
+void metrics_prefix(zn_metrics *m, long reused, long copied) {
+    pthread_mutex_lock(&m->mu);
+    if (reused > 0) m->prefix_hits++;
+    else m->prefix_misses++;
+    m->prefix_reused += (uint64_t)reused;
+    m->prefix_copied += (uint64_t)copied;
+    pthread_mutex_unlock(&m->mu);
+}
+
 typedef struct sbuf {
     char *p;
     size_t n, cap;
@@ -111,6 +120,15 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
             m->cached_tokens);
     counter(&b, "zinc_prompt_tokens_computed_total", "Prompt tokens evaluated by the engine.",
             m->prompt_tokens - m->cached_tokens);
+    counter(&b, "zinc_prefix_cache_hits_total",
+            "Requests admitted to a slot that reused a cached prompt prefix (its own or another slot's).",
+            m->prefix_hits);
+    counter(&b, "zinc_prefix_cache_misses_total", "Requests admitted with cache_prompt that reused nothing.",
+            m->prefix_misses);
+    counter(&b, "zinc_prefix_cache_reused_tokens_total", "Prompt tokens reused at admission instead of computed.",
+            m->prefix_reused);
+    counter(&b, "zinc_prefix_cache_copied_tokens_total",
+            "Of the reused tokens, those copied from another slot's cache.", m->prefix_copied);
     counter(&b, "zinc_generation_tokens_total", "Generated tokens.", m->gen_tokens);
     counter(&b, "zinc_generations_total", "Finished generation requests.", m->requests_finished);
     for (int h = 0; h < ZN_HIST_COUNT; h++) {
@@ -132,6 +150,10 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     gauge(&b, "zinc_slots", "Slots (--parallel).", g->slots);
     gauge(&b, "zinc_kv_cache_tokens_used", "Context positions held by running requests.", (double)g->kv_used);
     gauge(&b, "zinc_kv_cache_tokens_capacity", "Context positions of all slots.", (double)g->kv_total);
+    counter(&b, "zinc_engine_steps_total", "Engine steps (forward passes) run.", g->steps);
+    counter(&b, "zinc_engine_batched_steps_total",
+            "Engine steps that evaluated several sequences in one forward pass (the weights read once for all).",
+            g->batched_steps);
     gauge(&b, "vllm:num_requests_running", "Requests running (vLLM's name, read by inference gateways).", g->running);
     gauge(&b, "vllm:num_requests_waiting", "Requests waiting (vLLM's name, read by inference gateways).", g->waiting);
     gauge(&b, "vllm:kv_cache_usage_perc", "KV cache use, 0-1 (vLLM's name, read by inference gateways).", use);

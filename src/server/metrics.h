@@ -31,6 +31,7 @@ typedef struct zn_metrics_gauges {
     int running, waiting;
     long kv_used, kv_total;  /* context tokens held by running requests / all slots' capacity */
     int slots;
+    uint64_t steps, batched_steps; /* engine steps, and those of several sequences in one forward pass */
 } zn_metrics_gauges;
 
 typedef struct zn_metrics {
@@ -38,6 +39,7 @@ typedef struct zn_metrics {
     struct { char route[32]; int status; uint64_t n; } series[ZN_METRICS_MAX_SERIES];
     int n_series;
     uint64_t prompt_tokens, cached_tokens, gen_tokens, requests_finished;
+    uint64_t prefix_hits, prefix_misses, prefix_reused, prefix_copied;  /* counted at admission */
     zn_hist h[ZN_HIST_COUNT];
 } zn_metrics;
 
@@ -48,6 +50,9 @@ void metrics_observe(zn_metrics *m, int hist, double seconds);
 /* A finished generation: its prompt tokens, how many of them were reused
  * from a slot's cache instead of computed, and generated tokens. */
 void metrics_tokens(zn_metrics *m, long prompt, long cached, long generated);
+/* A request admitted to a slot with cache_prompt: the prompt tokens it
+ * reused (0: a miss), and how many of them were copied from another slot. */
+void metrics_prefix(zn_metrics *m, long reused, long copied);
 /* The exposition text (malloc'd; caller frees), NULL when out of memory. */
 char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len);
 

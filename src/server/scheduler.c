@@ -190,12 +190,70 @@ static void job_fail(zn_job *j, const zn_err *err) {
     pthread_mutex_unlock(&j->mu);
 }
 
+/* Common prefix of j's prompt and the tokens slot o holds. */
+static int common_prefix(const zn_slot *o, const zn_job *j) {
+    int p = 0;
+    while (p < o->n_cache && p < j->n_prompt && o->cache[p] == j->prompt[p]) p++;
+    return p;
+}
+
+/* The prefix cache across slots: when another slot, idle or busy, holds more
+ * of j's prompt than sl would keep of its own, sl takes that prefix from it
+ * instead of computing it. Any slot's KV below its n_past is final (a busy
+ * one only appends; the engine thread is between steps), so a busy donor is
+ * safe. Dense models: the KV of the common prefix, one token left to
+ * evaluate for the logits. Hybrid models cannot cut a recurrent state back,
+ * so only a donor's checkpoint counts, and only where it lies within the
+ * common prefix: its KV below the checkpoint and the checkpoint's state.
+ * Returns the tokens sl now keeps (> keep), 0 when no slot holds more, -1
+ * when the copy failed (sl is then reset: the prompt is computed, nothing is
+ * wrong). */
+static int slot_borrow(zn_sched *s, zn_slot *sl, const zn_job *j, int keep) {
+    if (!j->cache_prompt) return 0;
+    zn_slot *donor = NULL;
+    int best = keep;
+    for (int i = 0; i < s->n_slots; i++) {
+        zn_slot *o = &s->slots[i];
+        if (o == sl) continue;
+        int p = common_prefix(o, j);
+        if (!s->recurrent) {
+            if (p >= j->n_prompt) p = j->n_prompt - 1;
+        } else {
+            p = o->ckpt_pos > 0 && o->ckpt_pos <= p && o->ckpt_pos < j->n_prompt ? o->ckpt_pos : 0;
+        }
+        if (p > best) {
+            donor = o;
+            best = p;
+        }
+    }
+    if (!donor) return 0;
+    zn_err err = {0};
+    zn_status st = seq_copy(&sl->seq, &donor->seq, best, &err);
+    if (!st && !s->recurrent) st = seq_truncate(&sl->seq, best, &err);
+    if (!st && s->recurrent) st = seq_copy(&sl->seq, &donor->ckpt, 0, &err); /* the state at the checkpoint */
+    if (st) {
+        slot_forget(s, sl);
+        return -1;
+    }
+    memcpy(sl->cache, donor->cache, sizeof *sl->cache * (size_t)best);
+    sl->n_cache = best;
+    sl->ckpt_pos = -1;
+    /* the checkpoint comes along: a follow-up on this slot can restore it */
+    if (s->recurrent && seq_copy(&sl->ckpt, &donor->ckpt, 0, &err) == ZN_OK) sl->ckpt_pos = best;
+    return best;
+}
+
 /* Puts job j into slot sl. Called by the engine thread. */
 static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     zn_err err = {0};
     int mode, keep = plan_reuse(s, sl, j, &mode);
+    int borrowed = slot_borrow(s, sl, j, keep);
+    if (borrowed < 0) mode = REUSE_RESET, keep = borrowed = 0;
+    if (borrowed) keep = borrowed;
     zn_status st = ZN_OK;
-    if (mode == REUSE_RESET) {
+    if (borrowed) {
+        /* sl holds the borrowed prefix: nothing more to do */
+    } else if (mode == REUSE_RESET) {
         slot_forget(s, sl);
     } else if (mode == REUSE_CUT) {
         st = seq_truncate(&sl->seq, keep, &err);
@@ -247,6 +305,7 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     metrics_observe(s->metrics, ZN_HIST_QUEUE, now - j->t_arrival);
+    if (j->cache_prompt) metrics_prefix(s->metrics, keep, borrowed);
 }
 
 /* Ends the slot's job: held text released (unless cancelled), counts recorded. */
@@ -464,6 +523,10 @@ static int sched_round(zn_sched *s) {
     if (n == 0) return ended;
     zn_err err = {0};
     const zn_status st = engine_step(s->eng, items, n, &err);
+    if (!st) {
+        atomic_fetch_add(&s->steps, 1);
+        if (n > 1 && s->eng->be->multi_seq) atomic_fetch_add(&s->batched_steps, 1);
+    }
     for (int i = 0; i < n; i++) {
         zn_slot *sl = owner[i];
         if (st) {
@@ -663,7 +726,8 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
     for (int i = 0; i < s->n_slots; i++)
         if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
-                             .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots};
+                             .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots,
+                             .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps)};
     pthread_mutex_unlock(&s->mu);
 }
 

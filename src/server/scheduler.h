@@ -130,6 +130,10 @@ typedef struct zn_sched {
     bool stop, started;
     pthread_t thread;
     uint64_t tick;            /* for least-recently-used slot choice */
+    /* engine steps run, and those of several sequences in one forward pass
+     * (a backend with multi_seq); written by the engine thread, read by
+     * sched_gauges */
+    atomic_ullong steps, batched_steps;
 } zn_sched;
 
 zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_slots, int n_ctx, zn_metrics *m,

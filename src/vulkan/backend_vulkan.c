@@ -237,16 +237,23 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
 /* A one-token step replays the kept recording when it fits, else records
  * into the replay buffer; other steps (and all of them with replay off) are
  * recorded into c->c. Either way the host writes only the token ids and the
- * step block before submitting. */
+ * step block before submitting. A step of several sequences (prefill chunks
+ * and decode tokens together) is recorded anew each time: its matmuls run
+ * over all its rows at once, the per-sequence ops once per sequence with
+ * that sequence's state and position (vk_record.c). */
 static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_err *err) {
     vk_ctx *c = ctx;
-    vk_seq *s = states[0];
+    vk_seq *const *seqs = (vk_seq *const *)states;
+    vk_seq *s = seqs[0];
     zn_status cst = graph_check_step(g, err);
     if (cst) return cst;
-    if (g->n_seq != 1)
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: a step of %d sequences (one at a time so far)", g->n_seq);
     if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
-    if (g->n_past + g->n_tokens > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", s->n_ctx);
+    for (int i = 0; i < g->n_seq; i++) {
+        if (g->seqs[i].n_past + g->seqs[i].n_rows > seqs[i]->n_ctx)
+            return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", seqs[i]->n_ctx);
+        for (int j = 0; j < i; j++)
+            if (seqs[j] == seqs[i]) return zn_errf(err, ZN_ERR_ARG, "vulkan: one sequence twice in a step");
+    }
     if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
     const double t0 = timer_now();
@@ -262,7 +269,7 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
         c->out_floats = c->rp.out_floats;
     } else {
         c->rp.valid &= !use_rp; /* about to be re-recorded */
-        st = vkrecord_step(c, s, g, cmd, use_rp ? c->cap_groups : 0, err);
+        st = vkrecord_step(c, seqs, g, cmd, use_rp ? c->cap_groups : 0, err);
         if (!st && use_rp) {
             vkreplay_keep(&c->rp, s->id, n_split, g);
             c->rp.out_off = c->out_off;
@@ -379,6 +386,7 @@ static zn_status vk_tuning(void *ctx, int device, const char *tune, zn_tuning *o
 
 const zn_backend_ops zn_backend_vulkan = {
     .name = "vulkan",
+    .multi_seq = true,
     .init = vk_init,
     .free = vk_free,
     .seq_init = vk_seq_init,

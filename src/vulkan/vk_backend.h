@@ -15,7 +15,9 @@
 #include "vk_small.h"
 
 #define VK_MAX_CHUNKS 16
-#define VK_HAZARDS 64
+/* ranges tracked per barrier interval: a per-sequence op of a step of
+ * ZN_MAX_STEP_SEQS sequences declares a few per sequence */
+#define VK_HAZARDS 192
 
 typedef struct vk_weight {
     uint32_t n_chunks;            /* 0 = not on the device */
@@ -84,11 +86,13 @@ zn_status vkweights_upload(vk_ctx *c, const zn_graph *gin, zn_err *err);
 
 /* ---- vk_record.c ---- */
 
-/* Plans g and records it for sequence s into cmd: every node, then a copy
- * of the logits into host-visible memory (so reading them needs no second
- * submit); group blocks from group_base. Ends the recording, also after a
- * failure. */
-zn_status vkrecord_step(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err);
+/* Plans g and records it for its sequences (states[i]: the state of
+ * g->seqs[i]) into cmd: every node (the ops with per-sequence state or
+ * positions once per sequence), then a copy of the logits into
+ * host-visible memory (so reading them needs no second submit); group
+ * blocks from group_base. Ends the recording, also after a failure. */
+zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkcmd *cmd, uint32_t group_base,
+                        zn_err *err);
 /* Creates every pipeline the model's steps can select (c->max_tokens,
  * every context length), recording nothing. */
 zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err);

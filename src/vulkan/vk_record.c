@@ -34,6 +34,17 @@ static void hazard(vk_ctx *c, const range *rd, int n_rd, const range *wr, int n_
 
 /* ---- running a graph ---- */
 
+/* One sequence's part of a step: its state, its rows, its position, and
+ * the step block the position-dependent shaders read it from (0: n_past
+ * as a push constant). A step of one sequence is one segment with the
+ * step block (its recording is replayed at later positions); a step of
+ * several records their positions (it is recorded anew each time). */
+typedef struct vk_seg {
+    vk_seq *s;
+    uint32_t row0, n_rows, n_past;
+    VkDeviceAddress step;
+} vk_seg;
+
 static VkDeviceAddress act_addr(const vk_ctx *c, const zn_graph *g, int a) {
     return c->act.addr + sizeof(float) * g->acts[a].off;
 }
@@ -127,7 +138,26 @@ static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, 
     return vkop_matmul(&c->o, c->rec, &a, n->tag, err);
 }
 
-static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n, zn_err *err) {
+/* Rows [row0, row0 + n_rows) of activation a (a sequence's part of a step). */
+static VkDeviceAddress seg_addr(const vk_ctx *c, const zn_graph *g, int a, const vk_seg *sg) {
+    return act_addr(c, g, a) + sizeof(float) * (uint64_t)sg->row0 * (uint64_t)g->acts[a].cols;
+}
+
+static range seg_range(const vk_ctx *c, const zn_graph *g, int a, const vk_seg *sg) {
+    uint64_t lo = seg_addr(c, g, a, sg);
+    return (range){lo, lo + sizeof(float) * (uint64_t)sg->n_rows * (uint64_t)g->acts[a].cols};
+}
+
+/* Ops with per-sequence state or positions: run once per sequence of the
+ * step, on its rows, with its state and position. */
+static bool per_seq(zn_op op) {
+    return op == ZN_OP_ROPE || op == ZN_OP_KV_STORE || op == ZN_OP_ATTN || op == ZN_OP_CONV1D || op == ZN_OP_GDN;
+}
+
+/* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
+ * whole step, sg unused). */
+static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n, zn_err *err) {
+    vk_seq *s = sg->s;
     const zn_act *y = &g->acts[n->dst];
     const zn_act *x = n->src[0] >= 0 ? &g->acts[n->src[0]] : NULL;
     const uint32_t ny = (uint32_t)(y->rows * y->cols);
@@ -148,34 +178,36 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
     case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
     case ZN_OP_ROPE: {
         const zn_rope_params *rp = &n->rope;
-        vkop_rope a = {.x = dst, .ff = waddr(c, n->w[0]), .n_tok = (uint32_t)y->rows,
+        vkop_rope a = {.x = seg_addr(c, g, n->dst, sg), .ff = waddr(c, n->w[0]), .n_tok = sg->n_rows,
                        .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
                        .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
-                       .n_past = (uint32_t)g->n_past, .step = c->step.addr,
+                       .n_past = sg->n_past, .step = sg->step,
                        .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
                        .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
         const int i = (int)(n - g->nodes);
         if (c->plan.rope_norm[i] >= 0) {
             const zn_node *nn = &g->nodes[c->plan.rope_norm[i]];
-            a.src = act_addr(c, g, nn->src[0]);
+            a.src = seg_addr(c, g, nn->src[0], sg);
             a.nw = waddr(c, nn->w[0]);
             a.eps = nn->norm.eps;
         }
         if (c->plan.rope_kv[i] >= 0) {
             const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
             a.kc = s->k[L];
-            a.v = act_addr(c, g, kv->src[1]);
+            a.v = seg_addr(c, g, kv->src[1], sg);
             a.vc = s->v[L];
             a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
         }
         return vkop_rope_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_KV_STORE:
-        return vkop_kv_store(&c->o, c->rec, a0, a1, s->k[L], s->v[L], (uint32_t)x->rows, (uint32_t)x->cols,
-                             (uint32_t)g->acts[n->src[1]].cols, (uint32_t)g->n_past, c->step.addr, n->tag, err);
+        return vkop_kv_store(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->src[1], sg), s->k[L],
+                             s->v[L], sg->n_rows, (uint32_t)x->cols, (uint32_t)g->acts[n->src[1]].cols, sg->n_past,
+                             sg->step, n->tag, err);
     case ZN_OP_ATTN: {
-        vkop_attn a = {.q = a0, .ck = s->k[L], .cv = s->v[L], .dst = dst, .part = c->part.addr, .step = c->step.addr,
-                       .n_tok = (uint32_t)x->rows, .n_past = (uint32_t)g->n_past, .n_head = (uint32_t)n->attn.n_head,
+        vkop_attn a = {.q = seg_addr(c, g, n->src[0], sg), .ck = s->k[L], .cv = s->v[L],
+                       .dst = seg_addr(c, g, n->dst, sg), .part = c->part.addr, .step = sg->step,
+                       .n_tok = sg->n_rows, .n_past = sg->n_past, .n_head = (uint32_t)n->attn.n_head,
                        .n_head_kv = (uint32_t)n->attn.n_head_kv, .hd_k = (uint32_t)n->attn.hd_k,
                        .hd_v = (uint32_t)n->attn.hd_v, .scale = n->attn.scale};
         return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
@@ -210,14 +242,16 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_CONV1D:
-        return vkop_conv1d(&c->o, c->rec, a0, dst, waddr(c, n->w[0]), s->conv[L].addr, (uint32_t)x->rows,
-                           (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
+        return vkop_conv1d(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->dst, sg),
+                           waddr(c, n->w[0]), s->conv[L].addr, sg->n_rows, (uint32_t)x->cols, (uint32_t)x->cols,
+                           (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
         const uint32_t hk = (uint32_t)n->gdn.h_k, hv = (uint32_t)n->gdn.h_v, dk = (uint32_t)n->gdn.d_k,
                        dv = (uint32_t)n->gdn.d_v;
-        vkop_gdn a = {.q = a0, .k = a0 + 4ull * hk * dk, .v = a0 + 8ull * hk * dk, .g = a1,
-                      .beta = act_addr(c, g, n->src[2]), .state = s->delta[L].addr, .dst = dst,
-                      .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = (uint32_t)x->rows, .h_k = hk,
+        const VkDeviceAddress qkv = seg_addr(c, g, n->src[0], sg);
+        vkop_gdn a = {.q = qkv, .k = qkv + 4ull * hk * dk, .v = qkv + 8ull * hk * dk, .g = seg_addr(c, g, n->src[1], sg),
+                      .beta = seg_addr(c, g, n->src[2], sg), .state = s->delta[L].addr, .dst = seg_addr(c, g, n->dst, sg),
+                      .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = sg->n_rows, .h_k = hk,
                       .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
                       .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
         return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
@@ -240,17 +274,21 @@ static zn_status run_node(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node
     }
 }
 
-/* What node n reads and writes, for the barrier placement. */
-static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node *n) {
-    range rd[2 * ZN_NODE_SRC + 2], wr[3];
+/* What node n reads and writes (per_seq ops: for segment sg, its rows and
+ * state), for the barrier placement. */
+static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n) {
+    range rd[2 * ZN_NODE_SRC + 3], wr[3];
     int nr = 0, nw = 0;
+    vk_seq *s = sg->s;
+    const bool ps = per_seq(n->op);
+#define NODE_RANGE(a) (ps ? seg_range(c, g, (a), sg) : act_range(c, g, (a)))
     for (int i = 0; i < ZN_NODE_SRC; i++) {
         if (n->src[i] < 0) continue;
         const vkfuse_x *f = &c->plan.fx[n->src[i]];
-        rd[nr++] = act_range(c, g, f->mode ? f->src : n->src[i]);
-        if (f->mode == VKX_SWIGLU) rd[nr++] = act_range(c, g, f->aux);
+        rd[nr++] = NODE_RANGE(f->mode ? f->src : n->src[i]);
+        if (f->mode == VKX_SWIGLU) rd[nr++] = NODE_RANGE(f->aux);
     }
-    wr[nw++] = act_range(c, g, n->dst);
+    wr[nw++] = NODE_RANGE(n->dst);
     const zn_hparams *hp = &c->m->hp;
     const int i = (int)(n - g->nodes);
     if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
@@ -258,14 +296,15 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
         rd[nr++] = act_range(c, g, add->src[add->src[0] == n->dst ? 1 : 0]);
         wr[0] = act_range(c, g, add->dst);
     }
-    if (n->op == ZN_OP_ROPE && c->plan.rope_norm[i] >= 0) rd[0] = act_range(c, g, g->nodes[c->plan.rope_norm[i]].src[0]);
+    if (n->op == ZN_OP_ROPE && c->plan.rope_norm[i] >= 0) rd[0] = NODE_RANGE(g->nodes[c->plan.rope_norm[i]].src[0]);
     if (n->op == ZN_OP_ROPE && c->plan.rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */
         const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
-        rd[nr++] = act_range(c, g, kv->src[1]);
+        rd[nr++] = NODE_RANGE(kv->src[1]);
         nw = 0;
         wr[nw++] = (range){s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
         wr[nw++] = (range){s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
     }
+#undef NODE_RANGE
     if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
         /* the layer's whole cache, conservatively */
         range kr = {s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
@@ -278,6 +317,14 @@ static void node_hazards(vk_ctx *c, vk_seq *s, const zn_graph *g, const zn_node 
             rd[nr++] = kr;
             rd[nr++] = vr;
         }
+    }
+    /* split-K partials: one scratch for all the step's sequences, so a
+     * second sequence's split waits for the first one's merge (one
+     * sequence: the op's own barrier orders its split and merge) */
+    if (n->op == ZN_OP_ATTN && g->n_seq > 1 && vkop_attn_splits(&c->o, sg->n_rows, sg->n_past + sg->n_rows) > 1) {
+        const range pr = {c->part.addr, c->part.addr + sizeof(float) * c->part_floats};
+        rd[nr++] = pr;
+        wr[nw++] = pr;
     }
     const vkref *st = n->op == ZN_OP_CONV1D ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
     if (st) { /* read and written in place */
@@ -316,23 +363,42 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
     vkfuse_plan(&c->plan, &env, g);
 }
 
-/* Every node of g for sequence s into c->rec (NULL: nothing recorded, the
- * ops only create their pipelines), after plan_fusions. */
-static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t group_base, zn_err *err) {
+/* Every node of g for the step's sequences (states[i]: g->seqs[i]'s) into
+ * c->rec (NULL: nothing recorded, the ops only create their pipelines),
+ * after plan_fusions. Ops on rows run once over the whole step (the
+ * weights read once); per_seq ops once per sequence, its dispatches
+ * after one another without barriers between them (they touch disjoint
+ * rows and states). */
+static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t group_base, zn_err *err) {
     zn_status st = ZN_OK;
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
     c->group_base = group_base;
+    const vk_seg whole = {.s = states[0], .row0 = 0, .n_rows = (uint32_t)g->n_tokens, .n_past = (uint32_t)g->n_past,
+                          .step = c->step.addr};
     int xq_src = -1; /* the x activation the last matmul read (its quantised copy may serve the next) */
     for (int i = 0; i < g->n_nodes && !st; i++) {
         if (c->plan.skip[i]) continue;
         const int n = c->plan.group[i];
-        for (int k = 0; k < n; k++) node_hazards(c, s, g, &g->nodes[i + k]);
         const zn_node *nd = &g->nodes[i];
         const bool mm = nd->op == ZN_OP_MATMUL || nd->op == ZN_OP_MOE_MATMUL;
         c->x_reuse = mm && nd->src[0] == xq_src;
         xq_src = mm ? nd->src[0] : -1;
-        st = n > 1 ? run_group(c, g, i, n, err) : run_node(c, s, g, &g->nodes[i], err);
+        if (n > 1) {
+            for (int k = 0; k < n; k++) node_hazards(c, &whole, g, &g->nodes[i + k]);
+            st = run_group(c, g, i, n, err);
+        } else if (g->n_seq > 1 && per_seq(nd->op)) {
+            for (int q = 0; q < g->n_seq && !st; q++) {
+                const zn_step_seq *ss = &g->seqs[q];
+                const vk_seg sg = {.s = states[q], .row0 = (uint32_t)ss->row0, .n_rows = (uint32_t)ss->n_rows,
+                                   .n_past = (uint32_t)ss->n_past, .step = 0};
+                node_hazards(c, &sg, g, nd);
+                st = run_node(c, &sg, g, nd, err);
+            }
+        } else {
+            node_hazards(c, &whole, g, nd);
+            st = run_node(c, &whole, g, nd, err);
+        }
         i += n - 1;
         if (st) {
             char name[64];
@@ -343,15 +409,16 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *s, const zn_graph *g, uint32_t 
     return st;
 }
 
-/* Records g for sequence s into cmd: every node, then a copy of the logits
- * into host-visible memory (so reading them needs no second submit). Ends
- * the recording, also after a failure. */
-zn_status vkrecord_step(vk_ctx *c, vk_seq *s, const zn_graph *g, vkcmd *cmd, uint32_t group_base, zn_err *err) {
+/* Records g for the step's sequences into cmd: every node, then a copy of
+ * the logits into host-visible memory (so reading them needs no second
+ * submit). Ends the recording, also after a failure. */
+zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkcmd *cmd, uint32_t group_base,
+                        zn_err *err) {
     plan_fusions(c, g);
     zn_status st = vkcmd_begin(cmd, err);
     if (st) return st;
     c->rec = cmd;
-    st = record_nodes(c, s, g, group_base, err);
+    st = record_nodes(c, states, g, group_base, err);
     const zn_act *lg = &g->acts[g->logits];
     const uint64_t nl = (uint64_t)lg->rows * (uint64_t)lg->cols;
     c->out_floats = 0;
@@ -426,7 +493,8 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
                     if (graph_build(&g, toks, n, np, all, &e2) || g.n_nodes > c->cap_nodes || g.n_acts > c->cap_acts)
                         continue; /* the step fails the same way (vk_run checks the capacities) */
                     plan_fusions(c, &g);
-                    record_nodes(c, &s, &g, 0, &e2);
+                    vk_seq *one = &s;
+                    record_nodes(c, &one, &g, 0, &e2);
                 }
             }
         }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End-to-end: the prefix cache across slots (scheduler.c slot_borrow). A
+# request whose prompt shares a long prefix with what a busy slot holds is
+# admitted to a free slot, which takes that prefix from the busy one instead
+# of computing it: the KV on a dense model (the tiny qwen3 fixture), the
+# donor's recurrent-state checkpoint on a hybrid one (the demo model). Each
+# answer at temperature 0 must equal a cold run on a fresh server, and the
+# /metrics counters must grow by the prefix's length. $1 = build dir.
+build=${1:-build}
+zinc=$build/zinc
+[ -x "$zinc" ] || zinc=./zinc
+DENSE=../shared/models/tiny/qwen3-dense-f32.gguf
+HYBRID=models/zinc-demo-qwen35.gguf
+. "$(dirname "$0")/lib.sh"
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+# starts `zinc serve --port 0 ARGS...` as server NAME: sets PORT, PID; waits for "ready"
+start() {
+  local name=$1; shift
+  "$zinc" serve --port 0 "$@" 2> "$tmp/$name.err" &
+  PID=$!; pids+=("$PID")
+  for _ in $(seq 1200); do
+    grep -q "zinc: ready:" "$tmp/$name.err" && break
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  PORT=$(sed -n 's|.*listening on http://[^/]*:\([0-9]*\)/.*|\1|p' "$tmp/$name.err" | head -1)
+  if grep -q "zinc: ready:" "$tmp/$name.err"; then ok; else bad "server $name did not start: $(tail -3 "$tmp/$name.err")"; fi
+}
+stop() { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
+# post BODY: POST /v1/completions; prints the status, the body in $tmp/b
+post() { curl -s -o "$tmp/b" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$1" "http://127.0.0.1:$PORT/v1/completions"; }
+jq_() { python3 -c "import json,sys; d=json.load(open('$tmp/b')); print($1)"; }
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -n "s/^zinc_prefix_cache_$1_total //p"; }
+# waits until a slot generates (its prompt evaluated, its checkpoint saved)
+until_generating() {
+  for _ in $(seq 400); do
+    curl -s "http://127.0.0.1:$PORT/slots" > "$tmp/s"
+    python3 -c "import json,sys; sys.exit(0 if any(s['state'] == 'generating' and s['n_decoded'] > 0 for s in json.load(open('$tmp/s'))) else 1)" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+# a long stream of PROMPT (a JSON prompt) that holds a slot until killed: sets HOLD
+hold() {
+  curl -sN -o /dev/null -H 'Content-Type: application/json' \
+    --data-binary "{\"prompt\":$1,\"max_tokens\":60000,\"ignore_eos\":true,\"stream\":true}" \
+    "http://127.0.0.1:$PORT/v1/completions" & HOLD=$!
+  until_generating || bad "$2: the long stream did not start"
+}
+unhold() { kill "$HOLD" 2>/dev/null; wait "$HOLD" 2>/dev/null; }
+gen() { echo "{\"prompt\":$1,\"max_tokens\":${3:-16},\"temperature\":0,\"ignore_eos\":true${2:+,$2}}"; }
+
+# dense: SYS is a long shared "system prompt" (token ids: the fixture's vocab has 128), A and D two
+# requests after it. cases: backend name
+dense_case() {
+  local be=$1 n=dense-$1
+  local sys a d
+  sys=$(python3 -c "print(','.join(str((i * 37 + 11) % 100 + 20) for i in range(120)))")
+  a="[$sys,5,6,7,8]"; d="[$sys,9,10,11]"
+  start "$n-cold" -m "$DENSE" --backend "$be" --threads 2 --parallel 1 --ctx 8192
+  expect "$n: cold" 200 "$(post "$(gen "$d" '"cache_prompt":false')")"
+  local want; want=$(jq_ "json.dumps(d['choices'][0]['text'])")
+  expect "$n: cold computes all" 0 "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")"
+  stop
+  start "$n" -m "$DENSE" --backend "$be" --threads 2 --parallel 2 --ctx 8192
+  hold "$a" "$n"
+  expect "$n: the first request misses" "0 1" "$(metric hits) $(metric misses)"
+  local h0 r0 c0; h0=$(metric hits); r0=$(metric reused_tokens); c0=$(metric copied_tokens)
+  # slot 0 is busy with A: D goes to slot 1 and copies SYS's KV from slot 0
+  expect "$n: shared prefix" 200 "$(post "$(gen "$d")")"
+  expect "$n: same tokens as cold" "$want" "$(jq_ "json.dumps(d['choices'][0]['text'])")"
+  expect "$n: cached_tokens" 120 "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")"
+  expect "$n: hits" $((h0 + 1)) "$(metric hits)"
+  expect "$n: reused tokens" $((r0 + 120)) "$(metric reused_tokens)"
+  expect "$n: copied tokens" $((c0 + 120)) "$(metric copied_tokens)"
+  # D again: slot 1 holds all of it (affinity), nothing to copy; all but the last token reused
+  r0=$(metric reused_tokens); c0=$(metric copied_tokens)
+  expect "$n: same prompt again" 200 "$(post "$(gen "$d")")"
+  expect "$n: again same tokens" "$want" "$(jq_ "json.dumps(d['choices'][0]['text'])")"
+  expect "$n: again reused" "$((r0 + 122)) $c0" "$(metric reused_tokens) $(metric copied_tokens)"
+  unhold
+  stop
+}
+
+# hybrid: only a donor's checkpoint can be taken. A completion's checkpoint sits before its
+# last prompt token (server_gen.c), so the same prompt P while P holds slot 0 takes it; X,
+# which shares most of P but not the checkpoint, must compute its prompt.
+hybrid_case() {
+  local n=hybrid
+  local p='"The old prince lived in a house by the sea, and every morning he walked along the shore to look for ships"'
+  local x='"The old prince lived in a house by the sea, and every morning he walked along the shore with his dog"'
+  start "$n-cold" -m "$HYBRID" --backend cpu --threads 2 --parallel 1 --ctx 2048
+  expect "$n: cold P" 200 "$(post "$(gen "$p" '"cache_prompt":false' 12)")"
+  local want_p; want_p=$(jq_ "json.dumps(d['choices'][0]['text'])")
+  expect "$n: cold X" 200 "$(post "$(gen "$x" '"cache_prompt":false' 12)")"
+  local want_x; want_x=$(jq_ "json.dumps(d['choices'][0]['text'])")
+  stop
+  start "$n" -m "$HYBRID" --backend cpu --threads 2 --parallel 2 --ctx 2048
+  hold "$p" "$n"
+  local c0; c0=$(metric copied_tokens)
+  expect "$n: X" 200 "$(post "$(gen "$x" "" 12)")"
+  expect "$n: X same tokens as cold" "$want_x" "$(jq_ "json.dumps(d['choices'][0]['text'])")"
+  expect "$n: X cannot take a state" "0 $c0" "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']") $(metric copied_tokens)"
+  local r0; r0=$(metric reused_tokens)
+  expect "$n: P" 200 "$(post "$(gen "$p" "" 12)")"
+  expect "$n: P same tokens as cold" "$want_p" "$(jq_ "json.dumps(d['choices'][0]['text'])")"
+  local np; np=$(jq_ "d['usage']['prompt_tokens']")
+  expect "$n: P takes the checkpoint" "$((np - 1)) $((np - 1)) $((c0 + np - 1))" \
+    "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']") $(($(metric reused_tokens) - r0)) $(metric copied_tokens)"
+  unhold
+  stop
+}
+
+if [ -f "$DENSE" ]; then dense_case cpu; else skip "prefix cache (dense)" "no $DENSE"; fi
+hybrid_case
+if ! "$zinc" --list-devices 2>/dev/null | grep -qE '^[* ] [0-9]+: '; then
+  skip "prefix cache on vulkan" "no Vulkan device"
+elif [ -f "$DENSE" ]; then
+  dense_case vulkan
+fi
+finish test_prefix
