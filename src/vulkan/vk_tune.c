@@ -92,6 +92,12 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
  *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
  *   242.5 without (run 12): mvx_big_mb off.
+ * - mm_min_tok 16: up to 15 rows a step (batched decode of up to 15
+ *   sequences, short prompts) run mat-vec per row, not the tiled GEMM: at 8
+ *   sequences the 2B decodes 919 tok/s against 594 on the GEMM and the 8B
+ *   404 against 241; at 12, 1,016 / 841 and 433 / 345; level at 16; the
+ *   GEMM wins at 32 (8B 795 / 468) (bench/results/2026-12-02-h200-batched.md;
+ *   it was 5, tuned on single-sequence prefill only).
  * - mm_min_wgs 256 (two workgroups per SM): the largest f16 GEMM tile that
  *   still gives that many, small products need many small tiles.
  * - cm2: at k >= cm2_long_k (8B ffn_down, 12288) 128 x 128 does 191 TFLOP/s
@@ -107,7 +113,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 5, .moe_min_tok = 16, \
+     .mvx_big_mb = ZN_VK_OFF, .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true}
 
