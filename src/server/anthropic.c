@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "textstream.h"
@@ -309,26 +308,9 @@ enum { ANTH_BLOCK_TEXT = 1, ANTH_BLOCK_THINKING, ANTH_BLOCK_TOOL };
 
 void anth_ctx_init(zn_anth_ctx *c, const char *model) {
     memset(c, 0, sizeof *c);
-    unsigned char r[12];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)c;
-        memcpy(r, &t, 8);
-        memset(r + 8, 0, 4);
-    }
-    for (size_t i = 0; i < sizeof r; i++) snprintf(c->hex + 2 * i, sizeof c->hex - 2 * i, "%02x", r[i]);
+    oai_random_hex(c->hex, c);
     snprintf(c->id, sizeof c->id, "msg_%s", c->hex);
     c->model = model;
-}
-
-static json_t *jstr(const char *p, size_t n) {
-    json_t *s = n ? json_stringn(p, n) : json_string("");
-    if (s) return s;
-    char *fix = malloc(3 * n);
-    if (!fix) return NULL;
-    size_t m = utf8_sanitize(p, n, fix);
-    s = json_stringn(fix, m);
-    free(fix);
-    return s;
 }
 
 const char *anth_stop_reason(const zn_job *j) {
@@ -378,13 +360,13 @@ json_t *anth_final(const zn_anth_ctx *c, const zn_job *j) {
         }
         json_t *b = NULL; /* the block that ends here */
         if (kind == ANTH_BLOCK_TEXT)
-            b = json_pack("{s:s,s:o}", "type", "text", "text", jstr(j->text[ZN_CH_CONTENT].p + start, end - start));
+            b = json_pack("{s:s,s:o}", "type", "text", "text", oai_json_text(j->text[ZN_CH_CONTENT].p + start, end - start));
         else if (kind == ANTH_BLOCK_THINKING)
             b = json_pack("{s:s,s:o,s:s}", "type", "thinking", "thinking",
-                          jstr(j->text[ZN_CH_REASONING].p + start, end - start), "signature", "");
+                          oai_json_text(j->text[ZN_CH_REASONING].p + start, end - start), "signature", "");
         else if (kind == ANTH_BLOCK_TOOL)
             b = json_pack("{s:s,s:o,s:o,s:o}", "type", "tool_use", "id", tool_id(c, n_calls - 1), "name",
-                          jstr(j->text[ZN_CH_TOOL_NAME].p + name_off, name_len), "input",
+                          oai_json_text(j->text[ZN_CH_TOOL_NAME].p + name_off, name_len), "input",
                           args ? input_of(j->text[ZN_CH_TOOL_ARGS].p + start, end - start) : json_object());
         if (kind && json_array_append_new(content, b)) {
             json_decref(content);
@@ -436,7 +418,7 @@ bool anth_stream_piece(zn_anth_stream *st, const zn_job *j, int i, zn_evbuf *out
     if (p->ch == ZN_CH_TOOL_ARGS) {
         if (st->kind != ANTH_BLOCK_TOOL || !p->len) return true;
         return ev(out, "content_block_delta", json_pack("{s:i,s:{s:s,s:o}}", "index", st->n_blocks - 1, "delta", "type",
-                                                       "input_json_delta", "partial_json", jstr(text, p->len)));
+                                                       "input_json_delta", "partial_json", oai_json_text(text, p->len)));
     }
     int k = kind_of(p->ch);
     if (k != ANTH_BLOCK_TOOL && !p->len) return true;
@@ -447,7 +429,7 @@ bool anth_stream_piece(zn_anth_stream *st, const zn_job *j, int i, zn_evbuf *out
         json_t *b;
         if (k == ANTH_BLOCK_TOOL)
             b = json_pack("{s:s,s:o,s:o,s:{}}", "type", "tool_use", "id", tool_id(st->c, st->n_calls++), "name",
-                          jstr(text, p->len), "input");
+                          oai_json_text(text, p->len), "input");
         else if (k == ANTH_BLOCK_TEXT) b = json_pack("{s:s,s:s}", "type", "text", "text", "");
         else b = json_pack("{s:s,s:s,s:s}", "type", "thinking", "thinking", "", "signature", "");
         if (!ev(out, "content_block_start", json_pack("{s:i,s:o}", "index", at, "content_block", b))) return false;
@@ -456,7 +438,7 @@ bool anth_stream_piece(zn_anth_stream *st, const zn_job *j, int i, zn_evbuf *out
     bool txt = k == ANTH_BLOCK_TEXT;
     return ev(out, "content_block_delta", json_pack("{s:i,s:{s:s,s:o}}", "index", st->n_blocks - 1, "delta", "type",
                                                    txt ? "text_delta" : "thinking_delta", txt ? "text" : "thinking",
-                                                   jstr(text, p->len)));
+                                                   oai_json_text(text, p->len)));
 }
 
 bool anth_stream_end(zn_anth_stream *st, const zn_job *j, zn_evbuf *out) {

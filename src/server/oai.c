@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "chat.h"
+#include "utf8.h"
 
 bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, const char *param, const char *fmt, ...) {
     e->status = status;
@@ -45,6 +48,29 @@ void oai_error_rename(zn_oai_error *e, const char *from, const char *to) {
         snprintf(m, sizeof m, "%.*s'%s'%s", (int)(at - e->message), e->message, to, at + strlen(q));
         snprintf(e->message, sizeof e->message, "%s", m);
     }
+}
+
+void oai_random_hex(char hex[25], const void *salt) {
+    unsigned char r[12];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        /* (no entropy yet: ids need only be unlikely to repeat) */
+        uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)salt;
+        memcpy(r, &t, 8);
+        memset(r + 8, 0, 4);
+    }
+    for (size_t i = 0; i < sizeof r; i++) snprintf(hex + 2 * i, 25 - 2 * i, "%02x", r[i]);
+}
+
+/* A JSON string of text that should be UTF-8; repaired (U+FFFD) when not. */
+json_t *oai_json_text(const char *p, size_t n) {
+    json_t *s = json_stringn(p, n);
+    if (s || !n) return s ? s : json_string("");
+    char *fix = malloc(3 * n);
+    if (!fix) return NULL;
+    size_t m = utf8_sanitize(p, n, fix);
+    s = json_stringn(fix, m);
+    free(fix);
+    return s;
 }
 
 #define BAD(param, ...) oai_fail(e, 400, "invalid_request_error", NULL, param, __VA_ARGS__)

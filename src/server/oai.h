@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "limits.h"
 #include "sampler.h"
 
@@ -28,6 +30,12 @@ bool oai_fail(zn_oai_error *e, int status, const char *type, const char *code, c
  * where e->message quotes it ('from'): errors of a chat request that was
  * translated from another API, in that API's names. */
 void oai_error_rename(zn_oai_error *e, const char *from, const char *to);
+/* 24 random hex digits and a NUL (ids: chatcmpl-, resp_, msg_, call ids);
+ * salt varies them when the kernel has no entropy yet. */
+void oai_random_hex(char hex[25], const void *salt);
+/* A JSON string of text that should be UTF-8; repaired (U+FFFD) when not.
+ * NULL only when out of memory. */
+json_t *oai_json_text(const char *p, size_t n);
 
 /* tool_choice */
 enum { ZN_TOOLS_AUTO = 0, ZN_TOOLS_NONE, ZN_TOOLS_REQUIRED, ZN_TOOLS_NAMED };

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "textstream.h"
@@ -12,36 +11,19 @@
 
 void oai_ctx_init(zn_oai_ctx *c, bool chat, const char *model, const zn_tokenizer *tok) {
     memset(c, 0, sizeof *c);
-    unsigned char r[12];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)c;
-        memcpy(r, &t, 8);
-        memset(r + 8, 0, 4);
-    }
-    int k = snprintf(c->id, sizeof c->id, "%s", chat ? "chatcmpl-" : "cmpl-");
-    for (size_t i = 0; i < sizeof r; i++) k += snprintf(c->id + k, sizeof c->id - (size_t)k, "%02x", r[i]);
+    char hex[25];
+    oai_random_hex(hex, c);
+    snprintf(c->id, sizeof c->id, "%s%s", chat ? "chatcmpl-" : "cmpl-", hex);
     c->created = (long)time(NULL);
     c->model = model;
     c->chat = chat;
     c->tok = tok;
 }
 
-/* A JSON string of text that should be UTF-8; repaired (U+FFFD) when not. */
-static json_t *jstr(const char *p, size_t n) {
-    json_t *s = json_stringn(p, n);
-    if (s || !n) return s ? s : json_string("");
-    char *fix = malloc(3 * n);
-    if (!fix) return NULL;
-    size_t m = utf8_sanitize(p, n, fix);
-    s = json_stringn(fix, m);
-    free(fix);
-    return s;
-}
-
 json_t *oai_error_json(const zn_oai_error *e) {
     json_t *param = e->param[0] ? json_string(e->param) : json_null();
     json_t *code = e->code ? json_string(e->code) : json_null();
-    return json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", jstr(e->message, strlen(e->message)), "type",
+    return json_pack("{s:{s:o,s:s,s:o,s:o}}", "error", "message", oai_json_text(e->message, strlen(e->message)), "type",
                      e->type ? e->type : "server_error", "param", param, "code", code);
 }
 
@@ -56,7 +38,7 @@ json_t *oai_usage(long prompt, long completion, long cached, long reasoning) {
 static json_t *tok_entry(const zn_tokenizer *tok, int32_t id, float lp, bool with_bytes) {
     char piece[ZN_MAX_TOKEN_BYTES];
     size_t n = tokenizer_token_piece(tok, id, true, piece, sizeof piece);
-    json_t *o = json_pack("{s:o,s:f}", "token", jstr(piece, n), "logprob", (double)lp);
+    json_t *o = json_pack("{s:o,s:f}", "token", oai_json_text(piece, n), "logprob", (double)lp);
     if (o && with_bytes) {
         json_t *b = json_array();
         for (size_t i = 0; b && i < n; i++) json_array_append_new(b, json_integer((unsigned char)piece[i]));
@@ -85,7 +67,7 @@ static json_t *text_logprobs(const zn_tokenizer *tok, const zn_tok_lp *lp, int n
     for (int i = 0; i < n_lp; i++) {
         char piece[ZN_MAX_TOKEN_BYTES];
         size_t n = tokenizer_token_piece(tok, lp[i].id, true, piece, sizeof piece);
-        json_array_append_new(toks, jstr(piece, n));
+        json_array_append_new(toks, oai_json_text(piece, n));
         json_array_append_new(lps, json_real(lp[i].lp));
         json_array_append_new(offs, json_integer((json_int_t)off));
         off += n;
@@ -120,14 +102,14 @@ json_t *oai_chunk(const zn_oai_ctx *c, bool role, int ch, const char *text, size
             json_object_set_new(delta, "role", json_string("assistant"));
             json_object_set_new(delta, "content", json_string(""));
         }
-        if (n && ch == ZN_CH_CONTENT) json_object_set_new(delta, "content", jstr(text, n));
+        if (n && ch == ZN_CH_CONTENT) json_object_set_new(delta, "content", oai_json_text(text, n));
         if (n && ch == ZN_CH_REASONING) {
-            json_object_set_new(delta, "reasoning_content", jstr(text, n));
-            json_object_set_new(delta, "reasoning", jstr(text, n));
+            json_object_set_new(delta, "reasoning_content", oai_json_text(text, n));
+            json_object_set_new(delta, "reasoning", oai_json_text(text, n));
         }
         choice = json_pack("{s:i,s:o,s:o,s:o}", "index", 0, "delta", delta, "logprobs", lps, "finish_reason", fin);
     } else {
-        choice = json_pack("{s:o,s:i,s:o,s:o}", "text", jstr(text, n), "index", 0, "logprobs", lps, "finish_reason", fin);
+        choice = json_pack("{s:o,s:i,s:o,s:o}", "text", oai_json_text(text, n), "index", 0, "logprobs", lps, "finish_reason", fin);
     }
     json_t *o = envelope(c, c->chat ? "chat.completion.chunk" : "text_completion", choice);
     if (o && c->usage_null) json_object_set_new(o, "usage", json_null());
@@ -147,9 +129,9 @@ json_t *oai_tool_chunk(const zn_oai_ctx *c, int index, bool start, const char *t
     json_t *call;
     if (start)
         call = json_pack("{s:i,s:o,s:s,s:{s:o,s:s}}", "index", index, "id", call_id(c, index), "type", "function",
-                         "function", "name", jstr(text, n), "arguments", "");
+                         "function", "name", oai_json_text(text, n), "arguments", "");
     else
-        call = json_pack("{s:i,s:{s:o}}", "index", index, "function", "arguments", jstr(text, n));
+        call = json_pack("{s:i,s:{s:o}}", "index", index, "function", "arguments", oai_json_text(text, n));
     json_t *lps = n_lp > 0 ? chat_logprobs(c->tok, lp, n_lp, top_n) : json_null();
     json_t *choice = json_pack("{s:i,s:{s:[o]},s:o,s:n}", "index", 0, "delta", "tool_calls", call, "logprobs", lps,
                                "finish_reason");
@@ -170,12 +152,12 @@ static json_t *final_tool_calls(const zn_oai_ctx *c, const zn_job *j) {
         if (!p || p->ch == ZN_CH_TOOL_NAME) {
             if (k >= 0) {
                 json_t *call = json_array_get(calls, (size_t)k);
-                json_object_set_new(json_object_get(call, "function"), "arguments", jstr(args->p ? args->p + a_off : "", a_len));
+                json_object_set_new(json_object_get(call, "function"), "arguments", oai_json_text(args->p ? args->p + a_off : "", a_len));
             }
             if (!p) break;
             k++;
             json_array_append_new(calls, json_pack("{s:o,s:s,s:{s:o}}", "id", call_id(c, k), "type", "function",
-                                                   "function", "name", jstr(names->p + p->off, p->len)));
+                                                   "function", "name", oai_json_text(names->p + p->off, p->len)));
             a_len = 0;
             a_off = args->n;
             for (int m = i + 1; m < j->n_pieces; m++) /* where its arguments start */
@@ -202,17 +184,17 @@ json_t *oai_final(const zn_oai_ctx *c, const zn_job *j) {
                       : json_null();
     json_t *choice;
     if (c->chat) {
-        json_t *content = j->n_calls && !t->n ? json_null() : jstr(t->p ? t->p : "", t->n);
+        json_t *content = j->n_calls && !t->n ? json_null() : oai_json_text(t->p ? t->p : "", t->n);
         json_t *msg = json_pack("{s:s,s:o}", "role", "assistant", "content", content);
         if (msg && j->n_calls) json_object_set_new(msg, "tool_calls", final_tool_calls(c, j));
         if (msg && r->n) {
-            json_object_set_new(msg, "reasoning_content", jstr(r->p, r->n));
-            json_object_set_new(msg, "reasoning", jstr(r->p, r->n));
+            json_object_set_new(msg, "reasoning_content", oai_json_text(r->p, r->n));
+            json_object_set_new(msg, "reasoning", oai_json_text(r->p, r->n));
         }
         choice = json_pack("{s:i,s:o,s:o,s:s}", "index", 0, "message", msg, "logprobs", lps, "finish_reason",
                            j->finish ? j->finish : "stop");
     } else {
-        choice = json_pack("{s:o,s:i,s:o,s:s}", "text", jstr(t->p ? t->p : "", t->n), "index", 0, "logprobs", lps,
+        choice = json_pack("{s:o,s:i,s:o,s:s}", "text", oai_json_text(t->p ? t->p : "", t->n), "index", 0, "logprobs", lps,
                            "finish_reason", j->finish ? j->finish : "stop");
     }
     json_t *o = envelope(c, c->chat ? "chat.completion" : "text_completion", choice);

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 #include "textstream.h"
@@ -312,13 +311,7 @@ enum { RESP_ITEM_MSG = 1, RESP_ITEM_REASONING, RESP_ITEM_CALL };
 
 void resp_ctx_init(zn_resp_ctx *c, const char *model, const char *echo) {
     memset(c, 0, sizeof *c);
-    unsigned char r[12];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-        uint64_t t = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)c;
-        memcpy(r, &t, 8);
-        memset(r + 8, 0, 4);
-    }
-    for (size_t i = 0; i < sizeof r; i++) snprintf(c->hex + 2 * i, sizeof c->hex - 2 * i, "%02x", r[i]);
+    oai_random_hex(c->hex, c);
     snprintf(c->id, sizeof c->id, "resp_%s", c->hex);
     c->created = (long)time(NULL);
     c->model = model;
@@ -328,18 +321,6 @@ void resp_ctx_init(zn_resp_ctx *c, const char *model, const char *echo) {
 void resp_ctx_free(zn_resp_ctx *c) {
     json_decref(c->echo);
     c->echo = NULL;
-}
-
-/* A JSON string of text that should be UTF-8; repaired (U+FFFD) when not. */
-static json_t *jstr(const char *p, size_t n) {
-    json_t *s = n ? json_stringn(p, n) : json_string("");
-    if (s) return s;
-    char *fix = malloc(3 * n);
-    if (!fix) return NULL;
-    size_t m = utf8_sanitize(p, n, fix);
-    s = json_stringn(fix, m);
-    free(fix);
-    return s;
 }
 
 static json_t *usage_json(const zn_job *j) {
@@ -388,11 +369,11 @@ static json_t *item_json(const zn_resp_stream *st, const zn_job *j, bool done, c
         snprintf(cid, sizeof cid, "call_%s_%d", st->c->hex, st->n_calls - 1);
         const zn_textbuf *a = &j->text[ZN_CH_TOOL_ARGS], *nm = &j->text[ZN_CH_TOOL_NAME];
         return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "id", id, "type", "function_call", "status", status, "call_id", cid,
-                         "name", jstr(nm->p + st->name_off, st->name_len), "arguments",
-                         done && st->have_text ? jstr(a->p + st->start, st->end - st->start) : json_string(""));
+                         "name", oai_json_text(nm->p + st->name_off, st->name_len), "arguments",
+                         done && st->have_text ? oai_json_text(a->p + st->start, st->end - st->start) : json_string(""));
     }
     const zn_textbuf *t = &j->text[st->kind == RESP_ITEM_MSG ? ZN_CH_CONTENT : ZN_CH_REASONING];
-    json_t *text = done ? jstr(t->p + st->start, st->end - st->start) : NULL;
+    json_t *text = done ? oai_json_text(t->p + st->start, st->end - st->start) : NULL;
     if (st->kind == RESP_ITEM_MSG)
         return json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", id, "type", "message", "status", status, "role", "assistant",
                          "content", text ? json_pack("[{s:s,s:o,s:[],s:[]}]", "type", "output_text", "text", text,
@@ -404,7 +385,7 @@ static json_t *item_json(const zn_resp_stream *st, const zn_job *j, bool done, c
 
 static json_t *text_part(const zn_resp_stream *st, const zn_job *j, bool done) {
     const zn_textbuf *t = &j->text[st->kind == RESP_ITEM_MSG ? ZN_CH_CONTENT : ZN_CH_REASONING];
-    json_t *text = done ? jstr(t->p + st->start, st->end - st->start) : json_string("");
+    json_t *text = done ? oai_json_text(t->p + st->start, st->end - st->start) : json_string("");
     if (st->kind == RESP_ITEM_MSG) return json_pack("{s:s,s:o,s:[]}", "type", "output_text", "text", text, "annotations");
     return json_pack("{s:s,s:o}", "type", "reasoning_text", "text", text);
 }
@@ -419,13 +400,13 @@ static bool close_item(zn_resp_stream *st, const zn_job *j, zn_evbuf *out, const
         const zn_textbuf *a = &j->text[ZN_CH_TOOL_ARGS], *nm = &j->text[ZN_CH_TOOL_NAME];
         ok = emit(st, out, "response.function_call_arguments.done",
                   json_pack("{s:s,s:i,s:o,s:o}", "item_id", id, "output_index", at, "name",
-                            jstr(nm->p + st->name_off, st->name_len), "arguments",
-                            st->have_text ? jstr(a->p + st->start, st->end - st->start) : json_string("")));
+                            oai_json_text(nm->p + st->name_off, st->name_len), "arguments",
+                            st->have_text ? oai_json_text(a->p + st->start, st->end - st->start) : json_string("")));
     } else {
         const zn_textbuf *t = &j->text[st->kind == RESP_ITEM_MSG ? ZN_CH_CONTENT : ZN_CH_REASONING];
         const char *done = st->kind == RESP_ITEM_MSG ? "response.output_text.done" : "response.reasoning_text.done";
         json_t *ev = json_pack("{s:s,s:i,s:i,s:o}", "item_id", id, "output_index", at, "content_index", 0, "text",
-                               jstr(t->p + st->start, st->end - st->start));
+                               oai_json_text(t->p + st->start, st->end - st->start));
         if (ev && st->kind == RESP_ITEM_MSG) json_object_set_new(ev, "logprobs", json_array());
         ok = emit(st, out, done, ev) &&
              emit(st, out, "response.content_part.done",
@@ -493,7 +474,7 @@ bool resp_stream_piece(zn_resp_stream *st, const zn_job *j, int i, zn_evbuf *out
         item_id(st, st->kind, st->n_items - 1, id, sizeof id);
         return emit(st, out, "response.function_call_arguments.delta",
                     json_pack("{s:s,s:i,s:o}", "item_id", id, "output_index", st->n_items - 1, "delta",
-                              jstr(j->text[p->ch].p + p->off, p->len)));
+                              oai_json_text(j->text[p->ch].p + p->off, p->len)));
     }
     int kind = p->ch == ZN_CH_CONTENT ? RESP_ITEM_MSG : p->ch == ZN_CH_REASONING ? RESP_ITEM_REASONING : RESP_ITEM_CALL;
     if (kind != RESP_ITEM_CALL && !p->len) return true;
@@ -503,7 +484,7 @@ bool resp_stream_piece(zn_resp_stream *st, const zn_job *j, int i, zn_evbuf *out
     st->end = p->off + p->len;
     item_id(st, kind, st->n_items - 1, id, sizeof id);
     json_t *ev = json_pack("{s:s,s:i,s:i,s:o}", "item_id", id, "output_index", st->n_items - 1, "content_index", 0,
-                           "delta", jstr(j->text[p->ch].p + p->off, p->len));
+                           "delta", oai_json_text(j->text[p->ch].p + p->off, p->len));
     if (ev && kind == RESP_ITEM_MSG) json_object_set_new(ev, "logprobs", json_array());
     return emit(st, out, kind == RESP_ITEM_MSG ? "response.output_text.delta" : "response.reasoning_text.delta", ev);
 }
