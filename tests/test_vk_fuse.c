@@ -235,7 +235,7 @@ static void test_qwen3_decode(void) {
     fx_close(&f);
 }
 
-/* Prefill: on a GPU the GEMM takes the matmuls of 5+ tokens; it converts
+/* Prefill: on a GPU the GEMM takes the matmuls of mm_min_tok (16)+ tokens; it converts
  * x with a SwiGLU applied but not with an RMS norm, and takes groups. On
  * lavapipe everything stays on the mat-vec. */
 static void test_qwen3_prefill(void) {
@@ -427,12 +427,13 @@ static void test_norm_not_fused(void) {
  * mat-vec takes them at any token count) is fused; by a GEMM-sized one it
  * is not. */
 static void test_norm_rows_rule(void) {
+    /* 32 tokens: more than the GPU row's mm_min_tok, below which every matrix is on the mat-vec */
     for (int big = 0; big < 2; big++) {
         hand h;
-        hand_init(&h, 8);
+        hand_init(&h, 32);
         gguf_tensor *nw = hand_w(&h, ZN_TYPE_F32, 256, 1), *w = hand_w(&h, ZN_TYPE_Q4_K, 256, big ? 4096 : 16);
-        int x = graph_input(&h.g, 8, 256), y = graph_act(&h.g, 8, 256), m = graph_act(&h.g, 8, big ? 4096 : 16);
-        int o = graph_act(&h.g, 8, 256);
+        int x = graph_input(&h.g, 32, 256), y = graph_act(&h.g, 32, 256), m = graph_act(&h.g, 32, big ? 4096 : 16);
+        int o = graph_act(&h.g, 32, 256);
         zn_node *n = hnode(&h, ZN_OP_RMSNORM, y, x, -1);
         n->w[0] = nw;
         n->norm = (zn_norm_params){.group = 256, .eps = 1e-6f};
