@@ -116,6 +116,7 @@
 #define ZN_SRV_READ_TIMEOUT_S   30         /* seconds to receive one request's body */
 #define ZN_SRV_DRAIN_S          10         /* seconds in-flight requests get after SIGTERM/SIGINT (--drain-timeout) */
 #define ZN_SRV_MAX_DRAIN_S      3600       /* --drain-timeout upper bound */
+#define ZN_SRV_CKPTS            2          /* recurrent-state checkpoints per slot (hybrid): system prompt, conversation end */
 #define ZN_SRV_PREFILL_CHUNK    256        /* prompt tokens a slot evaluates per turn (others' decode keeps going) */
 #define ZN_SRV_MAX_HOSTS        32         /* --allowed-hosts entries */
 #define ZN_SRV_MAX_KEY_BYTES    1024       /* bytes of an API key */

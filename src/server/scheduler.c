@@ -13,8 +13,8 @@ enum { SLOT_IDLE, SLOT_PREFILL, SLOT_GEN };
 struct zn_slot {
     int id;
     zn_seq seq;
-    zn_seq ckpt;              /* recurrent-state checkpoint (hybrid models only) */
-    int ckpt_pos;             /* its position, -1: none */
+    zn_seq ckpt[ZN_SRV_CKPTS]; /* recurrent-state checkpoints (hybrid models only) */
+    int ckpt_pos[ZN_SRV_CKPTS]; /* their positions (all <= n_cache), -1: none */
     int32_t *cache;           /* [n_ctx]: the tokens seq holds */
     int n_cache;
     float *logits;            /* [n_vocab] of the last evaluated token */
@@ -45,7 +45,7 @@ zn_job *job_new(void) {
     if (!j) return NULL;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    j->ckpt_at = -1;
+    for (int k = 0; k < ZN_SRV_CKPTS; k++) j->ckpt_at[k] = -1;
     j->top_logprobs = -1;
     j->max_tokens = -1;
     j->cache_prompt = true;
@@ -150,10 +150,27 @@ void sched_logprobs(const float *logits, int n, int32_t chosen, int top_n, zn_to
 
 /* ---- slots ---- */
 
+/* The checkpoints above position keep are gone (the state was cut back below them). */
+static void slot_ckpt_cut(zn_slot *sl, int keep) {
+    for (int k = 0; k < ZN_SRV_CKPTS; k++)
+        if (sl->ckpt_pos[k] > keep) sl->ckpt_pos[k] = -1;
+}
+
 static void slot_forget(zn_sched *s, zn_slot *sl) {
     seq_reset(&sl->seq);
     sl->n_cache = 0;
-    sl->ckpt_pos = -1;
+    slot_ckpt_cut(sl, -1);
+}
+
+/* The slot's latest checkpoint within the first p tokens of j's prompt that
+ * leaves one to evaluate: its index, -1 when none. */
+static int slot_ckpt_best(const zn_slot *sl, int p, const zn_job *j) {
+    int best = -1;
+    for (int k = 0; k < ZN_SRV_CKPTS; k++) {
+        int c = sl->ckpt_pos[k];
+        if (c > 0 && c <= p && c < j->n_prompt && (best < 0 || c > sl->ckpt_pos[best])) best = k;
+    }
+    return best;
 }
 
 /* How many of j's prompt tokens slot sl can keep, and how (*mode). */
@@ -173,9 +190,10 @@ static int plan_reuse(const zn_sched *s, const zn_slot *sl, const zn_job *j, int
         *mode = REUSE_CONTINUE;
         return p;
     }
-    if (sl->ckpt_pos > 0 && sl->ckpt_pos <= p && sl->ckpt_pos < j->n_prompt) {
+    int k = slot_ckpt_best(sl, p, j);
+    if (k >= 0) {
         *mode = REUSE_RESTORE;
-        return sl->ckpt_pos;
+        return sl->ckpt_pos[k];
     }
     return 0;
 }
@@ -211,35 +229,37 @@ static int common_prefix(const zn_slot *o, const zn_job *j) {
 static int slot_borrow(zn_sched *s, zn_slot *sl, const zn_job *j, int keep) {
     if (!j->cache_prompt) return 0;
     zn_slot *donor = NULL;
-    int best = keep;
+    int best = keep, best_k = -1;
     for (int i = 0; i < s->n_slots; i++) {
         zn_slot *o = &s->slots[i];
         if (o == sl) continue;
-        int p = common_prefix(o, j);
+        int p = common_prefix(o, j), k = -1;
         if (!s->recurrent) {
             if (p >= j->n_prompt) p = j->n_prompt - 1;
         } else {
-            p = o->ckpt_pos > 0 && o->ckpt_pos <= p && o->ckpt_pos < j->n_prompt ? o->ckpt_pos : 0;
+            k = slot_ckpt_best(o, p, j);
+            p = k >= 0 ? o->ckpt_pos[k] : 0;
         }
         if (p > best) {
             donor = o;
             best = p;
+            best_k = k;
         }
     }
     if (!donor) return 0;
     zn_err err = {0};
     zn_status st = seq_copy(&sl->seq, &donor->seq, best, &err);
     if (!st && !s->recurrent) st = seq_truncate(&sl->seq, best, &err);
-    if (!st && s->recurrent) st = seq_copy(&sl->seq, &donor->ckpt, 0, &err); /* the state at the checkpoint */
+    if (!st && s->recurrent) st = seq_copy(&sl->seq, &donor->ckpt[best_k], 0, &err); /* the state at the checkpoint */
     if (st) {
         slot_forget(s, sl);
         return -1;
     }
     memcpy(sl->cache, donor->cache, sizeof *sl->cache * (size_t)best);
     sl->n_cache = best;
-    sl->ckpt_pos = -1;
+    slot_ckpt_cut(sl, -1);
     /* the checkpoint comes along: a follow-up on this slot can restore it */
-    if (s->recurrent && seq_copy(&sl->ckpt, &donor->ckpt, 0, &err) == ZN_OK) sl->ckpt_pos = best;
+    if (s->recurrent && seq_copy(&sl->ckpt[0], &donor->ckpt[best_k], 0, &err) == ZN_OK) sl->ckpt_pos[0] = best;
     return best;
 }
 
@@ -259,10 +279,11 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
         st = seq_truncate(&sl->seq, keep, &err);
         sl->n_cache = keep;
     } else if (mode == REUSE_RESTORE) {
-        st = seq_copy(&sl->seq, &sl->ckpt, 0, &err);
+        int k = slot_ckpt_best(sl, keep, j);
+        st = seq_copy(&sl->seq, &sl->ckpt[k], 0, &err);
         sl->n_cache = keep;
     }
-    if (sl->ckpt_pos > keep) sl->ckpt_pos = -1;
+    slot_ckpt_cut(sl, keep);
     if (sl->smp_ok) sampler_free(&sl->smp);
     sl->smp_ok = false;
     if (!st) st = sampler_init(&sl->smp, &j->sp, s->n_vocab, &err);
@@ -357,7 +378,8 @@ static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err 
 static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step_item *it) {
     const zn_job *j = sl->job;
     int end = j->n_prompt;
-    if (s->recurrent && j->ckpt_at > sl->pos && j->ckpt_at < end) end = j->ckpt_at;
+    for (int k = 0; s->recurrent && k < ZN_SRV_CKPTS; k++)
+        if (j->ckpt_at[k] > sl->pos && j->ckpt_at[k] < end) end = j->ckpt_at[k];
     int n = end - sl->pos < ZN_SRV_PREFILL_CHUNK ? end - sl->pos : ZN_SRV_PREFILL_CHUNK;
     if (n > budget) n = budget;
     if (n <= 0) return 0;
@@ -366,17 +388,36 @@ static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step
     return n;
 }
 
+/* Saves the state when the prefill reached one of j's checkpoint positions.
+ * The one replaced is a free one, else one this job does not ask for (a
+ * previous conversation's end), so a job keeps all of its own. */
+static void slot_ckpt_take(zn_slot *sl, const zn_job *j) {
+    bool wanted = false;
+    for (int k = 0; k < ZN_SRV_CKPTS; k++) wanted |= j->ckpt_at[k] == sl->pos;
+    if (!wanted) return;
+    int v = -1;
+    for (int k = 0; k < ZN_SRV_CKPTS; k++) {
+        if (sl->ckpt_pos[k] == sl->pos) return; /* already held */
+        if (v < 0 && sl->ckpt_pos[k] < 0) v = k;
+    }
+    for (int k = 0; v < 0 && k < ZN_SRV_CKPTS; k++) {
+        bool asked = false;
+        for (int i = 0; i < ZN_SRV_CKPTS; i++) asked |= j->ckpt_at[i] == sl->ckpt_pos[k];
+        if (!asked) v = k;
+    }
+    if (v < 0) v = 0;
+    zn_err err = {0};
+    sl->ckpt_pos[v] = -1; /* on failure none: a later request recomputes, nothing is wrong */
+    if (seq_copy(&sl->ckpt[v], &sl->seq, 0, &err) == ZN_OK) sl->ckpt_pos[v] = sl->pos;
+}
+
 /* After the step that evaluated the chunk. */
 static void slot_prefill_done(zn_sched *s, zn_slot *sl, int n) {
     zn_job *j = sl->job;
-    zn_err err = {0};
     memcpy(sl->cache + sl->pos, j->prompt + sl->pos, sizeof *sl->cache * (size_t)n);
     sl->pos += n;
     sl->n_cache = sl->pos;
-    if (s->recurrent && sl->pos == j->ckpt_at && sl->ckpt_pos != sl->pos) {
-        if (seq_copy(&sl->ckpt, &sl->seq, 0, &err) == ZN_OK) sl->ckpt_pos = sl->pos;
-        else sl->ckpt_pos = -1; /* no checkpoint: a later turn recomputes, nothing is wrong */
-    }
+    if (s->recurrent) slot_ckpt_take(sl, j);
     if (sl->pos == j->n_prompt) {
         sl->state = SLOT_GEN;
         sl->t_last = 0;
@@ -482,7 +523,9 @@ static void publish(zn_sched *s) {
         int st = sl->state;
         sl->pub = (zn_slot_info){.id = i, .state = st == SLOT_IDLE ? "idle" : st == SLOT_PREFILL ? "prefill" : "generating",
                                  .n_ctx = s->n_ctx, .n_cached = sl->n_cache, .n_prompt = j ? j->n_prompt : 0,
-                                 .n_gen = j ? j->n_gen : 0, .ckpt_pos = sl->ckpt_pos};
+                                 .n_gen = j ? j->n_gen : 0, .ckpt_pos = -1};
+        for (int k = 0; k < ZN_SRV_CKPTS; k++)
+            if (sl->ckpt_pos[k] > sl->pub.ckpt_pos) sl->pub.ckpt_pos = sl->ckpt_pos[k];
     }
 }
 
@@ -617,9 +660,9 @@ zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_s
     for (int i = 0; i < n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         sl->id = i;
-        sl->ckpt_pos = -1;
+        slot_ckpt_cut(sl, -1);
         zn_status st = seq_init(&sl->seq, e, n_ctx, err);
-        if (!st && s->recurrent) st = seq_init(&sl->ckpt, e, 1, err);
+        for (int k = 0; !st && s->recurrent && k < ZN_SRV_CKPTS; k++) st = seq_init(&sl->ckpt[k], e, 1, err);
         sl->cache = malloc(sizeof *sl->cache * (size_t)n_ctx);
         sl->logits = malloc(sizeof *sl->logits * (size_t)s->n_vocab);
         if (!st && (!sl->cache || !sl->logits)) st = zn_errf(err, ZN_ERR_NOMEM, "out of memory for slot %d", i);
@@ -655,7 +698,7 @@ void sched_free(zn_sched *s) {
         if (sl->smp_ok) sampler_free(&sl->smp);
         if (sl->tp_on) toolparse_free(&sl->tp);
         seq_free(&sl->seq);
-        seq_free(&sl->ckpt);
+        for (int k = 0; k < ZN_SRV_CKPTS; k++) seq_free(&sl->ckpt[k]);
         free(sl->cache);
         free(sl->logits);
     }

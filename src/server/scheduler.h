@@ -8,8 +8,9 @@
  * A slot keeps the tokens its state holds after a job, and a new job goes to
  * the free slot that can reuse the longest prefix of its prompt: attention
  * caches are cut back to the shared prefix; a hybrid model's recurrent state
- * cannot be cut back, so each slot also keeps a checkpoint of it taken where
- * the job asked (where the assistant's turn began) and returns to it.
+ * cannot be cut back, so each slot also keeps up to ZN_SRV_CKPTS checkpoints
+ * of it taken where the job asked (where the system prompt ended, where the
+ * assistant's turn began) and returns to the latest one within the prefix.
  *
  * Jobs are reference counted (the HTTP thread and the engine thread each hold
  * one); results are appended under the job's mutex and its condition
@@ -56,7 +57,8 @@ typedef struct zn_job {
     /* the request: set before sched_submit, read-only after */
     int32_t *prompt;
     int n_prompt;
-    int ckpt_at;              /* checkpoint the recurrent state here (0 < ckpt_at < n_prompt), -1: none */
+    int ckpt_at[ZN_SRV_CKPTS]; /* checkpoint the recurrent state at these positions (0 < p < n_prompt), -1: none
+                                 (the end of the leading system messages, the end of the conversation) */
     bool think_open;          /* the prompt opened a <think> block */
     bool split_think;         /* route <think> text to the reasoning channel (chat) */
     bool cache_prompt;        /* may reuse a slot's cached prefix (default true) */
@@ -110,7 +112,7 @@ typedef struct zn_slot_info {
     const char *state;        /* "idle", "prefill", "generating" */
     int n_ctx, n_cached;      /* context size; tokens its state holds */
     int n_prompt, n_gen;      /* the running job's */
-    int ckpt_pos;             /* checkpoint position, -1: none */
+    int ckpt_pos;             /* the latest checkpoint's position, -1: none */
 } zn_slot_info;
 
 typedef struct zn_slot zn_slot;

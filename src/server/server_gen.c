@@ -123,7 +123,9 @@ done:
     return out;
 }
 
-static bool render(zn_server *s, const zn_oai_req *r, bool gen_prompt, char **out, size_t *len, zn_oai_error *e) {
+/* Renders r's messages, or the messages msgs (a JSON array) with r's tools and options. */
+static bool render(zn_server *s, const zn_oai_req *r, const char *msgs, bool gen_prompt, char **out, size_t *len,
+                   zn_oai_error *e) {
     zn_chat_kwargs kw = {.enable_thinking = r->think,
                          .bos_token = token_text(s->tok, tokenizer_bos(s->tok)),
                          .eos_token = token_text(s->tok, tokenizer_eos(s->tok)),
@@ -132,10 +134,10 @@ static bool render(zn_server *s, const zn_oai_req *r, bool gen_prompt, char **ou
                          .tools = r->tool_choice != ZN_TOOLS_NONE ? r->tools : NULL};
     bool fallback = false;
     zn_err err = {0};
-    const char *msgs = r->messages;
+    if (!msgs) msgs = r->messages;
     char *described = NULL;
     if (kw.tools && !(s->tmpl && strstr(s->tmpl, "tools"))) {
-        if (!(described = describe_tools(r->messages, r->tools)))
+        if (!(described = describe_tools(msgs, r->tools)))
             return fail_e(e, 500, "server_error", NULL, "out of memory%s", "");
         msgs = described;
         kw.tools = NULL;
@@ -149,14 +151,52 @@ static bool render(zn_server *s, const zn_oai_req *r, bool gen_prompt, char **ou
     return true;
 }
 
+/* The leading system/developer messages of a chat (malloc'd JSON array), NULL
+ * when there are none or nothing follows them. */
+static char *leading_system(const char *messages) {
+    json_error_t je;
+    json_t *m = json_loads(messages, 0, &je), *lead = json_array();
+    char *out = NULL;
+    size_t i;
+    json_t *x;
+    json_array_foreach(m, i, x) {
+        const char *role = json_string_value(json_object_get(x, "role"));
+        if (!role || (strcmp(role, "system") && strcmp(role, "developer"))) break;
+        json_array_append(lead, x);
+    }
+    if (json_is_array(m) && lead && i > 0 && i < json_array_size(m)) out = json_dumps(lead, JSON_COMPACT);
+    json_decref(lead);
+    json_decref(m);
+    return out;
+}
+
+/* Where msgs (NULL: all of r's messages) end in j's prompt: the tokens of
+ * their rendering without a generation prompt, when those are a strict
+ * prefix of the prompt; -1 otherwise. */
+static int rendered_prefix(zn_server *s, const zn_oai_req *r, const char *msgs, bool add_bos, const zn_job *j) {
+    char *h;
+    size_t hl;
+    int32_t *ids;
+    int n, at = -1;
+    zn_oai_error ignore;
+    if (!render(s, r, msgs, false, &h, &hl, &ignore)) return -1;
+    if (tokenize(s, h, hl, add_bos, &ids, &n, &ignore)) {
+        if (n > 0 && n < j->n_prompt && !memcmp(ids, j->prompt, sizeof *ids * (size_t)n)) at = n;
+        free(ids);
+    }
+    free(h);
+    return at;
+}
+
 /* The prompt of a chat request, and where its recurrent state is checkpointed:
  * at the end of the conversation before the generation prompt, which is where
  * the next turn's history diverges from this one at the earliest (templates
- * rewrite the assistant's turn: reasoning dropped, tags). */
+ * rewrite the assistant's turn: reasoning dropped, tags), and at the end of
+ * the leading system messages, which other conversations share. */
 static bool chat_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_error *e) {
     char *p;
     size_t len;
-    if (!render(s, r, true, &p, &len, e)) return false;
+    if (!render(s, r, NULL, true, &p, &len, e)) return false;
     const char *bos = token_text(s->tok, tokenizer_bos(s->tok));
     bool add_bos = !(bos && *bos && !strncmp(p, bos, strlen(bos)));  /* the template wrote it */
     bool ok = tokenize(s, p, len, add_bos, &j->prompt, &j->n_prompt, e);
@@ -164,18 +204,10 @@ static bool chat_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_err
     free(p);
     if (!ok) return false;
     if (engine_is_recurrent(&s->eng)) {
-        char *h;
-        size_t hl;
-        int32_t *ids;
-        int n;
-        zn_oai_error ignore;
-        if (render(s, r, false, &h, &hl, &ignore)) {
-            if (tokenize(s, h, hl, add_bos, &ids, &n, &ignore)) {
-                if (n > 0 && n < j->n_prompt && !memcmp(ids, j->prompt, sizeof *ids * (size_t)n)) j->ckpt_at = n;
-                free(ids);
-            }
-            free(h);
-        }
+        j->ckpt_at[1] = rendered_prefix(s, r, NULL, add_bos, j);
+        char *sys = leading_system(r->messages);
+        if (sys) j->ckpt_at[0] = rendered_prefix(s, r, sys, add_bos, j);
+        free(sys);
     }
     j->split_think = true;
     if (r->tool_choice != ZN_TOOLS_NONE) {
@@ -206,7 +238,7 @@ static bool completion_prompt(zn_server *s, const zn_oai_req *r, zn_job *j, zn_o
     }
     if (j->n_prompt == 0) return fail_e(e, 400, "invalid_request_error", NULL, "the prompt has no tokens%s", "");
     /* the same prompt again reuses all but its last token */
-    if (j->n_prompt > 1) j->ckpt_at = j->n_prompt - 1;
+    if (j->n_prompt > 1) j->ckpt_at[1] = j->n_prompt - 1;
     return true;
 }
 
