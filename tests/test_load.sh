@@ -45,9 +45,14 @@ expect "tokens counted = the server's" $(( (1 + 16) * 8 )) $((g1 - g0))
 expect "chat endpoint" 0 $?
 has "chat: 2 served" "$tmp/chat.txt" "    2      2     0"
 # a shared system prompt before each request's own words
+r0=$(metric zinc_prefix_cache_reused_tokens_total)
 "$zl" --url "$U" --api-key "$KEY" --endpoint chat --concurrency 2 --requests 4 --max-tokens 4 --prompt-words 4 \
   --system-words 48 --json "$tmp/sys.json" > "$tmp/sys.txt" 2>&1
 expect "--system-words" 0 $?
+# the hybrid model reuses the system prompt from a slot's checkpoint at its end: the warm-up and
+# the 4 requests, of which at least 3 start after one took it (48 words: 48+ tokens, a margin of 8)
+r1=$(metric zinc_prefix_cache_reused_tokens_total)
+if [ $((r1 - r0)) -ge $((3 * (48 - 8))) ]; then ok; else bad "--system-words: $((r1 - r0)) prompt tokens reused, want >= $((3 * 40))"; fi
 check "--system-words in the JSON" python3 -c "import json; assert json.load(open('$tmp/sys.json'))['system_words'] == 48"
 # constrained output: the server enforces the format sent
 "$zl" --url "$U" --api-key "$KEY" --endpoint chat --concurrency 2 --requests 2 --max-tokens 6 --prompt-words 4 \
