@@ -115,11 +115,51 @@ hybrid_case() {
   stop
 }
 
+# hybrid, chat: two conversations with the same system prompt and different user messages.
+# While A holds slot 0, B goes to slot 1 and takes the state at the end of the system
+# message from slot 0's checkpoint there (server_gen.c chat_prompt's ckpt_at[0]).
+chat() { curl -s -o "$tmp/b" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$1" "http://127.0.0.1:$PORT/v1/chat/completions"; }
+hybrid_chat_case() {
+  local be=$1 n=hybrid-chat-$1
+  local sys='You are a patient assistant who answers questions about old castles, ships and the sea in short sentences.'
+  local ma="[{\"role\":\"system\",\"content\":\"$sys\"},{\"role\":\"user\",\"content\":\"Who lived in the tower?\"}]"
+  local mb="[{\"role\":\"system\",\"content\":\"$sys\"},{\"role\":\"user\",\"content\":\"Name a ship.\"}]"
+  local gb="{\"messages\":$mb,\"max_tokens\":12,\"temperature\":0,\"ignore_eos\":true"
+  start "$n-cold" -m "$HYBRID" --backend "$be" --threads 2 --parallel 1 --ctx 2048
+  expect "$n: cold B" 200 "$(chat "$gb,\"cache_prompt\":false}")"
+  local want; want=$(jq_ "json.dumps(d['choices'][0]['message']['content'])")
+  stop
+  start "$n" -m "$HYBRID" --backend "$be" --threads 2 --parallel 2 --ctx 2048
+  curl -s -o "$tmp/b" -H 'Content-Type: application/json' --data-binary \
+    "{\"content\":\"<|im_start|>system\\n$sys<|im_end|>\\n\"}" "http://127.0.0.1:$PORT/tokenize"
+  local ns; ns=$(jq_ "len(d['tokens'])")
+  curl -sN -o /dev/null -H 'Content-Type: application/json' \
+    --data-binary "{\"messages\":$ma,\"max_tokens\":60000,\"ignore_eos\":true,\"stream\":true}" \
+    "http://127.0.0.1:$PORT/v1/chat/completions" & HOLD=$!
+  until_generating || bad "$n: the long stream did not start"
+  local r0 c0; r0=$(metric reused_tokens); c0=$(metric copied_tokens)
+  expect "$n: B" 200 "$(chat "$gb}")"
+  expect "$n: B same tokens as cold" "$want" "$(jq_ "json.dumps(d['choices'][0]['message']['content'])")"
+  expect "$n: B takes the system prompt's checkpoint" "$ns $ns $ns" \
+    "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']") $(($(metric reused_tokens) - r0)) $(($(metric copied_tokens) - c0))"
+  if [ "$ns" -gt 20 ]; then ok; else bad "$n: the system prompt has $ns tokens"; fi
+  unhold
+  # B again on its own slot: all of its conversation but the generation prompt (its end checkpoint)
+  r0=$(metric reused_tokens)
+  expect "$n: B again" 200 "$(chat "$gb}")"
+  expect "$n: B again same tokens" "$want" "$(jq_ "json.dumps(d['choices'][0]['message']['content'])")"
+  local got; got=$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']")
+  if [ "$got" -gt "$ns" ]; then ok; else bad "$n: B again reused $got tokens, want > $ns"; fi
+  stop
+}
+
 if [ -f "$DENSE" ]; then dense_case cpu; else skip "prefix cache (dense)" "no $DENSE"; fi
 hybrid_case
+hybrid_chat_case cpu
 if ! "$zinc" --list-devices 2>/dev/null | grep -qE '^[* ] [0-9]+: '; then
   skip "prefix cache on vulkan" "no Vulkan device"
-elif [ -f "$DENSE" ]; then
-  dense_case vulkan
+else
+  if [ -f "$DENSE" ]; then dense_case vulkan; fi
+  hybrid_chat_case vulkan
 fi
 finish test_prefix
