@@ -221,7 +221,7 @@ static int common_prefix(const zn_slot *o, const zn_job *j) {
  * one only appends; the engine thread is between steps), so a busy donor is
  * safe. Dense models: the KV of the common prefix, one token left to
  * evaluate for the logits. Hybrid models cannot cut a recurrent state back,
- * so only a donor's checkpoint counts, and only where it lies within the
+ * so only a donor's checkpoints count, the latest that lies within the
  * common prefix: its KV below the checkpoint and the checkpoint's state.
  * Returns the tokens sl now keeps (> keep), 0 when no slot holds more, -1
  * when the copy failed (sl is then reset: the prompt is computed, nothing is
