@@ -25,6 +25,11 @@ static void vk_free(void *ctx);
 static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *opt, zn_err *err) {
     *out = NULL;
     if (opt->device < -1) return zn_errf(err, ZN_ERR_ARG, "vulkan: no device %d", opt->device);
+    /* the shaders read and write f16 caches only (issue 14: the quantized
+     * ones are on the CPU backend so far) */
+    if (opt->kv_type != ZN_KV_F16)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: --kv-type %s is not implemented on this backend yet (f16 only; "
+                       "--backend cpu has it)", backend_kv_type_name(opt->kv_type));
     vk_ctx *c = calloc(1, sizeof *c);
     if (!c) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     c->m = m;
