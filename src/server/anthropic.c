@@ -23,25 +23,14 @@ static bool blocks_text(json_t *c, const char *param, json_t **out, zn_oai_error
         return true;
     }
     if (!json_is_array(c)) return BAD(param, "%s: must be a string or an array of text blocks", param);
-    size_t n = json_array_size(c), total = 1;
+    size_t n = json_array_size(c);
     for (size_t k = 0; k < n; k++) {
         json_t *b = json_array_get(c, k), *type = json_object_get(b, "type"), *text = json_object_get(b, "text");
         if (!json_is_object(b) || !json_is_string(type) || strcmp(json_string_value(type), "text") || !json_is_string(text))
             return BAD(param, "%s.%zu: must be a text block {\"type\": \"text\", \"text\": ...} (other blocks are not "
                        "supported here)", param, k);
-        total += json_string_length(text) + 1;
     }
-    char *buf = malloc(total);
-    if (!buf) return OOM();
-    size_t at = 0;
-    for (size_t k = 0; k < n; k++) {
-        json_t *text = json_object_get(json_array_get(c, k), "text");
-        if (k) buf[at++] = '\n';
-        memcpy(buf + at, json_string_value(text), json_string_length(text));
-        at += json_string_length(text);
-    }
-    *out = json_stringn_nocheck(buf, at);
-    free(buf);
+    *out = oai_join_texts(c, NULL);
     return *out ? true : OOM();
 }
 

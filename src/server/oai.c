@@ -158,6 +158,26 @@ static bool parse_stop(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     return true;
 }
 
+json_t *oai_join_texts(json_t *parts, json_t *(*text_of)(json_t *part)) {
+    size_t n = json_array_size(parts), total = 1;
+    for (size_t k = 0; k < n; k++) {
+        json_t *p = json_array_get(parts, k), *t = text_of ? text_of(p) : json_object_get(p, "text");
+        total += json_string_length(t) + 1;
+    }
+    char *buf = malloc(total);
+    if (!buf) return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        json_t *p = json_array_get(parts, k), *t = text_of ? text_of(p) : json_object_get(p, "text");
+        if (k) buf[at++] = '\n';
+        memcpy(buf + at, json_string_value(t), json_string_length(t));
+        at += json_string_length(t);
+    }
+    json_t *out = json_stringn_nocheck(buf, at);  /* the parts were valid UTF-8 strings, so is the join */
+    free(buf);
+    return out;
+}
+
 /* content: a string, null, or text parts -> one string (parts joined by "\n"). */
 static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
     char param[96];
@@ -168,7 +188,7 @@ static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
         *out = json_incref(c);
         return true;
     } else if (json_is_array(c)) {
-        size_t total = 0, n = json_array_size(c);
+        size_t n = json_array_size(c);
         for (size_t k = 0; k < n; k++) {
             json_t *p = json_array_get(c, k);
             json_t *type = json_is_object(p) ? json_object_get(p, "type") : NULL;
@@ -178,19 +198,8 @@ static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
                 return BAD(param, "%s[%zu]: content parts of type '%s' are not supported (text only)", param, k,
                            json_string_value(type));
             if (!json_is_string(text)) return BAD(param, "%s[%zu].text must be a string", param, k);
-            total += json_string_length(text) + 1;
         }
-        char *buf = malloc(total + 1);
-        if (!buf) return OOM();
-        size_t at = 0;
-        for (size_t k = 0; k < n; k++) {
-            json_t *text = json_object_get(json_array_get(c, k), "text");
-            if (k) buf[at++] = '\n';
-            memcpy(buf + at, json_string_value(text), json_string_length(text));
-            at += json_string_length(text);
-        }
-        *out = json_stringn_nocheck(buf, at);  /* parts were valid UTF-8, so is the join */
-        free(buf);
+        *out = oai_join_texts(c, NULL);
     } else {
         return BAD(param, "%s must be a string or an array of text parts", param);
     }

@@ -37,6 +37,10 @@ void oai_random_hex(char hex[25], const void *salt);
  * NULL only when out of memory. */
 json_t *oai_json_text(const char *p, size_t n);
 
+/* The texts of an array of content parts, already checked to be strings,
+ * joined by "\n" (text_of NULL: each part's "text"). NULL when out of memory. */
+json_t *oai_join_texts(json_t *parts, json_t *(*text_of)(json_t *part));
+
 /* tool_choice */
 enum { ZN_TOOLS_AUTO = 0, ZN_TOOLS_NONE, ZN_TOOLS_REQUIRED, ZN_TOOLS_NAMED };
 

@@ -32,7 +32,7 @@ static bool parts_text(json_t *c, const char *param, const char *const *types, j
         return true;
     }
     if (!json_is_array(c)) return BAD(param, "'%s' must be a string or an array of text parts", param);
-    size_t n = json_array_size(c), total = 1;
+    size_t n = json_array_size(c);
     for (size_t k = 0; k < n; k++) {
         json_t *p = json_array_get(c, k), *type = json_object_get(p, "type"), *text = part_text(p);
         if (!json_is_object(p) || !json_is_string(type))
@@ -44,19 +44,8 @@ static bool parts_text(json_t *c, const char *param, const char *const *types, j
             return UNSUPPORTED(param, "'%s[%zu]': content of type '%.64s' is not supported (%s)", param, k, t,
                                strstr(t, "image") || strstr(t, "file") || strstr(t, "audio") ? "text only" : "unknown type");
         if (!json_is_string(text)) return BAD(param, "'%s[%zu].text' must be a string", param, k);
-        total += json_string_length(text) + 1;
     }
-    char *buf = malloc(total);
-    if (!buf) return OOM();
-    size_t at = 0;
-    for (size_t k = 0; k < n; k++) {
-        json_t *text = part_text(json_array_get(c, k));
-        if (k) buf[at++] = '\n';
-        memcpy(buf + at, json_string_value(text), json_string_length(text));
-        at += json_string_length(text);
-    }
-    *out = json_stringn_nocheck(buf, at);
-    free(buf);
+    *out = oai_join_texts(c, part_text);
     return *out ? true : OOM();
 }
 
