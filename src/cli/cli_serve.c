@@ -42,6 +42,8 @@ static void usage(FILE *f, const char *cmd, int port) {
             "  --backend NAME           %s (default: vulkan if a GPU is present, else cpu)\n"
             "  --device N               Vulkan device N of zinc --list-devices (implies --backend vulkan)\n"
             "  --tune KEY=VALUE,...     Vulkan tuning overrides, after ZN_TUNE's (README: Vulkan tuning)\n"
+            "  --kv-type T              KV cache format: f16 (default), q8_0 or q4_0 (vulkan: f16, q8_0;\n"
+            "                           1/1.9 and 1/3.6 of the f16 bytes, README: KV cache quantization)\n"
             "  --threads N              CPU threads (default: all cores)\n"
             "  --cors ORIGIN            send CORS headers for this origin ('*': any); none by default\n"
             "  --allowed-hosts LIST     comma-separated Host names accepted besides the bound address\n"

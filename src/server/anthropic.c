@@ -251,6 +251,18 @@ static bool build(json_t *o, bool count, json_t *chat, zn_oai_error *e) {
             return BAD("thinking", "thinking: must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}");
         if (json_object_set_new(chat, "chat_template_kwargs", json_pack("{s:b}", "enable_thinking", !strcmp(t, "enabled"))))
             return OOM();
+        /* Anthropic requires 1024 <= budget_tokens < max_tokens; zinc takes any budget from 1 (a small
+         * local model may be given a small one) and keeps the second rule, also leaving budget_tokens
+         * out (no budget) */
+        json_t *bt = json_object_get(th, "budget_tokens");
+        if (!strcmp(t, "enabled") && present(bt)) {
+            if (!json_is_integer(bt) || json_integer_value(bt) < 1)
+                return BAD("thinking.budget_tokens", "thinking.budget_tokens: must be an integer of at least 1");
+            if (!count && json_integer_value(bt) >= json_integer_value(mt))
+                return BAD("thinking.budget_tokens", "thinking.budget_tokens: must be less than max_tokens (%lld)",
+                           (long long)json_integer_value(mt));
+            if (json_object_set(chat, "thinking_budget_tokens", bt)) return OOM();
+        }
     }
     return true;
 }
@@ -259,6 +271,7 @@ static bool build(json_t *o, bool count, json_t *chat, zn_oai_error *e) {
  * parsing, by server_submit). */
 void anth_error_names(zn_oai_error *e) {
     oai_error_rename(e, "stop", "stop_sequences");
+    oai_error_rename(e, "thinking_budget_tokens", "thinking.budget_tokens");
 }
 
 bool anth_parse(const char *body, size_t len, bool count, zn_oai_req *r, zn_oai_error *e) {

@@ -60,6 +60,8 @@ typedef struct zn_oai_req {
     int top_logprobs;          /* -1: no logprobs */
     int think;                 /* ZN_THINK_* from chat_template_kwargs.enable_thinking */
     char *template_kwargs;     /* chat_template_kwargs as JSON text, or NULL */
+    long think_budget;         /* chat: reasoning tokens before the server closes the <think> block itself
+                                  (reasoning_effort, thinking_budget_tokens); -1: no budget */
     bool cache_prompt;         /* llama-server's extension; default true */
     bool ignore_eos;           /* llama-server's extension: generate past end-of-text tokens */
     char *tools;               /* chat: the 'tools' array as JSON text (checked), or NULL when none */
