@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "anthropic.h"
+#include "chat.h"
 #include "oai.h"
 #include "oai_responses.h"
 
@@ -31,6 +32,8 @@ static void check_req(const zn_oai_req *r) {
     }
     if (r->max_tokens != -1 && (r->max_tokens < 1 || r->max_tokens > ZN_SRV_MAX_GEN_TOKENS)) fail("max_tokens");
     if (r->top_logprobs < -1 || r->top_logprobs > ZN_SRV_MAX_TOP_LOGPROBS) fail("top_logprobs");
+    if (r->think_budget < -1 || r->think_budget > ZN_SRV_MAX_GEN_TOKENS) fail("think_budget");
+    if (r->think_budget >= 0 && (!r->chat || r->think != ZN_THINK_ON)) fail("a reasoning budget with thinking not on");
     if (r->chat) {
         if (!r->messages || r->n_messages < 1 || r->n_messages > ZN_SRV_MAX_MESSAGES) fail("messages count");
         json_error_t je;

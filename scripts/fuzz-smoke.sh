@@ -57,7 +57,9 @@ seeds() { # target dir
         '{"instructions":"B","input":[{"role":"developer","content":"d"},{"type":"message","role":"user","content":[{"type":"input_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"g","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"s"}],"tools":[{"type":"function","name":"g","parameters":{"type":"object"}}],"tool_choice":{"type":"function","name":"g"},"text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"},"strict":true}},"max_output_tokens":5}' \
         '{"input":"Hi","stream":true,"temperature":0.5,"top_p":0.9,"parallel_tool_calls":false,"reasoning":{"effort":"low"},"store":false}' \
         '{"model":"m","max_tokens":9,"system":[{"type":"text","text":"S"}],"messages":[{"role":"user","content":"w"},{"role":"assistant","content":[{"type":"thinking","thinking":"h"},{"type":"text","text":"C"},{"type":"tool_use","id":"t","name":"g","input":{"c":"P"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"s"}],"is_error":true},{"type":"text","text":"t"}]}],"tools":[{"name":"g","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"stop_sequences":["E"],"temperature":0.2,"top_k":7,"thinking":{"type":"enabled"}}' \
-        '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}],"stream":true}'; do
+        '{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}],"stream":true}' \
+        '{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"minimal","thinking_budget_tokens":12,"chat_template_kwargs":{"enable_thinking":true}}' \
+        '{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"w"}],"thinking":{"type":"enabled","budget_tokens":5}}'; do
         printf '%s' "$b" > "$d/seed$i.json"; i=$((i + 1))
       done
       return 0 ;;

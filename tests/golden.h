@@ -47,7 +47,7 @@ static inline int numbers(const char *json, const char *key, float *out, int cap
 static inline bool golden_load(golden *gd, const char *path) {
     char *s = harness_read_file(path, NULL);
     if (!s) return false;
-    float tmp[NPOS], nv;
+    float tmp[NPOS], nv = 0;
     bool ok = numbers(s, "n_vocab", &nv, 1) == 1;
     gd->n_vocab = (int)nv;
     ok = ok && numbers(s, "prompt", tmp, NPOS) == NPOS;

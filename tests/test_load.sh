@@ -44,6 +44,20 @@ expect "tokens counted = the server's" $(( (1 + 16) * 8 )) $((g1 - g0))
   > "$tmp/chat.txt" 2>&1
 expect "chat endpoint" 0 $?
 has "chat: 2 served" "$tmp/chat.txt" "    2      2     0"
+# a shared system prompt before each request's own words
+"$zl" --url "$U" --api-key "$KEY" --endpoint chat --concurrency 2 --requests 4 --max-tokens 4 --prompt-words 4 \
+  --system-words 48 --json "$tmp/sys.json" > "$tmp/sys.txt" 2>&1
+expect "--system-words" 0 $?
+check "--system-words in the JSON" python3 -c "import json; assert json.load(open('$tmp/sys.json'))['system_words'] == 48"
+# constrained output: the server enforces the format sent
+"$zl" --url "$U" --api-key "$KEY" --endpoint chat --concurrency 2 --requests 2 --max-tokens 6 --prompt-words 4 \
+  --response-format '{"type":"json_schema","json_schema":{"name":"t","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}' \
+  > "$tmp/rf.txt" 2>&1
+expect "--response-format json_schema" 0 $?
+"$zl" --url "$U" --api-key "$KEY" --endpoint chat --concurrency 1 --requests 1 --max-tokens 4 \
+  --response-format '{"type":"json_schema","json_schema":{"schema":{"type":"object","patternProperties":{}}}}' > "$tmp/rfbad.txt" 2>&1
+expect "--response-format: a schema the server refuses is an error" 1 $?
+has "--response-format: the server's reason" "$tmp/rfbad.txt" "HTTP 400"
 # failures are reported: no key
 "$zl" --url "$U" --concurrency 1 --requests 1 --max-tokens 2 > "$tmp/nokey.txt" 2>&1
 expect "no API key: exit 1" 1 $?

@@ -66,6 +66,12 @@ body='{"model":"'$ID'","messages":[{"role":"user","content":"Tell me a story."}]
 expect "chat whole" 200 "$(http POST /v1/chat/completions "$body}")"
 expect "no reasoning, no reasoning tokens" 0 "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")"
 jq_ "d['choices'][0]['message']['content']" | head -c -1 > "$tmp/want"
+# a template without thinking (ChatML): a reasoning effort or budget is accepted and changes nothing
+for rf in '"reasoning_effort":"low"' '"reasoning_effort":"none"' '"thinking_budget_tokens":0'; do
+  expect "no thinking template, $rf" 200 "$(http POST /v1/chat/completions "$body,$rf}")"
+  expect "no thinking template, $rf: the same reply" "$(cat "$tmp/want")" "$(jq_ "d['choices'][0]['message']['content']" | head -c -1)"
+  expect "no thinking template, $rf: no reasoning" 0 "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")"
+done
 curl -sN -D "$tmp/sh" -o "$tmp/sb" -H "$AUTH" --data-binary "$body,\"stream\":true,\"stream_options\":{\"include_usage\":true}}" \
   "http://127.0.0.1:$PORT/v1/chat/completions"
 check "SSE framing (chat, usage)" python3 "$E2E/sse_check.py" "$tmp/sb" "$tmp/sh" chat usage "$tmp/want"
@@ -386,6 +392,15 @@ curl -sN -o "$tmp/sb" --data-binary "{\"messages\":$q1,\"max_tokens\":16,\"tempe
 expect "streamed reasoning tokens" "$(jq_ "d['usage']['completion_tokens_details']['reasoning_tokens']")" "$(python3 -c "
 import json
 print([json.loads(l[6:]) for l in open('$tmp/sb').read().split('\n\n') if l.startswith('data: {')][-1]['usage']['completion_tokens_details']['reasoning_tokens'])")"
+# a reasoning budget (thinking_budget_tokens, reasoning_effort, reasoning.effort, thinking.budget_tokens):
+# the server closes <think> once it is spent and the answer follows, whole and streamed, also under a grammar
+check "reasoning budget on chat, responses, messages" python3 "$E2E/think_budget.py" "$PORT" 5
+CODE=$(http POST /v1/chat/completions "{\"messages\":$q1,\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"enable_thinking\":true}}")
+err_is "reasoning_effort against enable_thinking" 400 invalid_request_error reasoning_effort
+CODE=$(http POST /v1/chat/completions "{\"messages\":$q1,\"thinking_budget_tokens\":-3}")
+err_is "thinking_budget_tokens" 400 invalid_request_error thinking_budget_tokens
+CODE=$(http POST /v1/responses '{"input":"x","reasoning":{"effort":"maximal"}}')
+err_is "responses: reasoning.effort" 400 invalid_request_error reasoning.effort
 
 # a schema under the thinking template with thinking off (the template closes <think> itself):
 # the content is the JSON; with thinking on the reasoning is free and ends at </think>

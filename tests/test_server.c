@@ -172,9 +172,19 @@ static void test_think_count(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         zn_think_count c;
         thinkcount_init(&c, cases[i].in, cases[i].on);
+        CHECK(thinkcount_in_reasoning(&c) == (cases[i].in && cases[i].on));
         for (int k = 0; k < 8 && cases[i].toks[k]; k++) thinkcount_push(&c, cases[i].toks[k], strlen(cases[i].toks[k]));
         CHECK_MSG(c.n == cases[i].want, "case %zu: %d reasoning tokens, want %d", i, c.n, cases[i].want);
     }
+    /* inside the block once it opens, out once it closes */
+    zn_think_count c;
+    thinkcount_init(&c, false, true);
+    thinkcount_push(&c, "<think>", 7);
+    CHECK(thinkcount_in_reasoning(&c));
+    thinkcount_push(&c, "hm\n</think>", 11);
+    CHECK(!thinkcount_in_reasoning(&c));
+    thinkcount_push(&c, "<think>", 7);
+    CHECK(!thinkcount_in_reasoning(&c));
 }
 
 /* ---- request parsing ---- */
@@ -262,7 +272,64 @@ static void test_parse_chat(void) {
     CHECK(parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}", true, &r, &e));
     CHECK(!r.model && !r.stream && r.max_tokens == -1 && r.top_logprobs == -1 && r.cache_prompt && !r.seed_given);
     CHECK_EQ_INT(r.think, ZN_THINK_UNSET);
+    CHECK_EQ_INT(r.think_budget, -1);
     oai_req_free(&r);
+}
+
+/* reasoning_effort and thinking_budget_tokens: thinking on or off, and the budget */
+static void test_parse_reasoning(void) {
+    static const struct { const char *field; int think; long budget; } ok[] = {
+        {"\"reasoning_effort\":\"none\"", ZN_THINK_OFF, -1},
+        {"\"reasoning_effort\":\"minimal\"", ZN_THINK_ON, ZN_SRV_THINK_BUDGET_MINIMAL},
+        {"\"reasoning_effort\":\"low\"", ZN_THINK_ON, ZN_SRV_THINK_BUDGET_LOW},
+        {"\"reasoning_effort\":\"medium\"", ZN_THINK_ON, ZN_SRV_THINK_BUDGET_MEDIUM},
+        {"\"reasoning_effort\":\"high\"", ZN_THINK_ON, -1},
+        {"\"reasoning_effort\":null", ZN_THINK_UNSET, -1},
+        {"\"thinking_budget_tokens\":0", ZN_THINK_ON, 0},
+        {"\"thinking_budget_tokens\":77", ZN_THINK_ON, 77},
+        /* the explicit budget overrides the effort's */
+        {"\"reasoning_effort\":\"high\",\"thinking_budget_tokens\":9", ZN_THINK_ON, 9},
+        {"\"reasoning_effort\":\"low\",\"thinking_budget_tokens\":9", ZN_THINK_ON, 9},
+        /* agreeing with the template kwargs */
+        {"\"reasoning_effort\":\"low\",\"chat_template_kwargs\":{\"enable_thinking\":true}", ZN_THINK_ON,
+         ZN_SRV_THINK_BUDGET_LOW},
+        {"\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"enable_thinking\":false}", ZN_THINK_OFF, -1},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char b[512];
+        snprintf(b, sizeof b, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],%s}", ok[i].field);
+        zn_oai_req r;
+        zn_oai_error e;
+        bool parsed = parse(b, true, &r, &e);
+        CHECK_MSG(parsed, "%s: %s", b, e.message);
+        if (!parsed) continue;
+        CHECK_MSG(r.think == ok[i].think && r.think_budget == ok[i].budget, "%s: think %d budget %ld", b, r.think,
+                  r.think_budget);
+        oai_req_free(&r);
+    }
+    const char *m = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+    static const struct { const char *field, *param; } bad[] = {
+        {"\"reasoning_effort\":\"extreme\"", "reasoning_effort"},
+        {"\"reasoning_effort\":3", "reasoning_effort"},
+        {"\"reasoning_effort\":\"\"", "reasoning_effort"},
+        {"\"thinking_budget_tokens\":-1", "thinking_budget_tokens"},
+        {"\"thinking_budget_tokens\":1.5", "thinking_budget_tokens"},
+        {"\"thinking_budget_tokens\":\"9\"", "thinking_budget_tokens"},
+        {"\"thinking_budget_tokens\":99999999999", "thinking_budget_tokens"},
+        /* on one way, off the other: a 400, not a guess */
+        {"\"reasoning_effort\":\"none\",\"thinking_budget_tokens\":5", "thinking_budget_tokens"},
+        {"\"reasoning_effort\":\"none\",\"chat_template_kwargs\":{\"enable_thinking\":true}", "reasoning_effort"},
+        {"\"reasoning_effort\":\"low\",\"chat_template_kwargs\":{\"enable_thinking\":false}", "reasoning_effort"},
+        {"\"thinking_budget_tokens\":5,\"chat_template_kwargs\":{\"enable_thinking\":false}", "thinking_budget_tokens"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char b[512];
+        snprintf(b, sizeof b, "{%s,%s}", m, bad[i].field);
+        expect_400(b, true, bad[i].param);
+    }
+    /* completions have no thinking to budget */
+    expect_400("{\"prompt\":\"x\",\"reasoning_effort\":\"low\"}", false, "reasoning_effort");
+    expect_400("{\"prompt\":\"x\",\"thinking_budget_tokens\":5}", false, "thinking_budget_tokens");
 }
 
 static void test_parse_errors(void) {
@@ -548,6 +615,7 @@ int main(void) {
     RUN(test_think_matches_whole_split);
     RUN(test_think_disabled);
     RUN(test_think_count);
+    RUN(test_parse_reasoning);
     RUN(test_parse_chat);
     RUN(test_parse_errors);
     RUN(test_parse_completions);

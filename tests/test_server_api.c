@@ -141,9 +141,34 @@ static void test_resp_parse(void) {
     ej = parse_json(echo);
     CHECK_EQ_STR(json_string_value(json_object_get(ej, "instructions")), "Be brief.");
     CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(json_object_get(ej, "tools"), 0), "name")), "get_weather");
+    CHECK(json_is_null(json_object_get(json_object_get(ej, "reasoning"), "effort")));
     json_decref(ej);
     free(echo);
     oai_req_free(&r);
+
+    /* reasoning.effort is chat's reasoning_effort, and the response repeats it */
+    static const struct { const char *effort; int think; long budget; } eff[] = {
+        {"\"none\"", ZN_THINK_OFF, -1}, {"\"minimal\"", ZN_THINK_ON, ZN_SRV_THINK_BUDGET_MINIMAL},
+        {"\"low\"", ZN_THINK_ON, ZN_SRV_THINK_BUDGET_LOW}, {"\"medium\"", ZN_THINK_ON, ZN_SRV_THINK_BUDGET_MEDIUM},
+        {"\"high\"", ZN_THINK_ON, -1}, {"null", ZN_THINK_UNSET, -1},
+    };
+    for (size_t i = 0; i < sizeof eff / sizeof *eff; i++) {
+        char rb[256];
+        snprintf(rb, sizeof rb, "{\"input\":\"hi\",\"reasoning\":{\"effort\":%s,\"summary\":\"auto\"}}", eff[i].effort);
+        bool ok = resp_parse(rb, strlen(rb), &r, &echo, &e);
+        CHECK_MSG(ok, "%s: %s", rb, e.message);
+        if (!ok) continue;
+        CHECK_MSG(r.think == eff[i].think && r.think_budget == eff[i].budget, "%s: think %d budget %ld", rb, r.think,
+                  r.think_budget);
+        ej = parse_json(echo);
+        json_t *got = json_object_get(json_object_get(ej, "reasoning"), "effort");
+        char *gs = json_dumps(got, JSON_ENCODE_ANY);
+        CHECK_MSG(gs && !strcmp(gs, eff[i].effort), "%s: echoed effort %s", rb, gs ? gs : "(none)");
+        free(gs);
+        json_decref(ej);
+        free(echo);
+        oai_req_free(&r);
+    }
 }
 
 static void test_resp_parse_errors(void) {
@@ -182,6 +207,9 @@ static void test_resp_parse_errors(void) {
         {"{\"input\":\"x\",\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],\"tool_choice\":{\"type\":\"web_search\"}}", "tool_choice"},
         {"{\"input\":\"x\",\"tools\":[{\"type\":\"function\",\"name\":\"f\"}],\"tool_choice\":{\"type\":\"function\",\"name\":\"g\"}}", "tool_choice"},
         {"{\"input\":\"x\",\"text\":3}", "text"},
+        {"{\"input\":\"x\",\"reasoning\":\"high\"}", "reasoning"},
+        {"{\"input\":\"x\",\"reasoning\":{\"effort\":\"max\"}}", "reasoning.effort"},
+        {"{\"input\":\"x\",\"reasoning\":{\"effort\":2}}", "reasoning.effort"},
         {"{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"xml\"}}}", "text.format"},
         {"{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"schema\":{}}}}", "text.format"},
         {"{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\"}}}", "text.format"},
@@ -417,6 +445,29 @@ static void test_anth_parse(void) {
         "\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":\"object\"}}],\"tool_choice\":{\"type\":\"none\"}}";
     CHECK(anth_parse(b, strlen(b), false, &r, &e));
     CHECK_EQ_INT(r.tool_choice, ZN_TOOLS_NONE);
+    CHECK_EQ_INT(r.think_budget, -1);
+    oai_req_free(&r);
+    /* thinking.budget_tokens is the reasoning's budget; without it, thinking has none */
+    b = "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":5}}";
+    CHECK(anth_parse(b, strlen(b), false, &r, &e));
+    CHECK_EQ_INT(r.think, ZN_THINK_ON);
+    CHECK_EQ_INT(r.think_budget, 5);
+    oai_req_free(&r);
+    b = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+        "\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":2048}}";
+    CHECK(anth_parse(b, strlen(b), true, &r, &e));  /* count_tokens: no max_tokens to be below */
+    CHECK_EQ_INT(r.think_budget, 2048);
+    oai_req_free(&r);
+    b = "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+        "\"thinking\":{\"type\":\"enabled\"}}";
+    CHECK(anth_parse(b, strlen(b), false, &r, &e));
+    CHECK(r.think == ZN_THINK_ON && r.think_budget == -1);
+    oai_req_free(&r);
+    b = "{\"model\":\"m\",\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+        "\"thinking\":{\"type\":\"disabled\",\"budget_tokens\":5}}";
+    CHECK(anth_parse(b, strlen(b), false, &r, &e));
+    CHECK(r.think == ZN_THINK_OFF && r.think_budget == -1);
     oai_req_free(&r);
 }
 
@@ -452,6 +503,9 @@ static void test_anth_parse_errors(void) {
         {"{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"name\":\"f\",\"input_schema\":{}}],\"tool_choice\":{\"type\":\"sometimes\"}}", "tool_choice"},
         {"{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"name\":\"f\",\"input_schema\":{}}],\"tool_choice\":{\"type\":\"tool\",\"name\":\"g\"}}", "tool_choice"},
         {"{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":\"maybe\"}}", "thinking"},
+        {"{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":5}}", "thinking.budget_tokens"},
+        {"{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":0}}", "thinking.budget_tokens"},
+        {"{\"model\":\"m\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":\"2\"}}", "thinking.budget_tokens"},
         {"\"x\"", ""},
         {"{", ""},
     };

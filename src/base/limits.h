@@ -120,6 +120,13 @@
 #define ZN_SRV_MAX_HOSTS        32         /* --allowed-hosts entries */
 #define ZN_SRV_MAX_KEY_BYTES    1024       /* bytes of an API key */
 #define ZN_SRV_POLL_MS          20         /* how often a waiting connection checks that its client is still there */
+/* reasoning_effort -> the budget of the reasoning inside <think>...</think>, in tokens (with the
+ * closing tag, which the server writes itself once the budget is spent); "high" has none beyond
+ * max_tokens, "none" turns thinking off */
+#define ZN_SRV_THINK_BUDGET_MINIMAL 256
+#define ZN_SRV_THINK_BUDGET_LOW     1024
+#define ZN_SRV_THINK_BUDGET_MEDIUM  4096
+#define ZN_SRV_THINK_CLOSE_TOKENS   16     /* tokens of the text that closes a <think> block (textstream.h) */
 
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_STEP_TOKENS <= ZN_MAX_BATCH, "a step is one graph run");

@@ -47,12 +47,13 @@ typedef struct cli_engine_args {
     const char *backend;  /* --backend (NULL / "auto": the default) */
     const char *device;   /* --device, as typed (NULL: the backend's choice) */
     const char *tune;     /* --tune key=value,... */
+    const char *kv_type;  /* --kv-type f16|q8_0|q4_0 (NULL: f16) */
     long threads;         /* --threads (0: all cores) */
     bool profile;         /* --profile */
 } cli_engine_args;
 /* $ZN_TUNE, the Vulkan tuning overrides every run starts from (NULL: unset). */
 const char *cli_tune_env(void);                        /* cli_args.c */
-/* 1 when a (with value v) is --backend, --device or --tune, stored in ea; 0 otherwise. */
+/* 1 when a (with value v) is --backend, --device, --tune or --kv-type, stored in ea; 0 otherwise. */
 int cli_engine_arg(const char *a, const char *v, cli_engine_args *ea); /* cli_args.c */
 /* The engine options from ea: the backend (--device implies vulkan), the
  * device checked against the backend's list, the tuning overrides (ZN_TUNE,

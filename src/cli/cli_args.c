@@ -74,6 +74,7 @@ int cli_engine_arg(const char *a, const char *v, cli_engine_args *ea) {
     if (!strcmp(a, "--backend")) ea->backend = v;
     else if (!strcmp(a, "--device")) ea->device = v;
     else if (!strcmp(a, "--tune")) ea->tune = v;
+    else if (!strcmp(a, "--kv-type")) ea->kv_type = v;
     else return 0;
     return 1;
 }
@@ -135,6 +136,14 @@ int cli_engine_opts(const char *cmd, const cli_engine_args *ea, zn_engine_opts *
     o->backend = ea->device && (!ea->backend || !strcmp(ea->backend, "auto")) ? "vulkan" : cli_backend_or_default(ea->backend);
     o->be.n_threads = (int)ea->threads;
     o->be.profile = ea->profile;
+    if (ea->kv_type) {
+        const int kt = backend_kv_type_parse(ea->kv_type);
+        if (kt < 0) {
+            fprintf(stderr, "%s: --kv-type '%s': not a KV cache type (f16, q8_0, q4_0)\n", cmd, ea->kv_type);
+            return 2;
+        }
+        o->be.kv_type = (zn_kv_type)kt;
+    }
     const zn_backend_ops *be = backend_find(o->backend);
     if (!be) {
         fprintf(stderr, "%s: unknown backend '%s' (available: %s)\n", cmd, o->backend, backend_names());

@@ -43,6 +43,8 @@ static void usage(FILE *f, const char *cmd, int port) {
             "  --backend NAME           %s (default: vulkan if a GPU is present, else cpu)\n"
             "  --device N               Vulkan device N of zinc --list-devices (implies --backend vulkan)\n"
             "  --tune KEY=VALUE,...     Vulkan tuning overrides, after ZN_TUNE's (README: Vulkan tuning)\n"
+            "  --kv-type T              KV cache format: f16 (default), q8_0 or q4_0 (vulkan: f16, q8_0;\n"
+            "                           1/1.9 and 1/3.6 of the f16 bytes, README: KV cache quantization)\n"
             "  --threads N              CPU threads (default: all cores)\n"
             "  --mask-overlap auto|on|off  make grammar masks on a thread of their own while the step runs\n"
             "                           (auto: on for vulkan, off for cpu, whose step uses every core)\n"

@@ -49,13 +49,16 @@ static size_t max_xq_row(const zn_model *m, int64_t *max_cols) {
 
 static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *o, zn_err *err) {
     *out = NULL;
+    zn_status st = backend_kv_check(m, o->kv_type, err);
+    if (st != ZN_OK) return st;
     cpu_ctx *c = calloc(1, sizeof *c);
     if (!c) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory");
     c->m = m;
     c->n_threads = o->n_threads;
     c->max_tokens = o->max_tokens;
+    c->kv_type = o->kv_type;
     cpu_vec_select(&c->vec);
-    zn_status st = cpu_pool_init(&c->pool, o->n_threads, err);
+    st = cpu_pool_init(&c->pool, o->n_threads, err);
     if (st != ZN_OK) {
         free(c);
         return st;
@@ -77,7 +80,13 @@ static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *
         c->moe_slots = calloc((size_t)hp->n_expert * (size_t)o->max_tokens * (size_t)k, sizeof *c->moe_slots);
         c->moe_count = calloc((size_t)hp->n_expert, sizeof *c->moe_count);
     }
+    if (c->kv_type != ZN_KV_F16) {
+        c->kvq_hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
+        c->kvq_rows = malloc(sizeof *c->kvq_rows * (size_t)o->n_threads * CPU_KVQ_CHUNK * (size_t)c->kvq_hd);
+        c->kvq_y = malloc(sizeof *c->kvq_y * (size_t)o->n_threads * (CPU_ATT_Q + 1) * (size_t)c->kvq_hd);
+    }
     if (!c->arena || !c->xq || !c->tls || !c->rope || !c->attn_index || !c->recr_index ||
+        (c->kv_type != ZN_KV_F16 && (!c->kvq_rows || !c->kvq_y)) ||
         (hp->n_expert > 0 && (!c->moe_slots || !c->moe_count))) {
         cpu_free(c);
         return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for %zu activation floats", o->arena_floats);
@@ -108,6 +117,8 @@ static void cpu_free(void *ctx) {
     free(c->att);
     free(c->attn_index);
     free(c->recr_index);
+    free(c->kvq_rows);
+    free(c->kvq_y);
     free(c->moe_slots);
     free(c->moe_count);
     free(c);
@@ -165,6 +176,8 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->n_ctx = n_ctx;
     s->kv_row_k = (size_t)hp->n_head_kv * hp->head_dim_k;
     s->kv_row_v = (size_t)hp->n_head_kv * hp->head_dim_v;
+    s->kv_bytes_k = backend_kv_bytes(c->kv_type, (int64_t)s->kv_row_k);
+    s->kv_bytes_v = backend_kv_bytes(c->kv_type, (int64_t)s->kv_row_v);
     int n_attn = model_n_attn_layers(m), n_recr = hp->n_layer - n_attn;
     s->k = calloc((size_t)n_attn + 1, sizeof *s->k);
     s->v = calloc((size_t)n_attn + 1, sizeof *s->v);
@@ -172,8 +185,8 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->delta = calloc((size_t)n_recr + 1, sizeof *s->delta);
     bool ok = s->k && s->v && s->conv && s->delta;
     for (int i = 0; ok && i < n_attn; i++) {
-        s->k[i] = malloc(sizeof(zn_half) * s->kv_row_k * (size_t)n_ctx);
-        s->v[i] = malloc(sizeof(zn_half) * s->kv_row_v * (size_t)n_ctx);
+        s->k[i] = malloc(s->kv_bytes_k * (size_t)n_ctx);
+        s->v[i] = malloc(s->kv_bytes_v * (size_t)n_ctx);
         ok = s->k[i] && s->v[i];
     }
     for (int i = 0; ok && i < n_recr; i++) {
@@ -212,8 +225,8 @@ static zn_status cpu_seq_copy(void *ctx, void *dst, const void *src, int n_kv, z
         memcpy(d->delta[i], s->delta[i], sizeof(float) * delta_floats(hp));
     }
     for (int i = 0; i < s->n_attn && n_kv > 0; i++) {
-        memcpy(d->k[i], s->k[i], sizeof(zn_half) * s->kv_row_k * (size_t)n_kv);
-        memcpy(d->v[i], s->v[i], sizeof(zn_half) * s->kv_row_v * (size_t)n_kv);
+        memcpy(d->k[i], s->k[i], s->kv_bytes_k * (size_t)n_kv);
+        memcpy(d->v[i], s->v[i], s->kv_bytes_v * (size_t)n_kv);
     }
     return ZN_OK;
 }

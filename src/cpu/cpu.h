@@ -8,6 +8,7 @@
 
 #include "graph.h"
 #include "model.h"
+#include "backend.h"
 #include "quant.h"
 
 /* ---- thread pool: created once, runs one function on every thread ---- */
@@ -149,14 +150,29 @@ typedef struct cpu_ctx {
     size_t packed_bytes;
     /* layer -> index among attention / recurrent layers */
     int *attn_index, *recr_index;
+    /* KV cache format; for a quantized one, per-thread scratch the
+     * attention dequantizes CPU_KVQ_CHUNK rows of one head into (f16, for
+     * the f16 kernels) and the values of a chunk ([CPU_ATT_Q][hd_v]) */
+    zn_kv_type kv_type;
+    zn_half *kvq_rows;      /* [n_threads][CPU_KVQ_CHUNK][kvq_hd] */
+    float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a chunk's values, a row dequantized */
+    int kvq_hd;
 } cpu_ctx;
+
+/* Keys (or values) of a quantized KV cache dequantized at a time: bounds the
+ * scratch whatever the context length. */
+#define CPU_KVQ_CHUNK 256
 
 typedef struct cpu_seq {
     int n_ctx;
     int n_attn, n_recr;
-    zn_half **k, **v;       /* per attention layer: [n_ctx][n_head_kv * head_dim] */
+    /* per attention layer: [n_ctx][n_head_kv * head_dim] in the context's
+     * kv_type (f16 values, or Q8_0 / Q4_0 blocks: a head's row is whole
+     * blocks), rows of kv_bytes_k / kv_bytes_v bytes */
+    uint8_t **k, **v;
     float **conv, **delta;  /* per recurrent layer: conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk] */
-    size_t kv_row_k, kv_row_v;
+    size_t kv_row_k, kv_row_v; /* values per row */
+    size_t kv_bytes_k, kv_bytes_v;
 } cpu_seq;
 
 typedef struct cpu_run {

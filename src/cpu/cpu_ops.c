@@ -83,6 +83,17 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
     }
 }
 
+/* One K or V row into the cache in its format. Q8_0 rounds as the matmul
+ * activations do (quant_quantize_act: ggml's arithmetic, which
+ * kv_store.comp repeats); Q4_0 is the reference quantizer. */
+static void kv_put(const cpu_ctx *c, uint8_t *dst, const float *x, int64_t n) {
+    switch (c->kv_type) {
+    case ZN_KV_Q8_0: quant_quantize_act(ZN_TYPE_Q8_0, x, dst, n); break;
+    case ZN_KV_Q4_0: quant_quantize_row(ZN_TYPE_Q4_0, x, dst, n); break;
+    default: c->vec.to_f16((zn_half *)dst, x, (int)n); break;
+    }
+}
+
 void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const int li = r->c->attn_index[n->layer];
     const zn_act *ka = cpu_shape(r, n->src[0]), *va = cpu_shape(r, n->src[1]);
@@ -92,8 +103,52 @@ void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
     for (int64_t t = t0; t < t1; t++) {
         const cpu_seq *s = r->s[r->g->row_seq[t]];
         const size_t pos = (size_t)r->g->row_pos[t];
-        r->c->vec.to_f16(s->k[li] + pos * s->kv_row_k, k + t * ka->cols, ka->cols);
-        r->c->vec.to_f16(s->v[li] + pos * s->kv_row_v, v + t * va->cols, va->cols);
+        kv_put(r->c, s->k[li] + pos * s->kv_bytes_k, k + t * ka->cols, ka->cols);
+        kv_put(r->c, s->v[li] + pos * s->kv_bytes_v, v + t * va->cols, va->cols);
+    }
+}
+
+/* n rows of one head (hd values at byte off of each row_bytes row) of a
+ * quantized cache as f16 rows of hd: the f16 kernels then run on them. */
+static void kvq_rows(const cpu_ctx *c, const uint8_t *base, size_t row_bytes, size_t off, int n, int hd, zn_half *out,
+                     float *tmp) {
+    const zn_type t = backend_kv_storage(c->kv_type);
+    for (int j = 0; j < n; j++) {
+        quant_dequantize_row(t, base + (size_t)j * row_bytes + off, tmp, hd);
+        c->vec.to_f16(out + (size_t)j * hd, tmp, hd);
+    }
+}
+
+/* The attention of one block of queries (cpu_op_attn) over a quantized
+ * cache: keys then values dequantized CPU_KVQ_CHUNK rows at a time, so the
+ * scratch does not grow with the context; the scores of a chunk are
+ * independent of the others, the values summed chunk after chunk. */
+static void attn_kvq(const cpu_run *r, const cpu_seq *s, int li, int kvh, int hd_k, int hd_v, float scale,
+                     const float *const *qs, float *const *ys, const int *nk, int nq, float (*sc)[CPU_ATT_Q], int ith) {
+    const cpu_ctx *c = r->c;
+    const cpu_vec *vec = &c->vec;
+    zn_half *rows = c->kvq_rows + (size_t)ith * CPU_KVQ_CHUNK * c->kvq_hd;
+    float *yc = c->kvq_y + (size_t)ith * (CPU_ATT_Q + 1) * c->kvq_hd, *tmp = yc + (size_t)CPU_ATT_Q * c->kvq_hd;
+    const size_t koff = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_k);
+    const size_t voff = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_v);
+    const int n_keys = nk[nq - 1];
+    for (int j0 = 0; j0 < n_keys; j0 += CPU_KVQ_CHUNK) {
+        const int n = n_keys - j0 < CPU_KVQ_CHUNK ? n_keys - j0 : CPU_KVQ_CHUNK;
+        kvq_rows(c, s->k[li] + (size_t)j0 * s->kv_bytes_k, s->kv_bytes_k, koff, n, hd_k, rows, tmp);
+        vec->att_scores(rows, (size_t)hd_k, n, qs, nq, hd_k, scale, sc + j0);
+    }
+    vec->att_softmax(sc, nk, nq);
+    for (int i = 0; i < nq; i++) memset(ys[i], 0, sizeof(float) * (size_t)hd_v);
+    float *yp[CPU_ATT_Q];
+    for (int i = 0; i < nq; i++) yp[i] = yc + (size_t)i * hd_v;
+    for (int j0 = 0; j0 < n_keys; j0 += CPU_KVQ_CHUNK) {
+        const int n = n_keys - j0 < CPU_KVQ_CHUNK ? n_keys - j0 : CPU_KVQ_CHUNK;
+        int nc[CPU_ATT_Q];
+        for (int i = 0; i < nq; i++) nc[i] = nk[i] - j0 < 0 ? 0 : nk[i] - j0 > n ? n : nk[i] - j0;
+        kvq_rows(c, s->v[li] + (size_t)j0 * s->kv_bytes_v, s->kv_bytes_v, voff, n, hd_v, rows, tmp);
+        vec->att_values(rows, (size_t)hd_v, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v, yp);
+        for (int i = 0; i < nq; i++)
+            for (int e = 0; e < hd_v; e++) ys[i][e] += yp[i][e];
     }
 }
 
@@ -126,8 +181,8 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
         const cpu_seq *s = r->s[si];
         const int j0 = (b - si_block) * CPU_ATT_Q, t0 = sq->row0 + j0;
         const int n_tok = sq->n_rows - j0 < CPU_ATT_Q ? sq->n_rows - j0 : CPU_ATT_Q;
-        const zn_half *kb = s->k[li] + (size_t)kvh * hd_k;
-        const zn_half *vb = s->v[li] + (size_t)kvh * hd_v;
+        const zn_half *kb = (const zn_half *)s->k[li] + (size_t)kvh * hd_k;
+        const zn_half *vb = (const zn_half *)s->v[li] + (size_t)kvh * hd_v;
         for (int q0 = 0; q0 < n_tok * group; q0 += CPU_ATT_Q) {
             const int nq = n_tok * group - q0 < CPU_ATT_Q ? n_tok * group - q0 : CPU_ATT_Q;
             const float *qs[CPU_ATT_Q];
@@ -138,6 +193,10 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
                 qs[i] = q + (int64_t)t * qa->cols + (size_t)h * hd_k;
                 ys[i] = y + (int64_t)t * n_head * hd_v + (size_t)h * hd_v;
                 nk[i] = g->row_pos[t] + 1;
+            }
+            if (r->c->kv_type != ZN_KV_F16) {
+                attn_kvq(r, s, li, kvh, hd_k, hd_v, scale, qs, ys, nk, nq, sc, ith);
+                continue;
             }
             vec->att_scores(kb, s->kv_row_k, nk[nq - 1], qs, nq, hd_k, scale, sc);
             vec->att_softmax(sc, nk, nq);

@@ -14,6 +14,13 @@
 #include "model.h"
 #include "status.h"
 
+/* How the KV cache of attention layers stores keys and values: f16 (the
+ * default), or the Q8_0 / Q4_0 blocks of quant.h (32 values and an f16
+ * scale per block, quantized per head row on store: 8.5 / 4.5 bits per
+ * value instead of 16). Quantized caches need head dims that are multiples
+ * of 32 (backend_kv_check). */
+typedef enum zn_kv_type { ZN_KV_F16 = 0, ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_COUNT } zn_kv_type;
+
 /* How a backend is set up: configuration is data, one struct per engine
  * (nothing is read from the environment), so engines in one process can
  * differ. Start from backend_default_opts(). */
@@ -22,6 +29,7 @@ typedef struct zn_backend_opts {
     int max_tokens;       /* largest step (graph max_tokens) */
     size_t arena_floats;  /* activation arena size (graph arena_floats) */
     int device;           /* index into the backend's devices(); -1: the best one */
+    zn_kv_type kv_type;   /* KV cache format (--kv-type) */
     const char *tune;     /* tuning overrides "key=value,..." (vulkan: the keys of vk_tune.c); NULL: none */
     bool profile;         /* GPU time per op on stderr after every step (each step recorded anew) */
     bool profile_kernels; /* ... split by shader too */
@@ -119,6 +127,17 @@ typedef struct zn_backend_ops {
 
 /* Options with every field at its default (device -1, no overrides). */
 zn_backend_opts backend_default_opts(void);
+
+/* "f16", "q8_0", "q4_0"; backend_kv_type_parse: -1 for another name. */
+const char *backend_kv_type_name(zn_kv_type t);
+int backend_kv_type_parse(const char *name);
+/* The storage type of a KV format (ZN_TYPE_F16, _Q8_0, _Q4_0) and the
+ * bytes of n values in it (n a multiple of its block size). */
+zn_type backend_kv_storage(zn_kv_type t);
+size_t backend_kv_bytes(zn_kv_type t, int64_t n);
+/* Whether model m can keep its KV cache in format t: ZN_ERR_UNSUPPORTED
+ * naming the model and the head dim that is not a multiple of 32. */
+zn_status backend_kv_check(const zn_model *m, zn_kv_type t, zn_err *err);
 
 /* NULL when no backend has that name. */
 const zn_backend_ops *backend_find(const char *name);

@@ -23,25 +23,14 @@ static bool blocks_text(json_t *c, const char *param, json_t **out, zn_oai_error
         return true;
     }
     if (!json_is_array(c)) return BAD(param, "%s: must be a string or an array of text blocks", param);
-    size_t n = json_array_size(c), total = 1;
+    size_t n = json_array_size(c);
     for (size_t k = 0; k < n; k++) {
         json_t *b = json_array_get(c, k), *type = json_object_get(b, "type"), *text = json_object_get(b, "text");
         if (!json_is_object(b) || !json_is_string(type) || strcmp(json_string_value(type), "text") || !json_is_string(text))
             return BAD(param, "%s.%zu: must be a text block {\"type\": \"text\", \"text\": ...} (other blocks are not "
                        "supported here)", param, k);
-        total += json_string_length(text) + 1;
     }
-    char *buf = malloc(total);
-    if (!buf) return OOM();
-    size_t at = 0;
-    for (size_t k = 0; k < n; k++) {
-        json_t *text = json_object_get(json_array_get(c, k), "text");
-        if (k) buf[at++] = '\n';
-        memcpy(buf + at, json_string_value(text), json_string_length(text));
-        at += json_string_length(text);
-    }
-    *out = json_stringn_nocheck(buf, at);
-    free(buf);
+    *out = oai_join_texts(c, NULL);
     return *out ? true : OOM();
 }
 
@@ -262,6 +251,18 @@ static bool build(json_t *o, bool count, json_t *chat, zn_oai_error *e) {
             return BAD("thinking", "thinking: must be {\"type\": \"enabled\", \"budget_tokens\": N} or {\"type\": \"disabled\"}");
         if (json_object_set_new(chat, "chat_template_kwargs", json_pack("{s:b}", "enable_thinking", !strcmp(t, "enabled"))))
             return OOM();
+        /* Anthropic requires 1024 <= budget_tokens < max_tokens; zinc takes any budget from 1 (a small
+         * local model may be given a small one) and keeps the second rule, also leaving budget_tokens
+         * out (no budget) */
+        json_t *bt = json_object_get(th, "budget_tokens");
+        if (!strcmp(t, "enabled") && present(bt)) {
+            if (!json_is_integer(bt) || json_integer_value(bt) < 1)
+                return BAD("thinking.budget_tokens", "thinking.budget_tokens: must be an integer of at least 1");
+            if (!count && json_integer_value(bt) >= json_integer_value(mt))
+                return BAD("thinking.budget_tokens", "thinking.budget_tokens: must be less than max_tokens (%lld)",
+                           (long long)json_integer_value(mt));
+            if (json_object_set(chat, "thinking_budget_tokens", bt)) return OOM();
+        }
     }
     return true;
 }
@@ -270,6 +271,7 @@ static bool build(json_t *o, bool count, json_t *chat, zn_oai_error *e) {
  * parsing, by server_submit). */
 void anth_error_names(zn_oai_error *e) {
     oai_error_rename(e, "stop", "stop_sequences");
+    oai_error_rename(e, "thinking_budget_tokens", "thinking.budget_tokens");
 }
 
 bool anth_parse(const char *body, size_t len, bool count, zn_oai_req *r, zn_oai_error *e) {

@@ -158,6 +158,26 @@ static bool parse_stop(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     return true;
 }
 
+json_t *oai_join_texts(json_t *parts, json_t *(*text_of)(json_t *part)) {
+    size_t n = json_array_size(parts), total = 1;
+    for (size_t k = 0; k < n; k++) {
+        json_t *p = json_array_get(parts, k), *t = text_of ? text_of(p) : json_object_get(p, "text");
+        total += json_string_length(t) + 1;
+    }
+    char *buf = malloc(total);
+    if (!buf) return NULL;
+    size_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        json_t *p = json_array_get(parts, k), *t = text_of ? text_of(p) : json_object_get(p, "text");
+        if (k) buf[at++] = '\n';
+        memcpy(buf + at, json_string_value(t), json_string_length(t));
+        at += json_string_length(t);
+    }
+    json_t *out = json_stringn_nocheck(buf, at);  /* the parts were valid UTF-8 strings, so is the join */
+    free(buf);
+    return out;
+}
+
 /* content: a string, null, or text parts -> one string (parts joined by "\n"). */
 static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
     char param[96];
@@ -168,7 +188,7 @@ static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
         *out = json_incref(c);
         return true;
     } else if (json_is_array(c)) {
-        size_t total = 0, n = json_array_size(c);
+        size_t n = json_array_size(c);
         for (size_t k = 0; k < n; k++) {
             json_t *p = json_array_get(c, k);
             json_t *type = json_is_object(p) ? json_object_get(p, "type") : NULL;
@@ -178,19 +198,8 @@ static bool content_text(json_t *c, size_t i, json_t **out, zn_oai_error *e) {
                 return BAD(param, "%s[%zu]: content parts of type '%s' are not supported (text only)", param, k,
                            json_string_value(type));
             if (!json_is_string(text)) return BAD(param, "%s[%zu].text must be a string", param, k);
-            total += json_string_length(text) + 1;
         }
-        char *buf = malloc(total + 1);
-        if (!buf) return OOM();
-        size_t at = 0;
-        for (size_t k = 0; k < n; k++) {
-            json_t *text = json_object_get(json_array_get(c, k), "text");
-            if (k) buf[at++] = '\n';
-            memcpy(buf + at, json_string_value(text), json_string_length(text));
-            at += json_string_length(text);
-        }
-        *out = json_stringn_nocheck(buf, at);  /* parts were valid UTF-8, so is the join */
-        free(buf);
+        *out = oai_join_texts(c, NULL);
     } else {
         return BAD(param, "%s must be a string or an array of text parts", param);
     }
@@ -382,6 +391,46 @@ static bool parse_format(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     return true;
 }
 
+/* reasoning_effort (OpenAI) and thinking_budget_tokens (zinc's): thinking
+ * on or off, and the reasoning's budget in tokens. An explicit budget
+ * overrides the effort's; thinking turned on one way and off the other
+ * (chat_template_kwargs.enable_thinking) is a 400 rather than a guess. */
+static bool parse_reasoning(json_t *o, zn_oai_req *r, zn_oai_error *e) {
+    r->think_budget = -1;
+    json_t *eff = json_object_get(o, "reasoning_effort"), *bt = json_object_get(o, "thinking_budget_tokens");
+    bool has_eff = eff && !json_is_null(eff), has_bt = bt && !json_is_null(bt);
+    if (!has_eff && !has_bt) return true;
+    if (!r->chat) return BAD(has_eff ? "reasoning_effort" : "thinking_budget_tokens", "'%s' is for /v1/chat/completions",
+                             has_eff ? "reasoning_effort" : "thinking_budget_tokens");
+    int think = ZN_THINK_ON;
+    if (has_eff) {
+        static const char *const names[] = {"none", "minimal", "low", "medium", "high"};
+        static const long budgets[] = {-1, ZN_SRV_THINK_BUDGET_MINIMAL, ZN_SRV_THINK_BUDGET_LOW,
+                                       ZN_SRV_THINK_BUDGET_MEDIUM, -1};
+        const char *v = json_string_value(eff);
+        int k = 0;
+        while (v && k < 5 && strcmp(v, names[k])) k++;
+        if (!v || k == 5)
+            return BAD("reasoning_effort", "'reasoning_effort' must be \"none\", \"minimal\", \"low\", \"medium\" or \"high\"");
+        if (k == 0) think = ZN_THINK_OFF;
+        r->think_budget = budgets[k];
+    }
+    if (has_bt) {
+        long long x = 0;
+        if (!get_int(o, "thinking_budget_tokens", 0, ZN_SRV_MAX_GEN_TOKENS, &x, NULL, e)) return false;
+        if (think == ZN_THINK_OFF)
+            return BAD("thinking_budget_tokens", "'thinking_budget_tokens' is set but 'reasoning_effort' is \"none\" (thinking off)");
+        r->think_budget = (long)x;
+    }
+    if (r->think != ZN_THINK_UNSET && r->think != think)
+        return BAD(has_eff ? "reasoning_effort" : "thinking_budget_tokens",
+                   "'%s' turns thinking %s but 'chat_template_kwargs.enable_thinking' is %s",
+                   has_eff ? "reasoning_effort" : "thinking_budget_tokens", think == ZN_THINK_ON ? "on" : "off",
+                   r->think == ZN_THINK_ON ? "true" : "false");
+    r->think = think;
+    return true;
+}
+
 static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
     json_t *model = json_object_get(o, "model");
     if (model && !json_is_null(model)) {
@@ -457,7 +506,7 @@ static bool parse_common(json_t *o, zn_oai_req *r, zn_oai_error *e) {
         if (th) r->think = json_is_true(th) ? ZN_THINK_ON : ZN_THINK_OFF;
         if (json_object_size(kw) && !(r->template_kwargs = json_dumps(kw, JSON_COMPACT))) return OOM();
     }
-    return true;
+    return parse_reasoning(o, r, e);
 }
 
 bool oai_parse(const char *body, size_t len, bool chat, zn_oai_req *r, zn_oai_error *e) {
@@ -465,6 +514,7 @@ bool oai_parse(const char *body, size_t len, bool chat, zn_oai_req *r, zn_oai_er
     r->chat = chat;
     r->max_tokens = -1;
     r->top_logprobs = -1;
+    r->think_budget = -1;
     r->cache_prompt = true;
     r->sp = sampler_default_params();
     json_t *o = load(body, len, e);

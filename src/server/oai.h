@@ -37,6 +37,10 @@ void oai_random_hex(char hex[25], const void *salt);
  * NULL only when out of memory. */
 json_t *oai_json_text(const char *p, size_t n);
 
+/* The texts of an array of content parts, already checked to be strings,
+ * joined by "\n" (text_of NULL: each part's "text"). NULL when out of memory. */
+json_t *oai_join_texts(json_t *parts, json_t *(*text_of)(json_t *part));
+
 /* tool_choice */
 enum { ZN_TOOLS_AUTO = 0, ZN_TOOLS_NONE, ZN_TOOLS_REQUIRED, ZN_TOOLS_NAMED };
 
@@ -56,6 +60,8 @@ typedef struct zn_oai_req {
     int top_logprobs;          /* -1: no logprobs */
     int think;                 /* ZN_THINK_* from chat_template_kwargs.enable_thinking */
     char *template_kwargs;     /* chat_template_kwargs as JSON text, or NULL */
+    long think_budget;         /* chat: reasoning tokens before the server closes the <think> block itself
+                                  (reasoning_effort, thinking_budget_tokens); -1: no budget */
     bool cache_prompt;         /* llama-server's extension; default true */
     bool ignore_eos;           /* llama-server's extension: generate past end-of-text tokens */
     char *tools;               /* chat: the 'tools' array as JSON text (checked), or NULL when none */

@@ -32,7 +32,7 @@ static bool parts_text(json_t *c, const char *param, const char *const *types, j
         return true;
     }
     if (!json_is_array(c)) return BAD(param, "'%s' must be a string or an array of text parts", param);
-    size_t n = json_array_size(c), total = 1;
+    size_t n = json_array_size(c);
     for (size_t k = 0; k < n; k++) {
         json_t *p = json_array_get(c, k), *type = json_object_get(p, "type"), *text = part_text(p);
         if (!json_is_object(p) || !json_is_string(type))
@@ -44,19 +44,8 @@ static bool parts_text(json_t *c, const char *param, const char *const *types, j
             return UNSUPPORTED(param, "'%s[%zu]': content of type '%.64s' is not supported (%s)", param, k, t,
                                strstr(t, "image") || strstr(t, "file") || strstr(t, "audio") ? "text only" : "unknown type");
         if (!json_is_string(text)) return BAD(param, "'%s[%zu].text' must be a string", param, k);
-        total += json_string_length(text) + 1;
     }
-    char *buf = malloc(total);
-    if (!buf) return OOM();
-    size_t at = 0;
-    for (size_t k = 0; k < n; k++) {
-        json_t *text = part_text(json_array_get(c, k));
-        if (k) buf[at++] = '\n';
-        memcpy(buf + at, json_string_value(text), json_string_length(text));
-        at += json_string_length(text);
-    }
-    *out = json_stringn_nocheck(buf, at);
-    free(buf);
+    *out = oai_join_texts(c, part_text);
     return *out ? true : OOM();
 }
 
@@ -223,6 +212,7 @@ void resp_error_names(zn_oai_error *e) {
     oai_error_rename(e, "response_format.json_schema", "text.format");
     oai_error_rename(e, "response_format", "text.format");
     oai_error_rename(e, "messages", "input");
+    oai_error_rename(e, "reasoning_effort", "reasoning.effort");
 }
 
 static bool build(json_t *o, json_t *chat, json_t *echo, zn_oai_error *e) {
@@ -259,6 +249,13 @@ static bool build(json_t *o, json_t *chat, json_t *echo, zn_oai_error *e) {
     if (present(tools) && !convert_tools(tools, chat, e)) return false;
     if (present(tc) && !convert_tool_choice(tc, chat, e)) return false;
     if (present(text) && !convert_text(text, chat, e)) return false;
+    /* reasoning.effort: chat's reasoning_effort (summaries are not made: the reasoning is returned whole) */
+    json_t *rs = json_object_get(o, "reasoning"), *effort = NULL;
+    if (present(rs)) {
+        if (!json_is_object(rs)) return BAD("reasoning", "'reasoning' must be an object {\"effort\": ...}");
+        effort = json_object_get(rs, "effort");
+        if (present(effort) && json_object_set(chat, "reasoning_effort", effort)) return OOM();
+    }
     /* what the response object repeats */
     json_t *pt = json_object_get(o, "parallel_tool_calls"), *md = json_object_get(o, "metadata");
     if (json_object_set_new(echo, "instructions", present(ins) ? json_incref(ins) : json_null()) ||
@@ -270,6 +267,8 @@ static bool build(json_t *o, json_t *chat, json_t *echo, zn_oai_error *e) {
         json_object_set_new(echo, "parallel_tool_calls", json_is_boolean(pt) ? json_incref(pt) : json_true()) ||
         json_object_set_new(echo, "text", present(text) ? json_incref(text) : json_pack("{s:{s:s}}", "format", "type", "text")) ||
         json_object_set_new(echo, "metadata", json_is_object(md) ? json_incref(md) : json_object()) ||
+        json_object_set_new(echo, "reasoning", json_pack("{s:O,s:n}", "effort", present(effort) ? effort : json_null(),
+                                                         "summary")) ||
         json_object_set_new(echo, "previous_response_id", json_null()) ||
         json_object_set_new(echo, "store", json_false()))
         return OOM();

@@ -24,6 +24,7 @@ struct zn_slot {
     zn_stopper stopper;
     zn_thinker thinker;
     zn_think_count tcount;
+    int n_forced;             /* tokens of the job's think_close fed so far (its budget was spent) */
     zn_toolparse tp;
     bool tp_on;
     zn_job *job;
@@ -48,6 +49,7 @@ zn_job *job_new(void) {
     j->ckpt_at = -1;
     j->top_logprobs = -1;
     j->max_tokens = -1;
+    j->think_budget = -1;
     j->cache_prompt = true;
     j->slot = -1;
     atomic_init(&j->cancel, false);
@@ -292,6 +294,7 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     stopper_init(&sl->stopper, (const char *const *)j->stop, j->n_stop);
     thinker_init(&sl->thinker, j->think_open, j->split_think);
     thinkcount_init(&sl->tcount, j->think_open, j->split_think);
+    sl->n_forced = 0;
     sl->job = j;
     sl->state = SLOT_PREFILL;
     sl->pos = keep;
@@ -385,11 +388,23 @@ static void slot_prefill_done(zn_sched *s, zn_slot *sl, int n) {
 
 /* One turn of a generating slot: sample a token, publish its text; true
  * when the next step is to evaluate it (sl->next). */
+/* Whether the next token is one of the job's think_close instead of a
+ * sampled one: its reasoning has spent the budget, or the closing is under
+ * way. Once closed the reply is an answer and stays one. */
+static bool slot_forcing(const zn_slot *sl, const zn_job *j) {
+    if (sl->n_forced > 0) return sl->n_forced < j->n_think_close;
+    return j->think_budget >= 0 && j->n_think_close > 0 && thinkcount_in_reasoning(&sl->tcount) &&
+           sl->tcount.n >= j->think_budget;
+}
+
 static bool slot_generate(zn_sched *s, zn_slot *sl) {
     zn_job *j = sl->job;
     zn_err gerr;
+    const bool forced = slot_forcing(sl, j);
     int32_t id;
-    if (j->gm) {
+    if (forced) {
+        id = j->think_close[sl->n_forced++];
+    } else if (j->gm) {
         const long inl = j->gm->n_inline;
         id = gmask_sample(j->gm, &sl->smp, sl->logits, &gerr);
         if (j->gm->n_inline != inl) atomic_fetch_add(&s->masks_inline, 1);
@@ -400,7 +415,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         slot_finish(s, sl, NULL, &gerr);
         return false;
     }
-    if (sl->smp.nonfinite) { /* sampling is defined, but the text would be noise */
+    if (!forced && sl->smp.nonfinite) { /* sampling is defined, but the text would be noise */
         zn_err err;
         zn_errf(&err, ZN_ERR_FORMAT, "the model's logits are not finite (NaN or inf) at position %d: broken weights "
                 "or hyper-parameters", sl->n_cache);
@@ -409,12 +424,14 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         return false;
     }
     /* under a grammar an end-of-text token is allowed only where the answer is complete, which ends it */
-    if ((!j->ignore_eos || j->gm) && tokenizer_is_eog(s->tok, id)) {
+    if (!forced && (!j->ignore_eos || j->gm) && tokenizer_is_eog(s->tok, id)) {
         slot_finish(s, sl, "stop", NULL);
         return false;
     }
-    if (j->gm && !gmask_accept(j->gm, id)) { /* cannot happen: it was drawn among the allowed */
-        zn_errf(&gerr, ZN_ERR_ARG, "grammar: the sampled token %d is not allowed", id);
+    /* cannot happen: a sampled token was drawn among the allowed, and the grammar's reasoning
+     * (constrain.h) runs up to </think> and the whitespace after it, which is all think_close is */
+    if (j->gm && !gmask_accept(j->gm, id)) {
+        zn_errf(&gerr, ZN_ERR_ARG, "grammar: the %s token %d is not allowed", forced ? "closing" : "sampled", id);
         slot_finish(s, sl, NULL, &gerr);
         return false;
     }

@@ -67,6 +67,10 @@ typedef struct zn_job {
     char *stop[ZN_SRV_MAX_STOP];
     int n_stop;
     int top_logprobs;         /* < 0: no logprobs; else how many alternatives per token */
+    long think_budget;        /* < 0: none; else the reasoning tokens after which the server closes the <think>
+                                 block itself, feeding think_close instead of sampling (the answer follows) */
+    int32_t think_close[ZN_SRV_THINK_CLOSE_TOKENS]; /* the tokens of ZN_THINK_CLOSE_TEXT (textstream.h) */
+    int n_think_close;
     double t_arrival;         /* timer_now() when the request arrived */
     bool parse_tools;         /* tool calls in the answer go to the TOOL_* channels (toolcall.h) */
     int tool_fmt;             /* ZN_TOOLFMT_* */

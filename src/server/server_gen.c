@@ -232,6 +232,21 @@ static bool constrain_job(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_e
     return true;
 }
 
+/* The budget of a chat request's reasoning and the tokens that close it,
+ * tokenized here so the engine thread only copies them. */
+static bool think_close(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_error *e) {
+    size_t got = 0;
+    zn_err err = {0};
+    zn_status st = tokenizer_encode(s->tok, ZN_THINK_CLOSE_TEXT, strlen(ZN_THINK_CLOSE_TEXT), false, true, j->think_close,
+                                    ZN_SRV_THINK_CLOSE_TOKENS, &got, &err);
+    if (st || got == 0 || got > ZN_SRV_THINK_CLOSE_TOKENS)
+        return fail_e(e, 500, "server_error", NULL, "cannot tokenize the end of the reasoning: %s",
+                      st ? err.msg : "no room for its tokens");
+    j->n_think_close = (int)got;
+    j->think_budget = r->think_budget;
+    return true;
+}
+
 /* ---- whole responses ---- */
 
 /* Waits for the job, giving it up when the client leaves. false: gone. */
@@ -445,6 +460,7 @@ bool server_submit(zn_server *s, zn_http_req *r, zn_oai_req *req, zn_job **out, 
     j->n_stop = req->n_stop;
     req->n_stop = 0;
     j->top_logprobs = req->top_logprobs;
+    if (chat && req->think_budget >= 0 && !think_close(s, req, j, e)) goto fail;
     j->t_arrival = r->t_arrival;
     zn_err err = {0};
     atomic_fetch_add(&s->in_flight, 1);

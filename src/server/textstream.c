@@ -206,3 +206,5 @@ void thinkcount_push(zn_think_count *c, const char *text, size_t n) {
         c->n++;
     }
 }
+
+bool thinkcount_in_reasoning(const zn_think_count *c) { return c->t.mode == T_REASON; }

@@ -74,6 +74,12 @@ typedef struct zn_think_count {
 } zn_think_count;
 
 void thinkcount_init(zn_think_count *c, bool in_thinking, bool enabled);
+/* Whether the reply is inside its <think> block now (opened, not yet closed). */
+bool thinkcount_in_reasoning(const zn_think_count *c);
+
+/* What the server writes to close a <think> block whose budget is spent:
+ * the text Qwen's templates put between reasoning and answer. */
+#define ZN_THINK_CLOSE_TEXT "\n</think>\n\n"
 /* One generated token's text (n <= ZN_DETOK_OUT_MAX; may be empty). */
 void thinkcount_push(zn_think_count *c, const char *text, size_t n);
 

@@ -25,6 +25,12 @@ static void vk_free(void *ctx);
 static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *opt, zn_err *err) {
     *out = NULL;
     if (opt->device < -1) return zn_errf(err, ZN_ERR_ARG, "vulkan: no device %d", opt->device);
+    /* the shaders have f16 and Q8_0 caches (vk_ops.h kvq) */
+    if (opt->kv_type != ZN_KV_F16 && opt->kv_type != ZN_KV_Q8_0)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: --kv-type %s is not implemented on this backend (f16 and q8_0 are; "
+                       "--backend cpu has it)", backend_kv_type_name(opt->kv_type));
+    zn_status st0 = backend_kv_check(m, opt->kv_type, err);
+    if (st0) return st0;
     vk_ctx *c = calloc(1, sizeof *c);
     if (!c) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     c->m = m;
@@ -42,6 +48,8 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     st = vktune_init(&t, &c->d.info, opt->tune, err);
     if (st) zn_err_prefix(err, "vulkan");
     if (!st) st = vkops_init(&c->o, &c->d, &t, cache, err);
+    c->kv_type = opt->kv_type;
+    if (!st && opt->kv_type == ZN_KV_Q8_0) c->o.kvq = true, c->o.attn_dec = c->o.fa_cm = false;
     /* profiling times ops (every step recorded anew) */
     if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, opt->profile, err);
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);
@@ -169,8 +177,8 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
             continue;
         }
         vkref k, v;
-        st = vkarena_alloc(&s->mem, 2 * kdim * (uint64_t)n_ctx, 256, &k, err);
-        if (!st) st = vkarena_alloc(&s->mem, 2 * vdim * (uint64_t)n_ctx, 256, &v, err);
+        st = vkarena_alloc(&s->mem, backend_kv_bytes(c->kv_type, (int64_t)kdim) * (uint64_t)n_ctx, 256, &k, err);
+        if (!st) st = vkarena_alloc(&s->mem, backend_kv_bytes(c->kv_type, (int64_t)vdim) * (uint64_t)n_ctx, 256, &v, err);
         if (!st) s->k[il] = k.addr, s->v[il] = v.addr, s->kr[il] = k, s->vr[il] = v;
     }
     /* the split-K scratch must cover the longest context any sequence has */
@@ -219,8 +227,8 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
     if (n_kv < 0 || n_kv > d->n_ctx || n_kv > s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
     if (d == s) return ZN_OK;
-    const uint64_t kb = 2ull * hp->n_head_kv * hp->head_dim_k * (uint64_t)n_kv;
-    const uint64_t vb = 2ull * hp->n_head_kv * hp->head_dim_v * (uint64_t)n_kv;
+    const uint64_t kb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_k) * (uint64_t)n_kv;
+    const uint64_t vb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_v) * (uint64_t)n_kv;
     zn_status st = ZN_OK;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         if (s->conv[il].buf) {

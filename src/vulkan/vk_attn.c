@@ -194,20 +194,20 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
 
 /* ---- specialisation constants ---- */
 
-typedef struct spec_wg { uint32_t wg; } spec_wg;                                    /* attn, attn_merge, kv_store */
+typedef struct spec_wg { uint32_t wg, kvq; } spec_wg;                               /* attn, attn_merge, kv_store */
 typedef struct spec_attn_dec { uint32_t wg, rows, hd; } spec_attn_dec;              /* attn_dec.comp */
-typedef struct spec_attn_fa { uint32_t wg, hd, bc; } spec_attn_fa;                  /* attn_fa.comp */
+typedef struct spec_attn_fa { uint32_t wg, hd, bc, kvq; } spec_attn_fa;             /* attn_fa.comp */
 typedef struct spec_attn_fa_cm { uint32_t wg, hd, br, bc, ssz, kv2, kp; } spec_attn_fa_cm; /* attn_fa_cm.glsl */
 
 zn_status vkspec_attn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)v, (void)err;
-    VKSPEC(out, spec_wg, {.wg = k == VKO_ATTN_MERGE ? o->t.merge_wg : ATTN_WG});
+    VKSPEC(out, spec_wg, {.wg = k == VKO_ATTN_MERGE ? o->t.merge_wg : ATTN_WG, .kvq = o->kvq});
     return ZN_OK;
 }
 
 zn_status vkspec_kv_store(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)k, (void)v, (void)err;
-    VKSPEC(out, spec_wg, {.wg = o->t.small_wg});
+    VKSPEC(out, spec_wg, {.wg = o->t.small_wg, .kvq = o->kvq});
     return ZN_OK;
 }
 
@@ -221,7 +221,7 @@ zn_status vkspec_attn_dec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_
 /* K + V tiles (f32) of 32 KiB in all: every device's minimum of shared memory */
 zn_status vkspec_attn_fa(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)o, (void)k, (void)err;
-    VKSPEC(out, spec_attn_fa, {.wg = 128, .hd = v.head_dim, .bc = 4096 / v.head_dim});
+    VKSPEC(out, spec_attn_fa, {.wg = 128, .hd = v.head_dim, .bc = 4096 / v.head_dim, .kvq = o->kvq});
     return ZN_OK;
 }
 

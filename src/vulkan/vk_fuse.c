@@ -120,7 +120,7 @@ static void plan_res_add(vkfuse *p, const vkfuse_env *env, const zn_graph *g, in
  * the norm's input must survive until the rope: no node in between may
  * write over it) and the KV store right after it that is the only reader
  * of K. */
-static void plan_rope(vkfuse *p, const zn_graph *g, int i) {
+static void plan_rope(vkfuse *p, const zn_graph *g, int i, bool no_kv) {
     const zn_node *n = &g->nodes[i];
     const zn_node *nx = i + 1 < g->n_nodes ? &g->nodes[i + 1] : NULL;
     for (int j = i - 1; j >= 0 && j >= i - 4; j--) {
@@ -139,7 +139,7 @@ static void plan_rope(vkfuse *p, const zn_graph *g, int i) {
         }
         break;
     }
-    if (nx && nx->op == ZN_OP_KV_STORE && nx->src[0] == n->dst && p->last_use[n->dst] == i + 1 && nx->layer == n->layer) {
+    if (!no_kv && nx && nx->op == ZN_OP_KV_STORE && nx->src[0] == n->dst && p->last_use[n->dst] == i + 1 && nx->layer == n->layer) {
         p->rope_kv[i] = i + 1;
         p->skip[i + 1] = true;
     }
@@ -190,7 +190,7 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
         const zn_node *n = &g->nodes[i];
         p->rope_norm[i] = p->rope_kv[i] = p->res_add[i] = -1;
         if (n->op == ZN_OP_MATMUL) plan_res_add(p, env, g, i);
-        if (n->op == ZN_OP_ROPE && !env->no_fusion) plan_rope(p, g, i);
+        if (n->op == ZN_OP_ROPE && !env->no_fusion) plan_rope(p, g, i, env->no_rope_kv);
     }
     /* groups last, in recording order: they need the skips and residual
      * folds of every node they span */

@@ -34,6 +34,7 @@ typedef struct vkfuse_x {
 typedef struct vkfuse_env {
     const vkops *o;               /* the kernel each matmul takes */
     bool no_fusion;               /* every node on its own */
+    bool no_rope_kv;              /* no KV store into the rope (rope.comp writes f16 caches only) */
     int max_groups;               /* grouped matmuls one plan may hold (their blocks) */
     /* Does weight b lie in one piece right after weight a (a NULL: is b in
      * one piece)? Grouped matmuls read such weights as one matrix. */

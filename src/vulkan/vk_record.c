@@ -307,8 +307,10 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
 #undef NODE_RANGE
     if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
         /* the layer's whole cache, conservatively */
-        range kr = {s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
-        range vr = {s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
+        const uint64_t kb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_k);
+        const uint64_t vb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_v);
+        range kr = {s->k[n->layer], s->k[n->layer] + kb * (uint64_t)s->n_ctx};
+        range vr = {s->v[n->layer], s->v[n->layer] + vb * (uint64_t)s->n_ctx};
         if (n->op == ZN_OP_KV_STORE) {
             nw = 0; /* dst is K itself, only read */
             wr[nw++] = kr;
@@ -358,7 +360,7 @@ static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_ten
 }
 
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
-    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
+    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
                             .follows = weight_follows, .ctx = c};
     vkfuse_plan(&c->plan, &env, g);
 }

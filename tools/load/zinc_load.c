@@ -50,9 +50,11 @@ typedef struct cfg {
     struct sockaddr_storage addr;
     socklen_t addr_len;
     const char *path, *model, *api_key, *json_out;
+    const char *response_format;  /* chat: a JSON object sent as response_format, or NULL */
     bool chat;
     int levels[MAX_LEVELS], n_levels;
     int requests, max_tokens, prompt_words, timeout_s, max_seconds;
+    int system_words;           /* a shared prefix of this many words before every prompt (prefix cache) */
     double temperature;
 } cfg;
 
@@ -122,6 +124,8 @@ static bool buf_add(buf *b, const char *p, size_t n) {
     return true;
 }
 
+static bool buf_str(buf *b, const char *s) { return buf_add(b, s, strlen(s)); }
+
 static void buf_drop(buf *b, size_t n) {
     memmove(b->p, b->p + n, b->n - n);
     b->n -= n;
@@ -132,25 +136,42 @@ static const char WORDS[] =
     "the old prince looked at his son and said that the river was high this year and the roads were long "
     "but the horses were strong and the people of the town would wait for them at the gate until the evening ";
 
+/* Appends n words of WORDS, round and round. */
+static bool add_words(buf *b, int n) {
+    const char *w = WORDS;
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        const char *e = strchr(w, ' ');
+        ok = buf_add(b, i ? " " : "", i ? 1 : 0) && buf_add(b, w, (size_t)(e - w));
+        w = e[1] ? e + 1 : WORDS;
+    }
+    return ok;
+}
+
+/* Request n: the shared system words (chat: a system message; completions:
+ * the prompt's first line), then "Request n:" and the prompt words, which
+ * differ from the first token after the shared part. */
 static char *request_body(const cfg *c, int n, size_t *len) {
     buf b = {0};
     char tmp[256];
-    int k = snprintf(tmp, sizeof tmp, "{%s%s%s\"%s\":\"Request %d:", c->model ? "\"model\":\"" : "",
-                     c->model ? c->model : "", c->model ? "\"," : "", c->chat ? "messages\":[{\"role\":\"user\",\"content"
-                                                                               : "prompt", n);
+    int k = snprintf(tmp, sizeof tmp, "{%s%s%s\"%s", c->model ? "\"model\":\"" : "", c->model ? c->model : "",
+                     c->model ? "\"," : "", c->chat ? "messages\":[" : "prompt\":\"");
     bool ok = buf_add(&b, tmp, (size_t)k);
-    /* prompt_words words of WORDS, round and round */
-    const char *w = WORDS;
-    for (int i = 0; ok && i < c->prompt_words; i++) {
-        const char *e = strchr(w, ' ');
-        ok = buf_add(&b, " ", 1) && buf_add(&b, w, (size_t)(e - w));
-        w = e[1] ? e + 1 : WORDS;
+    if (c->system_words > 0) {
+        if (c->chat) ok = ok && buf_str(&b, "{\"role\":\"system\",\"content\":\"");
+        ok = ok && add_words(&b, c->system_words) && buf_str(&b, c->chat ? "\"}," : "\\n");
     }
+    if (c->chat) ok = ok && buf_str(&b, "{\"role\":\"user\",\"content\":\"");
+    k = snprintf(tmp, sizeof tmp, "Request %d: ", n);
+    ok = ok && buf_add(&b, tmp, (size_t)k) && add_words(&b, c->prompt_words);
     k = snprintf(tmp, sizeof tmp,
                  "\"%s,\"max_tokens\":%d,\"temperature\":%g,\"ignore_eos\":true,\"stream\":true,"
-                 "\"stream_options\":{\"include_usage\":true}}",
+                 "\"stream_options\":{\"include_usage\":true}",
                  c->chat ? "}]" : "", c->max_tokens, c->temperature);
     ok = ok && buf_add(&b, tmp, (size_t)k);
+    if (c->response_format)
+        ok = ok && buf_str(&b, ",\"response_format\":") && buf_str(&b, c->response_format);
+    ok = ok && buf_str(&b, "}");
     if (!ok) {
         free(b.p);
         return NULL;
@@ -435,6 +456,10 @@ static int usage(FILE *f) {
             "  --requests N         requests per level (default 4 x clients, at least 16; at least one per client)\n"
             "  --max-tokens N       generated tokens per request (default 64; ignore_eos)\n"
             "  --prompt-words N     prompt length in words (default 64)\n"
+            "  --system-words N     a system prompt of N words shared by every request, before its own words\n"
+            "                       (chat: a system message; default 0: none)\n"
+            "  --response-format J  chat: the JSON object J sent as response_format (constrained output), e.g.\n"
+            "                       '{\"type\":\"json_object\"}'\n"
             "  --temperature T      (default 0)\n"
             "  --model NAME         the model field (default: none)\n"
             "  --api-key KEY        sent as Authorization: Bearer KEY\n"
@@ -521,6 +546,8 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--requests")) ok = parse_int(v, 1, 1000000, &c.requests);
         else if (!strcmp(a, "--max-tokens")) ok = parse_int(v, 1, 1 << 20, &c.max_tokens);
         else if (!strcmp(a, "--prompt-words")) ok = parse_int(v, 0, 1 << 20, &c.prompt_words);
+        else if (!strcmp(a, "--system-words")) ok = parse_int(v, 0, 1 << 20, &c.system_words);
+        else if (!strcmp(a, "--response-format")) ok = *v == '{', c.response_format = v;
         else if (!strcmp(a, "--timeout")) ok = parse_int(v, 1, 86400, &c.timeout_s);
         else if (!strcmp(a, "--max-seconds")) ok = parse_int(v, 1, 86400, &c.max_seconds);
         else if (!strcmp(a, "--temperature")) {
@@ -600,8 +627,10 @@ int main(int argc, char **argv) {
             fprintf(stderr, "zinc-load: --json %s: %s\n", c.json_out, strerror(errno));
             return 1;
         }
-        fprintf(f, "{\"url\":\"http://%s%s\",\"max_tokens\":%d,\"prompt_words\":%d,\"temperature\":%g,\"levels\":[",
-                c.host, c.path, c.max_tokens, c.prompt_words, c.temperature);
+        fprintf(f, "{\"url\":\"http://%s%s\",\"max_tokens\":%d,\"prompt_words\":%d,\"system_words\":%d,"
+                "\"response_format\":%s,\"temperature\":%g,\"levels\":[",
+                c.host, c.path, c.max_tokens, c.prompt_words, c.system_words,
+                c.response_format ? c.response_format : "null", c.temperature);
         for (int L = 0; L < c.n_levels; L++) {
             summary *s = &sums[L];
             /* read by programs: enough digits that tokens_per_s * wall_s gives back the token count */

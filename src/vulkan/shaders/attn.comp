@@ -13,9 +13,12 @@
 // every position of its split count; n_past comes from the step block
 // (vk_ops.h vkop_step) when step is set. chunk 0: ceil(keys / n_split), for
 // any split count (the rule of attn_dec.comp, vk_ops.c vkop_attn_splits).
+// KVQ: the cache in Q8_0 blocks (kvq.glsl), dequantized as read.
 #include "common.glsl"
+#include "kvq.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
+layout(constant_id = 1) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
 #define MAXD 256
@@ -82,8 +85,9 @@ void main() {
             float a = 0.0;
             if (key < nk) {
                 const uint64_t kr = p.ck + 2ul * ((jt + key) * kdim + kvh * p.hd_k + sub * per);
+                const uint64_t kq = kvq_row(p.ck, jt + key, kdim);
                 for (uint d = 0; d < per; d += 4u) {
-                    vec4 kv = h4(kr + 2u * d);
+                    vec4 kv = KVQ != 0u ? kvq4(kq, kvh * p.hd_k + sub * per + d) : h4(kr + 2u * d);
                     const uint qd = sub * per + d;
                     a += dot(kv, vec4(qs[qd], qs[qd + 1u], qs[qd + 2u], qs[qd + 3u]));
                 }
@@ -105,7 +109,8 @@ void main() {
         barrier();
         if (kg < KG) {
             for (uint jj = kg; jj < nk; jj += KG)
-                o += ps[jj] * h4(p.cv + 2ul * ((jt + jj) * vdim + kvh * p.hd_v + 4u * dg));
+                o += ps[jj] * (KVQ != 0u ? kvq4(kvq_row(p.cv, jt + jj, vdim), kvh * p.hd_v + 4u * dg)
+                                         : h4(p.cv + 2ul * ((jt + jj) * vdim + kvh * p.hd_v + 4u * dg)));
         }
         barrier();
     }

@@ -8,12 +8,15 @@
 // groups of 4 (dims 16 i + 4 (t % 4) + 0..3) so the four threads of a row
 // read adjacent 8-byte words of a key; a row's partial dot products meet
 // through two shuffles, so all four hold the whole score row and the
-// output needs no shared memory.
+// output needs no shared memory. KVQ: the cache in Q8_0 blocks (kvq.glsl),
+// dequantized when staged.
 #include "common.glsl"
+#include "kvq.glsl"
 
 layout(constant_id = 0) const uint WG = 128;   // 4 threads x BR rows
 layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
 layout(constant_id = 2) const uint BC = 32;    // keys per tile (K + V tiles: 8 * BC * HD bytes)
+layout(constant_id = 3) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
 #define BR 32u   // query rows per workgroup (vk_ops.c ATTN_FA_ROWS)
@@ -53,6 +56,12 @@ void main() {
         for (uint w = tid; w < BC * HD / 4u; w += WG) {
             const uint key = jt + w / (HD / 4u), d4 = w % (HD / 4u);
             const uint64_t off = 2ul * (uint64_t(key) * kdim + kvh * HD + 4u * d4);
+            if (KVQ != 0u) {
+                const bool in_ = key < kv_end;
+                ks[w] = in_ ? kvq4(kvq_row(p.ck, key, kdim), kvh * HD + 4u * d4) : vec4(0.0);
+                vs[w] = in_ ? kvq4(kvq_row(p.cv, key, kdim), kvh * HD + 4u * d4) : vec4(0.0);
+                continue;
+            }
             uvec2 kw = uvec2(0), vw = uvec2(0);
             if (key < kv_end) {
                 kw = U32x2(p.ck + off).v[0];

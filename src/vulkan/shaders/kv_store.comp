@@ -1,11 +1,30 @@
 #version 450
 // ZN_OP_KV_STORE: rows of K and V (f32) into the f16 cache at positions
 // n_past + r; the cache is [position][n_head_kv * head_dim]. n_past comes
-// from the step block (vk_ops.h vkop_step) when step is set.
+// from the step block (vk_ops.h vkop_step) when step is set. KVQ: Q8_0
+// blocks instead (kvq.glsl), one thread per block, rounded as the CPU
+// backend does (quant.c act_q8_0: d = amax / 127, codes x * 127 / amax to
+// nearest even).
 #include "common.glsl"
+#include "kvq.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
+
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer W8 { int8_t v[]; };
+
+void put_q8(uint64_t src, uint64_t row, uint n) {
+    for (uint b = gl_LocalInvocationID.x; b < n / 32u; b += WG) {
+        float amax = 0.0;
+        for (uint j = 0; j < 32u; j++) amax = max(amax, abs(F32(src).v[32u * b + j]));
+        const uint64_t blk = row + uint64_t(b) * KVQ_BLOCK;
+        F16(blk).v[0] = float16_t(amax / 127.0);
+        const float id = amax != 0.0 ? 127.0 / amax : 0.0;
+        for (uint j = 0; j < 32u; j++)
+            W8(blk).v[2u + j] = int8_t(clamp(int(roundEven(F32(src).v[32u * b + j] * id)), -127, 127));
+    }
+}
 
 layout(push_constant) uniform PC {
     uint64_t k, v, ck, cv, step;
@@ -16,6 +35,11 @@ void main() {
     const uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (r >= p.n_tok) return;
     const uint pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
+    if (KVQ != 0u) {
+        put_q8(p.k + 4ul * r * p.kdim, kvq_row(p.ck, pos, p.kdim), p.kdim);
+        put_q8(p.v + 4ul * r * p.vdim, kvq_row(p.cv, pos, p.vdim), p.vdim);
+        return;
+    }
     for (uint i = gl_LocalInvocationID.x; i < p.kdim; i += WG)
         F16(p.ck).v[pos * p.kdim + i] = float16_t(F32(p.k).v[r * p.kdim + i]);
     for (uint i = gl_LocalInvocationID.x; i < p.vdim; i += WG)
