@@ -2,8 +2,11 @@
  * draw equals drawing from logits with the left-out tokens at -inf; token
  * masks on the demo model's vocabulary equal a token-by-token check with a
  * matcher of its own; the greedy shortcut (sample, check, mask on a miss)
- * gives the tokens masking first gives; a constrained run of the demo model
- * yields JSON valid under its schema, greedy and sampled. */
+ * gives the tokens masking first gives; a prepared mask (gmask_prepare, the
+ * scheduler's mask thread) is the mask of the state, is kept until the next
+ * accept, and the draws that use it are the draws without it; a constrained
+ * run of the demo model yields JSON valid under its schema, greedy and
+ * sampled. */
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -182,6 +185,84 @@ static void test_masks_demo_vocab(void) {
     gmatch_free(&ref);
     grammar_free(&g2);
     gmask_free(&gm);
+    free(gbnf);
+    vocab_trie_free(&vt);
+    tokenizer_free(tok);
+    gguf_close(&gg);
+}
+
+/* ---- prepared masks ---- */
+
+static void test_prepare(void) {
+    gguf_ctx gg;
+    zn_err err;
+    if (gguf_open(&gg, DEMO, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    zn_tokenizer *tok;
+    CHECK(tokenizer_load(&tok, &gg, &err) == ZN_OK);
+    zn_vocab_trie vt;
+    CHECK(vocab_trie_build(&vt, tok, &err) == ZN_OK);
+    const int nv = vt.n_vocab, nw = (nv + 63) / 64;
+    char *gbnf;
+    if (!schema_gbnf(SCHEMA, &gbnf)) return;
+    /* pre: prepared before every draw; lazy: as the scheduler without the mask thread; ref: the mask itself */
+    zn_gmask pre, lazy, ref;
+    CHECK(gmask_init(&pre, gbnf, strlen(gbnf), &vt, &err) == ZN_OK);
+    CHECK(gmask_init(&lazy, gbnf, strlen(gbnf), &vt, &err) == ZN_OK);
+    CHECK(gmask_init(&ref, gbnf, strlen(gbnf), &vt, &err) == ZN_OK);
+    float *logits = malloc(sizeof *logits * (size_t)nv);
+    int bad = 0, steps = 0, strays = 0;
+    for (int walk = 0; walk < 8 && bad < 5; walk++) {
+        zn_sampler sa, sb;
+        zn_sampler_params p = sampler_default_params();
+        p.temperature = walk % 2 ? 0.9f : 0; /* greedy (the shortcut) and sampled (always masked) */
+        p.seed = 99 + (uint64_t)walk;
+        CHECK(sampler_init(&sa, &p, nv, &err) == ZN_OK);
+        CHECK(sampler_init(&sb, &p, nv, &err) == ZN_OK);
+        gmask_reset(&pre);
+        gmask_reset(&lazy);
+        gmask_reset(&ref);
+        for (int step = 0; step < 150 && bad < 5; step++) {
+            steps++;
+            CHECK(gmask_prepare(&pre, &err) == ZN_OK);
+            const uint64_t *r1 = pre.ready;
+            const long np = pre.n_prepared;
+            CHECK(gmask_prepare(&pre, &err) == ZN_OK); /* idempotent: the same mask, nothing recomputed */
+            CHECK(pre.ready == r1 && pre.n_prepared == np);
+            int na = 0;
+            const uint64_t *want = gmatch_mask(&ref.m, &na, &err);
+            if (!r1 || !want) {
+                CHECK(0);
+                break;
+            }
+            if (memcmp(r1, want, sizeof *want * (size_t)nw) || pre.n_ready != na)
+                if (bad++ < 5) CHECK_MSG(0, "walk %d step %d: the prepared mask (%d tokens) is not the state's (%d)", walk, step, pre.n_ready, na);
+            /* logits that favour a disallowed token half the time, so the greedy shortcut strays */
+            for (int t = 0; t < nv; t++) logits[t] = (float)(rnd() % 1000) / 100.0f;
+            if (rnd() % 2) logits[rnd() % nv] = 20;
+            int32_t x = gmask_sample(&pre, &sa, logits, &err), y = gmask_sample(&lazy, &sb, logits, &err);
+            if (x != y && bad++ < 5) CHECK_MSG(0, "walk %d step %d: prepared %d, without %d", walk, step, x, y);
+            strays += p.temperature == 0 && x >= 0 && !gmatch_token_ok(&ref.m, (int32_t)sampler_argmax(logits, nv));
+            if (x < 0 || tokenizer_is_eog(tok, x)) break;
+            CHECK(gmask_accept(&pre, x) && gmask_accept(&lazy, x) && gmask_accept(&ref, x));
+            CHECK(pre.ready == NULL); /* the next state's mask is not this one */
+            sampler_accept(&sa, x);
+            sampler_accept(&sb, x);
+            if (gmask_finished(&pre)) break;
+        }
+        CHECK_MSG(pre.n_inline == 0, "walk %d: %ld masks computed while sampling despite a prepared one", walk, pre.n_inline);
+        if (p.temperature > 0) CHECK(lazy.n_inline > 0);
+        sampler_free(&sa);
+        sampler_free(&sb);
+    }
+    CHECK(steps > 100 && strays > 10);
+    fprintf(stderr, "    prepared: %d draws equal with and without, %d greedy ones strayed from the grammar\n", steps, strays);
+    free(logits);
+    gmask_free(&pre);
+    gmask_free(&lazy);
+    gmask_free(&ref);
     free(gbnf);
     vocab_trie_free(&vt);
     tokenizer_free(tok);
@@ -421,6 +502,7 @@ static void test_constrain(void) {
 int main(void) {
     RUN(test_sampler_masked);
     RUN(test_masks_demo_vocab);
+    RUN(test_prepare);
     RUN(test_demo_run);
     RUN(test_constrain);
     return harness_report("test_gmask");

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "file.h"
 #include "engine.h"
+#include "scheduler.h"
 #include "server.h"
 
 extern char **environ;
@@ -45,6 +46,8 @@ static void usage(FILE *f, const char *cmd, int port) {
             "  --kv-type T              KV cache format: f16 (default), q8_0 or q4_0 (vulkan: f16, q8_0;\n"
             "                           1/1.9 and 1/3.6 of the f16 bytes, README: KV cache quantization)\n"
             "  --threads N              CPU threads (default: all cores)\n"
+            "  --mask-overlap auto|on|off  make grammar masks on a thread of their own while the step runs\n"
+            "                           (auto: on for vulkan, off for cpu, whose step uses every core)\n"
             "  --cors ORIGIN            send CORS headers for this origin ('*': any); none by default\n"
             "  --allowed-hosts LIST     comma-separated Host names accepted besides the bound address\n"
             "                           (DNS-rebinding protection; '*' accepts any, e.g. behind a proxy)\n"
@@ -174,7 +177,10 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         else if (!strcmp(a, "--allowed-hosts")) hosts = v;
         else if (!strcmp(a, "--chat-template-file")) tmpl_file = v;
         else if (!strcmp(a, "--drain-timeout")) ok = cli_parse_long(v, 0, ZN_SRV_MAX_DRAIN_S, &drain_s);
-        else {
+        else if (!strcmp(a, "--mask-overlap")) {
+            ok = !strcmp(v, "auto") || !strcmp(v, "on") || !strcmp(v, "off");
+            cfg.mask_overlap = !strcmp(v, "on") ? ZN_OVERLAP_ON : !strcmp(v, "off") ? ZN_OVERLAP_OFF : ZN_OVERLAP_AUTO;
+        } else {
             fprintf(stderr, "zinc %s: unknown option '%s' (zinc %s --help)\n", cmd, a, cmd);
             return 2;
         }

@@ -13,7 +13,20 @@
  *
  * The vocabulary trie (zn_vocab_trie: every token's bytes) is built once per
  * model and shared; a zn_gmask is one request's, allocated when it starts
- * (gmask_init), and sampling with it allocates nothing. */
+ * (gmask_init), and sampling with it allocates nothing.
+ *
+ * Once a token is accepted the state the next token is drawn in is known, so
+ * its mask can be computed before that token's logits exist: gmask_prepare,
+ * on another thread while the forward pass runs (scheduler.c), and the next
+ * gmask_sample takes it instead of walking the trie. The tokens drawn are
+ * the same either way: the greedy shortcut still takes the unconstrained
+ * argmax first and checks it, against the prepared mask instead of the
+ * matcher (the same set), and a masked draw sees the same mask.
+ *
+ * Threads: a zn_gmask has no lock; one thread at a time may call any of
+ * these on it (the scheduler hands it to the mask thread for the step and
+ * joins before sampling, which orders the memory). The vocabulary trie is
+ * only read and may be shared. */
 #ifndef ZINC_GMASK_H
 #define ZINC_GMASK_H
 
@@ -31,6 +44,13 @@ typedef struct zn_gmask {
     zn_gmatch m;
     long n_tokens;      /* tokens sampled */
     long n_masked;      /* of them, the ones that needed the mask */
+    long n_prepared;    /* masks gmask_prepare computed or took from the cache */
+    long n_inline;      /* masks gmask_sample had to compute itself (none was prepared) */
+    /* the prepared mask of the current state, valid until accept/reset */
+    const uint64_t *ready;
+    int n_ready;
+    bool ready_failed;  /* gmask_prepare failed: gmask_sample returns ready_err */
+    zn_err ready_err;
 } zn_gmask;
 
 /* Compiles GBNF text[0..n) (root rule "root") for the vocabulary vt. */
@@ -44,6 +64,12 @@ void gmask_reset(zn_gmask *gm);
  * this vocabulary completes, or one beyond the matcher's tables). Does not
  * advance: gmask_accept does. */
 int32_t gmask_sample(zn_gmask *gm, zn_sampler *s, const float *logits, zn_err *err);
+/* Computes (or takes from the matcher's per-state cache) the mask of the
+ * current state for the next gmask_sample; idempotent until gmask_accept or
+ * gmask_reset. On failure (the matcher's tables cannot hold the grammar) the
+ * error is kept and the next gmask_sample returns it: the matcher is not
+ * usable past that point either way. Allocates nothing. */
+zn_status gmask_prepare(zn_gmask *gm, zn_err *err);
 /* Advances over the token; false when the grammar rejects it. */
 bool gmask_accept(zn_gmask *gm, int32_t id);
 /* The text is a complete sentence and nothing may follow it. */

@@ -154,6 +154,11 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     counter(&b, "zinc_engine_batched_steps_total",
             "Engine steps that evaluated several sequences in one forward pass (the weights read once for all).",
             g->batched_steps);
+    counter(&b, "zinc_grammar_masks_prepared_total",
+            "Grammar token masks made on the mask thread while an engine step ran (or found in the per-state cache there).",
+            g->masks_ahead);
+    counter(&b, "zinc_grammar_masks_inline_total",
+            "Grammar token masks made on the sampling path after a step, while the engine waited.", g->masks_inline);
     gauge(&b, "vllm:num_requests_running", "Requests running (vLLM's name, read by inference gateways).", g->running);
     gauge(&b, "vllm:num_requests_waiting", "Requests waiting (vLLM's name, read by inference gateways).", g->waiting);
     gauge(&b, "vllm:kv_cache_usage_perc", "KV cache use, 0-1 (vLLM's name, read by inference gateways).", use);

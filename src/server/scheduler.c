@@ -442,8 +442,16 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
     zn_job *j = sl->job;
     zn_err gerr;
     const bool forced = slot_forcing(sl, j);
-    int32_t id = forced ? j->think_close[sl->n_forced++]
-               : j->gm ? gmask_sample(j->gm, &sl->smp, sl->logits, &gerr) : sampler_sample(&sl->smp, sl->logits);
+    int32_t id;
+    if (forced) {
+        id = j->think_close[sl->n_forced++];
+    } else if (j->gm) {
+        const long inl = j->gm->n_inline;
+        id = gmask_sample(j->gm, &sl->smp, sl->logits, &gerr);
+        if (j->gm->n_inline != inl) atomic_fetch_add(&s->masks_inline, 1);
+    } else {
+        id = sampler_sample(&sl->smp, sl->logits);
+    }
     if (id < 0) { /* the grammar cannot go on: a request error, not the server's */
         slot_finish(s, sl, NULL, &gerr);
         return false;
@@ -580,8 +588,17 @@ static int sched_round(zn_sched *s) {
         budget -= c;
     }
     if (n == 0) return ended;
+    /* the slots that sample after this step know their grammar state now:
+     * their masks are made while the step runs (the step touches no gmask) */
+    zn_gmask *prep[ZN_SRV_MAX_PARALLEL];
+    int n_prep = 0;
+    for (int i = 0; s->overlap && i < n; i++)
+        if (items[i].logits && owner[i]->job->gm) prep[n_prep++] = owner[i]->job->gm;
+    maskpipe_start(&s->mp, prep, n_prep);
     zn_err err = {0};
     const zn_status st = engine_step(s->eng, items, n, &err);
+    const int n_ahead = maskpipe_wait(&s->mp);
+    if (n_ahead) atomic_fetch_add(&s->masks_ahead, (unsigned long long)n_ahead);
     if (!st) {
         atomic_fetch_add(&s->steps, 1);
         if (n > 1 && s->eng->be->multi_seq) atomic_fetch_add(&s->batched_steps, 1);
@@ -654,9 +671,28 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_slots, int n_ctx, zn_metrics *m,
+/* Mask overlap by backend: on a GPU the engine thread only waits while the
+ * step runs, so masks made then are free; the CPU backend's step keeps
+ * every core busy with its workers, and a mask thread would take one from
+ * the matmuls (bench/results/2026-12-02-cpu-grammar.md). Backends not
+ * listed: off. */
+static const struct { const char *backend; bool overlap; } overlap_by_backend[] = {
+    {"cpu", false},
+    {"vulkan", true},
+};
+
+bool sched_mask_overlap(const char *backend, int mask_overlap) {
+    if (mask_overlap == ZN_OVERLAP_ON) return true;
+    if (mask_overlap == ZN_OVERLAP_OFF || !backend) return false;
+    for (size_t i = 0; i < sizeof overlap_by_backend / sizeof overlap_by_backend[0]; i++)
+        if (!strcmp(overlap_by_backend[i].backend, backend)) return overlap_by_backend[i].overlap;
+    return false;
+}
+
+zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const zn_sched_opts *o, zn_metrics *m,
                      zn_err *err) {
     memset(s, 0, sizeof *s);
+    const int n_slots = o->n_slots, n_ctx = o->n_ctx;
     if (n_slots < 1 || n_slots > ZN_SRV_MAX_PARALLEL)
         return zn_errf(err, ZN_ERR_ARG, "%d slots: between 1 and %d", n_slots, ZN_SRV_MAX_PARALLEL);
     s->eng = e;
@@ -688,6 +724,14 @@ zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_s
             return st;
         }
     }
+    if (sched_mask_overlap(e->be->name, o->mask_overlap)) {
+        zn_status st = maskpipe_init(&s->mp, err);
+        if (st) {
+            sched_free(s);
+            return st;
+        }
+        s->overlap = true;
+    }
     publish(s);
     if (pthread_create(&s->thread, NULL, worker, s)) {
         sched_free(s);
@@ -709,6 +753,7 @@ void sched_stop(zn_sched *s) {
 
 void sched_free(zn_sched *s) {
     sched_stop(s);
+    maskpipe_free(&s->mp);
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         if (sl->smp_ok) sampler_free(&sl->smp);
@@ -786,7 +831,8 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
         if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
                              .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots,
-                             .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps)};
+                             .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps),
+                             .masks_ahead = atomic_load(&s->masks_ahead), .masks_inline = atomic_load(&s->masks_inline)};
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "gmask.h"
 #include "limits.h"
+#include "maskpipe.h"
 #include "metrics.h"
 #include "sampler.h"
 #include "status.h"
@@ -121,6 +122,15 @@ typedef struct zn_slot_info {
 
 typedef struct zn_slot zn_slot;
 
+/* Whether grammar masks are prepared on the mask thread while the engine
+ * step runs (maskpipe.h). */
+enum { ZN_OVERLAP_AUTO, ZN_OVERLAP_OFF, ZN_OVERLAP_ON };
+
+typedef struct zn_sched_opts {
+    int n_slots, n_ctx;
+    int mask_overlap;         /* ZN_OVERLAP_*; AUTO: the backend's row of scheduler.c's table */
+} zn_sched_opts;
+
 typedef struct zn_sched {
     zn_engine *eng;
     const zn_tokenizer *tok;
@@ -140,10 +150,18 @@ typedef struct zn_sched {
      * (a backend with multi_seq); written by the engine thread, read by
      * sched_gauges */
     atomic_ullong steps, batched_steps;
+    /* grammar masks: the mask thread's (prepared during a step) and those
+     * the engine thread computed while sampling */
+    bool overlap;
+    zn_maskpipe mp;
+    atomic_ullong masks_ahead, masks_inline;
 } zn_sched;
 
-zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, int n_slots, int n_ctx, zn_metrics *m,
+zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const zn_sched_opts *o, zn_metrics *m,
                      zn_err *err);
+/* Whether a scheduler on backend `backend` overlaps mask preparation with
+ * the step under setting mask_overlap (ZN_OVERLAP_*). */
+bool sched_mask_overlap(const char *backend, int mask_overlap);
 /* Stops the engine thread: running and queued jobs end with an error, new
  * ones are refused; sched_slots/sched_gauges still work. Idempotent. */
 void sched_stop(zn_sched *s);

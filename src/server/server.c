@@ -369,7 +369,8 @@ zn_status server_load(zn_server *s, zn_err *err) {
     if (st) return st;
     s->have_engine = true;
     if ((st = load_stopped(s, err))) return st;
-    st = sched_init(&s->sched, &s->eng, s->tok, s->cfg.n_parallel, s->cfg.n_ctx, &s->metrics, err);
+    const zn_sched_opts so = {.n_slots = s->cfg.n_parallel, .n_ctx = s->cfg.n_ctx, .mask_overlap = s->cfg.mask_overlap};
+    st = sched_init(&s->sched, &s->eng, s->tok, &so, &s->metrics, err);
     if (st) return st;
     s->have_sched = true;
     atomic_store(&s->ready, true);
