@@ -254,7 +254,7 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     double e = INFINITY;
     if (begin()) {
         zn_status st = vkop_kv_store(&E.o, &E.c, dk.addr, dv.addr, ck.addr, cv.addr, (uint32_t)T, (uint32_t)kdim,
-                                     (uint32_t)vdim, pc_past, sa, "kv", &err);
+                                     (uint32_t)vdim, pc_past, sa, 0, "kv", &err);
         vkcmd_barrier(&E.c);
         if (!st) st = vkop_attn_run(&E.o, &E.c, &a, "attn", &err);
         if (st) fprintf(stderr, "  %s\n", err.msg);
