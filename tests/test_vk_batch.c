@@ -162,7 +162,8 @@ static void test_split_attention(void) {
 
 /* Batched decode (vk_record.c batch_step): a step where every sequence
  * decodes one token runs rope (with the norm before it and the KV store
- * after it), the KV store and attention once for all its sequences,
+ * after it), the KV store, attention, the DeltaNet conv and delta rule
+ * once for all its sequences,
  * through the sequence tables, rather than once per sequence. Here
  * BD_SEQS sequences at different positions, three past t.attn_dec_min
  * (256) keys, decode BD_STEPS tokens together; each step's row of each
@@ -251,8 +252,8 @@ static void check_batched_decode(const char *name, zn_backend_opts o, const char
 }
 
 /* Dense llama / qwen2 / qwen3 (per-head norm fused into rope), the qwen35
- * hybrids (gated attention between DeltaNet layers, their conv and delta
- * state still per sequence), a quantized one; on attn_dec.comp (the
+ * hybrids (gated attention between DeltaNet layers, whose conv and delta
+ * states are in the tables too), a quantized one; on attn_dec.comp (the
  * default past 256 keys), on attn.comp (attn_dec=0), and with the Q8_0
  * cache (rope, then kv_store.comp, attn.comp on blocks). */
 static void test_batched_decode(void) {

@@ -559,9 +559,9 @@ static void conv1d_case(int T1, int T2) {
     zn_err err = {0};
     bool ok = false;
     if (begin()) {
-        zn_status s1 = vkop_conv1d(&E.o, &E.c, dx.addr, dy.addr, dw.addr, ds.addr, (uint32_t)T1, C, ld, K, "conv", &err);
+        zn_status s1 = vkop_conv1d(&E.o, &E.c, dx.addr, dy.addr, dw.addr, ds.addr, 0, (uint32_t)T1, C, ld, K, "conv", &err);
         vkcmd_barrier(&E.c);
-        zn_status s2 = vkop_conv1d(&E.o, &E.c, dx.addr + 4ull * T1 * ld, dy.addr + 4ull * T1 * ld, dw.addr, ds.addr,
+        zn_status s2 = vkop_conv1d(&E.o, &E.c, dx.addr + 4ull * T1 * ld, dy.addr + 4ull * T1 * ld, dw.addr, ds.addr, 0,
                                    (uint32_t)T2, C, ld, K, "conv", &err);
         if (s1 || s2) fprintf(stderr, "  %s\n", err.msg);
         ok = run() && !s1 && !s2;

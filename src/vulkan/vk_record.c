@@ -153,14 +153,11 @@ static range seg_range(const vk_ctx *c, const zn_graph *g, int a, const vk_seg *
 }
 
 /* Ops with per-sequence state or positions: run once per sequence of the
- * step, on its rows, with its state and position. */
+ * step, on its rows, with its state and position; in a batched decode step
+ * (batch_step) once for all its sequences, through the sequence tables. */
 static bool per_seq(zn_op op) {
     return op == ZN_OP_ROPE || op == ZN_OP_KV_STORE || op == ZN_OP_ATTN || op == ZN_OP_CONV1D || op == ZN_OP_GDN;
 }
-
-/* ... except in a batched decode step (batch_step), where these run once
- * for all its sequences through the sequence tables. */
-static bool batched(zn_op op) { return op == ZN_OP_ROPE || op == ZN_OP_KV_STORE || op == ZN_OP_ATTN; }
 
 /* Layer L's sequence table (vk_ops.h vkop_seq_ent). */
 static VkDeviceAddress seq_table(const vk_ctx *c, int L) {
@@ -169,11 +166,13 @@ static VkDeviceAddress seq_table(const vk_ctx *c, int L) {
 
 /* Whether step g runs batched: several sequences, one token each, their
  * attention unsplit (vkop_attn_batch_ok; else it stays per sequence, and
- * so do rope and the KV store, since the caches' hazards are declared one
+ * so do the other per_seq ops, since the states' hazards are declared one
  * way or the other for the whole step). Then writes the sequence tables
- * and sets *max_past. The table is read only by this step's submit: a step
- * of several sequences is recorded anew each time and waited for before
- * vk_run returns, so the next one's writes find it idle. */
+ * (attention layers: the KV caches; recurrent ones: the conv state in k,
+ * the delta state in v) and sets *max_past. The tables are read only by
+ * this step's submit: a step of several sequences is recorded anew each
+ * time and waited for before vk_run returns, so the next one's writes find
+ * them idle. */
 static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t *max_past) {
     if (g->n_seq < 2 || !c->seqtab.map) return false;
     uint32_t mp = 0;
@@ -184,22 +183,24 @@ static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint
     if (!vkop_attn_batch_ok(&c->o, (uint32_t)g->n_seq, mp + 1)) return false;
     vkop_seq_ent *t = (vkop_seq_ent *)c->seqtab.map;
     for (int L = 0; L < c->m->hp.n_layer; L++) {
-        if (c->m->layers[L].recurrent) continue;
-        for (int q = 0; q < g->n_seq; q++)
+        const bool rec = c->m->layers[L].recurrent;
+        for (int q = 0; q < g->n_seq; q++) {
+            const vk_seq *s = states[q];
             t[(size_t)L * ZN_MAX_STEP_SEQS + (size_t)q] = (vkop_seq_ent){
-                .k = states[q]->k[L], .v = states[q]->v[L], .row = (uint32_t)g->seqs[q].row0,
-                .n_past = (uint32_t)g->seqs[q].n_past};
+                .k = rec ? s->conv[L].addr : s->k[L], .v = rec ? s->delta[L].addr : s->v[L],
+                .row = (uint32_t)g->seqs[q].row0, .n_past = (uint32_t)g->seqs[q].n_past};
+        }
     }
     *max_past = mp;
     return true;
 }
 
 /* In a batched step, layer L's K (v = 0) or V (v = 1) caches of all its
- * sequences as one range of addresses no memory has (above any device
- * address): every access the step's recording makes to them is one of its
- * batched ops (CONV1D and GDN, still per sequence, touch the recurrent
- * state only), so those order among themselves exactly as they would on
- * the caches' own ranges, which are too many to declare (VK_HAZARDS). */
+ * sequences (recurrent layers: the conv and delta states) as one range of
+ * addresses no memory has (above any device address): every access the
+ * step's recording makes to them is one of its batched ops, so those order
+ * among themselves exactly as they would on the states' own ranges, which
+ * are too many to declare (VK_HAZARDS). */
 #define VK_KV_STANDIN (1ull << 62)
 static range batch_kv_range(int L, int v) {
     const uint64_t lo = VK_KV_STANDIN + 2ull * (uint64_t)L + (uint64_t)v;
@@ -305,8 +306,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     }
     case ZN_OP_CONV1D:
         return vkop_conv1d(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->dst, sg),
-                           waddr(c, n->w[0]), s->conv[L].addr, sg->n_rows, (uint32_t)x->cols, (uint32_t)x->cols,
-                           (uint32_t)n->w[0]->ne[0], n->tag, err);
+                           waddr(c, n->w[0]), s->conv[L].addr, sg->batch ? seq_table(c, L) : 0, sg->n_rows,
+                           (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
         const uint32_t hk = (uint32_t)n->gdn.h_k, hv = (uint32_t)n->gdn.h_v, dk = (uint32_t)n->gdn.d_k,
                        dv = (uint32_t)n->gdn.d_v;
@@ -315,7 +316,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
                       .beta = seg_addr(c, g, n->src[2], sg), .state = s->delta[L].addr, .dst = seg_addr(c, g, n->dst, sg),
                       .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = sg->n_rows, .h_k = hk,
                       .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
-                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
+                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps,
+                      .seqs = sg->batch ? seq_table(c, L) : 0};
         return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_GATHER_ROWS: { /* a copy per row: steps of several sequences, recorded anew each time */
@@ -392,7 +394,8 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
     }
     const vkref *st = n->op == ZN_OP_CONV1D ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
     if (st) { /* read and written in place */
-        range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
+        const range r = sg->batch ? batch_kv_range(n->layer, n->op == ZN_OP_GDN)
+                                  : (range){st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
         rd[nr++] = r;
         wr[nw++] = r;
     }
@@ -432,8 +435,8 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
  * after plan_fusions. Ops on rows run once over the whole step (the
  * weights read once); per_seq ops once per sequence, its dispatches
  * after one another without barriers between them (they touch disjoint
- * rows and states), but in a batched decode step (batch_step) the
- * batched() ones once for all. */
+ * rows and states), but in a batched decode step (batch_step) once for
+ * all. */
 static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t group_base, zn_err *err) {
     zn_status st = ZN_OK;
     c->n_rd = c->n_wr = 0;
@@ -456,7 +459,7 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *
         if (n > 1) {
             for (int k = 0; k < n; k++) node_hazards(c, &whole, g, &g->nodes[i + k]);
             st = run_group(c, g, i, n, err);
-        } else if (batch && batched(nd->op)) {
+        } else if (batch && per_seq(nd->op)) { /* all sequences in one dispatch */
             node_hazards(c, &all, g, nd);
             st = run_node(c, &all, g, nd, err);
         } else if (g->n_seq > 1 && per_seq(nd->op)) {
