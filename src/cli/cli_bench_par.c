@@ -33,7 +33,7 @@ typedef struct par_args {
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench --parallel N [-npp 128] [-ntg 128] [-m MODEL] [--backend %s] [--threads N] [--json]\n"
                "       zinc bench -npl 1,8,32,64 -npp 128 -ntg 128 ...   (lists: every combination, as llama-batched-bench)\n"
-               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0]\n", backend_names());
+               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0] [--profile]\n", backend_names());
 }
 
 /* "1,8,32" -> out[]; 0 on an empty, bad or out-of-range item. */
@@ -61,6 +61,10 @@ static int parse_args(int argc, char **argv, par_args *a) {
             continue;
         }
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
+        if (!strcmp(k, "--profile")) { /* GPU time per op of every step on stderr */
+            a->ea.profile = true;
+            continue;
+        }
         if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
         i++;
         int ok = 1;
