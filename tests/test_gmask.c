@@ -103,17 +103,26 @@ static bool schema_gbnf(const char *schema, char **gbnf) {
     return false;
 }
 
+/* The demo model's tokenizer and its vocabulary trie. */
+static bool demo_vocab(gguf_ctx *gg, zn_tokenizer **tok, zn_vocab_trie *vt) {
+    zn_err err;
+    if (gguf_open(gg, DEMO, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    if (tokenizer_load(tok, gg, &err) || vocab_trie_build(vt, *tok, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
 static void test_masks_demo_vocab(void) {
     gguf_ctx gg;
     zn_err err;
-    if (gguf_open(&gg, DEMO, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
     zn_tokenizer *tok;
-    CHECK(tokenizer_load(&tok, &gg, &err) == ZN_OK);
     zn_vocab_trie vt;
-    CHECK(vocab_trie_build(&vt, tok, &err) == ZN_OK);
+    if (!demo_vocab(&gg, &tok, &vt)) return;
     const int nv = vt.n_vocab;
     char *gbnf;
     if (!schema_gbnf(SCHEMA, &gbnf)) return;
@@ -241,14 +250,9 @@ static int pool_walk(zn_gmask *gm, zn_gmask *fresh, const zn_tokenizer *tok, int
 static void test_pool(void) {
     gguf_ctx gg;
     zn_err err;
-    if (gguf_open(&gg, DEMO, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
     zn_tokenizer *tok;
-    CHECK(tokenizer_load(&tok, &gg, &err) == ZN_OK);
     zn_vocab_trie vt;
-    CHECK(vocab_trie_build(&vt, tok, &err) == ZN_OK);
+    if (!demo_vocab(&gg, &tok, &vt)) return;
     const int nv = vt.n_vocab;
     char *schema;
     if (!schema_gbnf(SCHEMA, &schema)) return;
@@ -309,14 +313,9 @@ static void test_pool(void) {
 static void test_prepare(void) {
     gguf_ctx gg;
     zn_err err;
-    if (gguf_open(&gg, DEMO, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
     zn_tokenizer *tok;
-    CHECK(tokenizer_load(&tok, &gg, &err) == ZN_OK);
     zn_vocab_trie vt;
-    CHECK(vocab_trie_build(&vt, tok, &err) == ZN_OK);
+    if (!demo_vocab(&gg, &tok, &vt)) return;
     const int nv = vt.n_vocab, nw = (nv + 63) / 64;
     char *gbnf;
     if (!schema_gbnf(SCHEMA, &gbnf)) return;
