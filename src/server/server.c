@@ -407,3 +407,7 @@ void server_free(zn_server *s) {
     metrics_free(&s->metrics);
     free(s);
 }
+
+zn_backend_mem server_mem(const zn_server *s) {
+    return s->have_sched ? engine_mem(&s->eng) : (zn_backend_mem){0};
+}
