@@ -3,7 +3,7 @@
  * one step, sequences joining and leaving, a slot reused after a reset)
  * through engine_step on Vulkan, where a step of several sequences is one
  * forward (matmuls over all its rows, attention / KV / conv / delta state
- * per sequence). Each logits row a batched step returns must match
+ * per sequence, or once for all where each sequence decodes one token). Each logits row a batched step returns must match
  *  - the same sequence run alone on Vulkan (engine_decode), and
  *  - the same row of the same plan batched on the CPU backend
  * within the golden tests' bounds (NMSE 1e-5 F32, 1e-4 F16/BF16, 1e-3
@@ -270,6 +270,12 @@ static void test_batched_decode(void) {
     check_batched_decode("qwen35-dense-f32", o, " (q8_0 cache)");
 }
 
+static void test_memory(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/qwen35-dense-q8_0.gguf", shared_path("models/tiny"));
+    bc_check_memory(path, &(zn_engine_opts){.backend = "vulkan", .be = {.n_threads = 2, .device = -1}});
+}
+
 int main(void) {
     char why[sizeof(zn_err) + 32];
     if (vk_absent(why, sizeof why)) {
@@ -280,5 +286,6 @@ int main(void) {
     RUN(test_gemm_path);
     RUN(test_split_attention);
     RUN(test_batched_decode);
+    RUN(test_memory);
     return harness_report("vk_batch");
 }
