@@ -3,7 +3,7 @@
  * one step, sequences joining and leaving, a slot reused after a reset)
  * through engine_step on Vulkan, where a step of several sequences is one
  * forward (matmuls over all its rows, attention / KV / conv / delta state
- * per sequence). Each logits row a batched step returns must match
+ * per sequence, or once for all where each sequence decodes one token). Each logits row a batched step returns must match
  *  - the same sequence run alone on Vulkan (engine_decode), and
  *  - the same row of the same plan batched on the CPU backend
  * within the golden tests' bounds (NMSE 1e-5 F32, 1e-4 F16/BF16, 1e-3
@@ -12,7 +12,9 @@
  * (all at init), and a one-sequence decode step between batched ones is
  * still the replayed recording. One fixture again on the f16 GEMM path
  * (emulated cooperative matrices) from 2 rows on, three with split-K
- * attention from the first keys on. About 4 minutes on lavapipe. No Vulkan
+ * attention from the first keys on. Then batched decode steps (every
+ * sequence one token) at different positions against each sequence alone.
+ * About 5 minutes on lavapipe. No Vulkan
  * device: the suite is skipped. */
 #include <dirent.h>
 
@@ -158,6 +160,116 @@ static void test_split_attention(void) {
     check_fixture_with(dir, "qwen3-dense-f32", o, " (split, attn.comp)");
 }
 
+/* Batched decode (vk_record.c batch_step): a step where every sequence
+ * decodes one token runs rope (with the norm before it and the KV store
+ * after it), the KV store, attention, the DeltaNet conv and delta rule
+ * once for all its sequences,
+ * through the sequence tables, rather than once per sequence. Here
+ * BD_SEQS sequences at different positions, three past t.attn_dec_min
+ * (256) keys, decode BD_STEPS tokens together; each step's row of each
+ * sequence must match the same sequence decoding alone (a copy of its
+ * state, one engine_decode per token) within the bounds above, and every
+ * such step must have taken that path (zn_backend_stats.batched). */
+#define BD_SEQS 8
+#define BD_STEPS 4
+#define BD_CTX 320
+static const int bd_prompt[BD_SEQS] = {1, 9, 40, 64, 130, 255, 262, 300};
+
+static void check_batched_decode(const char *name, zn_backend_opts o, const char *what) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.gguf", shared_path("models/tiny"), name);
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, path, &err) != ZN_OK) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    zn_engine e;
+    zn_engine_opts eo = {.backend = "vulkan", .be = o};
+    if (engine_init(&e, &m, &eo, &err) != ZN_OK) {
+        CHECK_MSG(0, "%s%s: %s", name, what, err.msg);
+        model_free(&m);
+        return;
+    }
+    const int V = m.hp.n_vocab;
+    const double bound = bound_for(name);
+    float *got = malloc(sizeof *got * (size_t)BD_SEQS * BD_STEPS * (size_t)V);
+    float *solo = malloc(sizeof *solo * (size_t)BD_SEQS * BD_STEPS * (size_t)V);
+    static int32_t tok[BD_SEQS][BD_CTX];
+    zn_seq a[BD_SEQS], b[BD_SEQS];
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    bool ok = got && solo;
+    /* the same prompt in a (batched next) and b (alone next) */
+    for (int q = 0; ok && q < BD_SEQS; q++) {
+        for (int i = 0; i < BD_CTX; i++) tok[q][i] = bc_token(q + BC_SEQS, i, V);
+        ok = seq_init(&a[q], &e, BD_CTX, &err) == ZN_OK && seq_init(&b[q], &e, BD_CTX, &err) == ZN_OK &&
+             engine_decode(&e, &a[q], tok[q], bd_prompt[q], NULL, false, &err) == ZN_OK &&
+             seq_copy(&b[q], &a[q], bd_prompt[q], &err) == ZN_OK;
+    }
+    zn_backend_stats s0 = {0}, s1 = {0};
+    if (ok) e.be->stats(e.be_ctx, &s0);
+    for (int k = 0; ok && k < BD_STEPS; k++) {
+        zn_step_item items[BD_SEQS];
+        for (int q = 0; q < BD_SEQS; q++)
+            items[q] = (zn_step_item){.seq = &a[q], .tokens = tok[q] + bd_prompt[q] + k, .n = 1,
+                                      .logits = got + ((size_t)q * BD_STEPS + (size_t)k) * (size_t)V};
+        ok = engine_step(&e, items, BD_SEQS, &err) == ZN_OK;
+    }
+    if (ok) e.be->stats(e.be_ctx, &s1);
+    for (int q = 0; ok && q < BD_SEQS; q++)
+        for (int k = 0; ok && k < BD_STEPS; k++)
+            ok = engine_decode(&e, &b[q], tok[q] + bd_prompt[q] + k, 1,
+                               solo + ((size_t)q * BD_STEPS + (size_t)k) * (size_t)V, false, &err) == ZN_OK;
+    CHECK_MSG(ok, "%s%s: %s", name, what, err.msg);
+    if (ok) {
+        CHECK_MSG(s1.batched - s0.batched == BD_STEPS, "%s%s: %llu of %d steps batched", name, what,
+                  (unsigned long long)(s1.batched - s0.batched), BD_STEPS);
+        CHECK_MSG(s1.pipelines_late == 0, "%s%s: %llu pipelines created after init", name, what,
+                  (unsigned long long)s1.pipelines_late);
+        double worst = 0;
+        int worst_q = 0;
+        for (int q = 0; q < BD_SEQS; q++)
+            for (int k = 0; k < BD_STEPS; k++) {
+                const size_t off = ((size_t)q * BD_STEPS + (size_t)k) * (size_t)V;
+                const double d = bc_nmse(got + off, solo + off, V);
+                if (d > worst) worst = d, worst_q = q;
+            }
+        CHECK_MSG(worst <= bound, "%s%s: worst row NMSE %.3g > %.0e (the sequence at %d) against it alone", name,
+                  what, worst, bound, bd_prompt[worst_q]);
+        if (getenv("ZN_TEST_VERBOSE"))
+            fprintf(stderr, "  %-26s%s batched decode: %d x %d rows, nmse %.3g vs alone\n", name, what, BD_SEQS,
+                    BD_STEPS, worst);
+    }
+    for (int q = 0; q < BD_SEQS; q++) {
+        seq_free(&a[q]);
+        seq_free(&b[q]);
+    }
+    free(got);
+    free(solo);
+    engine_free(&e);
+    model_free(&m);
+}
+
+/* Dense llama / qwen2 / qwen3 (per-head norm fused into rope), the qwen35
+ * hybrids (gated attention between DeltaNet layers, whose conv and delta
+ * states are in the tables too), a quantized one; on attn_dec.comp (the
+ * default past 256 keys), on attn.comp (attn_dec=0), and with the Q8_0
+ * cache (rope, then kv_store.comp, attn.comp on blocks). */
+static void test_batched_decode(void) {
+    static const char *const dense[] = {"llama-dense-f32", "qwen2-dense-f32", "qwen3-dense-f32", "qwen35-dense-f32",
+                                        "qwen3-dense-q4_k_m", "qwen35moe-moe-q8_0"};
+    zn_backend_opts o = backend_default_opts();
+    for (size_t i = 0; i < sizeof dense / sizeof *dense; i++) check_batched_decode(dense[i], o, "");
+    o.tune = "attn_dec=0";
+    check_batched_decode("qwen3-dense-f32", o, " (attn.comp)");
+    check_batched_decode("qwen35-dense-f32", o, " (attn.comp)");
+    o = backend_default_opts();
+    o.kv_type = ZN_KV_Q8_0;
+    check_batched_decode("llama-dense-f32", o, " (q8_0 cache)");
+    check_batched_decode("qwen35-dense-f32", o, " (q8_0 cache)");
+}
+
 static void test_memory(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/qwen35-dense-q8_0.gguf", shared_path("models/tiny"));
@@ -173,6 +285,7 @@ int main(void) {
     RUN(test_all_fixtures);
     RUN(test_gemm_path);
     RUN(test_split_attention);
+    RUN(test_batched_decode);
     RUN(test_memory);
     return harness_report("vk_batch");
 }

@@ -254,7 +254,7 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
     double e = INFINITY;
     if (begin()) {
         zn_status st = vkop_kv_store(&E.o, &E.c, dk.addr, dv.addr, ck.addr, cv.addr, (uint32_t)T, (uint32_t)kdim,
-                                     (uint32_t)vdim, pc_past, sa, "kv", &err);
+                                     (uint32_t)vdim, pc_past, sa, 0, "kv", &err);
         vkcmd_barrier(&E.c);
         if (!st) st = vkop_attn_run(&E.o, &E.c, &a, "attn", &err);
         if (st) fprintf(stderr, "  %s\n", err.msg);
@@ -559,9 +559,9 @@ static void conv1d_case(int T1, int T2) {
     zn_err err = {0};
     bool ok = false;
     if (begin()) {
-        zn_status s1 = vkop_conv1d(&E.o, &E.c, dx.addr, dy.addr, dw.addr, ds.addr, (uint32_t)T1, C, ld, K, "conv", &err);
+        zn_status s1 = vkop_conv1d(&E.o, &E.c, dx.addr, dy.addr, dw.addr, ds.addr, 0, (uint32_t)T1, C, ld, K, "conv", &err);
         vkcmd_barrier(&E.c);
-        zn_status s2 = vkop_conv1d(&E.o, &E.c, dx.addr + 4ull * T1 * ld, dy.addr + 4ull * T1 * ld, dw.addr, ds.addr,
+        zn_status s2 = vkop_conv1d(&E.o, &E.c, dx.addr + 4ull * T1 * ld, dy.addr + 4ull * T1 * ld, dw.addr, ds.addr, 0,
                                    (uint32_t)T2, C, ld, K, "conv", &err);
         if (s1 || s2) fprintf(stderr, "  %s\n", err.msg);
         ok = run() && !s1 && !s2;

@@ -83,6 +83,8 @@ typedef struct zn_backend_stats {
     uint64_t pipelines, pipelines_late; /* compute pipelines created in all, and after init
                                            (inside a step: 0 when init built them all) */
     double prepare_s, submit_s, wait_s, read_s;
+    uint64_t batched;             /* steps of several sequences whose per-sequence ops ran once for all of
+                                     them (vulkan: a batched decode step, vk_record.c batch_step) */
 } zn_backend_stats;
 
 /* Memory a backend context holds now, in bytes (zinc bench -npl, zinc

@@ -81,6 +81,9 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) vkops_set_xq(&c->o, xq.addr, xq.buf ? c->xq_bytes : 0);
     if (!st) st = vkbuf_create(&c->d, &c->io, sizeof(int32_t) * (size_t)opt->max_tokens, VKMEM_HOST, err);
     if (!st) st = vkbuf_create(&c->d, &c->step, sizeof(vkop_step), VKMEM_SHARED, err);
+    if (!st)
+        st = vkbuf_create(&c->d, &c->seqtab, sizeof(vkop_seq_ent) * ZN_MAX_STEP_SEQS * (size_t)m->hp.n_layer,
+                          VKMEM_SHARED, err);
     /* logits of every row of the largest step */
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
@@ -89,7 +92,8 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         st = vkreplay_init(&c->rp, &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);
     /* poll for the end of a step (vkcmd_wait) or block on the fence */
     c->c.poll = c->rp.cmd.poll = c->o.t.poll;
-    if (!st && (!c->step.map || !c->out.map)) st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
+    if (!st && (!c->step.map || !c->seqtab.map || !c->out.map))
+        st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
         vk_free(c);
         return st;
@@ -117,6 +121,7 @@ static void vk_free(void *ctx) {
         c->d.fn.vkDeviceWaitIdle(c->d.dev);
         vkbuf_destroy(&c->d, &c->io);
         vkbuf_destroy(&c->d, &c->step);
+        vkbuf_destroy(&c->d, &c->seqtab);
         vkbuf_destroy(&c->d, &c->out);
         vkbuf_destroy(&c->d, &c->groups);
         vkarena_free(&c->smem);
@@ -265,7 +270,8 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
  * step block before submitting. A step of several sequences (prefill chunks
  * and decode tokens together) is recorded anew each time: its matmuls run
  * over all its rows at once, the per-sequence ops once per sequence with
- * that sequence's state and position (vk_record.c). */
+ * that sequence's state and position, or (rope, the KV store, attention)
+ * once for all when each sequence decodes one token (vk_record.c). */
 static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *const *seqs = (vk_seq *const *)states;
@@ -306,6 +312,7 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     const double t2 = timer_now();
     if (!st) st = vkcmd_wait(cmd, err);
     if (st) c->out_floats = 0;
+    if (!st && !replay) c->stats.batched += c->batch;
     if (decode) {
         const double t3 = timer_now();
         c->stats.steps++;

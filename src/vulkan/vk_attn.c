@@ -72,11 +72,12 @@ uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
 
 zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
                         VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        VkDeviceAddress step, const char *name, zn_err *err) {
+                        VkDeviceAddress step, VkDeviceAddress seqs, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, VKO_KV_STORE, (vkvar){0}, &p, err);
     if (st) return st;
-    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; } pc = {k, v, ck, cv, step, n_tok, kdim, vdim, n_past};
+    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; uint64_t seqs; } pc = {
+        k, v, ck, cv, step, n_tok, kdim, vdim, n_past, seqs};
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
     return ZN_OK;
 }
@@ -97,6 +98,11 @@ uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
     return s;
 }
 
+bool vkop_attn_batch_ok(const vkops *o, uint32_t n_seq, uint32_t n_kv) {
+    const uint32_t s = vkop_attn_splits(o, 1, n_kv);
+    return s == 1 || n_seq >= s;
+}
+
 /* For every step of a context of n_ctx: the most splits times the most
  * tokens that split. */
 uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v) {
@@ -110,6 +116,7 @@ typedef struct attn_push {
     uint64_t q, ck, cv, dst, part, step;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
     float scale;
+    uint64_t seqs; /* attn.comp, attn_dec.comp */
 } attn_push;
 
 /* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
@@ -117,7 +124,7 @@ typedef struct attn_push {
 static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
     const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->t.attn_chunk;
     return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
-                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale};
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale, a->seqs};
 }
 
 /* attn_dec.comp's pipeline for this call: the kind by head dim, the slot
@@ -142,8 +149,11 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (a->hd_k % 32 || a->hd_v % 4)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: attention head dims %u/%u (need multiples of 32/4)", a->hd_k, a->hd_v);
     if (!a->n_head_kv || a->n_head % a->n_head_kv) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u heads / %u kv heads", a->n_head, a->n_head_kv);
+    if (a->seqs && (a->n_tok != 1 || !a->n_seq))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: batched attention of %u sequences, %u tokens each", a->n_seq,
+                       a->n_tok);
     const vkpipe *p = NULL, *pm = NULL;
-    const bool fa = a->n_tok >= o->t.fa_min_tok && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
+    const bool fa = !a->seqs && a->n_tok >= o->t.fa_min_tok && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
                     !(a->hd_k & (a->hd_k - 1));
     /* on matrix products (or their emulation) where a tile config fits and
      * the rows are 16-byte aligned */
@@ -174,13 +184,18 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     }
     vkop_kind dk;
     uint32_t ds;
-    uint32_t n_split = vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
+    /* batched: every sequence unsplit (no partials scratch per sequence) */
+    const uint32_t n_split = a->seqs ? 1 : vkop_attn_splits(o, a->n_tok, a->n_past + a->n_tok);
     const bool dec = a->n_past + a->n_tok > o->t.attn_dec_min && attn_dec_pipe(o, a, &dk, &ds);
     zn_status st = vkops_pipe(o, dec ? dk : VKO_ATTN, (vkvar){.rows_log2 = dec ? ds : 0}, &p, err);
     if (!st) st = vkops_pipe(o, VKO_ATTN_MERGE, (vkvar){0}, &pm, err);
     if (st) return st;
     if (n_split > 1 && !a->part) return zn_errf(err, ZN_ERR_ARG, "vulkan: attention needs split scratch");
     attn_push pc = attn_pc(o, a, n_split);
+    if (a->seqs) {
+        vkcmd_dispatch(c, p, &pc, sizeof pc, dec ? a->n_head_kv : a->n_head, 1, a->n_seq, name);
+        return ZN_OK;
+    }
     if (dec) vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head_kv, n_split, 1, name);
     else vkcmd_dispatch(c, p, &pc, sizeof pc, a->n_head, a->n_tok, n_split, name);
     if (n_split > 1) {

@@ -14,10 +14,12 @@ typedef struct vkfa_cfg { uint32_t hd, br, bc; } vkfa_cfg;
 extern const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG];
 
 /* K/V rows (f32) into f16 caches [pos][kdim] / [pos][vdim] at n_past + r
- * (n_past from the step block when step is not 0). */
+ * (n_past from the step block when step is not 0). With seqs (vk_ops.h
+ * vkop_seq_ent), row r is the token of the table's sequence r, at its row
+ * of k / v, its position and caches (ck, cv, n_past unused). */
 zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
                         VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        VkDeviceAddress step, const char *name, zn_err *err);
+                        VkDeviceAddress step, VkDeviceAddress seqs, const char *name, zn_err *err);
 
 /* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
  * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
@@ -42,9 +44,15 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
 #define ZN_VK_ATTN_DEC_MAX_ROWS 16
 #define ZN_VK_ATTN_SPLIT_TOK 4
 #define ZN_VK_ATTN_MAX_SPLIT 256
+/* With seqs (vk_ops.h vkop_seq_ent): a batched decode step, one token of
+ * each of the table's n_seq sequences, q and dst the step's rows, the
+ * caches and positions the table's; ck, cv, step unused, n_tok 1, n_past
+ * the largest position (it picks the kernel, as for one sequence: attn.comp
+ * up to t.attn_dec_min keys, else attn_dec.comp where that applies), every
+ * sequence unsplit (vkop_attn_batch_ok). */
 typedef struct vkop_attn {
-    VkDeviceAddress q, ck, cv, dst, part, step;
-    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
+    VkDeviceAddress q, ck, cv, dst, part, step, seqs;
+    uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_seq;
     float scale;
 } vkop_attn;
 /* Shared memory bytes of tile config ci on this device, and whether the
@@ -54,6 +62,11 @@ uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci);
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci);
 uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd);
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
+/* Whether n_seq sequences decoding one token each, the longest over n_kv
+ * keys, run as one batched dispatch (seqs): where none of them alone would
+ * split, or where the batch has as many sequences as one of them would have
+ * splits (its grid then at least as wide as theirs, one after the other). */
+bool vkop_attn_batch_ok(const vkops *o, uint32_t n_seq, uint32_t n_kv);
 uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);
 

@@ -40,8 +40,11 @@ typedef struct vk_ctx {
     vkarena smem;                 /* activations, scratch */
     vkbuf io;                     /* host-visible: token ids in */
     vkbuf step;                   /* host-written vkop_step of the current run */
+    vkbuf seqtab;                 /* host-written sequence tables of a batched decode step (vkop_seq_ent):
+                                     ZN_MAX_STEP_SEQS entries per layer */
     vkbuf out;                    /* host-visible: the logits of a run, copied at its end */
     uint64_t out_off, out_floats; /* which activation out holds now (0 floats: none) */
+    bool batch;                   /* the last step recorded is a batched decode step (vk_record.c) */
     vkbuf groups;                 /* host-written vkop_group blocks: [0, cap) per-step recordings, [cap, 2 cap) the replay's */
     uint32_t n_groups, cap_groups, group_base;
     uint64_t next_seq;            /* vk_seq ids */

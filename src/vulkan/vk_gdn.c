@@ -11,16 +11,19 @@ static uint32_t gdn_lanes(const vkops *o) {
 }
 
 zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
-                      VkDeviceAddress state, uint32_t n_tok, uint32_t n_ch, uint32_t ld, uint32_t kernel,
-                      const char *name, zn_err *err) {
+                      VkDeviceAddress state, VkDeviceAddress seqs, uint32_t n_tok, uint32_t n_ch, uint32_t ld,
+                      uint32_t kernel, const char *name, zn_err *err) {
     if (kernel < 1 || kernel > ZN_GDN_MAX_CONV)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: conv kernel %u (1..%d)", kernel, ZN_GDN_MAX_CONV);
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, VKO_CONV1D, (vkvar){0}, &p, err);
     if (st) return st;
-    struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; } pc = {x, y, w, state, n_tok, n_ch, ld, kernel};
+    /* batched: one token per sequence, the sequences along z */
+    const uint32_t nt = seqs ? 1 : n_tok, nz = seqs ? n_tok : 1;
+    struct { uint64_t x, y, w, state; uint32_t n_tok, n_ch, ld, kernel; uint64_t seqs; } pc = {
+        x, y, w, state, nt, n_ch, ld, kernel, seqs};
     /* conv1d.comp: workgroups of small_wg channels x 16 tokens */
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->t.small_wg - 1) / o->t.small_wg, (n_tok + 15) / 16, 1, name);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (n_ch + o->t.small_wg - 1) / o->t.small_wg, (nt + 15) / 16, nz, name);
     return ZN_OK;
 }
 
@@ -33,12 +36,16 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
         uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
         uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw, l2;
         float eps;
-    } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->n_tok, a->h_k, a->h_v, a->d_v,
-            a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps};
+        uint64_t seqs;
+    } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->seqs ? 1 : a->n_tok, a->h_k,
+            a->h_v, a->d_v, a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps, a->seqs};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
-    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes rows each */
+    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes rows each;
+     * batched: the sequences along z */
     const uint32_t rows_wg = 4 * (o->d->info.subgroup_size / gdn_lanes(o));
-    vkops_dispatch_items(o, c, p, &pc, sizeof pc, (a->h_v * a->d_v + rows_wg - 1) / rows_wg, name);
+    uint32_t gx, gy;
+    vkops_grid2(o, (a->h_v * a->d_v + rows_wg - 1) / rows_wg, &gx, &gy);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->seqs ? a->n_tok : 1, name);
     return ZN_OK;
 }
 

@@ -118,4 +118,19 @@ typedef struct vkop_step {
     uint32_t pad[3];
 } vkop_step;
 
+/* The sequence table of a batched decode step (every sequence of the step
+ * decodes one token): the ops with per-sequence state (rope with its
+ * fusions, kv_store, attn, conv1d, gdn) then run once over all the step's sequences
+ * rather than once per sequence, each sequence's workgroups reading its
+ * entry (shaders/seqs.glsl) where a one-sequence dispatch has push
+ * constants. One table per layer (the caches differ by layer); ops take
+ * the layer's table as `seqs`, 0 = one sequence, as before. The host writes
+ * it when it records the step. */
+typedef struct vkop_seq_ent {
+    VkDeviceAddress k, v;     /* the sequence's K and V cache of the layer (recurrent: conv, delta state) */
+    uint32_t row;             /* its row in the step's activations */
+    uint32_t n_past;          /* its position */
+    uint32_t pad[2];
+} vkop_seq_ent;
+
 #endif

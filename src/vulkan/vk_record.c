@@ -38,11 +38,15 @@ static void hazard(vk_ctx *c, const range *rd, int n_rd, const range *wr, int n_
  * the step block the position-dependent shaders read it from (0: n_past
  * as a push constant). A step of one sequence is one segment with the
  * step block (its recording is replayed at later positions); a step of
- * several records their positions (it is recorded anew each time). */
+ * several records their positions (it is recorded anew each time). batch:
+ * all the sequences of a batched decode step at once (batch_step), their
+ * states and positions in the sequence tables; s the first one's, n_past
+ * the largest. */
 typedef struct vk_seg {
     vk_seq *s;
     uint32_t row0, n_rows, n_past;
     VkDeviceAddress step;
+    bool batch;
 } vk_seg;
 
 static VkDeviceAddress act_addr(const vk_ctx *c, const zn_graph *g, int a) {
@@ -149,9 +153,66 @@ static range seg_range(const vk_ctx *c, const zn_graph *g, int a, const vk_seg *
 }
 
 /* Ops with per-sequence state or positions: run once per sequence of the
- * step, on its rows, with its state and position. */
+ * step, on its rows, with its state and position; in a batched decode step
+ * (batch_step) once for all its sequences, through the sequence tables. */
 static bool per_seq(zn_op op) {
     return op == ZN_OP_ROPE || op == ZN_OP_KV_STORE || op == ZN_OP_ATTN || op == ZN_OP_CONV1D || op == ZN_OP_GDN;
+}
+
+/* Layer L's sequence table (vk_ops.h vkop_seq_ent). */
+static VkDeviceAddress seq_table(const vk_ctx *c, int L) {
+    return c->seqtab.addr + sizeof(vkop_seq_ent) * ZN_MAX_STEP_SEQS * (uint64_t)L;
+}
+
+/* Whether step g runs batched: several sequences, one token each, their
+ * attention unsplit (vkop_attn_batch_ok; else it stays per sequence, and
+ * so do the other per_seq ops, since the states' hazards are declared one
+ * way or the other for the whole step). Then writes the sequence tables
+ * (attention layers: the KV caches; recurrent ones: the conv state in k,
+ * the delta state in v) and sets *max_past. The tables are read only by
+ * this step's submit: a step of several sequences is recorded anew each
+ * time and waited for before vk_run returns, so the next one's writes find
+ * them idle. */
+static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t *max_past) {
+    if (g->n_seq < 2 || !c->seqtab.map) return false;
+    uint32_t mp = 0;
+    for (int q = 0; q < g->n_seq; q++) {
+        if (g->seqs[q].n_rows != 1) return false;
+        if ((uint32_t)g->seqs[q].n_past > mp) mp = (uint32_t)g->seqs[q].n_past;
+    }
+    if (!vkop_attn_batch_ok(&c->o, (uint32_t)g->n_seq, mp + 1)) return false;
+    vkop_seq_ent *t = (vkop_seq_ent *)c->seqtab.map;
+    for (int L = 0; L < c->m->hp.n_layer; L++) {
+        const bool rec = c->m->layers[L].recurrent;
+        for (int q = 0; q < g->n_seq; q++) {
+            const vk_seq *s = states[q];
+            t[(size_t)L * ZN_MAX_STEP_SEQS + (size_t)q] = (vkop_seq_ent){
+                .k = rec ? s->conv[L].addr : s->k[L], .v = rec ? s->delta[L].addr : s->v[L],
+                .row = (uint32_t)g->seqs[q].row0, .n_past = (uint32_t)g->seqs[q].n_past};
+        }
+    }
+    *max_past = mp;
+    return true;
+}
+
+/* In a batched step, layer L's K (v = 0) or V (v = 1) caches of all its
+ * sequences (recurrent layers: the conv and delta states) as one range of
+ * addresses no memory has (above any device address): every access the
+ * step's recording makes to them is one of its batched ops, so those order
+ * among themselves exactly as they would on the states' own ranges, which
+ * are too many to declare (VK_HAZARDS). */
+#define VK_KV_STANDIN (1ull << 62)
+static range batch_kv_range(int L, int v) {
+    const uint64_t lo = VK_KV_STANDIN + 2ull * (uint64_t)L + (uint64_t)v;
+    return (range){lo, lo + 1};
+}
+
+/* Layer L's K (v = 0) or V (v = 1) cache of sg's sequence, b bytes per
+ * position; batched: the stand-in of all of them. */
+static range kv_range(const vk_seg *sg, int L, int v, uint64_t b) {
+    if (sg->batch) return batch_kv_range(L, v);
+    const VkDeviceAddress a = v ? sg->s->v[L] : sg->s->k[L];
+    return (range){a, a + b * (uint64_t)sg->s->n_ctx};
 }
 
 /* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
@@ -178,10 +239,11 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
     case ZN_OP_ROPE: {
         const zn_rope_params *rp = &n->rope;
+        /* batched: kc, vc (s the first sequence) only say "store" */
         vkop_rope a = {.x = seg_addr(c, g, n->dst, sg), .ff = waddr(c, n->w[0]), .n_tok = sg->n_rows,
                        .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
                        .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
-                       .n_past = sg->n_past, .step = sg->step,
+                       .n_past = sg->n_past, .step = sg->step, .seqs = sg->batch ? seq_table(c, L) : 0,
                        .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
                        .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
         const int i = (int)(n - g->nodes);
@@ -203,11 +265,12 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     case ZN_OP_KV_STORE:
         return vkop_kv_store(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->src[1], sg), s->k[L],
                              s->v[L], sg->n_rows, (uint32_t)x->cols, (uint32_t)g->acts[n->src[1]].cols, sg->n_past,
-                             sg->step, n->tag, err);
+                             sg->step, sg->batch ? seq_table(c, L) : 0, n->tag, err);
     case ZN_OP_ATTN: {
         vkop_attn a = {.q = seg_addr(c, g, n->src[0], sg), .ck = s->k[L], .cv = s->v[L],
                        .dst = seg_addr(c, g, n->dst, sg), .part = c->part.addr, .step = sg->step,
-                       .n_tok = sg->n_rows, .n_past = sg->n_past, .n_head = (uint32_t)n->attn.n_head,
+                       .seqs = sg->batch ? seq_table(c, L) : 0, .n_seq = sg->batch ? sg->n_rows : 0,
+                       .n_tok = sg->batch ? 1 : sg->n_rows, .n_past = sg->n_past, .n_head = (uint32_t)n->attn.n_head,
                        .n_head_kv = (uint32_t)n->attn.n_head_kv, .hd_k = (uint32_t)n->attn.hd_k,
                        .hd_v = (uint32_t)n->attn.hd_v, .scale = n->attn.scale};
         return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
@@ -243,8 +306,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     }
     case ZN_OP_CONV1D:
         return vkop_conv1d(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->dst, sg),
-                           waddr(c, n->w[0]), s->conv[L].addr, sg->n_rows, (uint32_t)x->cols, (uint32_t)x->cols,
-                           (uint32_t)n->w[0]->ne[0], n->tag, err);
+                           waddr(c, n->w[0]), s->conv[L].addr, sg->batch ? seq_table(c, L) : 0, sg->n_rows,
+                           (uint32_t)x->cols, (uint32_t)x->cols, (uint32_t)n->w[0]->ne[0], n->tag, err);
     case ZN_OP_GDN: {
         const uint32_t hk = (uint32_t)n->gdn.h_k, hv = (uint32_t)n->gdn.h_v, dk = (uint32_t)n->gdn.d_k,
                        dv = (uint32_t)n->gdn.d_v;
@@ -253,7 +316,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
                       .beta = seg_addr(c, g, n->src[2], sg), .state = s->delta[L].addr, .dst = seg_addr(c, g, n->dst, sg),
                       .dt_bias = waddr(c, n->w[0]), .a = waddr(c, n->w[1]), .n_tok = sg->n_rows, .h_k = hk,
                       .h_v = hv, .d_k = dk, .d_v = dv, .ld_qk = (uint32_t)x->cols, .ld_v = (uint32_t)x->cols,
-                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps};
+                      .ld_o = (uint32_t)y->cols, .ld_g = hv, .gate_raw = true, .l2 = true, .eps = n->gdn.eps,
+                      .seqs = sg->batch ? seq_table(c, L) : 0};
         return vkop_gdn_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_GATHER_ROWS: { /* a copy per row: steps of several sequences, recorded anew each time */
@@ -301,16 +365,15 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
         rd[nr++] = NODE_RANGE(kv->src[1]);
         nw = 0;
-        wr[nw++] = (range){s->k[n->layer], s->k[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_k};
-        wr[nw++] = (range){s->v[n->layer], s->v[n->layer] + 2ull * s->n_ctx * hp->n_head_kv * hp->head_dim_v};
+        wr[nw++] = kv_range(sg, n->layer, 0, 2ull * hp->n_head_kv * hp->head_dim_k);
+        wr[nw++] = kv_range(sg, n->layer, 1, 2ull * hp->n_head_kv * hp->head_dim_v);
     }
 #undef NODE_RANGE
     if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
         /* the layer's whole cache, conservatively */
         const uint64_t kb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_k);
         const uint64_t vb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_v);
-        range kr = {s->k[n->layer], s->k[n->layer] + kb * (uint64_t)s->n_ctx};
-        range vr = {s->v[n->layer], s->v[n->layer] + vb * (uint64_t)s->n_ctx};
+        const range kr = kv_range(sg, n->layer, 0, kb), vr = kv_range(sg, n->layer, 1, vb);
         if (n->op == ZN_OP_KV_STORE) {
             nw = 0; /* dst is K itself, only read */
             wr[nw++] = kr;
@@ -323,14 +386,16 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
     /* split-K partials: one scratch for all the step's sequences, so a
      * second sequence's split waits for the first one's merge (one
      * sequence: the op's own barrier orders its split and merge) */
-    if (n->op == ZN_OP_ATTN && g->n_seq > 1 && vkop_attn_splits(&c->o, sg->n_rows, sg->n_past + sg->n_rows) > 1) {
+    if (n->op == ZN_OP_ATTN && g->n_seq > 1 && !sg->batch &&
+        vkop_attn_splits(&c->o, sg->n_rows, sg->n_past + sg->n_rows) > 1) {
         const range pr = {c->part.addr, c->part.addr + sizeof(float) * c->part_floats};
         rd[nr++] = pr;
         wr[nw++] = pr;
     }
     const vkref *st = n->op == ZN_OP_CONV1D ? s->conv : n->op == ZN_OP_GDN ? s->delta : NULL;
     if (st) { /* read and written in place */
-        range r = {st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
+        const range r = sg->batch ? batch_kv_range(n->layer, n->op == ZN_OP_GDN)
+                                  : (range){st[n->layer].addr, st[n->layer].addr + st[n->layer].size};
         rd[nr++] = r;
         wr[nw++] = r;
     }
@@ -370,7 +435,8 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
  * after plan_fusions. Ops on rows run once over the whole step (the
  * weights read once); per_seq ops once per sequence, its dispatches
  * after one another without barriers between them (they touch disjoint
- * rows and states). */
+ * rows and states), but in a batched decode step (batch_step) once for
+ * all. */
 static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t group_base, zn_err *err) {
     zn_status st = ZN_OK;
     c->n_rd = c->n_wr = 0;
@@ -378,6 +444,10 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *
     c->group_base = group_base;
     const vk_seg whole = {.s = states[0], .row0 = 0, .n_rows = (uint32_t)g->n_tokens, .n_past = (uint32_t)g->n_past,
                           .step = c->step.addr};
+    uint32_t max_past = 0;
+    const bool batch = batch_step(c, states, g, &max_past);
+    c->batch = batch;
+    const vk_seg all = {.s = states[0], .row0 = 0, .n_rows = (uint32_t)g->n_tokens, .n_past = max_past, .batch = true};
     int xq_src = -1; /* the x activation the last matmul read (its quantised copy may serve the next) */
     for (int i = 0; i < g->n_nodes && !st; i++) {
         if (c->plan.skip[i]) continue;
@@ -389,6 +459,9 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *
         if (n > 1) {
             for (int k = 0; k < n; k++) node_hazards(c, &whole, g, &g->nodes[i + k]);
             st = run_group(c, g, i, n, err);
+        } else if (batch && per_seq(nd->op)) { /* all sequences in one dispatch */
+            node_hazards(c, &all, g, nd);
+            st = run_node(c, &all, g, nd, err);
         } else if (g->n_seq > 1 && per_seq(nd->op)) {
             for (int q = 0; q < g->n_seq && !st; q++) {
                 const zn_step_seq *ss = &g->seqs[q];

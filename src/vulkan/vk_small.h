@@ -18,14 +18,17 @@ zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkD
                     VkDeviceAddress z, uint32_t group, uint32_t n_groups, float eps, const char *name, zn_err *err);
 
 /* ZN_OP_ROPE in place on [n_tok][row_stride] rows holding n_heads heads of
- * head_dim; mode: zn_rope_mode values; ff: frequency factors or 0.
+ * head_dim; mode: zn_rope_mode values; ff: frequency factors or 0;
+ * sections below 256. With seqs (vk_ops.h vkop_seq_ent), row r is the
+ * token of the table's sequence r, at its row of x / src / v, its
+ * position and caches (n_past, kc, vc then only say whether to store).
  * Fusions: with nw, x is first computed as the per-head RMS norm of src
  * (times nw, eps); with kc, the result goes to the f16 K cache [pos][n_heads
  * * head_dim] at n_past + r instead of x, and the V rows (v [n_tok][vdim])
  * are copied into the V cache vc. */
 typedef struct vkop_rope {
     VkDeviceAddress x, ff, step;
-    VkDeviceAddress src, nw, kc, v, vc;
+    VkDeviceAddress src, nw, kc, v, vc, seqs;
     uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, vdim;
     int sections[4];
     float freq_base, freq_scale, eps;

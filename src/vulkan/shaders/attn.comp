@@ -13,9 +13,12 @@
 // every position of its split count; n_past comes from the step block
 // (vk_ops.h vkop_step) when step is set. chunk 0: ceil(keys / n_split), for
 // any split count (the rule of attn_dec.comp, vk_ops.c vkop_attn_splits).
-// KVQ: the cache in Q8_0 blocks (kvq.glsl), dequantized as read.
+// KVQ: the cache in Q8_0 blocks (kvq.glsl), dequantized as read. seqs set:
+// a batched decode step (seqs.glsl), one token per sequence, unsplit; the
+// workgroup's z is the sequence, q and dst are the step's whole rows.
 #include "common.glsl"
 #include "kvq.glsl"
+#include "seqs.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint KVQ = 0;
@@ -28,6 +31,7 @@ layout(push_constant) uniform PC {
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     uint chunk, n_split;                  // chunk: keys per split (0: derived)
     float scale;
+    uint64_t seqs;                        // 0: one sequence (the fields above)
 } p;
 
 shared float qs[MAXD];
@@ -63,15 +67,21 @@ vec4 h4(uint64_t a) { // 4 halves at an 8-byte aligned address
 }
 
 void main() {
-    const uint h = gl_WorkGroupID.x, r = gl_WorkGroupID.y, sp = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+    const uint h = gl_WorkGroupID.x, r = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
     const uint kvh = h / (p.n_head / p.n_head_kv);
     const uint kdim = p.n_head_kv * p.hd_k, vdim = p.n_head_kv * p.hd_v;
-    const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    uint sp = gl_WorkGroupID.z, qr = r; // qr: the row of q and dst
+    uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    uint64_t ck = p.ck, cv = p.cv;
+    if (p.seqs != 0) {
+        const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
+        sp = 0u, qr = e.row, n_past = e.n_past, ck = e.k, cv = e.v;
+    }
     const uint end = n_past + r + 1u;
     const uint chunk = p.chunk != 0u ? p.chunk : (n_past + p.n_tok + p.n_split - 1u) / p.n_split;
     const uint j0 = sp * chunk, j1 = min(j0 + chunk, end);
 
-    for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[r * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
+    for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[qr * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
     barrier();
 
     const uint DG = p.hd_v / 4u, KG = WG / DG, kg = tid / DG, dg = tid % DG; // output split (hd_v % 4 == 0)
@@ -84,8 +94,8 @@ void main() {
             const uint key = kb + tid / 8u;
             float a = 0.0;
             if (key < nk) {
-                const uint64_t kr = p.ck + 2ul * ((jt + key) * kdim + kvh * p.hd_k + sub * per);
-                const uint64_t kq = kvq_row(p.ck, jt + key, kdim);
+                const uint64_t kr = ck + 2ul * ((jt + key) * kdim + kvh * p.hd_k + sub * per);
+                const uint64_t kq = kvq_row(ck, jt + key, kdim);
                 for (uint d = 0; d < per; d += 4u) {
                     vec4 kv = KVQ != 0u ? kvq4(kq, kvh * p.hd_k + sub * per + d) : h4(kr + 2u * d);
                     const uint qd = sub * per + d;
@@ -109,8 +119,8 @@ void main() {
         barrier();
         if (kg < KG) {
             for (uint jj = kg; jj < nk; jj += KG)
-                o += ps[jj] * (KVQ != 0u ? kvq4(kvq_row(p.cv, jt + jj, vdim), kvh * p.hd_v + 4u * dg)
-                                         : h4(p.cv + 2ul * ((jt + jj) * vdim + kvh * p.hd_v + 4u * dg)));
+                o += ps[jj] * (KVQ != 0u ? kvq4(kvq_row(cv, jt + jj, vdim), kvh * p.hd_v + 4u * dg)
+                                         : h4(cv + 2ul * ((jt + jj) * vdim + kvh * p.hd_v + 4u * dg)));
         }
         barrier();
     }
@@ -120,7 +130,7 @@ void main() {
     for (uint g = 1; g < KG; g++) o += osum[g * DG + tid];
     const uint d = 4u * tid;
     if (p.n_split == 1u) {
-        const uint ob = r * p.n_head * p.hd_v + h * p.hd_v + d;
+        const uint ob = qr * p.n_head * p.hd_v + h * p.hd_v + d;
         for (uint i = 0; i < 4u; i++) F32(p.dst).v[ob + i] = o[i] / l;
     } else {
         // partial record: [m, l, o[hd_v]] at ((r * n_head + h) * n_split + sp)

@@ -19,7 +19,10 @@
 // attn_merge.comp, an empty one writes l = 0. The keys per split are derived
 // here from the position (step block), ceil(keys / n_split), so a recorded
 // dispatch holds for any position and the host may pick any split count.
+// seqs set: a batched decode step (seqs.glsl), one token per sequence,
+// unsplit; the workgroup's z is the sequence, q and dst the step's rows.
 #include "common.glsl"
+#include "seqs.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
 layout(constant_id = 0) const uint WG = 128;
@@ -40,7 +43,11 @@ layout(push_constant) uniform PC {
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     uint chunk, n_split; // chunk: unused (derived)
     float scale;
+    uint64_t seqs;       // 0: one sequence (the fields above)
 } p;
+
+uint64_t ck, cv; // the caches: p's, or the sequence's
+uint row0;       // the first row of q and dst
 
 shared vec4 qs[ROWS * QS]; // scaled query rows; at the end the output sums
 shared float ss[ROWS * TK]; // scores, then probabilities
@@ -54,7 +61,7 @@ void load_k(uint kvh, uint kdim, uint jt, uint nk) {
     const uint tid = gl_LocalInvocationID.x, sub = tid % KL;
     [[unroll]] for (uint i = 0; i < KPT; i++) {
         const uint key = i * (WG / KL) + tid / KL;
-        const uint64_t row = p.ck + 2ul * (uint64_t(jt + key) * kdim + kvh * HD);
+        const uint64_t row = ck + 2ul * (uint64_t(jt + key) * kdim + kvh * HD);
         [[unroll]] for (uint c = 0; c < CPL; c++) {
             kr[i][c] = uvec4(0);
             if (key < nk) kr[i][c] = U32x4(row + 16ul * (c * KL + sub)).v[0];
@@ -68,7 +75,7 @@ void load_v(uint kvh, uint vdim, uint jt, uint nk) {
     [[unroll]] for (uint i = 0; i < VPT; i++) {
         const uint key = kg + i * KG;
         vr[i] = uvec2(0);
-        if (key < nk) vr[i] = U32x2(p.cv + 2ul * (uint64_t(jt + key) * vdim + kvh * HD + 4u * dg)).v[0];
+        if (key < nk) vr[i] = U32x2(cv + 2ul * (uint64_t(jt + key) * vdim + kvh * HD + 4u * dg)).v[0];
     }
 }
 
@@ -76,7 +83,12 @@ void main() {
     const uint kvh = gl_WorkGroupID.x, sp = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
     const uint G = p.n_head / p.n_head_kv, R = G * p.n_tok;
     const uint kdim = p.n_head_kv * HD, vdim = kdim;
-    const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    ck = p.ck, cv = p.cv, row0 = 0u;
+    if (p.seqs != 0) {
+        const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
+        ck = e.k, cv = e.v, row0 = e.row, n_past = e.n_past;
+    }
     const uint n_kv = n_past + p.n_tok;
     const uint chunk = (n_kv + p.n_split - 1u) / p.n_split;
     const uint j0 = sp * chunk, j1 = min(j0 + chunk, n_kv);
@@ -90,7 +102,7 @@ void main() {
         const uint r = i / QS, c = i % QS;
         vec4 v = vec4(0.0);
         if (r < R) {
-            const uint b = ((r / G) * p.n_head + kvh * G + r % G) * HD + 4u * c;
+            const uint b = ((row0 + r / G) * p.n_head + kvh * G + r % G) * HD + 4u * c;
             v = vec4(F32(p.q).v[b], F32(p.q).v[b + 1u], F32(p.q).v[b + 2u], F32(p.q).v[b + 3u]) * p.scale;
         }
         qs[i] = v;
@@ -172,7 +184,7 @@ void main() {
         const uint r = i / DG, d = 4u * (i % DG), t = r / G, h = kvh * G + r % G;
         const vec4 v = qs[i];
         if (p.n_split == 1u) {
-            const uint ob = (t * p.n_head + h) * HD + d;
+            const uint ob = ((row0 + t) * p.n_head + h) * HD + d;
             for (uint c = 0; c < 4u; c++) F32(p.dst).v[ob + c] = v[c] / lrow[r];
         } else {
             // partial record: [m, l, o[HD]] at ((t * n_head + h) * n_split + sp)

@@ -11,8 +11,11 @@
 // With l2 set, q and k are first scaled by 1/sqrt(sum(x^2) + eps) (graph.h
 // ZN_OP_GDN). Gates: with gate_raw set, g and beta are computed here from
 // the raw projections (gdn_gates: g = softplus(alpha + dt_bias) a,
-// beta = sigmoid(beta_raw)); else read ready-made.
+// beta = sigmoid(beta_raw)); else read ready-made. seqs set: a batched
+// decode step (seqs.glsl: the state in v), one token per sequence, the
+// workgroup's z the sequence, q, k, v, g, beta and dst the step's rows.
 #include "common.glsl"
+#include "seqs.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint SG = 32;   // the subgroup size the pipeline requires
@@ -29,6 +32,7 @@ layout(push_constant) uniform PC {
     uint ld_qk, ld_v, ld_o, ld_g;
     uint gate_raw, l2;
     float eps;
+    uint64_t seqs;                // 0: one sequence (the fields above)
 } p;
 
 float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
@@ -47,8 +51,14 @@ void main() {
     const uint row = live ? row_ : n_rows - 1u;
     const uint h = row / p.d_v, j = row % p.d_v, hk = h % p.h_k;
     const uint sb = row * DK;
+    uint64_t state = p.state;
+    uint r0 = 0u; // the first row of the inputs and dst
+    if (p.seqs != 0) {
+        const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
+        state = e.v, r0 = e.row;
+    }
     float S[PL];
-    for (uint m = 0; m < PL; m++) S[m] = F32(p.state).v[sb + li + LPR * m];
+    for (uint m = 0; m < PL; m++) S[m] = F32(state).v[sb + li + LPR * m];
     const float qscale = 1.0 / sqrt(float(DK));
     float dtb = 0.0, ah = 0.0;
     if (p.gate_raw != 0u) {
@@ -65,14 +75,14 @@ void main() {
         const float cv = nv;
         float g = ng, b = nb;
         if (t < p.n_tok) {
-            ng = F32(p.g).v[t * p.ld_g + h];
-            nb = F32(p.beta).v[t * p.ld_g + h];
-            const uint kb = t * p.ld_qk + hk * DK;
+            ng = F32(p.g).v[(r0 + t) * p.ld_g + h];
+            nb = F32(p.beta).v[(r0 + t) * p.ld_g + h];
+            const uint kb = (r0 + t) * p.ld_qk + hk * DK;
             for (uint m = 0; m < PL; m++) {
                 nk[m] = F32(p.k).v[kb + li + LPR * m];
                 nq[m] = F32(p.q).v[kb + li + LPR * m];
             }
-            nv = F32(p.v).v[t * p.ld_v + h * p.d_v + j];
+            nv = F32(p.v).v[(r0 + t) * p.ld_v + h * p.d_v + j];
         }
         if (t == 0u) continue;   // the first pass only loads token 0
         if (p.gate_raw != 0u) {
@@ -105,8 +115,8 @@ void main() {
             o4[m % 4u] = fma(S[m], cq[m], o4[m % 4u]);
         }
         const float o = cluster_add((o4.x + o4.y) + (o4.z + o4.w));
-        if (live && li == 0u) F32(p.dst).v[(t - 1u) * p.ld_o + h * p.d_v + j] = o * qn;
+        if (live && li == 0u) F32(p.dst).v[(r0 + t - 1u) * p.ld_o + h * p.d_v + j] = o * qn;
     }
     if (live)
-        for (uint m = 0; m < PL; m++) F32(p.state).v[sb + li + LPR * m] = S[m];
+        for (uint m = 0; m < PL; m++) F32(state).v[sb + li + LPR * m] = S[m];
 }

@@ -4,9 +4,12 @@
 // from the step block (vk_ops.h vkop_step) when step is set. KVQ: Q8_0
 // blocks instead (kvq.glsl), one thread per block, rounded as the CPU
 // backend does (quant.c act_q8_0: d = amax / 127, codes x * 127 / amax to
-// nearest even).
+// nearest even). seqs set: a batched decode step (seqs.glsl), row r the one
+// token of sequence r of the table, at its row of k / v, its position, into
+// its caches.
 #include "common.glsl"
 #include "kvq.glsl"
+#include "seqs.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint KVQ = 0;
@@ -29,19 +32,25 @@ void put_q8(uint64_t src, uint64_t row, uint n) {
 layout(push_constant) uniform PC {
     uint64_t k, v, ck, cv, step;
     uint n_tok, kdim, vdim, n_past;
+    uint64_t seqs;                        // 0: one sequence (the fields above)
 } p;
 
 void main() {
-    const uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (r >= p.n_tok) return;
-    const uint pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
+    uint pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
+    uint64_t ck = p.ck, cv = p.cv;
+    if (p.seqs != 0) {
+        const SeqEnt e = SeqTab(p.seqs).v[r];
+        r = e.row, pos = e.n_past, ck = e.k, cv = e.v;
+    }
     if (KVQ != 0u) {
-        put_q8(p.k + 4ul * r * p.kdim, kvq_row(p.ck, pos, p.kdim), p.kdim);
-        put_q8(p.v + 4ul * r * p.vdim, kvq_row(p.cv, pos, p.vdim), p.vdim);
+        put_q8(p.k + 4ul * r * p.kdim, kvq_row(ck, pos, p.kdim), p.kdim);
+        put_q8(p.v + 4ul * r * p.vdim, kvq_row(cv, pos, p.vdim), p.vdim);
         return;
     }
     for (uint i = gl_LocalInvocationID.x; i < p.kdim; i += WG)
-        F16(p.ck).v[pos * p.kdim + i] = float16_t(F32(p.k).v[r * p.kdim + i]);
+        F16(ck).v[pos * p.kdim + i] = float16_t(F32(p.k).v[r * p.kdim + i]);
     for (uint i = gl_LocalInvocationID.x; i < p.vdim; i += WG)
-        F16(p.cv).v[pos * p.vdim + i] = float16_t(F32(p.v).v[r * p.vdim + i]);
+        F16(cv).v[pos * p.vdim + i] = float16_t(F32(p.v).v[r * p.vdim + i]);
 }

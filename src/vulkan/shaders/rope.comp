@@ -7,8 +7,12 @@
 // (write the head as f16 into the K cache row n_past + r instead of back to
 // x, and copy the token's V row into the V cache). n_past comes from the step
 // block (vk_ops.h vkop_step) when step is set, so a recorded decode step can
-// be replayed at later positions.
+// be replayed at later positions. seqs set: a batched decode step
+// (seqs.glsl), row r the one token of sequence r of the table, at its row
+// of x / src / v, its position, into its caches (kc, vc then only say
+// whether to store).
 #include "common.glsl"
+#include "seqs.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
@@ -20,24 +24,34 @@ layout(push_constant) uniform PC {
     uint64_t x, src, ff, nw, kc, v, vc;   // ff, nw, kc, v: 0 = unused
     uint64_t step;                        // 0: n_past below
     uint n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past;
-    uint sec0, sec1, sec2, sec3, vdim;
+    uint secs, vdim;                      // secs: the 4 IMRoPE sections, 8 bits each
     float theta_scale, freq_scale, eps;
+    uint64_t seqs;                        // 0: one sequence (the fields above)
 } p;
+
+uint64_t kc, vc; // the caches: p's, or the sequence's
 
 #define ROPE_NORM 0u
 #define ROPE_NEOX 1u
 #define ROPE_IMROPE 2u
 
 void put(uint pos, uint r, uint h, uint d, float val) {
-    if (p.kc != 0) F16(p.kc).v[pos * p.n_heads * p.head_dim + h * p.head_dim + d] = float16_t(val);
+    if (kc != 0) F16(kc).v[pos * p.n_heads * p.head_dim + h * p.head_dim + d] = float16_t(val);
     else F32(p.x).v[r * p.row_stride + h * p.head_dim + d] = val;
 }
 
 void main() {
     const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (wg >= p.n_tok * p.n_heads) return;
-    const uint r = wg / p.n_heads, h = wg % p.n_heads, tid = gl_LocalInvocationID.x;
-    const uint row_pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
+    const uint h = wg % p.n_heads, tid = gl_LocalInvocationID.x;
+    uint r = wg / p.n_heads, row_pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
+    kc = p.kc, vc = p.vc;
+    if (p.seqs != 0) {
+        const SeqEnt e = SeqTab(p.seqs).v[r];
+        r = e.row, row_pos = e.n_past;
+        if (kc != 0) kc = e.k;
+        if (vc != 0) vc = e.v;
+    }
     const uint base = r * p.row_stride + h * p.head_dim, half_ = p.n_rot / 2u;
     float inv[1];
     inv[0] = 0.0;
@@ -52,8 +66,10 @@ void main() {
     for (uint i = tid; i < half_; i += WG) {
         float pos = float(row_pos);
         if (p.mode == ROPE_IMROPE) {
-            uint s = i % (p.sec0 + p.sec1 + p.sec2 + p.sec3), m = s % 3u;
-            bool live = (m == 0u && s < 3u * p.sec0) || (m == 1u && s < 3u * p.sec1) || (m == 2u && s < 3u * p.sec2);
+            const uint sec0 = p.secs & 255u, sec1 = (p.secs >> 8) & 255u, sec2 = (p.secs >> 16) & 255u;
+            const uint sec3 = p.secs >> 24;
+            uint s = i % (sec0 + sec1 + sec2 + sec3), m = s % 3u;
+            bool live = (m == 0u && s < 3u * sec0) || (m == 1u && s < 3u * sec1) || (m == 2u && s < 3u * sec2);
             if (!live) pos = 0.0;
         }
         float th = pos;
@@ -72,15 +88,15 @@ void main() {
         put(row_pos, r, h, d1, a * sn + b * c);
     }
     // dims past n_rot pass through (they still need the norm / the cache)
-    if (p.nw != 0 || p.kc != 0)
+    if (p.nw != 0 || kc != 0)
         for (uint d = p.n_rot + tid; d < p.head_dim; d += WG) {
             float a = F32(p.src).v[base + d];
             if (p.nw != 0) a *= inv[0] * F32(p.nw).v[d];
             put(row_pos, r, h, d, a);
         }
-    if (p.vc != 0) {
+    if (vc != 0) {
         const uint hv = p.vdim / p.n_heads;
         for (uint d = tid; d < hv; d += WG)
-            F16(p.vc).v[row_pos * p.vdim + h * hv + d] = float16_t(F32(p.v).v[r * p.vdim + h * hv + d]);
+            F16(vc).v[row_pos * p.vdim + h * hv + d] = float16_t(F32(p.v).v[r * p.vdim + h * hv + d]);
     }
 }
