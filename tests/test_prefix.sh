@@ -201,7 +201,8 @@ print(len(a), len(b), p // 256 * 256)")"
     "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']") $(($(metric reused_tokens) - r0)) $(metric hits)"
   expect "$n: B same tokens and logprobs as cold" "$want" "$(jq_ "$out")"
   stop
-  start "$n-borrow" -m "$HYBRID" --backend "$be" --threads 2 --parallel 2 --ctx 2048
+  # a long context: the demo model decodes C fast on the CPU, and C must still run when B comes
+  start "$n-borrow" -m "$HYBRID" --backend "$be" --threads 2 --parallel 2 --ctx 16384
   hold "$(pj c)" "$n"
   local c0; c0=$(metric copied_tokens); r0=$(metric reused_tokens)
   expect "$n: B beside C" 200 "$(post "$(gen "$(pj b)" '"logprobs":2')")"
