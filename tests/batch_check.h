@@ -167,4 +167,60 @@ static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
     return ok;
 }
 
+/* engine_mem on backend eo of the hybrid fixture path (KV caches and
+ * recurrent states): no sequence at first; three sequences (contexts 64,
+ * 64, 128) counted with their bytes; a context twice as long adds exactly
+ * its KV rows (f16: 2 bytes a value, K and V of every attention layer; the
+ * CPU holds exactly that plus the recurrent states); freeing gives the
+ * bytes back. */
+static inline void bc_check_memory(const char *path, const zn_engine_opts *eo) {
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, path, &err) != ZN_OK) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    zn_engine e;
+    if (engine_init(&e, &m, eo, &err) != ZN_OK) {
+        CHECK_MSG(0, "%s (%s): %s", path, eo->backend, err.msg);
+        model_free(&m);
+        return;
+    }
+    const zn_hparams *hp = &m.hp;
+    const int n_attn = model_n_attn_layers(&m), n_recr = hp->n_layer - n_attn;
+    const uint64_t row = 2ull * (uint64_t)hp->n_head_kv * (uint64_t)(hp->head_dim_k + hp->head_dim_v);
+    const uint64_t recr = 4ull * ((2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1) +
+                                  (uint64_t)hp->ssm_d_inner * (uint64_t)hp->ssm_d_state);
+    CHECK(n_attn > 0 && n_recr > 0);
+    zn_backend_mem m0 = engine_mem(&e);
+    CHECK_MSG(m0.weights > 0 && m0.scratch > 0 && m0.seqs == 0 && m0.n_seqs == 0, "%s: before any sequence: weights %llu, "
+              "scratch %llu, %d sequences of %llu", eo->backend, (unsigned long long)m0.weights,
+              (unsigned long long)m0.scratch, m0.n_seqs, (unsigned long long)m0.seqs);
+    zn_seq a, b, c;
+    CHECK(seq_init(&a, &e, 64, &err) == ZN_OK);
+    const zn_backend_mem m1 = engine_mem(&e);
+    CHECK(seq_init(&b, &e, 64, &err) == ZN_OK);
+    CHECK(seq_init(&c, &e, 128, &err) == ZN_OK);
+    const zn_backend_mem m3 = engine_mem(&e);
+    const uint64_t one = m1.seqs, longer = m3.seqs - 2 * one;
+    CHECK_EQ_INT(m1.n_seqs, 1);
+    CHECK_EQ_INT(m3.n_seqs, 3);
+    CHECK_MSG(one >= 64 * n_attn * row + n_recr * recr, "%s: a 64-token sequence holds %llu bytes, less than its "
+              "caches and states (%llu)", eo->backend, (unsigned long long)one,
+              (unsigned long long)(64 * n_attn * row + n_recr * recr));
+    if (!strcmp(eo->backend, "cpu")) CHECK(one == 64 * n_attn * row + n_recr * recr);
+    CHECK_MSG(longer - one == 64 * n_attn * row, "%s: 64 more positions hold %lld bytes more, not %llu", eo->backend,
+              (long long)(longer - one), (unsigned long long)(64 * n_attn * row));
+    CHECK(m3.weights == m0.weights);
+    seq_free(&b);
+    const zn_backend_mem m2 = engine_mem(&e);
+    CHECK(m2.n_seqs == 2 && m2.seqs == m3.seqs - one);
+    seq_free(&a);
+    seq_free(&c);
+    const zn_backend_mem mz = engine_mem(&e);
+    CHECK(mz.n_seqs == 0 && mz.seqs == 0);
+    engine_free(&e);
+    model_free(&m);
+}
+
 #endif

@@ -6,10 +6,16 @@
 # with its time. Then every failed check ("failed: TEST: message") and every
 # skip ("skipped: TEST: reason"), and last "N passed, N failed, N skipped".
 # Under ASan, LeakSanitizer ignores the one known leak of Mesa's lavapipe
-# ICD (tests/lsan.supp); zinc's own leaks still fail (tests/test_lsan.sh).
+# ICD (tests/lsan.supp); zinc's own leaks still fail (tests/test_lsan.sh);
+# the Vulkan loader loads lavapipe only (tests/vk_env.sh).
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# the ASan pass: lavapipe alone (tests/vk_env.sh says why)
+. "$root/tests/vk_env.sh"
+if nm "$build/tests/test_gguf" 2>/dev/null | grep -q __asan_init || nm -D "$build/tests/test_gguf" 2>/dev/null | grep -q __asan_init; then
+  zn_vk_lavapipe_only
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/zinc-run.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 P=0; F=0; S=0

@@ -5,7 +5,8 @@
  * 1e-5 F32, 1e-4 F16/BF16, 1e-3 quantized); on the CPU they are in fact
  * the same bits, which is checked too. The batched steps allocate nothing
  * (counted by a malloc interposer; not under ASan, which owns malloc).
- * Bad steps are refused before anything runs. */
+ * Bad steps are refused before anything runs. The memory the engine reports
+ * (engine_mem) follows the sequences it holds. */
 #include <dirent.h>
 #include <stdatomic.h>
 
@@ -215,10 +216,17 @@ static void test_refused(void) {
     model_free(&m);
 }
 
+static void test_memory(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/qwen35-dense-q8_0.gguf", shared_path("models/tiny"));
+    bc_check_memory(path, CPU_OPTS(2));
+}
+
 int main(void) {
     RUN(test_all_fixtures);
     RUN(test_extra_models);
     RUN(test_no_allocation);
     RUN(test_refused);
+    RUN(test_memory);
     return harness_report("batch");
 }

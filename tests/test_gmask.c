@@ -4,7 +4,9 @@
  * matcher of its own; the greedy shortcut (sample, check, mask on a miss)
  * gives the tokens masking first gives; a prepared mask (gmask_prepare, the
  * scheduler's mask thread) is the mask of the state, is kept until the next
- * accept, and the draws that use it are the draws without it; a constrained
+ * accept, and the draws that use it are the draws without it; a matcher on
+ * the reused tables of another grammar (zn_gmatch_pool) masks and draws as
+ * one on new tables; a constrained
  * run of the demo model yields JSON valid under its schema, greedy and
  * sampled. */
 #include <jansson.h>
@@ -101,17 +103,26 @@ static bool schema_gbnf(const char *schema, char **gbnf) {
     return false;
 }
 
+/* The demo model's tokenizer and its vocabulary trie. */
+static bool demo_vocab(gguf_ctx *gg, zn_tokenizer **tok, zn_vocab_trie *vt) {
+    zn_err err;
+    if (gguf_open(gg, DEMO, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    if (tokenizer_load(tok, gg, &err) || vocab_trie_build(vt, *tok, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
 static void test_masks_demo_vocab(void) {
     gguf_ctx gg;
     zn_err err;
-    if (gguf_open(&gg, DEMO, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
     zn_tokenizer *tok;
-    CHECK(tokenizer_load(&tok, &gg, &err) == ZN_OK);
     zn_vocab_trie vt;
-    CHECK(vocab_trie_build(&vt, tok, &err) == ZN_OK);
+    if (!demo_vocab(&gg, &tok, &vt)) return;
     const int nv = vt.n_vocab;
     char *gbnf;
     if (!schema_gbnf(SCHEMA, &gbnf)) return;
@@ -191,19 +202,120 @@ static void test_masks_demo_vocab(void) {
     gguf_close(&gg);
 }
 
+/* ---- matcher tables reused (zn_gmatch_pool) ---- */
+
+/* Walks gm (and fresh, when given: the same grammar on new tables) over
+ * random logits, greedy then sampled; the draws and masks must agree.
+ * Returns the tokens drawn. */
+static int pool_walk(zn_gmask *gm, zn_gmask *fresh, const zn_tokenizer *tok, int nv, float *logits) {
+    zn_err err;
+    int n = 0;
+    for (int walk = 0; walk < 2; walk++) {
+        zn_sampler sa, sb;
+        zn_sampler_params p = sampler_default_params();
+        p.temperature = walk ? 0.9f : 0;
+        p.seed = 5 + (uint64_t)walk;
+        CHECK(sampler_init(&sa, &p, nv, &err) == ZN_OK);
+        CHECK(sampler_init(&sb, &p, nv, &err) == ZN_OK);
+        gmask_reset(gm);
+        if (fresh) gmask_reset(fresh);
+        for (int step = 0; step < 120; step++, n++) {
+            for (int t = 0; t < nv; t++) logits[t] = (float)(rnd() % 1000) / 100.0f;
+            int na = 0, nb = 0;
+            const uint64_t *ma = gmatch_mask(&gm->m, &na, &err);
+            CHECK(ma != NULL);
+            if (fresh) {
+                const uint64_t *mb = gmatch_mask(&fresh->m, &nb, &err);
+                CHECK_MSG(mb && na == nb && !memcmp(ma, mb, sizeof *ma * (size_t)((nv + 63) / 64)),
+                          "step %d: the reused tables' mask (%d tokens) is not the fresh one's (%d)", step, na, nb);
+            }
+            int32_t x = gmask_sample(gm, &sa, logits, &err);
+            if (fresh) {
+                int32_t y = gmask_sample(fresh, &sb, logits, &err);
+                CHECK_MSG(x == y, "step %d: reused tables drew %d, fresh ones %d", step, x, y);
+            }
+            if (x < 0 || tokenizer_is_eog(tok, x)) break;
+            CHECK(gmask_accept(gm, x));
+            if (fresh) CHECK(gmask_accept(fresh, x));
+            sampler_accept(&sa, x);
+            sampler_accept(&sb, x);
+            if (gmask_finished(gm)) break;
+        }
+        sampler_free(&sa);
+        sampler_free(&sb);
+    }
+    return n;
+}
+
+static void test_pool(void) {
+    gguf_ctx gg;
+    zn_err err;
+    zn_tokenizer *tok;
+    zn_vocab_trie vt;
+    if (!demo_vocab(&gg, &tok, &vt)) return;
+    const int nv = vt.n_vocab;
+    char *schema;
+    if (!schema_gbnf(SCHEMA, &schema)) return;
+    static const char other[] = "root ::= (\"yes\" | \"no\" | [0-9]+ \" apples\") \"\\n\"";
+    float *logits = malloc(sizeof *logits * (size_t)nv);
+    zn_gmatch_pool pool;
+    gmatch_pool_init(&pool);
+    /* the schema's tables, filled by a walk, then parked */
+    zn_gmask a;
+    CHECK(gmask_init_pooled(&a, schema, strlen(schema), &vt, &pool, &err) == ZN_OK);
+    CHECK(pool_walk(&a, NULL, tok, nv, logits) > 20);
+    const uint32_t *trans = a.m.trans;
+    CHECK(a.m.n_states > 2);
+    gmask_free(&a);
+    CHECK(pool.n == 1);
+    /* another grammar on them: the same masks and draws as on new tables */
+    zn_gmask b, fresh;
+    CHECK(gmask_init_pooled(&b, other, strlen(other), &vt, &pool, &err) == ZN_OK);
+    CHECK_MSG(pool.n == 0 && b.m.trans == trans, "the parked tables were not taken");
+    CHECK(gmask_init(&fresh, other, strlen(other), &vt, &err) == ZN_OK);
+    CHECK(pool_walk(&b, &fresh, tok, nv, logits) > 5);
+    gmask_free(&fresh);
+    CHECK(pool.n == 0); /* a matcher without a pool frees its tables */
+    gmask_free(&b);
+    /* and the schema again, on the other grammar's tables */
+    CHECK(gmask_init_pooled(&a, schema, strlen(schema), &vt, &pool, &err) == ZN_OK);
+    CHECK(gmask_init(&fresh, schema, strlen(schema), &vt, &err) == ZN_OK);
+    CHECK(pool.n == 0 && a.m.trans == trans);
+    CHECK(pool_walk(&a, &fresh, tok, nv, logits) > 20);
+    gmask_free(&fresh);
+    gmask_free(&a);
+    /* tables of another vocabulary size are not taken; the pool keeps at most ZN_GMATCH_SPARES */
+    zn_grammar g;
+    zn_gmatch m0;
+    CHECK(grammar_parse(&g, other, strlen(other), NULL, &err) == ZN_OK);
+    CHECK(gmatch_init_pooled(&m0, &g, NULL, &pool, &err) == ZN_OK); /* no vocabulary: the demo's size is not there */
+    CHECK(pool.n == 1 && m0.trans != trans);
+    gmatch_release(&m0, &pool);
+    CHECK(pool.n == 2);
+    CHECK(gmatch_init_pooled(&m0, &g, NULL, &pool, &err) == ZN_OK);
+    CHECK(pool.n == 1 && m0.trans != trans); /* its own size's tables, the demo's stay */
+    gmatch_release(&m0, &pool);
+    zn_gmatch many[ZN_GMATCH_SPARES + 2];
+    for (int i = 0; i < ZN_GMATCH_SPARES + 2; i++) CHECK(gmatch_init_pooled(&many[i], &g, NULL, &pool, &err) == ZN_OK);
+    for (int i = 0; i < ZN_GMATCH_SPARES + 2; i++) gmatch_release(&many[i], &pool);
+    CHECK(pool.n == ZN_GMATCH_SPARES);
+    grammar_free(&g);
+    gmatch_pool_free(&pool);
+    free(logits);
+    free(schema);
+    vocab_trie_free(&vt);
+    tokenizer_free(tok);
+    gguf_close(&gg);
+}
+
 /* ---- prepared masks ---- */
 
 static void test_prepare(void) {
     gguf_ctx gg;
     zn_err err;
-    if (gguf_open(&gg, DEMO, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
     zn_tokenizer *tok;
-    CHECK(tokenizer_load(&tok, &gg, &err) == ZN_OK);
     zn_vocab_trie vt;
-    CHECK(vocab_trie_build(&vt, tok, &err) == ZN_OK);
+    if (!demo_vocab(&gg, &tok, &vt)) return;
     const int nv = vt.n_vocab, nw = (nv + 63) / 64;
     char *gbnf;
     if (!schema_gbnf(SCHEMA, &gbnf)) return;
@@ -503,6 +615,7 @@ int main(void) {
     RUN(test_sampler_masked);
     RUN(test_masks_demo_vocab);
     RUN(test_prepare);
+    RUN(test_pool);
     RUN(test_demo_run);
     RUN(test_constrain);
     return harness_report("test_gmask");

@@ -15,6 +15,8 @@ M=${ZN_SHARED:-../shared}/models/tiny/qwen3-dense-f32.gguf
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1"
+. "$root/tests/vk_env.sh"
+zn_vk_lavapipe_only
 
 "$probe" "$M" clean >"$tmp/out" 2>"$tmp/err"; rc=$?
 vk=$(head -1 "$tmp/out")

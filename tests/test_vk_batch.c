@@ -158,6 +158,12 @@ static void test_split_attention(void) {
     check_fixture_with(dir, "qwen3-dense-f32", o, " (split, attn.comp)");
 }
 
+static void test_memory(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/qwen35-dense-q8_0.gguf", shared_path("models/tiny"));
+    bc_check_memory(path, &(zn_engine_opts){.backend = "vulkan", .be = {.n_threads = 2, .device = -1}});
+}
+
 int main(void) {
     char why[sizeof(zn_err) + 32];
     if (vk_absent(why, sizeof why)) {
@@ -167,5 +173,6 @@ int main(void) {
     RUN(test_all_fixtures);
     RUN(test_gemm_path);
     RUN(test_split_attention);
+    RUN(test_memory);
     return harness_report("vk_batch");
 }

@@ -98,6 +98,7 @@
 #define ZN_GMATCH_MAX_STATES    8192       /* parser states with cached transitions (then it compacts) */
 #define ZN_GMATCH_MAX_POOL      (1 << 20)  /* stack tops of all states together */
 #define ZN_GMATCH_MASK_CACHE    32         /* token masks kept, by state */
+#define ZN_GMATCH_SPARES        16         /* finished matchers' tables kept for the next request (~23 MiB each) */
 
 /* HTTP server (zinc serve). A request over a limit gets a 4xx naming it. */
 #define ZN_SRV_MAX_BODY         (8u << 20) /* bytes of a request body (413 above) */

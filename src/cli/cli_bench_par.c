@@ -33,7 +33,7 @@ typedef struct par_args {
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench --parallel N [-npp 128] [-ntg 128] [-m MODEL] [--backend %s] [--threads N] [--json]\n"
                "       zinc bench -npl 1,8,32,64 -npp 128 -ntg 128 ...   (lists: every combination, as llama-batched-bench)\n"
-               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0]\n", backend_names());
+               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0] [--profile]\n", backend_names());
 }
 
 /* "1,8,32" -> out[]; 0 on an empty, bad or out-of-range item. */
@@ -61,6 +61,10 @@ static int parse_args(int argc, char **argv, par_args *a) {
             continue;
         }
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
+        if (!strcmp(k, "--profile")) { /* GPU time per op of every step on stderr */
+            a->ea.profile = true;
+            continue;
+        }
         if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
         i++;
         int ok = 1;
@@ -100,7 +104,24 @@ static void put_json_str(const char *s) {
 typedef struct par_result {
     long pp, tg, pl;
     double t_pp, t_tg, ttft_mean, ttft_max;
+    zn_backend_mem mem; /* with the pl sequences allocated */
 } par_result;
+
+/* What each combination held: the same weights and scratch, the sequences'
+ * states growing with their count and context (N_KV = PP + TG + 1 each). */
+static void print_mem(const par_result *all, int n) {
+    const double MiB = 1048576.0;
+    if (n == 0 || all[0].mem.weights + all[0].mem.scratch + all[0].mem.seqs == 0) return;
+    printf("\nmemory   weights %.1f MiB, scratch %.1f MiB (the same for every row)\n", all[0].mem.weights / MiB,
+           all[0].mem.scratch / MiB);
+    for (int i = 0; i < n; i++) {
+        const par_result *r = &all[i];
+        const int ns = r->mem.n_seqs > 0 ? r->mem.n_seqs : 1;
+        printf("         B %4ld, %5ld positions each: sequences %.1f MiB (%.2f MiB each), total %.1f MiB\n", r->pl,
+               r->pp + r->tg + 1, r->mem.seqs / MiB, r->mem.seqs / MiB / ns,
+               (r->mem.weights + r->mem.scratch + r->mem.seqs) / MiB);
+    }
+}
 
 /* One combination: pl sequences of pp prompt tokens and tg decode steps. */
 static zn_status run_one(zn_engine *e, long pp, long tg, long pl, par_result *r, zn_err *err) {
@@ -118,7 +139,7 @@ static zn_status run_one(zn_engine *e, long pp, long tg, long pl, par_result *r,
     if (st) goto out;
     for (long i = 0; i < pl; i++)
         for (int j = 0; j < n_ctx; j++) toks[i * n_ctx + j] = (int32_t)(((long)j * 7919 + 13 + i * 104729) % V);
-    *r = (par_result){.pp = pp, .tg = tg, .pl = pl};
+    *r = (par_result){.pp = pp, .tg = tg, .pl = pl, .mem = engine_mem(e)};
     /* prefill: sequence after sequence, as many prompt chunks per step as the budget takes */
     const double t0 = timer_now();
     long next = 0; /* the first sequence whose prompt is not all in */
@@ -181,6 +202,13 @@ int cli_bench_parallel(int argc, char **argv) {
     }
     int rc = 1;
     par_result r;
+    par_result *all = malloc(sizeof *all * (size_t)(a.n_pp * a.n_tg * a.n_pl));
+    int n_all = 0;
+    if (!all) {
+        fprintf(stderr, "zinc bench: out of memory\n");
+        model_free(&m);
+        return 1;
+    }
     if (engine_init(&e, &m, &eo, &err) != ZN_OK) goto fail;
     /* warm-up: page the weights in, start the threads, first submissions */
     if (run_one(&e, 8, 2, a.npl[0], &r, &err) != ZN_OK) goto fail;
@@ -202,6 +230,7 @@ int cli_bench_parallel(int argc, char **argv) {
             for (int il = 0; il < a.n_pl; il++) {
                 const long pp = a.npp[ip], tg = a.ntg[it], pl = a.npl[il];
                 if (run_one(&e, pp, tg, pl, &r, &err) != ZN_OK) goto fail;
+                all[n_all++] = r;
                 const double s_pp = (double)(pl * pp) / r.t_pp, s_tg = (double)(pl * tg) / r.t_tg;
                 const double t = r.t_pp + r.t_tg, s = (double)(pl * (pp + tg)) / t;
                 if (a.json) {
@@ -210,10 +239,12 @@ int cli_bench_parallel(int argc, char **argv) {
                     printf(", \"arch\": \"%s\", \"backend\": \"%s\", \"batched\": %s, \"threads\": %d, "
                            "\"pp\": %ld, \"tg\": %ld, \"pl\": %ld, \"n_kv\": %ld, \"t_pp\": %.6f, \"speed_pp\": %.2f, "
                            "\"ttft_mean\": %.6f, \"ttft_max\": %.6f, \"t_tg\": %.6f, \"speed_tg\": %.2f, "
-                           "\"speed_tg_seq\": %.2f, \"t\": %.6f, \"speed\": %.2f}",
+                           "\"speed_tg_seq\": %.2f, \"t\": %.6f, \"speed\": %.2f, \"mem_weights\": %llu, "
+                           "\"mem_scratch\": %llu, \"mem_seqs\": %llu}",
                            model_arch_name(m.arch), eo.backend, e.be->multi_seq ? "true" : "false", threads, pp, tg,
                            pl, pl * (pp + tg), r.t_pp, s_pp, r.ttft_mean, r.ttft_max, r.t_tg, s_tg, s_tg / (double)pl,
-                           t, s);
+                           t, s, (unsigned long long)r.mem.weights, (unsigned long long)r.mem.scratch,
+                           (unsigned long long)r.mem.seqs);
                 } else {
                     printf("| %5ld | %5ld | %4ld | %6ld | %8.3f | %8.2f | %7.3f/%7.3f | %8.3f | %8.2f | %12.2f | %8.3f | "
                            "%8.2f |\n",
@@ -224,11 +255,13 @@ int cli_bench_parallel(int argc, char **argv) {
                 first = 0;
             }
     if (a.json) printf("\n]\n");
+    else print_mem(all, n_all);
     rc = 0;
     goto done;
 fail:
     fprintf(stderr, "zinc bench: %s\n", err.msg);
 done:
+    free(all);
     engine_free(&e);
     model_free(&m);
     return rc;

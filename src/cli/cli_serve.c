@@ -310,6 +310,12 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
     }
     fprintf(stderr, "zinc: ready: %s, %d slot%s; API at %sv1 (OpenAI-compatible)%s\n", cfg.model_path, cfg.n_parallel,
             cfg.n_parallel == 1 ? "" : "s", url, cfg.http.api_key ? ", API key required" : "");
+    const zn_backend_mem mem = server_mem(srv);
+    if (mem.weights + mem.scratch + mem.seqs)
+        fprintf(stderr, "zinc: memory: weights %.1f MiB, scratch %.1f MiB, %d sequence states %.1f MiB (slots and "
+                        "checkpoints), %.1f MiB in all\n",
+                mem.weights / 1048576.0, mem.scratch / 1048576.0, mem.n_seqs, mem.seqs / 1048576.0,
+                (mem.weights + mem.scratch + mem.seqs) / 1048576.0);
     if (!strcmp(cmd, "chat")) {
         printf("%s\n", url);
         fflush(stdout);

@@ -143,9 +143,12 @@ static void seq_release(cpu_seq *s, int n_attn, int n_recr) {
 }
 
 static void cpu_seq_free(void *ctx, void *state) {
-    (void)ctx;
+    cpu_ctx *c = ctx;
     cpu_seq *s = state;
-    if (s) seq_release(s, s->n_attn, s->n_recr);
+    if (!s) return;
+    c->seq_bytes -= s->held;
+    c->n_seqs--;
+    seq_release(s, s->n_attn, s->n_recr);
 }
 
 /* Recurrent state sizes (qwen35): conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk]. */
@@ -200,6 +203,10 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         seq_release(s, n_attn, n_recr);
         return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a %d-token KV cache", n_ctx);
     }
+    s->held = (uint64_t)n_attn * (uint64_t)n_ctx * (s->kv_bytes_k + s->kv_bytes_v) +
+              (uint64_t)n_recr * sizeof(float) * (conv_floats(hp) + delta_floats(hp));
+    c->seq_bytes += s->held;
+    c->n_seqs++;
     *out = s;
     return ZN_OK;
 }
@@ -299,6 +306,22 @@ static zn_status cpu_write(void *ctx, const zn_graph *g, int act, const float *i
     return ZN_OK;
 }
 
+/* Weights: the mapped file's (read where they are) and the repacked copies
+ * beside them; scratch: every buffer cpu_init and seq_init size for the
+ * steps. */
+static void cpu_mem(void *ctx, zn_backend_mem *out) {
+    const cpu_ctx *c = ctx;
+    const zn_hparams *hp = &c->m->hp;
+    const uint64_t T = (uint64_t)c->n_threads, k = hp->n_expert_used > 0 ? (uint64_t)hp->n_expert_used : 1;
+    uint64_t scratch = c->arena_floats * sizeof(float) + c->xq_bytes + c->att_stride * CPU_ATT_Q * T * sizeof(float) +
+                       T * (uint64_t)c->rope_stride * sizeof(float);
+    if (hp->n_expert > 0) scratch += (uint64_t)hp->n_expert * ((uint64_t)c->max_tokens * k + 1) * sizeof(int32_t);
+    if (c->kv_type != ZN_KV_F16)
+        scratch += T * (uint64_t)c->kvq_hd * (CPU_KVQ_CHUNK * sizeof(zn_half) + (CPU_ATT_Q + 1) * sizeof(float));
+    *out = (zn_backend_mem){.weights = c->m->weight_bytes + c->packed_bytes, .scratch = scratch, .seqs = c->seq_bytes,
+                            .n_seqs = c->n_seqs};
+}
+
 const zn_backend_ops zn_backend_cpu = {
     .name = "cpu",
     .multi_seq = true,
@@ -311,4 +334,5 @@ const zn_backend_ops zn_backend_cpu = {
     .run = cpu_run_graph,
     .read = cpu_read,
     .write = cpu_write,
+    .mem = cpu_mem,
 };

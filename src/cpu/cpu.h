@@ -157,6 +157,8 @@ typedef struct cpu_ctx {
     zn_half *kvq_rows;      /* [n_threads][CPU_KVQ_CHUNK][kvq_hd] */
     float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a chunk's values, a row dequantized */
     int kvq_hd;
+    uint64_t seq_bytes;     /* the live sequences' caches and states (zinc bench -npl, serve) */
+    int n_seqs;
 } cpu_ctx;
 
 /* Keys (or values) of a quantized KV cache dequantized at a time: bounds the
@@ -173,6 +175,7 @@ typedef struct cpu_seq {
     float **conv, **delta;  /* per recurrent layer: conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk] */
     size_t kv_row_k, kv_row_v; /* values per row */
     size_t kv_bytes_k, kv_bytes_v;
+    uint64_t held;          /* bytes of its caches and states, counted in cpu_ctx.seq_bytes once made */
 } cpu_seq;
 
 typedef struct cpu_run {

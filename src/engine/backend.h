@@ -85,6 +85,16 @@ typedef struct zn_backend_stats {
     double prepare_s, submit_s, wait_s, read_s;
 } zn_backend_stats;
 
+/* Memory a backend context holds now, in bytes (zinc bench -npl, zinc
+ * serve's ready line): what serving N sequences costs. */
+typedef struct zn_backend_mem {
+    uint64_t weights;   /* the model's tensors as the backend reads them (CPU: the mapped file's
+                           weights plus repacked copies; Vulkan: its device copies) */
+    uint64_t scratch;   /* activations and work buffers, shared by every sequence */
+    uint64_t seqs;      /* the live sequences' states: KV caches and recurrent states */
+    int n_seqs;
+} zn_backend_mem;
+
 typedef struct zn_backend_ops {
     const char *name;
     /* run() takes steps of several sequences; otherwise the engine runs
@@ -117,6 +127,8 @@ typedef struct zn_backend_ops {
     zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);
     /* Optional (NULL: the backend keeps none). */
     void (*stats)(void *ctx, zn_backend_stats *out);
+    /* Optional (NULL: not known): the memory this context holds now. */
+    void (*mem)(void *ctx, zn_backend_mem *out);
     /* Optional (NULL: no devices to choose): up to cap devices in the order
      * opts.device counts them; *def = the one device -1 picks (-1: none). */
     zn_status (*devices)(zn_device_info *out, int cap, int *n, int *def, zn_err *err);

@@ -201,3 +201,9 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
     for (int i = 0; i < n_items; i++) items[i].seq->n_past += items[i].n;
     return ZN_OK;
 }
+
+zn_backend_mem engine_mem(const zn_engine *e) {
+    zn_backend_mem m = {0};
+    if (e->be->mem) e->be->mem(e->be_ctx, &m);
+    return m;
+}

@@ -108,6 +108,10 @@ typedef struct zn_step_item {
  * failure there leaves the items before it done). Allocates nothing. */
 zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_err *err);
 
+/* The memory e's backend holds now (all zero where the backend does not
+ * say). */
+zn_backend_mem engine_mem(const zn_engine *e);
+
 /* Number of online CPUs (>= 1). */
 int engine_default_threads(void);
 

@@ -3,19 +3,26 @@
 
 #include <string.h>
 
-zn_status gmask_init(zn_gmask *gm, const char *gbnf, size_t n, const zn_vocab_trie *vt, zn_err *err) {
+zn_status gmask_init_pooled(zn_gmask *gm, const char *gbnf, size_t n, const zn_vocab_trie *vt, zn_gmatch_pool *pool,
+                            zn_err *err) {
     memset(gm, 0, sizeof *gm);
     zn_status st = grammar_parse(&gm->g, gbnf, n, NULL, err);
     if (st) return st;
-    if ((st = gmatch_init(&gm->m, &gm->g, vt, err))) {
+    if ((st = gmatch_init_pooled(&gm->m, &gm->g, vt, pool, err))) {
         grammar_free(&gm->g);
         memset(gm, 0, sizeof *gm);
+        return st;
     }
-    return st;
+    gm->pool = pool;
+    return ZN_OK;
+}
+
+zn_status gmask_init(zn_gmask *gm, const char *gbnf, size_t n, const zn_vocab_trie *vt, zn_err *err) {
+    return gmask_init_pooled(gm, gbnf, n, vt, NULL, err);
 }
 
 void gmask_free(zn_gmask *gm) {
-    if (gm->m.g) gmatch_free(&gm->m);
+    if (gm->m.g) gmatch_release(&gm->m, gm->pool);
     grammar_free(&gm->g);
     memset(gm, 0, sizeof *gm);
 }

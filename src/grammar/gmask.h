@@ -51,10 +51,15 @@ typedef struct zn_gmask {
     int n_ready;
     bool ready_failed;  /* gmask_prepare failed: gmask_sample returns ready_err */
     zn_err ready_err;
+    zn_gmatch_pool *pool; /* where the matcher's tables go back (NULL: freed) */
 } zn_gmask;
 
 /* Compiles GBNF text[0..n) (root rule "root") for the vocabulary vt. */
 zn_status gmask_init(zn_gmask *gm, const char *gbnf, size_t n, const zn_vocab_trie *vt, zn_err *err);
+/* The same on the tables of a finished matcher from pool (gmatch.h), where
+ * gmask_free puts them back. */
+zn_status gmask_init_pooled(zn_gmask *gm, const char *gbnf, size_t n, const zn_vocab_trie *vt, zn_gmatch_pool *pool,
+                            zn_err *err);
 void gmask_free(zn_gmask *gm);
 /* Back to the start of the grammar (the counters too). */
 void gmask_reset(zn_gmask *gm);

@@ -307,6 +307,18 @@ static int start_state(zn_gmatch *m) {
 
 /* ---- API ---- */
 
+/* Tables cleared (those of an earlier grammar too), the start state made;
+ * on failure the tables go (back to pool, or freed). */
+static zn_status start(zn_gmatch *m, zn_gmatch_pool *pool, zn_err *err) {
+    m->n_compactions = 0;
+    clear_tables(m);
+    m->cur = start_state(m);
+    if (m->cur >= 0) return ZN_OK;
+    bool deep = m->broken;
+    gmatch_release(m, pool);
+    return zn_errf(err, ZN_ERR_ARG, "grammar: its start %s", deep ? "nests rules too deeply" : "does not fit the matcher");
+}
+
 zn_status gmatch_init(zn_gmatch *m, const zn_grammar *g, const zn_vocab_trie *vt, zn_err *err) {
     memset(m, 0, sizeof *m);
     m->g = g;
@@ -335,14 +347,7 @@ zn_status gmatch_init(zn_gmatch *m, const zn_grammar *g, const zn_vocab_trie *vt
         return zn_errf(err, ZN_ERR_NOMEM, "out of memory for the grammar matcher");
     }
     m->stamp = 1;
-    clear_tables(m);
-    m->cur = start_state(m);
-    if (m->cur < 0) {
-        bool deep = m->broken;
-        gmatch_free(m);
-        return zn_errf(err, ZN_ERR_ARG, "grammar: its start %s", deep ? "nests rules too deeply" : "does not fit the matcher");
-    }
-    return ZN_OK;
+    return start(m, NULL, err);
 }
 
 void gmatch_free(zn_gmatch *m) {
@@ -363,6 +368,56 @@ void gmatch_free(zn_gmatch *m) {
     free(m->masks);
     free(m->dfs);
     memset(m, 0, sizeof *m);
+}
+
+void gmatch_pool_init(zn_gmatch_pool *p) {
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->mu, NULL);
+}
+
+void gmatch_pool_free(zn_gmatch_pool *p) {
+    for (int i = 0; i < p->n; i++) gmatch_free(&p->spare[i]);
+    pthread_mutex_destroy(&p->mu);
+    memset(p, 0, sizeof *p);
+}
+
+zn_status gmatch_init_pooled(zn_gmatch *m, const zn_grammar *g, const zn_vocab_trie *vt, zn_gmatch_pool *pool,
+                             zn_err *err) {
+    const int n_words = vt ? (vt->n_vocab + 63) / 64 : 0;
+    bool got = false;
+    if (pool) {
+        pthread_mutex_lock(&pool->mu);
+        for (int i = pool->n - 1; i >= 0 && !got; i--)
+            if (pool->spare[i].n_words == n_words) {
+                *m = pool->spare[i];
+                pool->spare[i] = pool->spare[--pool->n];
+                got = true;
+            }
+        pthread_mutex_unlock(&pool->mu);
+    }
+    if (!got) return gmatch_init(m, g, vt, err);
+    /* the stamp goes on from the last use: no node is marked with a later one */
+    m->g = g;
+    m->vt = vt;
+    return start(m, pool, err);
+}
+
+void gmatch_release(zn_gmatch *m, zn_gmatch_pool *pool) {
+    if (pool && m->npos) {
+        pthread_mutex_lock(&pool->mu);
+        const bool keep = pool->n < ZN_GMATCH_SPARES;
+        if (keep) {
+            m->g = NULL;
+            m->vt = NULL;
+            pool->spare[pool->n++] = *m;
+        }
+        pthread_mutex_unlock(&pool->mu);
+        if (keep) {
+            memset(m, 0, sizeof *m);
+            return;
+        }
+    }
+    gmatch_free(m);
 }
 
 void gmatch_reset(zn_gmatch *m) {

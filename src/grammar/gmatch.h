@@ -22,10 +22,12 @@
 #ifndef ZINC_GMATCH_H
 #define ZINC_GMATCH_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "grammar.h"
+#include "limits.h"
 #include "status.h"
 #include "tokenizer.h"
 
@@ -92,6 +94,25 @@ typedef struct zn_gmatch {
 
 zn_status gmatch_init(zn_gmatch *m, const zn_grammar *g, const zn_vocab_trie *vt, zn_err *err);
 void gmatch_free(zn_gmatch *m);
+
+/* The tables of finished matchers, kept for the next ones: a matcher's
+ * ~23 MiB freshly mapped cost every request its page faults (tens of ms on
+ * a loaded machine, several on an idle one: bench/results/
+ * 2026-12-02-h200-serve-load2.md). Shared by threads (a mutex). */
+typedef struct zn_gmatch_pool {
+    pthread_mutex_t mu;
+    int n;
+    zn_gmatch spare[ZN_GMATCH_SPARES];
+} zn_gmatch_pool;
+
+void gmatch_pool_init(zn_gmatch_pool *p);
+void gmatch_pool_free(zn_gmatch_pool *p);
+/* gmatch_init on a spare's tables when the pool (may be NULL) has one for
+ * this vocabulary's size. */
+zn_status gmatch_init_pooled(zn_gmatch *m, const zn_grammar *g, const zn_vocab_trie *vt, zn_gmatch_pool *pool,
+                             zn_err *err);
+/* gmatch_free, the tables kept in the pool (NULL, or full: freed). */
+void gmatch_release(zn_gmatch *m, zn_gmatch_pool *pool);
 /* Back to the start of the grammar. */
 void gmatch_reset(zn_gmatch *m);
 

@@ -352,6 +352,7 @@ zn_status server_load(zn_server *s, zn_err *err) {
     st = vocab_trie_build(&s->vt, s->tok, err);
     if (st) return st;
     s->have_vt = true;
+    gmatch_pool_init(&s->gpool);
     if (s->cfg.chat_template) {
         s->tmpl = strdup(s->cfg.chat_template);
     } else {
@@ -396,10 +397,17 @@ void server_free(zn_server *s) {
     http_stop(s->http);  /* joins the connection threads */
     if (s->have_sched) sched_free(&s->sched);
     if (s->have_engine) engine_free(&s->eng);
-    if (s->have_vt) vocab_trie_free(&s->vt);
+    if (s->have_vt) {
+        gmatch_pool_free(&s->gpool); /* after the scheduler and the connections: no job holds a matcher now */
+        vocab_trie_free(&s->vt);
+    }
     tokenizer_free(s->tok);
     if (s->have_model) model_free(&s->model);
     free(s->tmpl);
     metrics_free(&s->metrics);
     free(s);
+}
+
+zn_backend_mem server_mem(const zn_server *s) {
+    return s->have_sched ? engine_mem(&s->eng) : (zn_backend_mem){0};
 }

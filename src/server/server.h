@@ -41,5 +41,8 @@ void server_stop_load(zn_server *s);
  * generations; whatever still runs then is cut (streams get an in-band error). */
 void server_drain(zn_server *s, double deadline_s);
 void server_free(zn_server *s);
+/* What the loaded server holds (weights, scratch, its slots' states), for
+ * the ready line; all zero before server_load has made the slots. */
+zn_backend_mem server_mem(const zn_server *s);
 
 #endif

@@ -252,7 +252,7 @@ static bool constrain_job(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_e
     if (!gbnf) return true;
     zn_err err = {0};
     zn_status st = ZN_ERR_NOMEM;
-    if ((j->gm = malloc(sizeof *j->gm))) st = gmask_init(j->gm, gbnf, strlen(gbnf), &s->vt, &err);
+    if ((j->gm = malloc(sizeof *j->gm))) st = gmask_init_pooled(j->gm, gbnf, strlen(gbnf), &s->vt, &s->gpool, &err);
     free(gbnf);
     if (st) {
         free(j->gm);

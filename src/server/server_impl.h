@@ -23,6 +23,7 @@ struct zn_server {
     zn_model model;
     zn_tokenizer *tok;
     zn_vocab_trie vt;          /* every token's bytes, for grammar-constrained sampling (built once at load) */
+    zn_gmatch_pool gpool;      /* finished grammar matchers' tables, for the next constrained requests */
     bool have_vt;
     zn_engine eng;
     zn_sched sched;

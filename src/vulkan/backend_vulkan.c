@@ -148,6 +148,8 @@ static zn_status seq_zero(vk_ctx *c, vk_seq *s, zn_err *err) {
     return st;
 }
 
+#define ALIGN256(n) (((n) + 255) & ~255ull)
+
 static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     vk_ctx *c = ctx;
     const zn_hparams *hp = &c->m->hp;
@@ -162,7 +164,6 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->delta = calloc((size_t)hp->n_layer, sizeof *s->delta);
     s->kr = calloc((size_t)hp->n_layer, sizeof *s->kr);
     s->vr = calloc((size_t)hp->n_layer, sizeof *s->vr);
-    vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, 0, 0);
     zn_status st = !s->k || !s->v || !s->conv || !s->delta || !s->kr || !s->vr ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
     /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
     const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
@@ -170,6 +171,14 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     const uint64_t kdim = (uint64_t)hp->n_head_kv * hp->head_dim_k, vdim = (uint64_t)hp->n_head_kv * hp->head_dim_v;
     if (!st && (uint64_t)n_ctx * (kdim > vdim ? kdim : vdim) >= (1ull << 32))
         st = zn_errf(err, ZN_ERR_ARG, "vulkan: context %d too long for the KV cache indexing", n_ctx);
+    /* one block of exactly what the sequence needs: the arena's default
+     * block (256 MiB) would be held by every sequence, also a 0.5 MiB one */
+    const uint64_t kv_k = backend_kv_bytes(c->kv_type, (int64_t)kdim) * (uint64_t)n_ctx;
+    const uint64_t kv_v = backend_kv_bytes(c->kv_type, (int64_t)vdim) * (uint64_t)n_ctx;
+    uint64_t need = 0;
+    for (int il = 0; il < hp->n_layer; il++)
+        need += c->m->layers[il].recurrent ? ALIGN256(conv_b) + ALIGN256(delta_b) : ALIGN256(kv_k) + ALIGN256(kv_v);
+    vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, need ? need : 256, 0);
     for (int il = 0; il < hp->n_layer && !st; il++) {
         if (c->m->layers[il].recurrent) {
             st = vkarena_alloc(&s->mem, conv_b, 256, &s->conv[il], err);
@@ -177,8 +186,8 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
             continue;
         }
         vkref k, v;
-        st = vkarena_alloc(&s->mem, backend_kv_bytes(c->kv_type, (int64_t)kdim) * (uint64_t)n_ctx, 256, &k, err);
-        if (!st) st = vkarena_alloc(&s->mem, backend_kv_bytes(c->kv_type, (int64_t)vdim) * (uint64_t)n_ctx, 256, &v, err);
+        st = vkarena_alloc(&s->mem, kv_k, 256, &k, err);
+        if (!st) st = vkarena_alloc(&s->mem, kv_v, 256, &v, err);
         if (!st) s->k[il] = k.addr, s->v[il] = v.addr, s->kr[il] = k, s->vr[il] = v;
     }
     /* the split-K scratch must cover the longest context any sequence has */
@@ -192,8 +201,12 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     if (st) {
         vk_seq_free(c, s);
         *out = NULL;
+        return st;
     }
-    return st;
+    s->held = vkarena_held(&s->mem);
+    c->seq_bytes += s->held;
+    c->n_seqs++;
+    return ZN_OK;
 }
 
 static void vk_seq_free(void *ctx, void *state) {
@@ -202,6 +215,10 @@ static void vk_seq_free(void *ctx, void *state) {
     if (!s) return;
     c->d.fn.vkDeviceWaitIdle(c->d.dev);
     if (c->rp.seq == s->id) c->rp.valid = false;
+    if (s->held) {
+        c->seq_bytes -= s->held;
+        c->n_seqs--;
+    }
     vkarena_free(&s->mem);
     free(s->k);
     free(s->v);
@@ -392,6 +409,12 @@ static zn_status vk_tuning(void *ctx, int device, const char *tune, zn_tuning *o
     return ZN_OK;
 }
 
+static void vk_mem(void *ctx, zn_backend_mem *out) {
+    const vk_ctx *c = ctx;
+    *out = (zn_backend_mem){.weights = vkarena_held(&c->wmem), .scratch = vkarena_held(&c->smem),
+                            .seqs = c->seq_bytes, .n_seqs = c->n_seqs};
+}
+
 const zn_backend_ops zn_backend_vulkan = {
     .name = "vulkan",
     .multi_seq = true,
@@ -405,6 +428,7 @@ const zn_backend_ops zn_backend_vulkan = {
     .read = vk_read,
     .write = vk_write,
     .stats = vk_stats,
+    .mem = vk_mem,
     .devices = vk_devices,
     .tuning = vk_tuning,
 };

@@ -45,6 +45,8 @@ typedef struct vk_ctx {
     vkbuf groups;                 /* host-written vkop_group blocks: [0, cap) per-step recordings, [cap, 2 cap) the replay's */
     uint32_t n_groups, cap_groups, group_base;
     uint64_t next_seq;            /* vk_seq ids */
+    uint64_t seq_bytes;           /* the live sequences' arenas (zinc bench -npl, serve) */
+    int n_seqs;
     int pipes_at_init;            /* pipelines created when init returned */
     zn_backend_stats stats;
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
@@ -74,6 +76,7 @@ typedef struct vk_seq {
     VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
     vkref *kr, *vr;               /* [n_layer]: the same as ranges (copies) */
     vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
+    uint64_t held;                /* its arena's bytes, counted in vk_ctx.seq_bytes once made */
 } vk_seq;
 
 /* ---- vk_weights.c ---- */

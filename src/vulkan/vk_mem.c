@@ -130,6 +130,12 @@ void vkarena_free(vkarena *a) {
     a->total = 0;
 }
 
+uint64_t vkarena_held(const vkarena *a) {
+    uint64_t n = 0;
+    for (int i = 0; i < a->n; i++) n += a->blocks[i].size;
+    return n;
+}
+
 /* ---- transfers ---- */
 
 zn_status vkxfer_init(vkxfer *x, vkdev *d, uint64_t stage_bytes, zn_err *err) {

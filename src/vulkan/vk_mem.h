@@ -59,6 +59,8 @@ void vkarena_init(vkarena *a, vkdev *d, vkmem_kind kind, uint64_t block_bytes, u
 /* ZN_ERR_NOMEM when size > max_block: callers split such tensors by rows. */
 zn_status vkarena_alloc(vkarena *a, uint64_t size, uint64_t align, vkref *out, zn_err *err);
 void vkarena_free(vkarena *a);
+/* Device memory the arena's blocks hold (its allocations may use less). */
+uint64_t vkarena_held(const vkarena *a);
 
 typedef struct vkxfer {
     vkdev *d;

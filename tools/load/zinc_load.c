@@ -637,7 +637,7 @@ int main(int argc, char **argv) {
             fprintf(f,
                     "%s{\"concurrency\":%d,\"requests\":%d,\"errors\":%d,\"wall_s\":%.6f,\"requests_per_s\":%.3f,"
                     "\"tokens_per_s\":%.3f,\"ttft_ms\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f},"
-                    "\"itl_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f},\"e2e_ms\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f}}",
+                    "\"itl_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f},\"e2e_ms\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f}}",
                     L ? "," : "", s->conc, s->ok, s->errors, s->wall, s->rps, s->tok_s, s->ttft[0], s->ttft[1],
                     s->ttft[2], s->itl[0], s->itl[1], s->itl[2], s->e2e[0], s->e2e[1], s->e2e[2]);
         }
