@@ -54,6 +54,16 @@ expect "--system-words" 0 $?
 r1=$(metric zinc_prefix_cache_reused_tokens_total)
 if [ $((r1 - r0)) -ge $((3 * (48 - 8))) ]; then ok; else bad "--system-words: $((r1 - r0)) prompt tokens reused, want >= $((3 * 40))"; fi
 check "--system-words in the JSON" python3 -c "import json; assert json.load(open('$tmp/sys.json'))['system_words'] == 48"
+# the same on /v1/completions: a raw prompt has no system message, so what a hybrid model reuses
+# is a slot's block checkpoint (every 256 tokens, scheduler.c); 600 words are 600+ tokens, two
+# blocks: the 4 requests after the warm-up each resume at 512 (a free slot copies a busy one's)
+h0=$(metric zinc_prefix_cache_hits_total); r0=$(metric zinc_prefix_cache_reused_tokens_total)
+"$zl" --url "$U" --api-key "$KEY" --endpoint completions --concurrency 2 --requests 4 --max-tokens 4 --prompt-words 4 \
+  --system-words 600 > "$tmp/sysc.txt" 2>&1
+expect "--endpoint completions --system-words" 0 $?
+h1=$(metric zinc_prefix_cache_hits_total); r1=$(metric zinc_prefix_cache_reused_tokens_total)
+if [ $((h1 - h0)) -ge 4 ] && [ $((r1 - r0)) -ge $((4 * 512)) ]; then ok
+else bad "completions --system-words 600: $((h1 - h0)) hits, $((r1 - r0)) prompt tokens reused, want >= 4 and >= $((4 * 512))"; fi
 # constrained output: the server enforces the format sent
 "$zl" --url "$U" --api-key "$KEY" --endpoint chat --concurrency 2 --requests 2 --max-tokens 6 --prompt-words 4 \
   --response-format '{"type":"json_schema","json_schema":{"name":"t","schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}' \

@@ -35,9 +35,9 @@ stop() { kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
 post() { curl -s -o "$tmp/b" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "$1" "http://127.0.0.1:$PORT/v1/completions"; }
 jq_() { python3 -c "import json,sys; d=json.load(open('$tmp/b')); print($1)"; }
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -n "s/^zinc_prefix_cache_$1_total //p"; }
-# waits until a slot generates (its prompt evaluated, its checkpoint saved)
+# waits until a slot generates (its prompt evaluated, its checkpoint saved; lavapipe: 20 s for 700 tokens)
 until_generating() {
-  for _ in $(seq 400); do
+  for _ in $(seq 1200); do
     curl -s "http://127.0.0.1:$PORT/slots" > "$tmp/s"
     python3 -c "import json,sys; sys.exit(0 if any(s['state'] == 'generating' and s['n_decoded'] > 0 for s in json.load(open('$tmp/s'))) else 1)" 2>/dev/null && return 0
     sleep 0.05
@@ -153,13 +153,76 @@ hybrid_chat_case() {
   stop
 }
 
+# hybrid, raw completions: a prompt has no message boundary, so all B can resume from is a
+# block checkpoint of A (scheduler.c, ZN_SRV_CKPT_BLOCK): the deepest block at or below their
+# common prefix, more than two blocks here. With a long tail (CPU: lavapipe takes ~20 s per
+# 700 tokens) A runs 5+ blocks past the common part, so the block B needs survives only by the
+# ladder policy (the deepest few would not hold it). B after A on one slot: its chunks after
+# the block are the cold run's and nothing else runs, so its tokens and logprobs must be the
+# cold run's to the bit. Then B while C (A's prefix, a short tail) holds slot 0: slot 1 copies
+# slot 0's block checkpoint (slot_borrow). cases: backend, shared words, A's tail in blocks
+# (0: a short one).
+hybrid_block_case() {
+  local be=$1 n=hybrid-blocks-$1 tail_blocks=$3
+  python3 - "$tmp" "$2" "$tail_blocks" <<'PY'
+import sys
+W = ("the old prince looked at his son and said that the river was high this year and the roads were long "
+     "but the horses were strong and the people of the town would wait for them at the gate until the evening").split()
+def words(n, k=1): return " ".join(W[(i * k) % len(W)] for i in range(n))
+shared = words(int(sys.argv[2])) + "\n"
+a_tail = words(260 * int(sys.argv[3]) or 30, 7)
+for name, p in (("a", shared + "Question one: " + a_tail), ("b", shared + "Another question: " + words(20, 3)),
+                ("c", shared + "Question one: " + words(30, 7))):
+    open(f"{sys.argv[1]}/{name}.txt", "w").write(p)
+PY
+  local f
+  for f in a b; do "$zinc" tokenize -m "$HYBRID" -f "$tmp/$f.txt" > "$tmp/$f.ids"; done
+  local na nb blk
+  read -r na nb blk <<<"$(python3 -c "
+import json; a = json.load(open('$tmp/a.ids')); b = json.load(open('$tmp/b.ids'))
+p = 0
+while p < min(len(a), len(b)) and a[p] == b[p]: p += 1
+print(len(a), len(b), p // 256 * 256)")"
+  if [ "$blk" -ge 512 ] && [ $((na - blk)) -ge $((tail_blocks * 256)) ] && [ "$blk" -lt "$nb" ]; then ok
+  else bad "$n: the prompts: $na and $nb tokens, common prefix's block $blk"; fi
+  pj() { python3 -c "import json; print(json.dumps(open('$tmp/$1.txt').read()))"; }
+  local out="json.dumps([d['choices'][0]['text'], d['choices'][0]['logprobs']], sort_keys=True)"
+  start "$n-cold" -m "$HYBRID" --backend "$be" --threads 2 --parallel 1 --ctx 2048
+  expect "$n: cold B" 200 "$(post "$(gen "$(pj b)" '"cache_prompt":false,"logprobs":2')")"
+  local want; want=$(jq_ "$out")
+  expect "$n: cold B's prompt" "$nb 0" "$(jq_ "d['usage']['prompt_tokens'], d['usage']['prompt_tokens_details']['cached_tokens']" | tr -d '(),')"
+  stop
+  start "$n" -m "$HYBRID" --backend "$be" --threads 2 --parallel 1 --ctx 2048
+  expect "$n: A" 200 "$(post "$(gen "$(pj a)" "" 4)")"
+  expect "$n: A misses" "0 1" "$(metric hits) $(metric misses)"
+  local r0; r0=$(metric reused_tokens)
+  expect "$n: B" 200 "$(post "$(gen "$(pj b)" '"logprobs":2')")"
+  expect "$n: B resumes at the block below the common prefix" "$blk $blk 1" \
+    "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']") $(($(metric reused_tokens) - r0)) $(metric hits)"
+  expect "$n: B same tokens and logprobs as cold" "$want" "$(jq_ "$out")"
+  stop
+  # a long context: the demo model decodes C fast on the CPU, and C must still run when B comes
+  start "$n-borrow" -m "$HYBRID" --backend "$be" --threads 2 --parallel 2 --ctx 16384
+  hold "$(pj c)" "$n"
+  local c0; c0=$(metric copied_tokens); r0=$(metric reused_tokens)
+  expect "$n: B beside C" 200 "$(post "$(gen "$(pj b)" '"logprobs":2')")"
+  expect "$n: B takes C's block checkpoint" "$blk $blk $blk" \
+    "$(jq_ "d['usage']['prompt_tokens_details']['cached_tokens']") $(($(metric reused_tokens) - r0)) $(($(metric copied_tokens) - c0))"
+  expect "$n: B beside C same text as cold" "$(python3 -c "import json,sys; print(json.dumps(json.loads(sys.argv[1])[0]))" "$want")" \
+    "$(jq_ "json.dumps(d['choices'][0]['text'])")"
+  unhold
+  stop
+}
+
 if [ -f "$DENSE" ]; then dense_case cpu; else skip "prefix cache (dense)" "no $DENSE"; fi
 hybrid_case
 hybrid_chat_case cpu
+hybrid_block_case cpu 600 5
 if ! "$zinc" --list-devices 2>/dev/null | grep -qE '^[* ] [0-9]+: '; then
   skip "prefix cache on vulkan" "no Vulkan device"
 else
   if [ -f "$DENSE" ]; then dense_case vulkan; fi
   hybrid_chat_case vulkan
+  hybrid_block_case vulkan 500 0
 fi
 finish test_prefix

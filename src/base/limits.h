@@ -117,7 +117,20 @@
 #define ZN_SRV_READ_TIMEOUT_S   30         /* seconds to receive one request's body */
 #define ZN_SRV_DRAIN_S          10         /* seconds in-flight requests get after SIGTERM/SIGINT (--drain-timeout) */
 #define ZN_SRV_MAX_DRAIN_S      3600       /* --drain-timeout upper bound */
-#define ZN_SRV_CKPTS            2          /* recurrent-state checkpoints per slot (hybrid): system prompt, conversation end */
+/* Recurrent-state checkpoints of a hybrid model's slot (scheduler.c slot_ckpt_take). A job asks for
+ * ZN_SRV_CKPT_ASKED (the end of its leading system messages, the end of its conversation); besides,
+ * every prompt is checkpointed where it crosses a multiple of ZN_SRV_CKPT_BLOCK tokens, so a later
+ * prompt that shares any long prefix with it (a raw /v1/completions prompt has no message boundary)
+ * resumes from the latest block at or below the common part. The block is the prefill chunk: a prompt
+ * prefilled from 0 ends its chunks there anyway, so the checkpoints cost a state copy per chunk and no
+ * extra step; smaller blocks would recompute less of a shared prefix but copy more and be thinned out
+ * by the same budget. Each checkpoint is one copy of every DeltaNet layer's recurrent + conv state
+ * (f32): 438 KiB on the demo model, 62.8 MiB on Qwen3.5-35B-A3B (30 layers), so ZN_SRV_CKPTS bounds
+ * the memory: n_slots x ZN_SRV_CKPTS copies (35B-A3B, 32 slots: 11.8 GiB next to 2 GiB of state). */
+#define ZN_SRV_CKPT_ASKED       2          /* checkpoints a job asks for: system prompt, conversation end */
+#define ZN_SRV_CKPT_BLOCK       256        /* tokens: block checkpoints at every multiple of this in a prompt */
+#define ZN_SRV_CKPTS            6          /* checkpoints per slot: the asked ones, the one resumed from, the
+                                              rest a ladder of blocks (scheduler.c slot_ckpt_victim) */
 #define ZN_SRV_PREFILL_CHUNK    256        /* prompt tokens a slot evaluates per turn (others' decode keeps going) */
 #define ZN_SRV_MAX_HOSTS        32         /* --allowed-hosts entries */
 #define ZN_SRV_MAX_KEY_BYTES    1024       /* bytes of an API key */
@@ -137,6 +150,8 @@ _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
 
 _Static_assert(ZN_SRV_MAX_HEADER >= 4096, "headers need room");
 _Static_assert(ZN_SRV_PREFILL_CHUNK <= ZN_STEP_TOKENS, "a prefill chunk fits in one step");
+_Static_assert(ZN_SRV_CKPT_BLOCK % ZN_SRV_PREFILL_CHUNK == 0, "block checkpoints fall where a chunk ends anyway");
+_Static_assert(ZN_SRV_CKPTS >= ZN_SRV_CKPT_ASKED + 2, "room for the resumed-from checkpoint and a block one");
 _Static_assert(ZN_SRV_MAX_PARALLEL <= ZN_MAX_STEP_SEQS, "every slot's sequence fits in one step");
 
 #endif

@@ -15,6 +15,7 @@ struct zn_slot {
     zn_seq seq;
     zn_seq ckpt[ZN_SRV_CKPTS]; /* recurrent-state checkpoints (hybrid models only) */
     int ckpt_pos[ZN_SRV_CKPTS]; /* their positions (all <= n_cache), -1: none */
+    int ckpt_from;            /* where the running job's prompt resumed (a prefix proven shared), 0: none */
     int32_t *cache;           /* [n_ctx]: the tokens seq holds */
     int n_cache;
     float *logits;            /* [n_vocab] of the last evaluated token */
@@ -46,7 +47,7 @@ zn_job *job_new(void) {
     if (!j) return NULL;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
-    for (int k = 0; k < ZN_SRV_CKPTS; k++) j->ckpt_at[k] = -1;
+    for (int k = 0; k < ZN_SRV_CKPT_ASKED; k++) j->ckpt_at[k] = -1;
     j->top_logprobs = -1;
     j->max_tokens = -1;
     j->think_budget = -1;
@@ -286,6 +287,7 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
         sl->n_cache = keep;
     }
     slot_ckpt_cut(sl, keep);
+    sl->ckpt_from = s->recurrent ? keep : 0;
     if (sl->smp_ok) sampler_free(&sl->smp);
     sl->smp_ok = false;
     if (!st) st = sampler_init(&sl->smp, &j->sp, s->n_vocab, &err);
@@ -376,12 +378,18 @@ static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err 
 }
 
 /* A prefilling slot's part of the next step: a chunk of the prompt within
- * the step's remaining budget, stopping at the checkpoint position so the
- * state there can be saved; 0 when nothing fits. */
+ * the step's remaining budget, stopping at the next checkpoint position (one
+ * the job asked for, or a block boundary) so the state there can be saved;
+ * 0 when nothing fits. A chunk the budget cut short is not realigned: the
+ * next one still stops at the boundary. */
 static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step_item *it) {
     const zn_job *j = sl->job;
     int end = j->n_prompt;
-    for (int k = 0; s->recurrent && k < ZN_SRV_CKPTS; k++)
+    if (s->recurrent) {
+        const int block = (sl->pos / ZN_SRV_CKPT_BLOCK + 1) * ZN_SRV_CKPT_BLOCK;
+        if (block < end) end = block;
+    }
+    for (int k = 0; s->recurrent && k < ZN_SRV_CKPT_ASKED; k++)
         if (j->ckpt_at[k] > sl->pos && j->ckpt_at[k] < end) end = j->ckpt_at[k];
     int n = end - sl->pos < ZN_SRV_PREFILL_CHUNK ? end - sl->pos : ZN_SRV_PREFILL_CHUNK;
     if (n > budget) n = budget;
@@ -391,24 +399,48 @@ static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step
     return n;
 }
 
-/* Saves the state when the prefill reached one of j's checkpoint positions.
- * The one replaced is a free one, else one this job does not ask for (a
- * previous conversation's end), so a job keeps all of its own. */
+static bool job_asks(const zn_job *j, int pos) {
+    for (int i = 0; i < ZN_SRV_CKPT_ASKED; i++)
+        if (j->ckpt_at[i] == pos) return true;
+    return false;
+}
+
+/* Which checkpoint gives its place to a new one when all are used. Kept
+ * whatever: the ones the job asked for, the one its prompt resumed from (a
+ * prefix another prompt did share) and the new one, the deepest. The rest
+ * go in this order, the shallowest first within each tier: one at no block
+ * boundary (a previous conversation's end), a block that is not a power of
+ * two blocks in, a power of two. What a long prompt leaves is a geometric
+ * ladder, blocks 2^i for the highest few i plus the deepest: a later prompt
+ * that shares K tokens with it, K >= the lowest rung, resumes at more than
+ * K/2 however long the prompt's own tail went on, where keeping only the
+ * deepest few would lose a shared system prompt behind a long document, and
+ * blocks spread evenly would lose short prefixes to long prompts. */
+static int slot_ckpt_victim(const zn_slot *sl, const zn_job *j) {
+    int v = -1, v_tier = 0;
+    for (int k = 0; k < ZN_SRV_CKPTS; k++) {
+        const int c = sl->ckpt_pos[k], b = c / ZN_SRV_CKPT_BLOCK;
+        if (c <= 0 || c == sl->ckpt_from || job_asks(j, c)) continue;
+        const int tier = c % ZN_SRV_CKPT_BLOCK ? 0 : (b & (b - 1)) ? 1 : 2;
+        if (v < 0 || tier < v_tier || (tier == v_tier && c < sl->ckpt_pos[v])) {
+            v = k;
+            v_tier = tier;
+        }
+    }
+    return v;
+}
+
+/* Saves the state when the prefill reached one of j's checkpoint positions
+ * or a block boundary, in a free place or slot_ckpt_victim's. */
 static void slot_ckpt_take(zn_slot *sl, const zn_job *j) {
-    bool wanted = false;
-    for (int k = 0; k < ZN_SRV_CKPTS; k++) wanted |= j->ckpt_at[k] == sl->pos;
-    if (!wanted) return;
+    if (!job_asks(j, sl->pos) && sl->pos % ZN_SRV_CKPT_BLOCK) return;
     int v = -1;
     for (int k = 0; k < ZN_SRV_CKPTS; k++) {
         if (sl->ckpt_pos[k] == sl->pos) return; /* already held */
         if (v < 0 && sl->ckpt_pos[k] < 0) v = k;
     }
-    for (int k = 0; v < 0 && k < ZN_SRV_CKPTS; k++) {
-        bool asked = false;
-        for (int i = 0; i < ZN_SRV_CKPTS; i++) asked |= j->ckpt_at[i] == sl->ckpt_pos[k];
-        if (!asked) v = k;
-    }
-    if (v < 0) v = 0;
+    if (v < 0) v = slot_ckpt_victim(sl, j);
+    if (v < 0) return; /* cannot happen: more places than the job asks for plus the resumed one */
     zn_err err = {0};
     sl->ckpt_pos[v] = -1; /* on failure none: a later request recomputes, nothing is wrong */
     if (seq_copy(&sl->ckpt[v], &sl->seq, 0, &err) == ZN_OK) sl->ckpt_pos[v] = sl->pos;

@@ -10,7 +10,8 @@
  * caches are cut back to the shared prefix; a hybrid model's recurrent state
  * cannot be cut back, so each slot also keeps up to ZN_SRV_CKPTS checkpoints
  * of it taken where the job asked (where the system prompt ended, where the
- * assistant's turn began) and returns to the latest one within the prefix.
+ * assistant's turn began) and at every ZN_SRV_CKPT_BLOCK tokens of a prompt
+ * (any endpoint), and returns to the latest one within the prefix.
  *
  * Jobs are reference counted (the HTTP thread and the engine thread each hold
  * one); results are appended under the job's mutex and its condition
@@ -58,8 +59,9 @@ typedef struct zn_job {
     /* the request: set before sched_submit, read-only after */
     int32_t *prompt;
     int n_prompt;
-    int ckpt_at[ZN_SRV_CKPTS]; /* checkpoint the recurrent state at these positions (0 < p < n_prompt), -1: none
-                                 (the end of the leading system messages, the end of the conversation) */
+    int ckpt_at[ZN_SRV_CKPT_ASKED]; /* checkpoint the recurrent state at these positions (0 < p < n_prompt), -1:
+                                      none (the end of the leading system messages, the end of the conversation);
+                                      block checkpoints come on top (ZN_SRV_CKPT_BLOCK) */
     bool think_open;          /* the prompt opened a <think> block */
     bool split_think;         /* route <think> text to the reasoning channel (chat) */
     bool cache_prompt;        /* may reuse a slot's cached prefix (default true) */
