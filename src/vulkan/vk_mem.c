@@ -115,6 +115,7 @@ zn_status vkarena_alloc(vkarena *a, uint64_t size, uint64_t align, vkref *out, z
     }
     if (a->n == ZN_VK_MAX_BLOCKS) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: more than %d memory blocks", ZN_VK_MAX_BLOCKS);
     uint64_t bs = size > a->block_bytes ? size : a->block_bytes;
+    if (a->expect > a->total && a->expect - a->total < bs) bs = size > a->expect - a->total ? size : a->expect - a->total;
     zn_status st = vkbuf_create(a->d, &a->blocks[a->n], bs, a->kind, err);
     if (st) return st;
     a->used[a->n] = size;

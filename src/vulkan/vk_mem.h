@@ -51,6 +51,8 @@ typedef struct vkarena {
     vkbuf blocks[ZN_VK_MAX_BLOCKS];
     uint64_t used[ZN_VK_MAX_BLOCKS];
     uint64_t total;                  /* bytes handed out */
+    uint64_t expect;                 /* bytes the owner will ask for in all (0: unknown): the last
+                                        block is sized to what is left, not to block_bytes */
 } vkarena;
 
 /* max_block 0 = the device's limit (min of maxMemoryAllocationSize and

@@ -124,6 +124,15 @@ zn_status vkweights_upload(vk_ctx *c, const zn_graph *gin, zn_err *err) {
         for (int j = 0; j < ZN_NODE_W; j++)
             if (g.nodes[i].w[j]) total += g.nodes[i].w[j]->nbytes; /* counts shared weights twice: fine for a bar */
     bool progress = total >= (256ull << 20) && isatty(2);
+    /* blocks as large as one allocation may be (or all the weights), the
+     * last one only what is left: with the default 256 MiB blocks, first
+     * fit left ~100 MB of every block empty beside an MoE's 151 MB expert
+     * tensors (the 21 GB Qwen3.5-35B-A3B held 31 GB); total over-counts
+     * shared weights, so the last block may keep some of that unused */
+    if (!st) {
+        if (total > c->wmem.block_bytes) c->wmem.block_bytes = c->wmem.max_block;
+        c->wmem.expect = c->wmem.total + total;
+    }
     /* the integer mat-vec's scratch: x of the largest matmul it runs, for
      * as many rows as a step can give it (every expert slot's own x) */
     for (int i = 0; i < g.n_nodes && !st; i++) {
