@@ -11,6 +11,10 @@
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# ASan's quarantine of freed memory kept to 16 MiB: with the default, lavapipe's
+# per-dispatch allocations grew test_vk_batch's batched-decode case to 24 GB and
+# the kernel killed it (CI box, 2026-12-02; 2.9 GB with this)
+export ASAN_OPTIONS="quarantine_size_mb=16:thread_local_quarantine_size_kb=64${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 # the ASan pass: lavapipe alone (tests/vk_env.sh says why)
 . "$root/tests/vk_env.sh"
 if nm "$build/tests/test_gguf" 2>/dev/null | grep -q __asan_init || nm -D "$build/tests/test_gguf" 2>/dev/null | grep -q __asan_init; then
