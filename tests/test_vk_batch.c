@@ -142,6 +142,8 @@ static void test_gemm_path(void) {
     zn_backend_opts o = backend_default_opts();
     o.mm_emulate = true;
     check_fixture_with(dir, "qwen35moe-moe-q4_k_m", o, " (gemm)");
+    o.tune = "mm_prep_tok=1"; /* the weights dequantised into the scratch first, not in the tile loads */
+    check_fixture_with(dir, "qwen35moe-moe-q4_k_m", o, " (gemm, prep)");
 }
 
 /* Split-K attention (flash-decoding) in batched steps: chunks of 4 keys

@@ -107,6 +107,13 @@ static zn_backend_opts emulate(void) {
     o.mm_emulate = true;
     return o;
 }
+/* The f16 GEMM path with the weights dequantised into the scratch first
+ * (mm_prep.comp) rather than in its tile loads (the default). */
+static zn_backend_opts emulate_prep(void) {
+    zn_backend_opts o = emulate();
+    o.tune = "mm_prep_tok=1";
+    return o;
+}
 
 #define F32 1e-5
 #define F16 1e-4
@@ -125,6 +132,7 @@ static void test_llama(void) {
     /* the prompt through the f16 GEMM path (emulated without cooperative
      * matrices): f16 operands, same bound */
     check_fixture_with("llama-dense-q4_k_m", QNT, false, emulate());
+    check_fixture_with("llama-dense-q4_k_m", QNT, false, emulate_prep());
 }
 static void test_llama_moe(void) {
     check_fixture("llama-moe-f32", F32, true);
@@ -168,6 +176,7 @@ static void test_qwen35moe(void) {
     check_fixture("qwen35moe-moe-q4_k_m", QNT, false);
     check_fixture("qwen35moe-moe-q4_0", QNT, false);
     check_fixture_with("qwen35moe-moe-q4_k_m", QNT, false, emulate());
+    check_fixture_with("qwen35moe-moe-q4_k_m", QNT, false, emulate_prep());
     check_fixture_with("qwen35moe-moe-f16", F16, false, emulate());
 }
 

@@ -272,10 +272,35 @@ static void f16_types(void) {
     }
 }
 
+/* The f16 GEMM path both ways (tuning mm_prep_tok): A read from a copy of
+ * the weights that mm_prep.comp dequantised first, then A dequantised tile
+ * by tile from the weights themselves (dq.glsl dq8h) as the GEMM loads it. */
+static bool mm_direct;
+static void both_gemm_paths(void (*fn)(void)) {
+    const uint32_t saved = E.o.t.mm_prep_tok;
+    for (int d = 0; d < 2; d++) {
+        mm_direct = d == 1;
+        E.o.t.mm_prep_tok = mm_direct ? ZN_VK_OFF : 1;
+        fprintf(stderr, "  f16 GEMM, %s\n", mm_direct ? "weights dequantised in its tile loads" : "weights dequantised first");
+        fn();
+    }
+    E.o.t.mm_prep_tok = saved;
+    mm_direct = false;
+}
+
+/* Was the NV cooperative matrix 2 pipeline of tile config ci (grouped:
+ * moe) built, for the path mm_direct says (then for some weight type)? */
+static bool cm2_built(bool moe, uint32_t ci) {
+    if (!mm_direct) return E.o.pipes[moe ? VKO_MMF_CM2_MOE : VKO_MMF_CM2][ci].pipe != VK_NULL_HANDLE;
+    for (int t = 0; t < ZN_VK_NTYPES; t++)
+        if (E.o.pipes[moe ? VKO_MMQ_CM2_MOE : VKO_MMQ_CM2][ci * ZN_VK_NTYPES + t].pipe != VK_NULL_HANDLE) return true;
+    return false;
+}
+
 /* Emulated in the tile configs picked by shape (lavapipe: 128x64 with 256
  * threads, 64x64 with 128); on cooperative matrices in every config the
  * device fits. */
-static void test_matmat_f16(void) {
+static void matmat_f16(void) {
     f16_cm = false;
     f16_types();
     const uint32_t cfg = E.o.t.mm_cfg;
@@ -294,8 +319,9 @@ static void test_matmat_f16(void) {
  * the f16_types cases (rows, tokens and kp not multiples of the tiles: the
  * clamped loads) and 260 x 272 with kp a multiple of 64 (whole tiles: the
  * unclamped loads), against the same double-precision reference. */
-static void test_matmat_cm2(void) {
-    if (!E.o.coopmat || !E.d.info.coopmat2) SKIP("no NV cooperative matrix 2 on %s", E.d.info.name);
+static void test_matmat_f16(void) { both_gemm_paths(matmat_f16); }
+
+static void matmat_cm2(void) {
     const uint32_t cfg = E.o.t.cm2_cfg;
     f16_cm = f16_cm2 = true;
     for (uint32_t ci = 0; ci < ZN_VK_CM2_NCFG; ci++) {
@@ -304,7 +330,7 @@ static void test_matmat_cm2(void) {
         E.o.t.cm2_cfg = ci;
         f16_types();
         /* vk_ops falls back to the KHR kernel when the driver refuses the pipeline: it must not have */
-        CHECK_MSG(E.o.pipes[VKO_MMF_CM2][ci].pipe, "coopmat2 %ux%u k %u x %u: no pipeline", f->bm, f->bn, f->bk, f->unroll);
+        CHECK_MSG(cm2_built(false, ci), "coopmat2 %ux%u k %u x %u: no pipeline", f->bm, f->bn, f->bk, f->unroll);
         for (size_t i = 1; i < sizeof ALL_TYPES / sizeof *ALL_TYPES; i++) {
             const zn_type t = ALL_TYPES[i];
             const double e = mm_case(t, 260, zn_type_get(t)->blck == 256 ? 512 : 128, 272, true, K_F16);
@@ -314,6 +340,10 @@ static void test_matmat_cm2(void) {
     }
     f16_cm2 = false;
     E.o.t.cm2_cfg = cfg;
+}
+static void test_matmat_cm2(void) {
+    if (!E.o.coopmat || !E.d.info.coopmat2) SKIP("no NV cooperative matrix 2 on %s", E.d.info.name);
+    both_gemm_paths(matmat_cm2);
 }
 
 /* Three stacked matmuls as one f16 GEMM with the grouped epilogue (own
@@ -480,7 +510,7 @@ static void f16_swiglu(void) {
 }
 
 /* Emulated, on cooperative matrices, on NV cooperative matrix 2 (where present). */
-static void test_matmat_f16_grouped(void) {
+static void matmat_f16_grouped(void) {
     for (int cm = 0; cm <= (E.o.coopmat ? 1 + (int)E.d.info.coopmat2 : 0); cm++) {
         f16_cm = cm > 0, f16_cm2 = cm == 2;
         f16_grouped();
@@ -489,6 +519,7 @@ static void test_matmat_f16_grouped(void) {
     }
     f16_cm2 = false;
 }
+static void test_matmat_f16_grouped(void) { both_gemm_paths(matmat_f16_grouped); }
 
 /* The grouped MoE GEMM: 133 tokens x 3 slots over 6 experts (one chosen by
  * no token, one by all: more than one token tile), shared or per-slot x,
@@ -617,7 +648,7 @@ static void moe_x_reuse(void) {
     reset();
 }
 
-static void test_moe_grouped(void) {
+static void moe_grouped(void) {
     f16_cm = false;
     moe_types();
     moe_x_reuse();
@@ -640,11 +671,12 @@ static void test_moe_grouped(void) {
         const double e0 = moe_case_r(ZN_TYPE_Q4_K, false, 260, 512), e1 = moe_case_r(ZN_TYPE_F16, true, 256, 128);
         CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "coopmat2 %ux%u k %u: nmse %.3g (Q4_K, 260 rows) %.3g (F16, 256 rows)",
                   f->bm, f->bn, f->bk, e0, e1);
-        CHECK_MSG(E.o.pipes[VKO_MMF_CM2_MOE][ci].pipe, "coopmat2 grouped %ux%u k %u: no pipeline", f->bm, f->bn, f->bk);
+        CHECK_MSG(cm2_built(true, ci), "coopmat2 grouped %ux%u k %u: no pipeline", f->bm, f->bn, f->bk);
     }
     f16_cm2 = false;
     E.o.t.cm2_cfg = cfg;
 }
+static void test_moe_grouped(void) { both_gemm_paths(moe_grouped); }
 
 /* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
  * SwiGLU, against the two ops done separately in double precision. */

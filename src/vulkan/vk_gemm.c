@@ -69,8 +69,11 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
 typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                       /* matmul.comp, matmul_cm.comp */
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp */
-typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type; } spec_mmf;              /* mmf.glsl */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type; } spec_mmf_cm2; /* mmf_cm2.comp */
+
+/* The kinds whose A operand is the weights (dq8h in the tile loads). */
+static bool kind_aq(vkop_kind k) { return k == VKO_MMQ || k == VKO_MMQ_EMU || k == VKO_MMQ_CM2 || k == VKO_MMQ_CM2_MOE; }
 
 zn_status vkspec_matmul(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)o, (void)k, (void)err;
@@ -93,8 +96,10 @@ zn_status vkspec_moe_bucket(const vkops *o, vkop_kind k, vkvar v, vkspec *out, z
 zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)o, (void)err;
     const vkcm2_cfg *f = &zn_vk_cm2_cfgs[v.cfg];
+    const bool aq = kind_aq(k);
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
-                               .grouped = k == VKO_MMF_CM2_MOE});
+                               .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
+                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16});
     return ZN_OK;
 }
 
@@ -108,7 +113,9 @@ zn_status vkspec_mmf(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *
     if (nst > nsg) nst = nsg;
     if (!nst) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: GEMM tile %ux%u needs more than %u bytes of shared memory",
                              f->bm, f->bn, o->d->info.max_shared);
-    VKSPEC(out, spec_mmf, {.wg = f->wg, .bm = f->bm, .bn = f->bn, .wm = f->wm, .wn = f->wn, .nst = nst});
+    const bool aq = kind_aq(k);
+    VKSPEC(out, spec_mmf, {.wg = f->wg, .bm = f->bm, .bn = f->bn, .wm = f->wm, .wn = f->wn, .nst = nst, .aq = aq,
+                           .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16});
     return ZN_OK;
 }
 
@@ -151,8 +158,15 @@ uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap
     return pl.a_off + align256(units * pl.unit_bytes);
 }
 
-static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_plan *pl, zn_err *err) {
+static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, bool direct, mm_plan *pl, zn_err *err) {
     mm_plan_shape(o, a, pl);
+    if (direct) { /* the weights stay where they are: the scratch holds x (and the bucket) only */
+        if (pl->a_off > o->mm_scratch_bytes)
+            return zn_errf(err, ZN_ERR_ARG, "vulkan: GEMM scratch of %llu bytes too small for %u tokens of %u",
+                           (unsigned long long)o->mm_scratch_bytes, pl->xrows, a->ncols);
+        pl->n_chunks = 1, pl->per_chunk = pl->units;
+        return ZN_OK;
+    }
     uint64_t cap = o->mm_scratch_bytes > pl->a_off ? (o->mm_scratch_bytes - pl->a_off) / pl->unit_bytes : 0;
     if (!a->ids && cap > bm) cap -= cap % bm; /* whole row tiles per chunk */
     if (!cap)
@@ -164,6 +178,12 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, mm_p
     pl->n_chunks = (pl->units + pl->per_chunk - 1) / pl->per_chunk;
     return ZN_OK;
 }
+
+/* Does the f16 GEMM of a dequantise its weights tile by tile as it loads
+ * them (the A operand is the weights), rather than multiply a dequantised
+ * copy that mm_prep.comp writes first? Below t.mm_prep_tok tokens; F32
+ * weights never come here. */
+static bool mm_direct(const vkops *o, const vkop_mm *a) { return a->n_tok < o->t.mm_prep_tok; }
 
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     if (a->xmode == VKX_RMSNORM) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused RMS norm");
@@ -179,13 +199,16 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
      * constants); should the driver refuse that pipeline, the KHR kernel
      * from then on (test_vk_ops checks every config is built) */
     bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->t.mm_cm2_moe);
+    const bool direct = mm_direct(o, a);
     const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups) : 0;
-    if (cm2 && vkops_pipe(o, a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2, (vkvar){.cfg = c2}, &pg, err)) o->mm_cm2 = cm2 = false;
+    const vkop_kind kc2 = direct ? (a->ids ? VKO_MMQ_CM2_MOE : VKO_MMQ_CM2) : a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2;
+    if (cm2 && vkops_pipe(o, kc2, (vkvar){.cfg = c2, .type = a->type}, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;
     const uint32_t bn = cm2 ? zn_vk_cm2_cfgs[c2].bn : zn_vk_mm_cfgs[ci].bn;
-    zn_status st = mm_plan_for(o, a, bm, &pl, err);
+    zn_status st = mm_plan_for(o, a, bm, direct, &pl, err);
     if (!st) st = vkops_pipe(o, VKO_MM_PREP, (vkvar){.type = a->type}, &pp, err);
-    if (!st && !cm2) st = vkops_pipe(o, o->coopmat ? VKO_MMF : VKO_MMF_EMU, (vkvar){.cfg = ci}, &pg, err);
+    const vkop_kind kf = direct ? (o->coopmat ? VKO_MMQ : VKO_MMQ_EMU) : o->coopmat ? VKO_MMF : VKO_MMF_EMU;
+    if (!st && !cm2) st = vkops_pipe(o, kf, (vkvar){.cfg = ci, .type = a->type}, &pg, err);
     if (!st && a->ids) st = vkops_pipe(o, VKO_MOE_BUCKET, (vkvar){0}, &pb, err);
     if (st) return st;
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
@@ -217,22 +240,26 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
             uint32_t wg_a, n_expert, flags;
         } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
                    a->ids ? sb : 0, swiglu ? a->aux : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows,
-                   nu * (a->ids ? a->nrows : 1) * steps, ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs,
+                   direct ? 0 : nu * (a->ids ? a->nrows : 1) * steps, ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs,
                    a->x_stride, a->x_slot_stride, u0, 0, a->n_expert,
                    (a->x % 16 == 0 && (!swiglu || a->aux % 16 == 0) && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0)
                        | (swiglu ? 2u : 0u)};
         _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
         pp_pc.wg_a = (pp_pc.n_a + MM_PREP_WG - 1) / MM_PREP_WG;
         uint32_t gx, gy;
-        vkops_grid2(o, pp_pc.wg_a + (pp_pc.n_b + MM_PREP_WG - 1) / MM_PREP_WG, &gx, &gy);
-        vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
-        vkcmd_barrier(c);
+        if (pp_pc.n_a || pp_pc.n_b) { /* direct, with x converted by the previous call: nothing to prepare */
+            vkops_grid2(o, pp_pc.wg_a + (pp_pc.n_b + MM_PREP_WG - 1) / MM_PREP_WG, &gx, &gy);
+            vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
+            vkcmd_barrier(c);
+        }
         struct {
             uint64_t a, b, y, bias, scale, res, bucket, group;
             uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, e0, n_expert, r_base, flags;
-        } g = {sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
-               a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok, a->n_slots ? a->n_slots : 1, a->y_stride,
-               a->y_slot_stride, u0, a->n_expert, (uint32_t)r0, a->bias_first ? 1u : 0u};
+            uint32_t row_bytes, expert_bytes, ncols;
+        } g = {direct ? a->w : sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale,
+               a->res ? a->res + 4 * r0 : 0, a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok,
+               a->n_slots ? a->n_slots : 1, a->y_stride, a->y_slot_stride, u0, a->n_expert, (uint32_t)r0,
+               a->bias_first ? 1u : 0u, a->row_bytes, (uint32_t)a->expert_bytes, a->ncols};
         _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
         vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : 1, name);
     }

@@ -16,6 +16,7 @@ typedef enum vkvar_by {
     BY_CFG,       /* vkvar.cfg: an entry of the kind's tile-config table */
     BY_HEAD_DIM,  /* vkvar.head_dim: 8 << slot */
     BY_ROWS,      /* vkvar.rows_log2: 1 << slot query rows */
+    BY_CFG_TYPE,  /* vkvar.cfg and vkvar.type: cfg * ZN_VK_NTYPES + type slot */
 } vkvar_by;
 
 #define SG_DEVICE UINT32_MAX /* the pipeline requires the device's subgroup size */
@@ -64,9 +65,13 @@ static const vkpipe_desc pipe_table[VKO_COUNT] = {
     [VKO_ATTN_FA_EMU] = {"attn_fa_emu", BY_CFG, ZN_VK_FA_NCFG, 0, vkspec_attn_fa_cm},
     [VKO_CONV1D] = {"conv1d", BY_NONE, 0, 0, vkspec_conv1d},
     [VKO_GDN] = {"gdn", BY_HEAD_DIM, 0, SG_DEVICE, vkspec_gdn},
+    [VKO_MMQ] = {"mmf_cm", BY_CFG_TYPE, ZN_VK_MM_NCFG, 32, vkspec_mmf},
+    [VKO_MMQ_EMU] = {"mmf_emu", BY_CFG_TYPE, ZN_VK_MM_NCFG, 0, vkspec_mmf},
+    [VKO_MMQ_CM2] = {"mmf_cm2", BY_CFG_TYPE, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},
+    [VKO_MMQ_CM2_MOE] = {"mmf_cm2", BY_CFG_TYPE, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},
 };
-_Static_assert(ZN_VK_MM_NCFG <= ZN_VK_NTYPES && ZN_VK_CM2_NCFG <= ZN_VK_NTYPES && ZN_VK_FA_NCFG <= ZN_VK_NTYPES &&
-                   VK_ATTN_DEC_SLOTS <= ZN_VK_NTYPES,
+_Static_assert(ZN_VK_MM_NCFG <= ZN_VK_NVAR / ZN_VK_NTYPES && ZN_VK_CM2_NCFG <= ZN_VK_NVAR / ZN_VK_NTYPES &&
+                   ZN_VK_FA_NCFG <= ZN_VK_NVAR && VK_ATTN_DEC_SLOTS <= ZN_VK_NVAR,
                "every variant has a slot in vkops.pipes");
 
 /* log2(d) - 3 for the head dims 8..1024, else -1. */
@@ -91,6 +96,13 @@ zn_status vkops_pipe(vkops *o, vkop_kind k, vkvar v, const vkpipe **out, zn_err 
         const uint32_t i = d->by == BY_CFG ? v.cfg : v.rows_log2;
         if (i >= d->n_var) return zn_errf(err, ZN_ERR_ARG, "vulkan: %s: no variant %u", d->shader, i);
         slot = (int)i;
+        break;
+    }
+    case BY_CFG_TYPE: {
+        const int ts = vktune_slot(v.type);
+        if (ts < 0) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no kernel for weight type %s", zn_type_name(v.type));
+        if (v.cfg >= d->n_var) return zn_errf(err, ZN_ERR_ARG, "vulkan: %s: no variant %u", d->shader, v.cfg);
+        slot = (int)v.cfg * ZN_VK_NTYPES + ts;
         break;
     }
     case BY_HEAD_DIM:

@@ -36,13 +36,19 @@ typedef enum vkop_kind {
     VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L,     /* the same for big matrices (own tuning) */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs, vk_attn.h) */
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
+    VKO_MMQ, VKO_MMQ_EMU, VKO_MMQ_CM2, VKO_MMQ_CM2_MOE,      /* the f16 GEMMs reading the weights directly
+                                                                (per tile config and weight type) */
     VKO_COUNT
 } vkop_kind;
+
+/* Pipeline variants of one kind: a weight type slot, a tile config, or
+ * both (config * ZN_VK_NTYPES + type slot). */
+#define ZN_VK_NVAR (ZN_VK_NTYPES * 8)
 
 typedef struct vkops {
     vkdev *d;
     vkpipes ps;
-    vkpipe pipes[VKO_COUNT][ZN_VK_NTYPES];
+    vkpipe pipes[VKO_COUNT][ZN_VK_NVAR];
     /* Every kernel choice and size (vk_tune.h), read when pipelines are
      * built and ops recorded; tests and tools/vk-bench change it (and
      * destroy the pipelines built from the old values). */

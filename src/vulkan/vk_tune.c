@@ -56,7 +56,7 @@ typedef struct tune_row {
     row_mvx mvx[2];
     uint32_t mvx_big_mb;
     uint32_t small_wg, norm_wg, merge_wg;
-    uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k;
+    uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
     uint32_t attn_dec_min, fa_min_tok;
     bool poll;
 } tune_row;
@@ -115,7 +115,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
      .mvx_big_mb = ZN_VK_OFF, .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
-     .fa_min_tok = 16, .poll = true}
+     .fa_min_tok = 16, .poll = true, .mm_prep_tok = ZN_VK_OFF}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -129,7 +129,7 @@ static const tune_row rows[] = {
      .mvx = {{ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)}, {ALL(1), ALL(4), ALL(1), KQ(2, 0), ALL(0), ALL(16)}},
      .mvx_big_mb = ZN_VK_OFF, .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
-     .attn_dec_min = 256, .fa_min_tok = 16, .poll = false},
+     .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
     GPU_ROW("amd-rdna3", is_rdna3),   /* unmeasured */
@@ -186,6 +186,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     uint64_t cap = d->vram_bytes / 64;
     cap = cap < ZN_VK_MM_SCRATCH ? ZN_VK_MM_SCRATCH : cap > ZN_VK_MM_SCRATCH_MAX ? ZN_VK_MM_SCRATCH_MAX : cap;
     t->mm_scratch_mb = (uint32_t)(cap >> 20);
+    t->mm_prep_tok = r->mm_prep_tok;
     t->attn_dec = t->fa_cm = t->fa_kv2 = true;
     t->attn_chunk = ZN_VK_AUTO; /* by attn_dec: vktune_init resolves it */
     t->attn_dec_min = r->attn_dec_min;
@@ -247,6 +248,7 @@ static const tune_key keys[] = {
     KU("cm2_min_wgs", cm2_min_wgs, 1, 1u << 20, 0),
     KU("cm2_long_k", cm2_long_k, 0, 1u << 30, F_OFF),
     KU("mm_scratch_mb", mm_scratch_mb, 0, 1u << 20, 0),
+    KU("mm_prep_tok", mm_prep_tok, 1, 1u << 30, F_OFF),
     KB("attn_dec", attn_dec),
     KU("attn_chunk", attn_chunk, 1, 1u << 20, F_AUTO),
     KU("attn_dec_min", attn_dec_min, 0, 1u << 30, 0),

@@ -2,6 +2,7 @@
  *   make tools   (builds build/vk-matmul)
  *   build/vk-matmul            (512 tokens, median of 20 calls: seconds on an H200)
  *   build/vk-matmul 8 2        (8 tokens, 2 timed calls: minutes on lavapipe)
+ *   build/vk-matmul 512,64,32  (each token count in turn)
  *   VKB_ONLY_CM2=1 build/vk-matmul   (NV coopmat2 devices: its configs and the KHR kernel's default only)
  * Times 512-token matmuls of Qwen3-8B (dense) and one MoE layer of a
  * Qwen3.5-35B-A3B shape (32 experts, top 8) with GPU timestamps: the
@@ -11,6 +12,9 @@
  * subgroup / threads) and in the one picked by shape (the default), then
  * (devices with VK_NV_cooperative_matrix2) the same for
  * mmf_cm2.comp (zn_vk_cm2_cfgs: rows x tokens per workgroup, k step).
+ * Every f16-path row is timed both ways (tuning mm_prep_tok): "prep",
+ * the weights dequantised into the scratch first, and "direct", each A
+ * tile dequantised from the weights as the GEMM loads it.
  * "prep" = dequantise + convert, "gemm" = the multiply. Random bytes stand
  * in for the quantised weights: the kernels' cost does not depend on their
  * values. TFLOP/s counts 2 * rows * cols * tokens (* slots). */
@@ -23,6 +27,7 @@
 
 #define MAX_REPS 50
 static int T = 512, REPS = 20, WARM = 5;
+static const uint32_t PATHS[2] = {1, ZN_VK_OFF}; /* mm_prep_tok: prep, direct */
 
 typedef struct shape {
     const char *what;
@@ -86,10 +91,17 @@ static bool time_calls(const vkop_mm *a, int mode, bool grouped, double *tot, do
 
 int main(int argc, char **argv) {
     vkarena a;
-    if (argc > 1) T = atoi(argv[1]);
+    int toks[16], n_toks = 0;
+    for (const char *s = argc > 1 ? argv[1] : "512"; *s && n_toks < 16;) {
+        toks[n_toks++] = atoi(s);
+        s += strcspn(s, ",");
+        s += *s == ',';
+    }
     if (argc > 2) REPS = atoi(argv[2]), WARM = (REPS + 3) / 4;
-    if (T < 1 || REPS < 1 || REPS > MAX_REPS) {
-        fprintf(stderr, "usage: vk-matmul [tokens [timed calls (1..%d)]]\n", MAX_REPS);
+    for (int i = 0; i < n_toks; i++)
+        if (toks[i] < 1) n_toks = 0;
+    if (!n_toks || REPS < 1 || REPS > MAX_REPS) {
+        fprintf(stderr, "usage: vk-matmul [tokens[,tokens...] [timed calls (1..%d)]]\n", MAX_REPS);
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -101,8 +113,8 @@ int main(int argc, char **argv) {
     const char *oc = getenv("VKB_ONLY_CM2"); /* 1: only the coopmat2 configs (and the KHR default) */
     const bool only_cm2 = oc && atoi(oc) > 0;
     o.t.mm_cm2_moe = true;       /* its cm2 rows time the MoE shapes on cm2 too */
-    printf("device: %s, coopmat %s, NV coopmat2 %s, shared memory %u bytes, %d tokens, median of %d\n", d.info.name,
-           o.coopmat ? "yes" : "no", d.info.coopmat2 ? "yes" : "no", d.info.max_shared, T, REPS);
+    printf("device: %s, coopmat %s, NV coopmat2 %s, shared memory %u bytes, median of %d\n", d.info.name,
+           o.coopmat ? "yes" : "no", d.info.coopmat2 ? "yes" : "no", d.info.max_shared, REPS);
     vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
     const shape shapes[] = {
         {"8B ffn_gate", ZN_TYPE_Q4_K, 4096, 12288, 0, 0, false},
@@ -115,7 +127,12 @@ int main(int argc, char **argv) {
         {"2B ffn_down", ZN_TYPE_Q6_K, 6144, 2048, 0, 0, false},
         {"35B moe_gate", ZN_TYPE_Q4_K, 2048, 512, 32, 8, false},
         {"35B moe_down", ZN_TYPE_Q6_K, 512, 2048, 32, 8, true},
+        {"35B256 gate", ZN_TYPE_Q4_K, 2048, 512, 256, 8, false}, /* all 256 experts */
+        {"35B256 down", ZN_TYPE_Q6_K, 512, 2048, 256, 8, true},
     };
+    for (int ti = 0; ti < n_toks; ti++) {
+    T = toks[ti];
+    printf("--- %d tokens\n", T);
     printf("%-13s %-5s %-26s %9s %9s %9s %8s %8s\n", "shape", "type", "kernel", "total us", "prep us", "gemm us",
            "TFLOP/s", "gemm TF/s");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -193,34 +210,43 @@ int main(int argc, char **argv) {
             const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
             if (ci < ZN_VK_MM_NCFG && (!vkops_mm_cfg_fits(&o, ci) || (only_cm2 && cm2))) continue;
             o.t.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
-            char name[64];
-            if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s auto (default)", cm ? "cm" : "emu");
-            else snprintf(name, sizeof name, "f16 %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", f->bm, f->bn, f->wm, f->wn, f->wg);
-            if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
-                printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
-                       gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
-            else fprintf(stderr, "  %s: %s\n", name, err.msg);
+            for (int pa = 0; pa < 2; pa++) {
+                o.t.mm_prep_tok = PATHS[pa];
+                char name[64];
+                if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s %s auto", cm ? "cm" : "emu", pa ? "direct" : "prep");
+                else snprintf(name, sizeof name, "f16 %s %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", pa ? "direct" : "prep", f->bm,
+                              f->bn, f->wm, f->wn, f->wg);
+                if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
+                    printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
+                           gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
+                else fprintf(stderr, "  %s: %s\n", name, err.msg);
+            }
         }
         o.t.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
         /* the NV cooperative matrix 2 kernel in every config, then by shape */
         for (uint32_t ci = 0; cm2 && ci <= ZN_VK_CM2_NCFG; ci++) {
             const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci < ZN_VK_CM2_NCFG ? ci : 0];
-            o.mm_cm2 = true;
             o.t.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
-            char name[64];
-            if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 auto (default)");
-            else snprintf(name, sizeof name, "f16 cm2 %ux%u k%ux%u", f->bm, f->bn, f->bk, f->unroll);
-            const bool ran = time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm);
-            if (ran && !o.mm_cm2) /* vk_ops fell back to the KHR kernel */
-                printf("%-13s %-5s %-26s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
-            else if (ran)
-                printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
-                       gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
-            else fprintf(stderr, "  %s: %s\n", name, err.msg);
+            for (int pa = 0; pa < 2; pa++) {
+                o.mm_cm2 = true;
+                o.t.mm_prep_tok = PATHS[pa];
+                char name[64];
+                if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 %s auto", pa ? "direct" : "prep");
+                else snprintf(name, sizeof name, "f16 cm2 %s %ux%u k%ux%u", pa ? "direct" : "prep", f->bm, f->bn, f->bk,
+                              f->unroll);
+                const bool ran = time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm);
+                if (ran && !o.mm_cm2) /* vk_ops fell back to the KHR kernel */
+                    printf("%-13s %-5s %-26s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
+                else if (ran)
+                    printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
+                           gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
+                else fprintf(stderr, "  %s: %s\n", name, err.msg);
+            }
         }
         o.mm_cm2 = cm2, o.t.cm2_cfg = ZN_VK_MM_AUTO;
         vkarena_free(&a);
         vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
+    }
     }
     vkarena_free(&a);
     vkcmd_free(&c);

@@ -28,10 +28,15 @@ layout(constant_id = 2) const uint BN = 128;
 layout(constant_id = 3) const uint WM = 64;
 layout(constant_id = 4) const uint WN = 32;
 layout(constant_id = 5) const uint NST = 4;   // 16x16 f32 staging tiles for the epilogue (shared memory)
+// AQ: A is the weights themselves (TYPE, GPU row layout) and each A tile
+// is dequantised as it is loaded (dq.glsl dq8h), so no mm_prep pass writes
+// and this kernel re-reads an f16 copy of them.
+layout(constant_id = 6) const bool AQ = false;
+layout(constant_id = 7) const uint TYPE = 1;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
-    uint64_t a;          // f16 [rows][kp]; grouped: [experts of the chunk][nrows][kp]
+    uint64_t a;          // f16 [rows][kp]; grouped: [experts of the chunk][nrows][kp]; AQ: the weights
     uint64_t b;          // f16 [b rows][kp]; grouped: one row per (token, slot) pair, in the bucket's order
     uint64_t y, bias, scale, res;
     uint64_t bucket;     // 0 (dense) or moe_bucket.comp's uint counts[n_expert], offsets[n_expert], pairs[]
@@ -40,9 +45,11 @@ layout(push_constant) uniform PC {
     uint y_stride, y_slot_stride;
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
+    uint row_bytes, expert_bytes, ncols; // AQ: the weights' rows (vk_quant.h), experts, row length
 } p;
 
 #include "mm_store.glsl"
+#include "dq.glsl"
 
 #define BK 32u
 #define LDV 20u          // shared row stride in f16vec2 (40 halves: 32 + 8 against bank conflicts)
@@ -93,6 +100,12 @@ void store_tile(uint buf, uint i, uvec4 v, bool is_a) { // 16 bytes of row i / 4
     }
 }
 
+// 16 bytes (8 k values) of thread unit i of A's k-tile kt.
+uvec4 a_load(uint64_t a, uint i, uint kt) {
+    if (AQ) return dq8h(a, 32u * kt + 8u * (i % 4u), p.ncols);
+    return U32x4(a + 64ul * kt).v[0];
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
 #ifdef CM
@@ -108,13 +121,13 @@ void main() {
         e = p.e0 + gl_WorkGroupID.z;
         cnt = U32(p.bucket).v[e];
         off = U32(p.bucket).v[p.n_expert + e];
-        abase += 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * p.kp;
+        abase += AQ ? uint64_t(gl_WorkGroupID.z) * p.expert_bytes : 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * p.kp;
     }
     // this thread's A rows of the tile (clamped: rows past the end are computed and dropped)
     uint64_t ar[AV];
     for (uint q = 0; q < AV; q++) {
-        const uint i = tid + q * WG;
-        ar[q] = abase + 2ul * uint64_t(min(row0 + i / 4u, p.nrows - 1u)) * p.kp + 16u * (i % 4u);
+        const uint i = tid + q * WG, r = min(row0 + i / 4u, p.nrows - 1u);
+        ar[q] = AQ ? abase + uint64_t(r) * p.row_bytes : abase + 2ul * uint64_t(r) * p.kp + 16u * (i % 4u);
     }
     const uint nk = p.kp / BK;
     for (uint tile = gl_WorkGroupID.y; tile * BN < cnt; tile += gl_NumWorkGroups.y) {
@@ -135,7 +148,7 @@ void main() {
                 for (uint q = 0; q < 8u; q++) acc[i][j][q] = 0.0;
 #endif
         uvec4 ra[AV], rb[BV];
-        for (uint q = 0; q < AV; q++) ra[q] = U32x4(ar[q]).v[0];
+        for (uint q = 0; q < AV; q++) ra[q] = a_load(ar[q], tid + q * WG, 0u);
         for (uint q = 0; q < BV; q++) rb[q] = U32x4(br[q]).v[0];
         for (uint q = 0; q < AV; q++) store_tile(0u, tid + q * WG, ra[q], true);
         for (uint q = 0; q < BV; q++) store_tile(0u, tid + q * WG, rb[q], false);
@@ -144,7 +157,7 @@ void main() {
             const uint cur = kt & 1u;
             const bool more = kt + 1u < nk;
             if (more) { // in flight while this k-tile is multiplied
-                for (uint q = 0; q < AV; q++) ra[q] = U32x4(ar[q] + 64ul * (kt + 1u)).v[0];
+                for (uint q = 0; q < AV; q++) ra[q] = a_load(ar[q], tid + q * WG, kt + 1u);
                 for (uint q = 0; q < BV; q++) rb[q] = U32x4(br[q] + 64ul * (kt + 1u)).v[0];
             }
             const uint ao = cur * BM * LDV + wr * WM * LDV, bo = cur * BN * LDV + wc * WN * LDV;

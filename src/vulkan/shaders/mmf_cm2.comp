@@ -37,6 +37,15 @@ layout(constant_id = 4) const uint UNR = 1;   // k steps per loop iteration
 // The grouped MoE GEMM is its own pipeline: compiled into the dense one,
 // its code cost the dense 64 x 64 tile 40 % (registers) on the H200.
 layout(constant_id = 5) const bool GROUPED = false;
+// AQ: A is the weights themselves (TYPE, GPU row layout, p.row_bytes apart,
+// p.expert_bytes between experts) instead of mm_prep.comp's f16 copy: the
+// workgroup dequantises each BM x BK tile into shared memory (dq.glsl
+// dq8h, 16 bytes a thread), double-buffered so the next tile's loads are in
+// flight during this tile's product, and the product reads it from there.
+// Batched decode steps (16-64 tokens) are where this pays most: the copy
+// cost a write and a read of 2 bytes per weight for a single pass.
+layout(constant_id = 6) const bool AQ = false;
+layout(constant_id = 7) const uint TYPE = 1;
 const uint BNH = BN / 2;
 layout(local_size_x_id = 0) in;
 
@@ -51,9 +60,11 @@ layout(push_constant) uniform PC {
     uint y_stride, y_slot_stride;
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
+    uint row_bytes, expert_bytes, ncols; // AQ: the weights' rows (vk_quant.h), experts, row length
 } p;
 
 #include "mm_store.glsl"
+#include "dq.glsl"
 
 // 16-byte alignment lets the driver use wide loads (rows start at multiples of 64 bytes).
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H16 { float16_t v[]; };
@@ -129,6 +140,46 @@ float store_elem(const in uint r, const in uint c, const in float v, const in ui
             [[unroll]] for (uint u = 0; u < UNR; u++) K_STEP(LA, LOAD_B, MB, ACCV, k + u * BK)                  \
         for (; k < kp; k += BK) K_STEP(LA, LOAD_B, MB, ACCV, k)                                                 \
     }
+// AQ: the A tiles in shared memory, row-major, LQ 16-byte units a row
+// (one of padding against bank conflicts); AU units a thread per tile.
+const uint LQ = BK / 8u + 1u, AU = BM * BK / 8u / WG;
+shared uvec4 sq[AQ ? 2u * BM * LQ : 1u];
+uint64_t aq_row[AQ ? AU : 1u];
+uvec4 aq_v[AQ ? AU : 1u];
+
+void aq_fetch(uint k0, uint kp) { // this thread's units of the tile at k0 (zeros past kp)
+    for (uint u = 0; u < AU; u++) {
+        const uint k = k0 + 8u * ((gl_LocalInvocationID.x + u * WG) % (BK / 8u));
+        aq_v[u] = k < kp ? dq8h(aq_row[u], k, p.ncols) : uvec4(0);
+    }
+}
+void aq_put(uint buf) {
+    for (uint u = 0; u < AU; u++) {
+        const uint i = gl_LocalInvocationID.x + u * WG;
+        sq[(buf * BM + i / (BK / 8u)) * LQ + i % (BK / 8u)] = aq_v[u];
+    }
+}
+// The K loop of AQ: tile kt + 1 fetched while tile kt is multiplied, one
+// barrier per tile.
+#define AQ_LOOP(LOAD_B, MB, ACCV)                                                                               \
+    {                                                                                                           \
+        const uint nk = (kp + BK - 1u) / BK;                                                                    \
+        barrier(); /* the previous token tile is done with sq */                                                \
+        aq_fetch(0u, kp);                                                                                       \
+        aq_put(0u);                                                                                             \
+        barrier();                                                                                              \
+        for (uint kt = 0; kt < nk; kt++) {                                                                      \
+            const bool more = kt + 1u < nk;                                                                     \
+            if (more) aq_fetch((kt + 1u) * BK, kp);                                                             \
+            MAT_A ma;                                                                                           \
+            MB(mb);                                                                                             \
+            coopMatLoad(ma, sq, (kt & 1u) * BM * LQ, LQ, gl_CooperativeMatrixLayoutRowMajor);                   \
+            LOAD_B(kt * BK);                                                                                    \
+            ACCV = coopMatMulAdd(ma, mb, ACCV);                                                                 \
+            if (more) aq_put((kt & 1u) ^ 1u);                                                                   \
+            barrier();                                                                                          \
+        }                                                                                                       \
+    }
 #define B_PLAIN(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lb, tok0, BN, KK, BK), tr)
 #define B_CLAMP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lbc, tok0, BN, KK, BK), tr)
 #define B_GROUP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, g_off * kp, sliceTensorLayoutNV(lg, tok0, BN, KK, BK), tr)
@@ -143,8 +194,11 @@ void main() {
         g_e = p.e0 + gl_WorkGroupID.z;
         g_cnt = U32(p.bucket).v[g_e];
         g_off = U32(p.bucket).v[p.n_expert + g_e];
-        abase += 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * kp;
+        abase += AQ ? uint64_t(gl_WorkGroupID.z) * p.expert_bytes : 2ul * gl_WorkGroupID.z * uint64_t(p.nrows) * kp;
     }
+    if (AQ) // rows past the end repeat the last one (their results are not stored)
+        for (uint u = 0; u < AU; u++)
+            aq_row[u] = abase + uint64_t(min(row0 + (gl_LocalInvocationID.x + u * WG) / (BK / 8u), p.nrows - 1u)) * p.row_bytes;
     // plain layouts where the tile lies inside the operands, clamping ones
     // (zeros outside) where it overhangs; lg: the expert's rows of B
     tensorLayoutNV<2> la = createTensorLayoutNV(2), lb = createTensorLayoutNV(2);
@@ -170,16 +224,20 @@ void main() {
             barrier();
             if (g_cnt - tok0 <= BNH) {
                 ACC2 acc = ACC2(0.0);
-                if (a_inside) K_LOOP(la, B_GROUP2, DECL_B2, acc) else K_LOOP(lac, B_GROUP2, DECL_B2, acc)
+                if (AQ) AQ_LOOP(B_GROUP2, DECL_B2, acc)
+                else if (a_inside) K_LOOP(la, B_GROUP2, DECL_B2, acc) else K_LOOP(lac, B_GROUP2, DECL_B2, acc)
                 coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
             } else {
                 ACC acc = ACC(0.0);
-                if (a_inside) K_LOOP(la, B_GROUP, DECL_B, acc) else K_LOOP(lac, B_GROUP, DECL_B, acc)
+                if (AQ) AQ_LOOP(B_GROUP, DECL_B, acc)
+                else if (a_inside) K_LOOP(la, B_GROUP, DECL_B, acc) else K_LOOP(lac, B_GROUP, DECL_B, acc)
                 coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
             }
         } else {
             ACC acc = ACC(0.0);
-            if (a_inside && tok0 + BN <= p.n_tok) K_LOOP(la, B_PLAIN, DECL_B, acc) else K_LOOP(lac, B_CLAMP, DECL_B, acc)
+            if (AQ) {
+                if (tok0 + BN <= p.n_tok && kp % BK == 0u) AQ_LOOP(B_PLAIN, DECL_B, acc) else AQ_LOOP(B_CLAMP, DECL_B, acc)
+            } else if (a_inside && tok0 + BN <= p.n_tok) K_LOOP(la, B_PLAIN, DECL_B, acc) else K_LOOP(lac, B_CLAMP, DECL_B, acc)
             coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
         }
     }
