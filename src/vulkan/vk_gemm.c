@@ -42,11 +42,12 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, the rest are for
- * sweeps (tuning key cm2_cfg). */
+ * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3 for prefill, 3
+ * to 6 for batched decode steps, 0 and 7 are for sweeps (tuning key
+ * cm2_cfg). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
-    {128, 256, 64, 1}, {128, 128, 64, 1}, {128, 128, 32, 8}, {256, 128, 32, 4},
+    {32, 32, 64, 4},   {32, 64, 64, 4},   {64, 32, 64, 4},  {128, 64, 64, 4},
 };
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
@@ -58,6 +59,15 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
  * was 1.3-1.8x slower than 128 x 128 everywhere. */
 static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups) {
     if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
+    /* Batched decode (a token tile or less; experts: a few tokens each):
+     * the weights are read once whatever the tile, so the tokens get the
+     * narrowest tile that holds them, and the rows one that still gives
+     * two workgroups per SM (an 8B's 1,024-row attn_k: 32 workgroups of 32 rows). */
+    if (toks <= 64) {
+        const bool narrow = toks <= 32;
+        if (groups == 1 && rows / 64 >= 2 * o->t.cm2_min_wgs) return narrow ? 6 : 3;
+        return narrow ? 4 : 5;
+    }
     const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
     const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
     if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;
