@@ -105,7 +105,25 @@ typedef struct par_result {
     long pp, tg, pl;
     double t_pp, t_tg, ttft_mean, ttft_max;
     zn_backend_mem mem; /* with the pl sequences allocated */
+    zn_backend_stats st0, st1; /* the backend's counters around the decode steps (zeros: it keeps none) */
 } par_result;
+
+/* Where a decode step's wall time went, for the rows whose steps the
+ * backend counts (vulkan: steps of one token, i.e. B = 1): waiting for the
+ * device vs the host's own work, and how many replayed a recording. */
+static void print_steps(const par_result *all, int n) {
+    for (int i = 0; i < n; i++) {
+        const par_result *r = &all[i];
+        const double steps = (double)(r->st1.steps - r->st0.steps);
+        if (steps <= 0) continue;
+        const double k = 1e6 / steps, wait = (r->st1.wait_s - r->st0.wait_s) * k;
+        const double prep = (r->st1.prepare_s - r->st0.prepare_s) * k, sub = (r->st1.submit_s - r->st0.submit_s) * k;
+        printf("steps    B %4ld: %.1f us per decode step = %.1f waiting for the device + %.1f preparing + %.1f "
+               "submitting + %.1f the rest; %.0f%% replayed\n", r->pl, r->t_tg / (double)r->tg * 1e6, wait, prep, sub,
+               r->t_tg / (double)r->tg * 1e6 - wait - prep - sub,
+               100.0 * (double)(r->st1.replayed - r->st0.replayed) / steps);
+    }
+}
 
 /* What each combination held: the same weights and scratch, the sequences'
  * states growing with their count and context (N_KV = PP + TG + 1 each). */
@@ -158,6 +176,7 @@ static zn_status run_one(zn_engine *e, long pp, long tg, long pl, par_result *r,
         while (!st && next < pl && seqs[next].n_past == pp) next++;
     }
     const double t1 = timer_now();
+    if (e->be->stats) e->be->stats(e->be_ctx, &r->st0);
     /* decode: every sequence one token per step */
     for (long s = 0; !st && s < tg; s++) {
         for (long i = 0; i < pl; i++)
@@ -165,6 +184,7 @@ static zn_status run_one(zn_engine *e, long pp, long tg, long pl, par_result *r,
         st = engine_step(e, items, (int)pl, err);
     }
     const double t2 = timer_now();
+    if (e->be->stats) e->be->stats(e->be_ctx, &r->st1);
     if (st) goto out;
     r->t_pp = t1 - t0;
     r->t_tg = t2 - t1;
@@ -255,7 +275,7 @@ int cli_bench_parallel(int argc, char **argv) {
                 first = 0;
             }
     if (a.json) printf("\n]\n");
-    else print_mem(all, n_all);
+    else print_mem(all, n_all), print_steps(all, n_all);
     rc = 0;
     goto done;
 fail:
