@@ -34,6 +34,10 @@ typedef enum vkop_kind {
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
     VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L,     /* the same for big matrices (own tuning) */
+    VKO_MATVEC_QT,                                           /* integer mat-vec of t.mvt tokens per workgroup
+                                                                after quantx (typed) */
+    VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L,                      /* ... quantising their x itself, by the x rows
+                                                                it holds */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs, vk_attn.h) */
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_COUNT
