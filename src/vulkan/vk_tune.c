@@ -35,6 +35,7 @@ void vktune_set_all(uint32_t a[ZN_VK_NTYPES], uint32_t v) {
 
 #define ALL(v) {v, v, v, v, v, v, v, v}
 #define KQ(k, o) {o, o, o, o, o, k, k, o} /* Q4_K and Q5_K k, the other types o */
+#define Q6(k, o) {o, o, o, o, o, o, o, k} /* Q6_K k, the other types o */
 #define SG 0                              /* a workgroup size of one subgroup */
 
 /* One class: its defaults as measured on a device of ref_units SMs / CUs;
@@ -100,11 +101,13 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   against llama.cpp's 730). Per weight step a lane now reads the x of
  *   every token from shared memory (48 bytes a token for Q4_K against 18
  *   of weights): 4 rows per subgroup share those reads, or at 8 tokens
- *   they would outrun shared memory's bandwidth before DRAM's. In-workgroup
- *   quantisation does 8 rows of x per workgroup, so few big workgroups (16
- *   subgroups, one per SM) each looping over row blocks, as the big-matrix
- *   row of mvx; mvt_modes 0 (quantx.comp first) is the alternative to
- *   measure.
+ *   they would outrun shared memory's bandwidth before DRAM's; Q6_K 2
+ *   (a step's weights in registers are 22 words a row, beside 8 tokens'
+ *   sums per row). In-workgroup quantisation does 8 rows of x per
+ *   workgroup, so fewer workgroups than mvx (2 per SM, 8 subgroups each:
+ *   a 512-thread one at ~120 registers would not fit an SM's 64 K) each
+ *   looping over row blocks; mvt_modes 0 (quantx.comp first) is the
+ *   alternative to measure.
  * - mm_min_tok 16: up to 15 rows a step (batched decode of up to 15
  *   sequences, short prompts) run mat-vec per row, not the tiled GEMM: at 8
  *   sequences the 2B decodes 919 tok/s against 594 on the GEMM and the 8B
@@ -126,7 +129,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_x = {ALL(16), ALL(4), ALL(1), ALL(0), ALL(0), ALL(132)},           \
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)},         \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true}
