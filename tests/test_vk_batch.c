@@ -270,11 +270,11 @@ static void test_batched_decode(void) {
     check_batched_decode("llama-dense-f32", o, " (q8_0 cache)");
     check_batched_decode("qwen35-dense-f32", o, " (q8_0 cache)");
     /* the integer mat-vec over the step's 8 rows: 3 groups of up to 3
-     * tokens per workgroup, x quantised by quantx.comp first; and a token
-     * per workgroup */
+     * tokens per workgroup, x quantised in the workgroups (the default on
+     * lavapipe: by quantx.comp first); and a token per workgroup */
     o = backend_default_opts();
-    o.tune = "mvt=3,mvt_modes=0";
-    check_batched_decode("qwen3-dense-q4_k_m", o, " (mvt 3, quantx)");
+    o.tune = "mvt=3,mvt_modes=7";
+    check_batched_decode("qwen3-dense-q4_k_m", o, " (mvt 3, x in the workgroups)");
     o.tune = "mvt=1";
     check_batched_decode("qwen3-dense-q4_k_m", o, " (mvt 1)");
 }

@@ -96,11 +96,11 @@ static void test_lavapipe(void) {
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_STR(t.cls, "cpu");
     vktune_describe(&t, buf, sizeof buf);
-    /* one subgroup per workgroup, no tiled GEMM, 16 fused workgroups, no polling */
+    /* one subgroup per workgroup, no tiled GEMM, 16 fused workgroups (several tokens: x by quantx.comp), no polling */
     CHECK_EQ_STR(buf, "mv_wg=8,mv_rows=4,mv_one_rows=512,intdot=on,mvq_rows=4,mvq_unroll=1,mvq_pn=0,qx_sk=0,qx_wg=8,"
                       "mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=8,mvx_rows=4,mvx_unroll=1,mvx_wgs=16,mvx_pf=0,mvx_pn=0,"
                       "mvxb_wg=8,mvxb_rows=4,mvxb_unroll=1,mvxb_wgs=16,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,"
-                      "mvxb_pn=0,mvt=8,mvt_modes=7,mvt_wg=8,mvt_rows=4,mvt_unroll=1,mvt_wgs=16,mvt_pf=0,mvt_pn=0,"
+                      "mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=8,mvt_rows=4,mvt_unroll=1,mvt_wgs=16,mvt_pf=0,mvt_pn=0,"
                       "small_wg=8,norm_wg=8,mm_min_tok=off,moe_min_tok=off,mm_min_rows=128,mm_cfg=auto,"
                       "mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_min_wgs=96,cm2_long_k=8192,"
                       "mm_scratch_mb=128,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=32,fa_cm=on,fa_cfg=auto,"

@@ -57,7 +57,7 @@ typedef struct tune_row {
     uint32_t mv_one_rows, mvq_pn, qx_sk;
     row_mvx mvx[2];
     uint32_t mvx_big_mb;
-    uint32_t mvt;
+    uint32_t mvt, mvt_modes;
     row_mvx mvt_x;
     uint32_t small_wg, norm_wg, merge_wg;
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k;
@@ -129,7 +129,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)},         \
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true}
@@ -140,11 +140,15 @@ static const tune_row rows[] = {
      * workgroup; the tiled GEMM's barriers cost more than re-reading
      * weights (mat-vec at every size); each fused-mat-vec workgroup
      * quantising x again is CPU time (16); more quantx workgroups only
-     * cost; polling takes a core from the work. */
+     * cost; polling takes a core from the work. Several tokens per
+     * workgroup: an 8B's matmuls at 8 tokens 1.7-3.1x faster at mvt 8
+     * than a token per workgroup, and x by quantx.comp first (mvt_modes
+     * 0) 1.1-1.4x faster than each workgroup quantising 8 rows
+     * (tools/vk-bench matvec, ZN_BENCH_TOKENS=8, ZN_BENCH_QUICK=1). */
     {.cls = "cpu", .match = is_cpu, .ref_units = 0, .mv_sgs = 1, .mv_rows = ALL(4), .mvq_rows = ALL(4),
      .mvq_unroll = ALL(1), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 0,
      .mvx = {{ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)}, {ALL(1), ALL(4), ALL(1), KQ(2, 0), ALL(0), ALL(16)}},
-     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_x = {ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)},
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)},
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
      .attn_dec_min = 256, .fa_min_tok = 16, .poll = false},
@@ -188,7 +192,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mvx_modes = 7;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
-    t->mvt_modes = 7;
+    t->mvt_modes = r->mvt_modes;
     t->small_wg = threads(r->small_wg, sg);
     t->norm_wg = threads(r->norm_wg, sg);
     t->qx_wg = t->norm_wg; /* one per row, wide, like norm's */
