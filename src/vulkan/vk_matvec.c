@@ -18,8 +18,11 @@ uint32_t vkmm_mvx_cap(const vkops *o, vkop_kind k) {
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const uint32_t sh = o->d->info.max_shared, rows = mvt && o->t.mvt ? o->t.mvt : 1;
     const uint32_t most = sh > 256 ? (sh - 256) / (40 * rows) * 32 : 0;
-    if (k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L) k -= VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S; /* big matrices: the same sizes */
-    const uint32_t cap = k == VKO_MATVEC_QX_S ? 4096 : k == VKO_MATVEC_QX_M ? 16384 : k == VKO_MATVEC_QTX_S ? 2048 : most;
+    if (k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L) k -= VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S; /* big: the same */
+    const uint32_t cap = k == VKO_MATVEC_QX_S    ? 4096
+                         : k == VKO_MATVEC_QX_M  ? 16384
+                         : k == VKO_MATVEC_QTX_S ? 2048
+                                                 : most;
     return cap < most ? cap : most;
 }
 
@@ -50,7 +53,8 @@ static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, zn_type t) {
     const int ts = vktune_slot(t), i = ts < 0 ? 0 : ts;
     const vktune *tu = &o->t;
     if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1};
-    if (k == VKO_MATVEC_QT) return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt};
+    if (k == VKO_MATVEC_QT)
+        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt};
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
     return (mvq_cfg){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i], vkmm_mvx_cap(o, k) / 32,
@@ -195,7 +199,8 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (px) p = px;
     else st = vkops_pipe(o, q ? kq : one ? VKO_MATVEC_1 : VKO_MATVEC, (vkvar){.type = a->type}, &p, err);
     if (st) return st;
-    uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg, z = a->n_tok * pc.n_slots;
+    uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
+    uint32_t z = a->n_tok * pc.n_slots;
     const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, a->type) : (mvq_cfg){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);

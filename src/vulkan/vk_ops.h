@@ -82,7 +82,8 @@ typedef struct vkops {
                                  float kernel */
     bool mvx;                 /* the integer mat-vec quantises x itself, per workgroup into
                                  shared memory (no quantx dispatch and barrier), for rows of
-                                 at most mvx_max_cols */
+                                 at most mvx_max_cols (with t.mvt tokens per workgroup: as
+                                 many rows as fit, vkmm_mvx_cap) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
