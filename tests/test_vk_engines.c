@@ -182,8 +182,10 @@ static void pipelines_case(const char *name, bool all) {
         o.be.tune = NULL;
         late = pipelines_during(&m, o, 250, 10);
         CHECK_MSG(late == 0, "%s, the device's tuning: %ld pipelines created after init", name, late);
-        /* attn.comp with splits for single tokens */
-        o.be.tune = "attn_dec=off,attn_chunk=8,mvx_modes=1";
+        /* attn.comp with splits for single tokens; the mat-vecs of several
+         * tokens quantising x in the workgroups (lavapipe's default: after
+         * quantx.comp) */
+        o.be.tune = "attn_dec=off,attn_chunk=8,mvx_modes=1,mvt=3,mvt_modes=7";
         late = pipelines_during(&m, o, 0, 20);
         CHECK_MSG(late == 0, "%s, %s: %ld pipelines created after init", name, o.be.tune, late);
     }

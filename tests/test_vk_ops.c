@@ -121,8 +121,19 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
  * leaves room for summation order, not for a wrong weight or index. */
 #define MM_TOL 1e-10
 
+/* Drops the mat-vec pipelines (their tuning is in their specialisation
+ * constants: a pipeline built for other rows would leave rows unwritten). */
+static void mv_pipes_drop(void) {
+    static const vkop_kind kinds[] = {VKO_MATVEC, VKO_MATVEC_Q, VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,
+                                      VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L, VKO_MATVEC_QT,
+                                      VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][t]);
+}
+
 /* Integer mat-vec pipelines for rows per subgroup / steps per iteration /
- * workgroup size, the fused kernel's workgroup (0: the device defaults). */
+ * workgroup size, the fused kernels' workgroup (0: the device defaults);
+ * the tokens per workgroup stay as set. */
 static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg) {
     vktune *t = &E.o.t;
     const vktune *t0 = &E.t0;
@@ -131,26 +142,24 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
         t->mv_rows[i] = rows ? rows : t0->mv_rows[i];
         t->mvq_rows[i] = rows ? rows : t0->mvq_rows[i];
         t->mvq_unroll[i] = unroll ? unroll : t0->mvq_unroll[i];
-        for (int b = 0; b < 2; b++) {
-            t->mvx_t[b].wg[i] = xwg ? xwg : t0->mvx_t[b].wg[i];
-            t->mvx_t[b].rows[i] = rows ? rows : t0->mvx_t[b].rows[i];
-            t->mvx_t[b].unroll[i] = unroll ? unroll : t0->mvx_t[b].unroll[i];
+        for (int b = 0; b < 3; b++) {
+            vktune_mvx *x = b < 2 ? &t->mvx_t[b] : &t->mvt_t;
+            const vktune_mvx *x0 = b < 2 ? &t0->mvx_t[b] : &t0->mvt_t;
+            x->wg[i] = xwg ? xwg : x0->wg[i];
+            x->rows[i] = rows ? rows : x0->rows[i];
+            x->unroll[i] = unroll ? unroll : x0->unroll[i];
         }
     }
-    /* the float kernel's rows per subgroup are a specialisation constant
-     * too: a pipeline built for other rows would leave rows unwritten */
-    for (int t = 0; t < ZN_VK_NTYPES; t++) {
-        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC_Q][t]);
-        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC][t]);
-        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QXB_L; k++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][t]);
-    }
+    mv_pipes_drop();
 }
 
 /* Runs a mat-vec test with the integer kernel (where the device has it),
  * both ways of quantising x: in the mat-vec's workgroups (the default) and
- * by quantx.comp first. Each with the defaults, and with 3 rows per
+ * by quantx.comp first. Each with the defaults (several tokens: t.mvt per
+ * workgroup, matmuls without experts), and with 3 rows per
  * subgroup (a partial last group) and 2 steps per iteration (what GPUs
- * run, with a remainder); the fused one then also with 3 subgroups per
+ * run, with a remainder) and 3 tokens per workgroup, then 2 tokens;
+ * the fused one then also with 3 subgroups per
  * workgroup (the RMS sum across them; on lavapipe's 8 lanes a row of 32
  * x 3k columns ends inside the workgroup's last pass) on 2 workgroups per
  * token (each looping over row blocks) prefetching 5 sectors per thread
@@ -162,33 +171,40 @@ static void mvq_config(uint32_t rows, uint32_t unroll, uint32_t wg, uint32_t xwg
  * rows into slices of 2 vec4s per thread (several workgroups per row, a
  * partial last slice; fused x modes only through quantx.comp's slices,
  * tuning mvx_modes) and its mat-vec prefetching 4 sectors per thread per
- * row block. Then the float kernel. */
+ * row block. Then a token per workgroup (mvt 1) and the float kernel. */
 static void both_matvecs(void (*fn)(void)) {
     const bool had = E.o.intdot, mvx = E.o.mvx;
     const uint32_t max_cols = E.o.mvx_max_cols, sg = E.d.info.subgroup_size;
     const vktune saved = E.o.t;
     vktune *t = &E.o.t;
     if (had) {
+        t->mvt_modes = 7; /* fused where x fits, like a single token's (the cpu class's own is 0) */
         fn();
+        t->mvt = 3; /* 3 tokens per workgroup of 3 rows per subgroup: 9 sums, padded to 16 */
         mvq_config(3, 2, 3 * sg, 3 * sg);
-        for (int b = 0; b < 2; b++) {
-            vktune_set_all(t->mvx_t[b].wgs, 2);
-            vktune_set_all(t->mvx_t[b].pf, 5);
-            vktune_set_all(t->mvx_t[b].pn, 3);
+        for (int b = 0; b < 3; b++) {
+            vktune_mvx *x = b < 2 ? &t->mvx_t[b] : &t->mvt_t;
+            vktune_set_all(x->wgs, 2);
+            vktune_set_all(x->pf, 5);
+            vktune_set_all(x->pn, 3);
         }
         t->mvx_big_mb = 0;
         fn();
         t->mvx_big_mb = saved.mvx_big_mb;
-        for (int b = 0; b < 2; b++) {
-            memcpy(t->mvx_t[b].wgs, saved.mvx_t[b].wgs, sizeof t->mvx_t[b].wgs);
-            memcpy(t->mvx_t[b].pf, saved.mvx_t[b].pf, sizeof t->mvx_t[b].pf);
-            memcpy(t->mvx_t[b].pn, saved.mvx_t[b].pn, sizeof t->mvx_t[b].pn);
+        for (int b = 0; b < 3; b++) {
+            vktune_mvx *x = b < 2 ? &t->mvx_t[b] : &t->mvt_t;
+            const vktune_mvx *x0 = b < 2 ? &saved.mvx_t[b] : &saved.mvt_t;
+            memcpy(x->wgs, x0->wgs, sizeof x->wgs);
+            memcpy(x->pf, x0->pf, sizeof x->pf);
+            memcpy(x->pn, x0->pn, sizeof x->pn);
         }
+        t->mvt = 2; /* 2 tokens of 3 rows */
         mvq_config(3, 2, 0, 2 * sg);
         E.o.mvx_max_cols = 256;
         fn();
         E.o.mvx_max_cols = max_cols;
-        t->mvx_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
+        t->mvt = saved.mvt;
+        t->mvx_modes = t->mvt_modes = 1u << VKX_PLAIN; /* the fused modes through quantx.comp */
         t->qx_sk = 2;
         t->mvq_pn = 4;
         mvq_config(0, 0, 0, 0);
@@ -198,10 +214,15 @@ static void both_matvecs(void (*fn)(void)) {
         fn();
         E.o.mvx = mvx;
         t->mvx_modes = saved.mvx_modes;
+        t->mvt_modes = saved.mvt_modes;
         t->qx_sk = saved.qx_sk;
         t->mvq_pn = saved.mvq_pn;
+        t->mvt = 1; /* several tokens, a token per workgroup */
         mvq_config(0, 0, 0, 0);
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_QUANTX][0]);
+        fn();
+        t->mvt = saved.mvt;
+        mv_pipes_drop();
     }
     E.o.intdot = false;
     fn();
@@ -685,9 +706,9 @@ static void matvec_fused_x(void) {
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
         for (int mode = VKX_RMSNORM; mode <= VKX_SWIGLU; mode++) {
             zn_type t = types[ti];
-            const int rows = 29, cols = cols_for(t, 72), T = 2;
-            float *wf = malloc(sizeof(float) * rows * cols), x[2 * 512], aux[2 * 512], y[2 * 29], bias[29];
-            double ref[2 * 29], h[512];
+            const int rows = 29, cols = cols_for(t, 72), T = 3;
+            float *wf = malloc(sizeof(float) * rows * cols), x[3 * 512], aux[3 * 512], y[3 * 29], bias[29];
+            double ref[3 * 29], h[512];
             float hf[512];
             void *wq = make_weights(t, rows, cols, wf);
             fill(x, sizeof x / sizeof *x, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.0f); fill(bias, 29, 1.0f);
@@ -740,8 +761,8 @@ static void test_matvec_fused_x(void) { both_matvecs(matvec_fused_x); }
  * own output (different row strides), bias and scale, plus a fused norm. */
 static void matvec_grouped(void) {
     const zn_type t = ZN_TYPE_Q4_K;
-    const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 2;
-    float *wf = malloc(sizeof(float) * total * cols), x[2 * 256], nw[256], bias[40], scale[3] = {0.5f, 1.5f, -2.0f};
+    const int rows[3] = {13, 7, 20}, total = 40, cols = 256, T = 3;
+    float *wf = malloc(sizeof(float) * total * cols), x[3 * 256], nw[256], bias[40], scale[3] = {0.5f, 1.5f, -2.0f};
     void *wq = make_weights(t, total, cols, wf);
     fill(x, sizeof x / sizeof *x, 1.0f); fill(nw, 256, 1.0f); fill(bias, 40, 1.0f);
     const size_t rb = vkq_row_bytes(t, cols);
@@ -769,8 +790,8 @@ static void matvec_grouped(void) {
     }
     CHECK(ok);
     for (int sg = 0, r0 = 0; ok && sg < 3; r0 += rows[sg++]) {
-        float y[2 * 23];
-        double ref[2 * 23];
+        float y[3 * 23];
+        double ref[3 * 23];
         dev_down(dy[sg], y, sizeof(float) * T * (rows[sg] + 3));
         for (int tk = 0; tk < T; tk++) {
             double ss = 0;
@@ -890,7 +911,8 @@ static void matvec_x_reuse(void) {
     ok = run() && ok;
     CHECK(ok);
     /* quantised in the mat-vecs' workgroups: no quantise pass at all */
-    const uint32_t passes = E.o.mvx && (E.o.t.mvx_modes >> VKX_PLAIN & 1) ? 0 : 2;
+    const uint32_t modes = E.o.t.mvt > 1 ? E.o.t.mvt_modes : E.o.t.mvx_modes; /* T = 2: several tokens per workgroup */
+    const uint32_t passes = E.o.mvx && (modes >> VKX_PLAIN & 1) ? 0 : 2;
     CHECK_MSG(E.o.xq_turn - turn0 == passes && disp == 3 + passes, "%u quantise passes, %u dispatches for 3 calls (%u, %u expected)",
               E.o.xq_turn - turn0, disp, passes, 3 + passes);
     for (int k = 0; k < 3 && ok; k++) {
@@ -922,27 +944,98 @@ static void test_matvec_x_reuse(void) {
     E.o.mvx = mvx;
 }
 
+/* Several tokens per workgroup (t.mvt; matvec_q.comp's NT) with the
+ * tuning as it is: every quant type at T = 1 .. 2 mvt + 1 tokens (a token
+ * alone, one partial group, full groups, groups of a split with a
+ * remainder), on rows of fewer steps than a subgroup's lanes (row groups,
+ * their own reduction; not Q4_K/Q5_K on 8 lanes) and of more (the
+ * transposed reduction), bias, scale and residual at every other T. The
+ * kind `want` must have been built: the mat-vecs took it, not a token per
+ * workgroup. */
+static void mvt_cases(vkop_kind want) {
+    const zn_type types[] = {ZN_TYPE_Q4_0, ZN_TYPE_Q8_0, ZN_TYPE_Q4_K, ZN_TYPE_Q5_K, ZN_TYPE_Q6_K};
+    const int nt = (int)E.o.t.mvt;
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+        const zn_type t = types[ti];
+        const int slot = vktune_slot(t), short_cols = zn_type_get(t)->blck == 256 ? 256 : 96;
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[want][slot]);
+        double worst = 0;
+        int at = 0;
+        for (int T = 1; T <= 2 * nt + 1; T++) {
+            const double e0 = mm_case(t, 19, short_cols, T, T % 2 == 1, K_VEC);
+            const double e1 = mm_case(t, 13, 1024, T, T % 2 == 0, K_VEC);
+            const double e = e0 != e0 || e1 != e1 ? NAN : fmax(e0, e1);
+            if (worst == worst && !(e <= worst)) worst = e, at = T;
+        }
+        const bool took = E.o.pipes[want][slot].pipe != VK_NULL_HANDLE;
+        CHECK_MSG(worst <= MM_TOL_Q8 && took, "%s, %d tokens per workgroup (%u rows per subgroup, %u steps): nmse %.3g at %d tokens%s",
+                  zn_type_name(t), nt, E.o.t.mvt_t.rows[slot], E.o.t.mvt_t.unroll[slot], worst, at,
+                  took ? "" : ", its kernel not taken");
+    }
+}
+
+static void test_matvec_tokens(void) {
+    if (!E.o.intdot) SKIP("no integer dot products on %s: no integer mat-vec", E.d.info.name);
+    const vktune saved = E.o.t;
+    vktune *t = &E.o.t;
+    const uint32_t sg = E.d.info.subgroup_size;
+    if (t->mvt < 2) t->mvt = 8; /* the GPU default where the device's tuning has it off */
+    mv_pipes_drop();
+    t->mvt_modes = 7;
+    if (E.o.mvx) mvt_cases(VKO_MATVEC_QTX_S); /* x quantised in the workgroups */
+    t->mvt_modes = 0;
+    mvt_cases(VKO_MATVEC_QT); /* by quantx.comp */
+    /* 5 tokens of 2 rows per subgroup, 2 steps per iteration, 2 subgroups
+     * per workgroup, 2 workgroups per group looping over row blocks */
+    t->mvt = 5;
+    mvq_config(2, 2, 2 * sg, 2 * sg);
+    vktune_set_all(t->mvt_t.wgs, 2);
+    mvt_cases(VKO_MATVEC_QT);
+    t->mvt_modes = 7;
+    if (E.o.mvx) mvt_cases(VKO_MATVEC_QTX_S);
+    E.o.t = saved;
+    mv_pipes_drop();
+}
+
 /* The fused integer mat-vec's pipelines by the x row they hold in shared
  * memory: rows past the small one's 4096 columns take the next, and rows
  * past what the device holds go to quantx.comp. */
-static void test_matvec_mvx_sizes(void) {
-    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s (integer dot products %s, subgroup %u, or tuning mvx=off)", E.d.info.name,
-                      E.o.intdot ? "yes" : "no", E.d.info.subgroup_size);
+static void mvx_sizes(const uint32_t cols[3], vkop_kind k0, vkop_kind k1) {
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
-    const uint32_t lim = E.o.mvx_max_cols, cols[3] = {4352, lim >= 16640 ? 16640 : 0, (lim / 256 + 1) * 256};
-    const uint32_t modes = E.o.t.mvx_modes;
-    E.o.t.mvx_modes = 7; /* every x mode fused (whatever the tuning says) */
     for (int ti = 0; ti < 2; ti++)
         for (int k = 0; k < 3; k++) {
             if (!cols[k]) continue;
-            const int slot = types[ti] == ZN_TYPE_Q4_K ? 5 : 7, kind = k == 0 ? VKO_MATVEC_QX_M : VKO_MATVEC_QX_L;
+            const int slot = types[ti] == ZN_TYPE_Q4_K ? 5 : 7, kind = k == 0 ? k0 : k1;
             const uint32_t turn0 = E.o.xq_turn;
             double e = mm_case(types[ti], 5, (int)cols[k], 2, true, K_VEC);
             const bool fused = k < 2 ? E.o.pipes[kind][slot].pipe != VK_NULL_HANDLE : E.o.xq_turn != turn0;
-            CHECK_MSG(e <= MM_TOL_Q8 && fused, "%s, %u columns: nmse %.3g, %s", zn_type_name(types[ti]), cols[k], e,
+            CHECK_MSG(e <= MM_TOL_Q8 && fused, "%s, %u columns, %u tokens per workgroup: nmse %.3g, %s",
+                      zn_type_name(types[ti]), cols[k], E.o.t.mvt, e,
                       k < 2 ? (fused ? "fused" : "no fused pipeline") : (fused ? "quantx" : "no quantx pass"));
         }
+}
+
+static void test_matvec_mvx_sizes(void) {
+    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s (integer dot products %s, subgroup %u, or tuning mvx=off)", E.d.info.name,
+                      E.o.intdot ? "yes" : "no", E.d.info.subgroup_size);
+    const uint32_t lim = E.o.mvx_max_cols, cols[3] = {4352, lim >= 16640 ? 16640 : 0, (lim / 256 + 1) * 256};
+    const uint32_t modes = E.o.t.mvx_modes, tmodes = E.o.t.mvt_modes, mvt = E.o.t.mvt;
+    E.o.t.mvx_modes = E.o.t.mvt_modes = 7; /* every x mode fused (whatever the tuning says) */
+    E.o.t.mvt = 1; /* 2 tokens: a workgroup each */
+    mvx_sizes(cols, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L);
+    /* 2 tokens in one workgroup of up to 8 (rows of up to 2048 columns:
+     * the small pipeline, then the large one up to what 8 rows fit, past
+     * that quantx.comp) */
+    E.o.t.mvt = 8;
+    mv_pipes_drop();
+    const uint32_t tl = vkmm_mvx_cap(&E.o, VKO_MATVEC_QTX_L);
+    const uint32_t tcols[3] = {1024, tl >= 2304 ? 2304 : 0, (tl / 256 + 1) * 256};
+    CHECK_MSG(tl < lim && vkmm_mvx_cap(&E.o, VKO_MATVEC_QTX_S) == (tl < 2048 ? tl : 2048u), "8 rows of x: %u columns", tl);
+    mvx_sizes(tcols, VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L);
+    E.o.t.mvt = mvt;
+    mv_pipes_drop();
     E.o.t.mvx_modes = modes;
+    E.o.t.mvt_modes = tmodes;
 }
 
 int main(void) {
@@ -950,6 +1043,7 @@ int main(void) {
     fprintf(stderr, "vk_ops on %s (subgroup %u, integer dot products %s)\n", E.d.info.name, E.d.info.subgroup_size,
             E.o.intdot ? "yes" : "no");
     RUN(test_matvec_types);
+    RUN(test_matvec_tokens);
     RUN(test_matmat_types);
     RUN(test_matmat_f16);
     RUN(test_matmat_cm2);

@@ -39,12 +39,14 @@ static vkdev_info lavapipe(void) {
  * backend_vulkan.c: MVX_WGS 528, the big-matrix row's 132, MMF_MIN_WGS
  * 256, CM2_MIN_WGS 96, CM2_LONG_K 8192, MVX_BIG_BYTES "off", ...);
  * since 2026-12-02 mm_min_tok 16 (was 5: batched decode of 8-12 sequences
- * runs 1.2-1.7x faster on mat-vec, bench/results/2026-12-02-h200-batched.md). */
+ * runs 1.2-1.7x faster on mat-vec, bench/results/2026-12-02-h200-batched.md);
+ * mvt 8 and its mvt_* (several tokens per workgroup) not measured yet. */
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
     "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_unroll=2,mvx_wgs=528,mvx_pf=0,"
     "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
-    "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,small_wg=64,norm_wg=256,"
+    "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=7,mvt_wg=256,"
+    "mvt_rows=4,mvt_rows.q6_k=2,mvt_unroll=1,mvt_wgs=264,mvt_pf=0,mvt_pn=0,small_wg=64,norm_wg=256,"
     "mm_min_tok=16,moe_min_tok=16,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
     "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,mm_prep_tok=off,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=256,"
     "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,poll=on";
@@ -80,6 +82,9 @@ static void test_scaled(void) {
     CHECK_EQ_INT(t.cm2_min_wgs, 48);
     CHECK_EQ_INT(t.mv_wg, 128);
     CHECK_EQ_INT(t.mvx_t[1].wg[5], 512);
+    CHECK_EQ_INT(t.mvt_t.wgs[7], 132); /* 2 per SM */
+    CHECK_EQ_INT(t.mvt_t.wg[7], 256);
+    CHECK_EQ_INT(t.mvt, 8);
     CHECK_EQ_INT(t.cm2_long_k, 8192);
 }
 
@@ -91,11 +96,12 @@ static void test_lavapipe(void) {
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_STR(t.cls, "cpu");
     vktune_describe(&t, buf, sizeof buf);
-    /* one subgroup per workgroup, no tiled GEMM, 16 fused workgroups, no polling */
+    /* one subgroup per workgroup, no tiled GEMM, 16 fused workgroups (several tokens: x by quantx.comp), no polling */
     CHECK_EQ_STR(buf, "mv_wg=8,mv_rows=4,mv_one_rows=512,intdot=on,mvq_rows=4,mvq_unroll=1,mvq_pn=0,qx_sk=0,qx_wg=8,"
                       "mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=8,mvx_rows=4,mvx_unroll=1,mvx_wgs=16,mvx_pf=0,mvx_pn=0,"
                       "mvxb_wg=8,mvxb_rows=4,mvxb_unroll=1,mvxb_wgs=16,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,"
-                      "mvxb_pn=0,small_wg=8,norm_wg=8,mm_min_tok=off,moe_min_tok=off,mm_min_rows=128,mm_cfg=auto,"
+                      "mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=8,mvt_rows=4,mvt_unroll=1,mvt_wgs=16,mvt_pf=0,mvt_pn=0,"
+                      "small_wg=8,norm_wg=8,mm_min_tok=off,moe_min_tok=off,mm_min_rows=128,mm_cfg=auto,"
                       "mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_min_wgs=96,cm2_long_k=8192,"
                       "mm_scratch_mb=128,mm_prep_tok=off,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=32,fa_cm=on,fa_cfg=auto,"
                       "fa_kv2=on,fa_min_tok=16,poll=off");
@@ -153,6 +159,12 @@ static void test_overrides(void) {
     CHECK(vktune_apply(&t, &d, "mvq_rows=7", &err) == ZN_OK);
     CHECK_EQ_INT(t.mvq_rows[3], 7);
     CHECK_EQ_INT(t.mvq_rows[0], 2);
+    /* tokens per workgroup: off (1) up to the limit, its kernel per type */
+    CHECK(vktune_apply(&t, &d, "mvt=1,mvt_modes=0,mvt_rows.q6_k=3,mvt_wg=512,mvt_wgs=0", &err) == ZN_OK);
+    CHECK(t.mvt == 1 && t.mvt_modes == 0 && t.mvt_t.rows[7] == 3 && t.mvt_t.rows[5] == 4 && t.mvt_t.wg[3] == 512 &&
+          t.mvt_t.wgs[6] == 0);
+    CHECK(vktune_apply(&t, &d, "mvt=16", &err) == ZN_OK);
+    CHECK_EQ_INT(t.mvt, ZN_VK_MVT_MAX);
 }
 
 /* What describe prints parses back to the same tuning, on another device
@@ -197,6 +209,10 @@ static void test_errors(void) {
         {"poll.q4_k=on", "'poll.q4_k': the key has no per-type values"},
         {"mvq_rows.f32=2", "'mvq_rows.f32': the type is one of q4_0, q8_0, q4_k, q5_k, q6_k"},
         {"mv_rows.q3_k=2", "'mv_rows.q3_k': the type is one of f32"},
+        {"mvt=0", "bad value '0' for mvt (1..16)"},
+        {"mvt=17", "bad value '17' for mvt (1..16)"},
+        {"mvt_rows.f16=2", "'mvt_rows.f16': the type is one of q4_0"},
+        {"mvt_wg=12", "bad value '12' for mvt_wg (a multiple of 8 in 8..1024)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err.msg[0] = 0;
@@ -206,6 +222,8 @@ static void test_errors(void) {
     /* the unknown key's message lists the keys of its family */
     vktune_init(&t, &d, "mvx_foo=1", &err);
     CHECK(strstr(err.msg, "mvx_wgs") && !strstr(err.msg, "poll"));
+    vktune_init(&t, &d, "mvt_foo=1", &err);
+    CHECK(strstr(err.msg, "mvt_modes") && strstr(err.msg, "mvt_wgs") && !strstr(err.msg, "mvx_wgs"));
     vktune_init(&t, &d, "zzz=1", &err);
     CHECK(strstr(err.msg, "poll") != NULL);
 }

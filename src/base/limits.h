@@ -41,6 +41,8 @@
 #define ZN_GDN_MAX_CONV       8
 #define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
 #define ZN_VK_MM_SCRATCH_MAX  (1024ull << 20) /* ... at most, on devices with much memory */
+#define ZN_VK_MVT_MAX         16         /* tokens one workgroup of the Vulkan integer mat-vec takes (tuning mvt):
+                                            its accumulators are registers, rows x tokens of them */
 
 /* Text */
 #define ZN_MAX_TOKEN_BYTES    1024       /* bytes in one vocab entry */

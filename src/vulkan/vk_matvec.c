@@ -11,22 +11,19 @@
 /* The fused integer mat-vec (matvec_q.comp with XB > 0) sized for x rows
  * of up to 4096 and 16384 columns (1.25 bytes each in shared memory: small
  * pipelines leave room for more workgroups per SM), and the largest the
- * device's shared memory holds (beside reduce.glsl's 128 bytes). */
+ * device's shared memory holds (beside reduce.glsl's 128 bytes); with
+ * t.mvt tokens per workgroup (the QTX kinds) that many rows, of up to 2048
+ * columns, or as long as fit. */
 uint32_t vkmm_mvx_cap(const vkops *o, vkop_kind k) {
-    const uint32_t sh = o->d->info.max_shared, most = sh > 256 ? (sh - 256) / 40 * 32 : 0;
-    if (k >= VKO_MATVEC_QXB_S) k -= VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S; /* big matrices: the same sizes */
-    const uint32_t cap = k == VKO_MATVEC_QX_S ? 4096 : k == VKO_MATVEC_QX_M ? 16384 : most;
+    const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
+    const uint32_t sh = o->d->info.max_shared, rows = mvt && o->t.mvt ? o->t.mvt : 1;
+    const uint32_t most = sh > 256 ? (sh - 256) / (40 * rows) * 32 : 0;
+    if (k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L) k -= VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S; /* big: the same */
+    const uint32_t cap = k == VKO_MATVEC_QX_S    ? 4096
+                         : k == VKO_MATVEC_QX_M  ? 16384
+                         : k == VKO_MATVEC_QTX_S ? 2048
+                                                 : most;
     return cap < most ? cap : most;
-}
-
-/* The fused integer mat-vec's configuration for type t and size class big
- * (vktune.mvx_t; workgroups per token, prefetch: see vk_tune.h). */
-typedef struct mvx_tune { uint32_t wg, rows, unroll, wgs, pf, pn; } mvx_tune;
-static mvx_tune mvx_tune_for(const vkops *o, zn_type t, bool big) {
-    const int ts = vktune_slot(t);
-    const vktune_mvx *x = &o->t.mvx_t[big];
-    const int i = ts < 0 ? 5 : ts;
-    return (mvx_tune){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i]};
 }
 
 /* Rows per subgroup of the float mat-vec kernel (vktune.mv_rows). */
@@ -43,15 +40,32 @@ static bool is_quant(zn_type t) {
     return t == ZN_TYPE_Q4_0 || t == ZN_TYPE_Q8_0 || t == ZN_TYPE_Q4_K || t == ZN_TYPE_Q5_K || t == ZN_TYPE_Q6_K;
 }
 
-/* Rows per subgroup and steps per loop iteration of the integer mat-vec
- * after quantx (vktune.mvq_rows, mvq_unroll). */
-static uint32_t mvq_rows_for(const vkops *o, zn_type t) {
-    const int ts = vktune_slot(t);
-    return o->t.mvq_rows[ts < 0 ? 0 : ts];
+/* An integer mat-vec pipeline's configuration (its specialisation
+ * constants, and what its dispatch needs): workgroup threads, rows per
+ * subgroup, steps per loop iteration, workgroups per z layer (0: one per
+ * row block), prefetched sectors per thread before x and per row block,
+ * x capacity in shared memory in blocks of 32 (0: x from quantx.comp),
+ * tokens per workgroup. Each kind's tuning (vk_tune.h): after quantx
+ * mv_wg with mvq_* or, several tokens, mvt_*; quantising x itself mvx_t
+ * (by matrix size) or mvt_t. */
+typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt; } mvq_cfg;
+static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, zn_type t) {
+    const int ts = vktune_slot(t), i = ts < 0 ? 0 : ts;
+    const vktune *tu = &o->t;
+    if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1};
+    if (k == VKO_MATVEC_QT)
+        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt};
+    const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
+    const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
+    return (mvq_cfg){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i], vkmm_mvx_cap(o, k) / 32,
+                     mvt ? tu->mvt : 1};
 }
-static uint32_t mvq_unroll_for(const vkops *o, zn_type t) {
-    const int ts = vktune_slot(t);
-    return o->t.mvq_unroll[ts < 0 ? 0 : ts];
+
+/* Tokens per workgroup of the integer mat-vec of a: t.mvt where one
+ * matrix serves all its tokens (dense, or the grouped stack; not
+ * per-token experts) and there are several, else 1. */
+static uint32_t mvt_for(const vkops *o, const vkop_mm *a) {
+    return a->n_tok > 1 && !a->ids && a->n_slots <= 1 ? o->t.mvt : 1;
 }
 
 zn_status vkmm_check(const vkop_mm *a, zn_err *err) {
@@ -102,9 +116,10 @@ static uint32_t matvec_q_groups(const vkops *o, zn_type t, uint32_t ncols) {
 }
 
 /* Records quantx into the next half of the scratch (or finds the previous
- * call's copy, x_reuse); *q = its address, 0: use the float kernel (no
- * scratch for this size, or no integer pipelines on this device). */
-static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, VkDeviceAddress *q) {
+ * call's copy, x_reuse) for the mat-vec kind km; *q = its address, 0: use
+ * the float kernel (no scratch for this size, or no integer pipelines on
+ * this device). */
+static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, vkop_kind km, VkDeviceAddress *q) {
     const uint32_t nsx = a->x_slot_stride ? mp->n_slots : 1, rows = a->n_tok * nsx;
     const uint64_t half = vkops_xq_bytes(a->ncols, rows) / 2;
     *q = 0;
@@ -122,7 +137,7 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
      * them leaves the float kernel in charge (vkops.intdot_err says why) */
     const vkpipe *p = NULL, *pm = NULL;
     zn_err e2 = {0};
-    if (vkops_pipe(o, VKO_QUANTX, (vkvar){0}, &p, &e2) || vkops_pipe(o, VKO_MATVEC_Q, (vkvar){.type = a->type}, &pm, &e2)) {
+    if (vkops_pipe(o, VKO_QUANTX, (vkvar){0}, &p, &e2) || vkops_pipe(o, km, (vkvar){.type = a->type}, &pm, &e2)) {
         snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
         o->intdot = false;
         return;
@@ -141,14 +156,17 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
     vkcmd_barrier(c);
 }
 
-/* The fused integer mat-vec's pipeline for a row of ncols (NULL: x does not
- * fit, or the device rejected the pipeline: then vkops.mvx goes off and
- * intdot_err says why). */
-static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode, bool big) {
-    if (!o->mvx || ncols > o->mvx_max_cols || !(o->t.mvx_modes >> xmode & 1)) return NULL;
-    vkop_kind k = VKO_MATVEC_QX_S;
-    while (k < VKO_MATVEC_QX_L && ncols > vkmm_mvx_cap(o, k)) k++;
-    if (big) k += VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S;
+/* The fused integer mat-vec's pipeline for a row of ncols, t.mvt tokens
+ * per workgroup when mvt (NULL: x does not fit, or the device rejected the
+ * pipeline: then vkops.mvx goes off and intdot_err says why). */
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode, bool big, bool mvt, vkop_kind *kind) {
+    const uint32_t modes = mvt ? o->t.mvt_modes : o->t.mvx_modes;
+    if (!o->mvx || ncols > o->mvx_max_cols || !(modes >> xmode & 1)) return NULL;
+    const vkop_kind last = mvt ? VKO_MATVEC_QTX_L : VKO_MATVEC_QX_L;
+    vkop_kind k = mvt ? VKO_MATVEC_QTX_S : VKO_MATVEC_QX_S;
+    while (k < last && ncols > vkmm_mvx_cap(o, k)) k++;
+    if (ncols > vkmm_mvx_cap(o, k)) return NULL; /* t.mvt rows of it do not fit */
+    if (big && !mvt) k += VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S;
     const vkpipe *p = NULL;
     zn_err e2 = {0};
     if (vkops_pipe(o, k, (vkvar){.type = t}, &p, &e2)) {
@@ -156,6 +174,7 @@ static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmod
         o->mvx = false;
         return NULL;
     }
+    *kind = k;
     return p;
 }
 
@@ -165,27 +184,31 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     mm_push pc = vkmm_push(a);
     const bool iq = o->intdot && is_quant(a->type);
-    const bool big = o->t.mvx_big_mb != ZN_VK_OFF &&
+    const uint32_t nt = iq ? mvt_for(o, a) : 1;
+    const bool big = nt == 1 && o->t.mvx_big_mb != ZN_VK_OFF &&
                      (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20; /* one expert's, for MoE */
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big) : NULL;
+    vkop_kind kq = nt > 1 ? VKO_MATVEC_QT : VKO_MATVEC_Q; /* the integer kind */
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, &kq) : NULL;
     VkDeviceAddress q = 0;
-    if (iq && !px) quantize_x(o, c, a, &pc, &q);
+    if (iq && !px) quantize_x(o, c, a, &pc, kq, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     /* float kernel, few rows (MoE routers and gates): a row per workgroup of
      * one subgroup, so the rows spread over the GPU instead of a few
      * workgroups reading row after row */
     const bool one = !px && !q && a->nrows <= o->t.mv_one_rows;
     if (px) p = px;
-    else st = vkops_pipe(o, q ? VKO_MATVEC_Q : one ? VKO_MATVEC_1 : VKO_MATVEC, (vkvar){.type = a->type}, &p, err);
+    else st = vkops_pipe(o, q ? kq : one ? VKO_MATVEC_1 : VKO_MATVEC, (vkvar){.type = a->type}, &p, err);
     if (st) return st;
     uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
-    const mvx_tune mt = px ? mvx_tune_for(o, a->type, big) : (mvx_tune){0};
+    uint32_t z = a->n_tok * pc.n_slots;
+    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, a->type) : (mvq_cfg){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
-        per_sg = (px ? mt.rows : mvq_rows_for(o, a->type)) << lg;
+        per_sg = mc.rows << lg;
+        wg = mc.wg;
+        z = (a->n_tok * pc.n_slots + mc.nt - 1) / mc.nt; /* groups of up to nt tokens (n_slots 1 when nt > 1) */
     }
-    if (px) wg = mt.wg;
     if (q) { /* matvec_q.comp reads the quantised rows: strides in rows */
         pc.x = q;
         pc.x_stride = a->x_slot_stride ? pc.n_slots : 1;
@@ -195,16 +218,16 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     uint32_t n_wg = (a->nrows + per_wg - 1) / per_wg, gx, gy;
     /* the fused kernel loops over row blocks: fewer workgroups, each
      * quantising x once */
-    if (px && mt.wgs && n_wg > mt.wgs) n_wg = mt.wgs;
+    if (px && mc.wgs && n_wg > mc.wgs) n_wg = mc.wgs;
     vkops_grid2(o, n_wg, &gx, &gy);
-    vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok * pc.n_slots, name);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, z, name);
     return ZN_OK;
 }
 
 /* ---- specialisation constants ---- */
 
 typedef struct spec_matvec { uint32_t wg, type, nr, sg; } spec_matvec;                        /* matvec.comp */
-typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn; } spec_matvec_q;     /* matvec_q.comp */
+typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt; } spec_matvec_q; /* matvec_q.comp */
 typedef struct spec_quantx { uint32_t wg, sk; } spec_quantx;                                  /* quantx.comp */
 
 /* VKO_MATVEC: subgroups of mv_rows rows; VKO_MATVEC_1: a row per
@@ -217,19 +240,14 @@ zn_status vkspec_matvec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_er
     return ZN_OK;
 }
 
-/* VKO_MATVEC_Q reads x quantised by quantx (xb 0); the QX kinds quantise it
- * themselves into xb blocks of shared memory, with their own tuning. */
+/* VKO_MATVEC_Q and VKO_MATVEC_QT read x quantised by quantx (xb 0); the
+ * other kinds quantise it themselves into xb blocks of shared memory per
+ * token, with their own tuning (mvq_cfg_for). */
 zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)err;
-    const uint32_t sg = o->d->info.subgroup_size, t = (uint32_t)v.type;
-    if (k == VKO_MATVEC_Q) {
-        VKSPEC(out, spec_matvec_q, {.wg = o->t.mv_wg, .type = t, .nr = mvq_rows_for(o, v.type), .sg = sg,
-                                    .u = mvq_unroll_for(o, v.type), .xb = 0, .pf = 0, .pn = o->t.mvq_pn});
-        return ZN_OK;
-    }
-    const mvx_tune m = mvx_tune_for(o, v.type, k >= VKO_MATVEC_QXB_S);
-    VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = t, .nr = m.rows, .sg = sg, .u = m.unroll,
-                                .xb = vkmm_mvx_cap(o, k) / 32, .pf = m.pf, .pn = m.pn});
+    const mvq_cfg m = mvq_cfg_for(o, k, v.type);
+    VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = (uint32_t)v.type, .nr = m.rows, .sg = o->d->info.subgroup_size,
+                                .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt});
     return ZN_OK;
 }
 

@@ -73,6 +73,9 @@ typedef struct vkop_group {
  * ncols; calls that need more, or without scratch, use the float kernel. */
 uint64_t vkops_xq_bytes(uint32_t ncols, uint32_t rows);
 void vkops_set_xq(vkops *o, VkDeviceAddress xq, uint64_t bytes);
+/* Columns of x the fused integer mat-vec's kind k holds in shared memory
+ * (per token: the QTX kinds hold t.mvt rows); longer rows take quantx. */
+uint32_t vkmm_mvx_cap(const vkops *o, vkop_kind k);
 
 /* The kernel a matmul runs on, chosen here only: vkop_matmul dispatches
  * on it, the fusion planner (vk_fuse.h) asks it what each matmul will take

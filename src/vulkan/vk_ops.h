@@ -34,6 +34,10 @@ typedef enum vkop_kind {
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */
     VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L,     /* the same for big matrices (own tuning) */
+    VKO_MATVEC_QT,                                           /* integer mat-vec of t.mvt tokens per workgroup
+                                                                after quantx (typed) */
+    VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L,                      /* ... quantising their x itself, by the x rows
+                                                                it holds */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs, vk_attn.h) */
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_MMQ, VKO_MMQ_EMU, VKO_MMQ_CM2, VKO_MMQ_CM2_MOE,      /* the f16 GEMMs reading the weights directly
@@ -84,7 +88,8 @@ typedef struct vkops {
                                  float kernel */
     bool mvx;                 /* the integer mat-vec quantises x itself, per workgroup into
                                  shared memory (no quantx dispatch and barrier), for rows of
-                                 at most mvx_max_cols */
+                                 at most mvx_max_cols (with t.mvt tokens per workgroup: as
+                                 many rows as fit, vkmm_mvx_cap) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */

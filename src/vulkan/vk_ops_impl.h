@@ -89,7 +89,5 @@ _Static_assert(sizeof(mm_push) <= ZN_VK_PUSH_MAX, "push constants");
 
 zn_status vkmm_check(const vkop_mm *a, zn_err *err);
 mm_push vkmm_push(const vkop_mm *a);
-/* Columns of x the fused integer mat-vec's kind k holds in shared memory. */
-uint32_t vkmm_mvx_cap(const vkops *o, vkop_kind k);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "limits.h"
 #include "vk_attn.h"
 #include "vk_mm.h"
 #include "vk_tune.h"
@@ -34,6 +35,7 @@ void vktune_set_all(uint32_t a[ZN_VK_NTYPES], uint32_t v) {
 
 #define ALL(v) {v, v, v, v, v, v, v, v}
 #define KQ(k, o) {o, o, o, o, o, k, k, o} /* Q4_K and Q5_K k, the other types o */
+#define Q6(k, o) {o, o, o, o, o, o, o, k} /* Q6_K k, the other types o */
 #define SG 0                              /* a workgroup size of one subgroup */
 
 /* One class: its defaults as measured on a device of ref_units SMs / CUs;
@@ -55,6 +57,8 @@ typedef struct tune_row {
     uint32_t mv_one_rows, mvq_pn, qx_sk;
     row_mvx mvx[2];
     uint32_t mvx_big_mb;
+    uint32_t mvt, mvt_modes;
+    row_mvx mvt_x;
     uint32_t small_wg, norm_wg, merge_wg;
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
     uint32_t attn_dec_min, fa_min_tok;
@@ -92,6 +96,18 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
  *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
  *   242.5 without (run 12): mvx_big_mb off.
+ * - mvt 8 (not measured yet: a starting point from arithmetic): batched
+ *   decode at 8 sequences read every weight 8 times (424 tok/s on the 8B
+ *   against llama.cpp's 730). Per weight step a lane now reads the x of
+ *   every token from shared memory (48 bytes a token for Q4_K against 18
+ *   of weights): 4 rows per subgroup share those reads, or at 8 tokens
+ *   they would outrun shared memory's bandwidth before DRAM's; Q6_K 2
+ *   (a step's weights in registers are 22 words a row, beside 8 tokens'
+ *   sums per row). In-workgroup quantisation does 8 rows of x per
+ *   workgroup, so fewer workgroups than mvx (2 per SM, 8 subgroups each:
+ *   a 512-thread one at ~120 registers would not fit an SM's 64 K) each
+ *   looping over row blocks; mvt_modes 0 (quantx.comp first) is the
+ *   alternative to measure.
  * - mm_min_tok 16: up to 15 rows a step (batched decode of up to 15
  *   sequences, short prompts) run mat-vec per row, not the tiled GEMM: at 8
  *   sequences the 2B decodes 919 tok/s against 594 on the GEMM and the 8B
@@ -113,7 +129,8 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
+     .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true, .mm_prep_tok = ZN_VK_OFF}
 
@@ -123,11 +140,16 @@ static const tune_row rows[] = {
      * workgroup; the tiled GEMM's barriers cost more than re-reading
      * weights (mat-vec at every size); each fused-mat-vec workgroup
      * quantising x again is CPU time (16); more quantx workgroups only
-     * cost; polling takes a core from the work. */
+     * cost; polling takes a core from the work. Several tokens per
+     * workgroup: an 8B's matmuls at 8 tokens 1.7-3.1x faster at mvt 8
+     * than a token per workgroup, and x by quantx.comp first (mvt_modes
+     * 0) 1.1-1.4x faster than each workgroup quantising 8 rows
+     * (tools/vk-bench matvec, ZN_BENCH_TOKENS=8, ZN_BENCH_QUICK=1). */
     {.cls = "cpu", .match = is_cpu, .ref_units = 0, .mv_sgs = 1, .mv_rows = ALL(4), .mvq_rows = ALL(4),
      .mvq_unroll = ALL(1), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 0,
      .mvx = {{ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)}, {ALL(1), ALL(4), ALL(1), KQ(2, 0), ALL(0), ALL(16)}},
-     .mvx_big_mb = ZN_VK_OFF, .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)},
+     .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
      .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's */
@@ -156,9 +178,9 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
         t->mv_rows[i] = r->mv_rows[i];
         t->mvq_rows[i] = r->mvq_rows[i];
         t->mvq_unroll[i] = r->mvq_unroll[i];
-        for (int b = 0; b < 2; b++) {
-            const row_mvx *m = &r->mvx[b];
-            vktune_mvx *x = &t->mvx_t[b];
+        for (int b = 0; b < 3; b++) {
+            const row_mvx *m = b < 2 ? &r->mvx[b] : &r->mvt_x;
+            vktune_mvx *x = b < 2 ? &t->mvx_t[b] : &t->mvt_t;
             x->wg[i] = m->sgs[i] * sg, x->rows[i] = m->rows[i], x->unroll[i] = m->unroll[i];
             x->wgs[i] = scaled(r, u, m->wgs[i]), x->pf[i] = m->pf[i], x->pn[i] = m->pn[i];
         }
@@ -169,6 +191,8 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->qx_sk = r->qx_sk;
     t->mvx_modes = 7;
     t->mvx_big_mb = r->mvx_big_mb;
+    t->mvt = r->mvt;
+    t->mvt_modes = r->mvt_modes;
     t->small_wg = threads(r->small_wg, sg);
     t->norm_wg = threads(r->norm_wg, sg);
     t->qx_wg = t->norm_wg; /* one per row, wide, like norm's */
@@ -215,10 +239,10 @@ typedef struct tune_key {
 #define KB(n, f) {n, K_BOOL, offsetof(vktune, f), 0, 1, 0}
 #define KU(n, f, lo, hi, fl) {n, K_U32, offsetof(vktune, f), lo, hi, fl}
 #define KT(n, f, lo, hi, fl) {n, K_TYPED, offsetof(vktune, f), lo, hi, fl}
-#define KX(p, b)                                                                                                 \
-    KT(p "_wg", mvx_t[b].wg, 1, 1024, F_SG | F_QUANT), KT(p "_rows", mvx_t[b].rows, 1, 16, F_QUANT),            \
-    KT(p "_unroll", mvx_t[b].unroll, 1, 8, F_QUANT), KT(p "_wgs", mvx_t[b].wgs, 0, 1u << 20, F_QUANT),           \
-    KT(p "_pf", mvx_t[b].pf, 0, ZN_VK_MVX_MAX_PF, F_QUANT), KT(p "_pn", mvx_t[b].pn, 0, ZN_VK_MVX_MAX_PF, F_QUANT)
+#define KX(p, x)                                                                                     \
+    KT(p "_wg", x.wg, 1, 1024, F_SG | F_QUANT), KT(p "_rows", x.rows, 1, 16, F_QUANT),               \
+    KT(p "_unroll", x.unroll, 1, 8, F_QUANT), KT(p "_wgs", x.wgs, 0, 1u << 20, F_QUANT),             \
+    KT(p "_pf", x.pf, 0, ZN_VK_MVX_MAX_PF, F_QUANT), KT(p "_pn", x.pn, 0, ZN_VK_MVX_MAX_PF, F_QUANT)
 
 static const tune_key keys[] = {
     KU("mv_wg", mv_wg, 1, 1024, F_SG),
@@ -233,8 +257,11 @@ static const tune_key keys[] = {
     KB("mvx", mvx),
     KU("mvx_modes", mvx_modes, 0, 7, 0),
     KU("mvx_big_mb", mvx_big_mb, 0, 1u << 20, F_OFF),
-    KX("mvx", 0),
-    KX("mvxb", 1),
+    KX("mvx", mvx_t[0]),
+    KX("mvxb", mvx_t[1]),
+    KU("mvt", mvt, 1, ZN_VK_MVT_MAX, 0),
+    KU("mvt_modes", mvt_modes, 0, 7, 0),
+    KX("mvt", mvt_t),
     KU("small_wg", small_wg, 1, 1024, F_SG),
     KU("norm_wg", norm_wg, 1, 1024, F_SG),
     KU("mm_min_tok", mm_min_tok, 1, 1u << 30, F_OFF),

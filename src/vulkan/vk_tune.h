@@ -54,6 +54,13 @@ typedef struct vktune {
     uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it */
     vktune_mvx mvx_t[2];      /* [0]: matrices under mvx_big_mb, [1]: bigger ones */
     uint32_t mvx_big_mb;      /* MiB of one matrix from which mvx_t[1] applies (ZN_VK_OFF: never) */
+    /* several tokens per workgroup (matmuls of 2+ tokens without per-token
+     * experts): each weight step loaded once for up to mvt tokens */
+    uint32_t mvt;             /* tokens per workgroup at most (1: a token per workgroup, as above) */
+    uint32_t mvt_modes;       /* bit m: x mode m quantised in the workgroups where mvt rows fit
+                                 shared memory (vkops.mvx on too), else by quantx.comp */
+    vktune_mvx mvt_t;         /* its kernel: rows and unroll for both ways of quantising x;
+                                 wg, wgs, pf, pn for the in-workgroup one (after quantx: mv_wg, mvq_pn) */
     /* per-row ops */
     uint32_t small_wg, norm_wg;
     /* prefill GEMM */

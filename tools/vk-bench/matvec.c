@@ -33,7 +33,10 @@
  * system's reach on this device. Random bytes stand in for the quantised
  * weights: the kernels' cost does not depend on their values.
  * ZN_BENCH_QUICK=1: fewer repetitions and configurations (to try it on a
- * CPU). */
+ * CPU). ZN_BENCH_TOKENS=N: the 8B's matmuls over N tokens, as batched
+ * decode of N sequences runs them (up to t.mvt tokens per workgroup: the
+ * grids then set the mvt_* keys, the summary prints them); ZN_TUNE: the
+ * tuning to start from (e.g. mvt=4, or mvt=1 for a token per workgroup). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,7 @@ typedef struct bench {
     vkarena a;
     int reps, warm;
     bool quick;
+    uint32_t tokens; /* ZN_BENCH_TOKENS: tokens of the dense fshapes */
     vktune t0;    /* vkops_init's tuning */
 } bench;
 
@@ -246,25 +250,33 @@ static int fcfg_name(const fcfg *f, char *s, size_t n) {
     return snprintf(s, n, "fused wg %u nr %u u %u wgs %u pf %u pn %u", f->wg, f->rows, f->unroll, f->wgs, f->pf, f->pn);
 }
 
+/* Every mat-vec and quantx pipeline, to be rebuilt from the tuning. */
+static void drop_pipes(bench *b) {
+    static const vkop_kind kinds[] = {VKO_MATVEC, VKO_MATVEC_Q, VKO_QUANTX, VKO_MATVEC_QX_S, VKO_MATVEC_QX_M,
+                                      VKO_MATVEC_QX_L, VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L,
+                                      VKO_MATVEC_QT, VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&b->o.ps, &b->o.pipes[kinds[k]][t]);
+}
+
 /* vkops as configuration f says (every mat-vec and quantx pipeline rebuilt). */
 static void apply_fcfg(bench *b, const fcfg *f, const vkops *def) {
     vktune *t = &b->o.t;
     *t = def->t;
     b->o.mvx = f->fused;
     t->mvx_modes = 7;
+    t->mvt_modes = 7;
     if (!f->def && !f->fused) { /* the pair: quantx's slices, the mat-vec after it */
-        vktune_set_all(t->mvq_rows, f->rows);
-        vktune_set_all(t->mvq_unroll, f->unroll);
+        vktune_set_all(t->mvq_rows, f->rows), vktune_set_all(t->mvt_t.rows, f->rows);
+        vktune_set_all(t->mvq_unroll, f->unroll), vktune_set_all(t->mvt_t.unroll, f->unroll);
         t->mvq_pn = f->pn, t->qx_sk = f->sk, t->qx_wg = f->qxwg;
     }
-    for (int c = 0; c < 2 && !f->def && f->fused; c++) { /* both size classes */
-        vktune_mvx *x = &t->mvx_t[c];
+    for (int c = 0; c < 3 && !f->def && f->fused; c++) { /* both size classes, several tokens */
+        vktune_mvx *x = c < 2 ? &t->mvx_t[c] : &t->mvt_t;
         vktune_set_all(x->wg, f->wg), vktune_set_all(x->rows, f->rows), vktune_set_all(x->unroll, f->unroll);
         vktune_set_all(x->wgs, f->wgs), vktune_set_all(x->pf, f->pf), vktune_set_all(x->pn, f->pn);
     }
-    for (int t = 0; t < ZN_VK_NTYPES; t++)
-        for (int k = VKO_MATVEC_Q; k < VKO_COUNT; k++)
-            if (k <= VKO_MATVEC_QXB_L) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
+    drop_pipes(b);
 }
 
 /* Calls of shape si per 8B decode step (36 layers + the output); 0: not the 8B. */
@@ -337,9 +349,10 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
     fcfg_at(b, bp, &f), fcfg_name(&f, kp, sizeof kp);
     printf("\n8B decode step (these matmuls, 36 layers + output), what vkops' settings can express:\n");
     printf("  pair, one configuration: %s: %.0f us (defaults %.0f)\n", kp, t_pair, t_pdef);
+    const bool mvt = b->tokens > 1 && b->o.t.mvt > 1; /* the 8B's shapes on the mvt_* keys */
     if (bp)
-        printf("    = --tune mvx=off,qx_sk=%u,qx_wg=%u,mvq_rows=%u,mvq_unroll=%u,mvq_pn=%u\n", f.sk,
-               f.qxwg, f.rows, f.unroll, f.pn);
+        printf("    = --tune mvx=off,qx_sk=%u,qx_wg=%u,%s_rows=%u,%s_unroll=%u,mvq_pn=%u\n", f.sk, f.qxwg, mvt ? "mvt" : "mvq",
+               f.rows, mvt ? "mvt" : "mvq", f.unroll, f.pn);
     size_t bft[2][2]; /* [Q6_K][big] */
     const zn_type types[2] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K};
     for (size_t ti = 0; ti < 2; ti++)
@@ -361,7 +374,7 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
             if (bft[ti][big] == 1) printf("\n");
             else
             {
-                const char *k = big ? "mvxb" : "mvx", *ty = ti ? "q6_k" : "q4_k";
+                const char *k = mvt ? "mvt" : big ? "mvxb" : "mvx", *ty = ti ? "q6_k" : "q4_k";
                 printf("; --tune %s_wg.%s=%u,%s_rows.%s=%u,%s_unroll.%s=%u,%s_wgs.%s=%u,%s_pf.%s=%u,%s_pn.%s=%u\n", k, ty,
                        f.wg, k, ty, f.rows, k, ty, f.unroll, k, ty, f.wgs, k, ty, f.pf, k, ty, f.pn);
             }
@@ -381,7 +394,8 @@ static void print_summary(const bench *b, double us[][N_FCFG]) {
         printf("  x mode %s: fused %.0f us, pair %.0f us\n", m == VKX_PLAIN ? "plain  " : m == VKX_RMSNORM ? "rmsnorm" : "swiglu ",
                tf, tp);
     }
-    printf("  mixed (--tune mvx_modes=%u, the pair's and the fused settings above): %.0f us\n", modes, t_mix);
+    printf("  mixed (--tune %s=%u, the pair's and the fused settings above): %.0f us\n", mvt ? "mvt_modes" : "mvx_modes",
+           modes, t_mix);
 }
 
 /* One fshape's buffers and call. */
@@ -396,16 +410,17 @@ typedef struct fstate {
 static int fshape_setup(bench *b, const fshape *s, uint64_t budget, fstate *st, zn_err *err) {
     uint32_t rows = 0;
     for (uint32_t k = 0; k < s->n_seg; k++) rows += s->seg[k];
-    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nx = s->n_used ? s->n_used : 1;
+    const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), nt = s->n_expert ? 1 : b->tokens;
+    const uint32_t ns = s->n_used ? s->n_used : 1, nx = ns * nt; /* slots; rows of y */
     const bool slot_x = s->n_expert && s->xmode == VKX_SWIGLU;
     const uint64_t wbytes = (uint64_t)rb * rows * (s->n_expert ? s->n_expert : 1);
-    st->rbytes = (uint64_t)rb * rows * nx;
+    st->rbytes = (uint64_t)rb * rows * ns;
     st->run = !(b->quick && wbytes > (64ull << 20)); /* the output matrix: minutes on a CPU */
     if (!st->run) return 0;
     vkref x, aux, y, res, grp = {0}, ids = {0};
     vkxfer xf;
     int bad = vkxfer_init(&xf, &b->d, 64ull << 20, err) || weight_copies(b, &xf, wbytes, budget, st->w, &st->copies, err);
-    const uint64_t xfl = (uint64_t)s->cols * (slot_x ? nx : 1);
+    const uint64_t xfl = (uint64_t)s->cols * (slot_x ? ns : nt);
     st->xqb = vkops_xq_bytes(s->cols, nx);
     float idv[16];
     for (uint32_t k = 0; k < s->n_used && k < 16; k++) idv[k] = (float)((5 * k + 1) % s->n_expert);
@@ -418,14 +433,14 @@ static int fshape_setup(bench *b, const fshape *s, uint64_t budget, fstate *st, 
     for (uint32_t k = 0, r0 = 0; k < s->n_seg && s->n_seg > 1; r0 += s->seg[k++]) {
         g.y[k] = y.addr + 4ull * r0;
         g.row_end[k] = r0 + s->seg[k];
-        g.y_stride[k] = s->seg[k];
+        g.y_stride[k] = rows; /* tokens side by side, no overlap */
     }
     if (s->n_seg > 1) bad = bad || vkarena_alloc(&b->a, sizeof g, 256, &grp, err) || vkxfer_upload(&xf, grp, &g, sizeof g, err);
     bad = bad || vkxfer_flush(&xf, err);
     vkxfer_free(&xf);
     if (bad) return 1;
     vkop_mm m = {.type = s->t, .x = x.addr, .y = s->n_seg > 1 ? 0 : y.addr, .res = s->res ? res.addr : 0,
-                 .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = 1, .n_slots = 1, .x_stride = s->cols,
+                 .ncols = s->cols, .nrows = rows, .row_bytes = rb, .n_tok = nt, .n_slots = 1, .x_stride = s->cols,
                  .y_stride = rows, .xmode = s->xmode, .aux = s->xmode ? aux.addr : 0, .eps = 1e-6f, .group = grp.addr};
     if (s->n_expert) {
         m.ids = ids.addr;
@@ -499,32 +514,32 @@ static void set_config(bench *b, uint32_t wg, uint32_t nr, uint32_t unroll, bool
     if (nr) vktune_set_all(t->mv_rows, nr), vktune_set_all(t->mvq_rows, nr);
     if (unroll) vktune_set_all(t->mvq_unroll, unroll);
     b->o.intdot = intdot;
-    for (int t = 0; t < ZN_VK_NTYPES; t++) {
-        vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC][t]);
-        vkpipe_destroy(&b->o.ps, &b->o.pipes[VKO_MATVEC_Q][t]);
-        for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QXB_L; k++) vkpipe_destroy(&b->o.ps, &b->o.pipes[k][t]);
-    }
+    drop_pipes(b);
 }
 
 int main(void) {
     bench b = {0};
     zn_err err = {0};
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (vkdev_open(&b.d, -1, &err) || vkops_init(&b.o, &b.d, NULL, NULL, &err) || vkcmd_init(&b.c, &b.d, b.o.ps.layout, true, &err)) {
+    vktune tune;
+    if (vkdev_open(&b.d, -1, &err) || vktune_init(&tune, &b.d.info, getenv("ZN_TUNE"), &err) ||
+        vkops_init(&b.o, &b.d, &tune, NULL, &err) || vkcmd_init(&b.c, &b.d, b.o.ps.layout, true, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     const bool quick = getenv("ZN_BENCH_QUICK") && atoi(getenv("ZN_BENCH_QUICK")) > 0;
     const uint64_t budget = (getenv("ZN_BENCH_MB") ? strtoull(getenv("ZN_BENCH_MB"), NULL, 0) : (quick ? 16 : 256)) << 20;
     b.quick = quick;
+    const int tokens = getenv("ZN_BENCH_TOKENS") ? atoi(getenv("ZN_BENCH_TOKENS")) : 1;
+    b.tokens = tokens < 1 ? 1 : tokens > 64 ? 64 : (uint32_t)tokens;
     b.reps = quick ? 5 : 50;
     b.warm = quick ? 2 : 400; /* dispatches before the timed ones: let the clocks ramp up */
     /* vkops_init's defaults (0: per type) */
     b.t0 = b.o.t;
     const uint32_t def_wg = b.o.t.mv_wg, def_nr = 0, def_u = 0;
     const bool has_int = b.o.intdot;
-    printf("device: %s, subgroup %u, integer dot products %s\n", b.d.info.name, b.d.info.subgroup_size,
-           has_int ? "yes" : "NO (integer kernel not run)");
+    printf("device: %s, subgroup %u, integer dot products %s; the 8B's matmuls over %u tokens (up to %u per workgroup)\n",
+           b.d.info.name, b.d.info.subgroup_size, has_int ? "yes" : "NO (integer kernel not run)", b.tokens, b.o.t.mvt);
     vkarena_init(&b.a, &b.d, VKMEM_DEVICE, 0, 0);
     static double fus[N_FSHAPES][N_FCFG];
     if (has_int && b.o.mvx && fused_section(&b, budget, fus)) return 1;

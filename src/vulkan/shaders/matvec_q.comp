@@ -24,6 +24,12 @@
 // block's later steps and the next block find their weights in L2 (one
 // 4-byte load per 32 bytes: far fewer registers per byte in flight than
 // more rows or steps per iteration).
+// NT > 1 (matmuls without per-token experts: dense, or the grouped stack;
+// n_slots 1): a workgroup takes nt <= NT consecutive tokens (n_tok split
+// evenly over the z groups), loads each weight step once into registers
+// (load_w) and dots it with each token's x (dot_w), so batched decode
+// reads the weights once per NT tokens instead of once per token. XB > 0:
+// it quantises its nt rows of x into NT rows of shared memory.
 #extension GL_EXT_integer_dot_product : require
 #include "common.glsl"
 
@@ -35,6 +41,7 @@ layout(constant_id = 4) const uint U = 1; // steps per loop iteration (their loa
 layout(constant_id = 5) const uint XB = 0; // x quantised in shared memory: its capacity in blocks of 32
 layout(constant_id = 6) const uint PF = 0; // sectors per thread prefetched before x is quantised (XB > 0)
 layout(constant_id = 7) const uint PN = 0; // sectors per thread prefetched per row block (this and the next)
+layout(constant_id = 8) const uint NT = 1; // tokens per workgroup (1: a (token, slot) pair per z)
 layout(local_size_x_id = 0) in;
 
 #include "mm_push.glsl"
@@ -43,9 +50,9 @@ layout(local_size_x_id = 0) in;
 #include "reduce.glsl"
 #include "q8x.glsl"
 
-// The quantised x row (XB > 0): qs as 16-byte halves of blocks, (d, d * sum q) per block.
-shared uvec4 xs_q[2u * XB + 1u];
-shared vec2 xs_d[XB + 1u];
+// The quantised x rows (XB > 0): qs as 16-byte halves of blocks, (d, d * sum q) per block; row j at j * XB blocks.
+shared uvec4 xs_q[NT * 2u * XB + 1u];
+shared vec2 xs_d[NT * XB + 1u];
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer V2 { vec2 v[]; };
 
@@ -53,7 +60,7 @@ uint STEP() { return TYPE == T_Q6_K ? 64u : 32u; }
 
 // The x of one step: up to four 16-byte runs of int8 quants with their
 // blocks' scales d, and per run either d * sum q of the block (s) or, for
-// Q6_K, the integer sum of the run's 16 quants (is).
+// Q6_K with NT 1, the integer sum of the run's 16 quants (is).
 struct XS {
     uvec4 q[4];
     vec4 d, s;
@@ -66,9 +73,12 @@ int idot(uvec4 a, uvec4 b) {
 }
 
 // 16 bytes of quants (half h of block b) and a block's (d, d * sum q) of
-// the x row at xr (global; nb blocks) or in shared memory.
-uvec4 xq16(uint64_t xr, uint b, uint h) { return XB > 0u ? xs_q[2u * b + h] : U32x4(xr + 32ul * b + 16u * h).v[0]; }
-vec2 xds(uint64_t xr, uint nb, uint b) { return XB > 0u ? xs_d[b] : V2(xr + 32ul * nb + 8ul * b).v[0]; }
+// x row xr: XB > 0 the row's index in shared memory, else the address of
+// the row (nb blocks) in global memory.
+uvec4 xq16(uint64_t xr, uint b, uint h) {
+    return XB > 0u ? xs_q[2u * (uint(xr) * XB + b) + h] : U32x4(xr + 32ul * b + 16u * h).v[0];
+}
+vec2 xds(uint64_t xr, uint nb, uint b) { return XB > 0u ? xs_d[uint(xr) * XB + b] : V2(xr + 32ul * nb + 8ul * b).v[0]; }
 
 XS load_x(uint64_t xr, uint nb, uint s) {
     XS x;
@@ -82,7 +92,7 @@ XS load_x(uint64_t xr, uint nb, uint s) {
         const uint b0 = 8u * (s >> 3) + 2u * ((s & 7u) >> 1), h = s & 1u;
         x.q[0] = xq16(xr, b0, h);
         x.q[1] = xq16(xr, b0 + 1u, h);
-        const vec4 a = XB > 0u ? vec4(xs_d[b0], xs_d[b0 + 1u]) : F32x4(xr + 32ul * nb + 8ul * b0).v[0];
+        const vec4 a = XB > 0u ? vec4(xds(xr, nb, b0), xds(xr, nb, b0 + 1u)) : F32x4(xr + 32ul * nb + 8ul * b0).v[0];
         x.d.xy = a.xz;
         x.s.xy = a.yw;
     } else { // Q6_K: blocks b0 .. b0+3 (one 128-value half), 16 quants each
@@ -90,9 +100,9 @@ XS load_x(uint64_t xr, uint nb, uint s) {
         const uvec4 ones = uvec4(0x01010101u);
         for (uint k = 0; k < 4u; k++) {
             x.q[k] = xq16(xr, b0 + k, lg);
-            x.is[k] = idot(x.q[k], ones);
+            x.is[k] = NT == 1u ? idot(x.q[k], ones) : 0; // NT > 1: load_w takes 32 off the weights
         }
-        if (XB > 0u) x.d = vec4(xs_d[b0].x, xs_d[b0 + 1u].x, xs_d[b0 + 2u].x, xs_d[b0 + 3u].x);
+        if (XB > 0u) x.d = vec4(xds(xr, nb, b0).x, xds(xr, nb, b0 + 1u).x, xds(xr, nb, b0 + 2u).x, xds(xr, nb, b0 + 3u).x);
         else {
             const uint64_t ds = xr + 32ul * nb + 8ul * b0;
             const vec4 a = F32x4(ds).v[0], c = F32x4(ds + 16u).v[0];
@@ -114,61 +124,100 @@ void kscales(uvec3 w, uint pair, out vec2 sc, out vec2 m) {
     m = vec2(float(m2 & 255u), float((m2 >> 8) & 255u));
 }
 
-// Step s of the row at `row` (GPU layout, vk_quant.h) dotted with x.
-float dot_step(uint64_t row, uint s, uint n, const XS x) {
+// One step of a row's weights, unpacked: held in registers while each
+// token's x of the step is dotted with it (with NT tokens, the unpacking
+// is paid once for all of them). q: the quants widened to int8 runs that
+// line up with XS.q; a, b, h0: their scales, per type (dot_w).
+struct WS {
+    uvec4 q[4];
+    vec4 a;
+    vec2 b;
+    bool h0;
+};
+
+// Step s of the row at `row` (GPU layout, vk_quant.h).
+WS load_w(uint64_t row, uint s, uint n) {
     const uvec4 M4 = uvec4(0x0f0f0f0fu);
+    WS w;
+    w.a = vec4(0.0);
+    w.b = vec2(0.0);
+    w.h0 = true;
     if (TYPE == T_Q8_0) { // planes: qs [nb][32], d [nb]
         const uint nb = n / 32u;
-        int dt = idot(U32x4(row + 32ul * s).v[0], x.q[0]) + idot(U32x4(row + 32ul * s + 16u).v[0], x.q[1]);
-        return float(F16(row + 32ul * nb + 2ul * s).v[0]) * x.d.x * float(dt);
+        w.q[0] = U32x4(row + 32ul * s).v[0];
+        w.q[1] = U32x4(row + 32ul * s + 16u).v[0];
+        w.a.x = float(F16(row + 32ul * nb + 2ul * s).v[0]);
     } else if (TYPE == T_Q4_0) { // planes: qs [nb][16], d [nb]; value = q - 8
         const uint nb = n / 32u;
-        uvec4 w = U32x4(row + 16ul * s).v[0];
-        int dt = idot(w & M4, x.q[0]) + idot((w >> 4) & M4, x.q[1]);
-        return float(F16(row + 16ul * nb + 2ul * s).v[0]) * (x.d.x * float(dt) - 8.0 * x.s.x);
+        const uvec4 q = U32x4(row + 16ul * s).v[0];
+        w.q[0] = q & M4;
+        w.q[1] = (q >> 4) & M4;
+        w.a.x = float(F16(row + 16ul * nb + 2ul * s).v[0]);
     } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
         // value = d * sc * q - dmin * m; the low nibbles of the 16 bytes are
         // half h of sub-block 2 pair, the high ones of sub-block 2 pair + 1
         const uint q = s & 7u, pair = q >> 1, h = q & 1u;
         const uint64_t b = row + uint64_t(s >> 3) * (TYPE == T_Q4_K ? 144u : 176u);
         const uvec4 hd = U32x4(b).v[0]; // d, dmin | scales[0..11]
-        const vec2 dm = unpackHalf2x16(hd.x);
-        uvec4 w = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * h).v[0];
-        uvec4 lo = w & M4, hi = (w >> 4) & M4;
+        const uvec4 qs = U32x4(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * pair + 16u * h).v[0];
+        w.q[0] = qs & M4;
+        w.q[1] = (qs >> 4) & M4;
         if (TYPE == T_Q5_K) {
-            uvec4 qh = U32x4(b + 16u + 16u * h).v[0] >> (2u * pair);
-            lo |= (qh & 0x01010101u) << 4;
-            hi |= ((qh >> 1) & 0x01010101u) << 4;
+            const uvec4 qh = U32x4(b + 16u + 16u * h).v[0] >> (2u * pair);
+            w.q[0] |= (qh & 0x01010101u) << 4;
+            w.q[1] |= ((qh >> 1) & 0x01010101u) << 4;
         }
         vec2 sc, m;
         kscales(hd.yzw, pair, sc, m);
-        float v = dm.x * (sc.x * x.d.x * float(idot(lo, x.q[0])) + sc.y * x.d.y * float(idot(hi, x.q[1])));
-        // the min terms cover whole blocks of x: once, by the lane of half 0
-        return h == 0u ? v - dm.y * dot(m, x.s.xy) : v;
+        w.a = vec4(sc, m);
+        w.b = unpackHalf2x16(hd.x);
+        w.h0 = h == 0u;
     } else { // Q6_K planes: ql [nb][128], qh [nb][64], scales [nb][16], d [nb]; value = d * sc * (q - 32)
         const uint nb = n / 256u, ib = s >> 2, hf = (s >> 1) & 1u, lg = s & 1u;
         const uint64_t ql = row + 128ul * ib + 64u * hf + 16u * lg;
         const uvec4 l0 = U32x4(ql).v[0], l1 = U32x4(ql + 32u).v[0];
         const uvec4 hh = U32x4(row + 128ul * nb + 64ul * ib + 32u * hf + 16u * lg).v[0];
         const uvec2 scw = U32x2(row + 192ul * nb + 16ul * ib + 8u * hf).v[0];
-        const float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
         // run k (values 32 k .. 32 k + 15 of this lane's 16-value column) has scale byte 2 k + lg
-        const int d0 = idot((l0 & M4) | ((hh & 0x03030303u) << 4), x.q[0]) - 32 * x.is[0];
-        const int d1 = idot((l1 & M4) | ((hh & 0x0c0c0c0cu) << 2), x.q[1]) - 32 * x.is[1];
-        const int d2 = idot(((l0 >> 4) & M4) | (hh & 0x30303030u), x.q[2]) - 32 * x.is[2];
-        const int d3 = idot(((l1 >> 4) & M4) | ((hh & 0xc0c0c0c0u) >> 2), x.q[3]) - 32 * x.is[3];
-        const vec4 sc = vec4(bitfieldExtract(int(scw.x), int(8u * lg), 8), bitfieldExtract(int(scw.x), int(8u * lg + 16u), 8),
-                             bitfieldExtract(int(scw.y), int(8u * lg), 8), bitfieldExtract(int(scw.y), int(8u * lg + 16u), 8));
-        return d * dot(sc * x.d, vec4(d0, d1, d2, d3));
+        w.q[0] = (l0 & M4) | ((hh & 0x03030303u) << 4);
+        w.q[1] = (l1 & M4) | ((hh & 0x0c0c0c0cu) << 2);
+        w.q[2] = ((l0 >> 4) & M4) | (hh & 0x30303030u);
+        w.q[3] = ((l1 >> 4) & M4) | ((hh & 0xc0c0c0c0u) >> 2);
+        // several tokens: q - 32 as int8 once here, instead of each token's
+        // x paying the sum of its quants (XS.is): q ^ 32 is q - 32 in 6-bit
+        // two's complement, whose sign bit 5 then fills bits 6 and 7
+        if (NT > 1u)
+            for (uint k = 0; k < 4u; k++) {
+                const uvec4 t = w.q[k] ^ 0x20202020u;
+                w.q[k] = t | ((t & 0x20202020u) * 6u);
+            }
+        w.a = vec4(bitfieldExtract(int(scw.x), int(8u * lg), 8), bitfieldExtract(int(scw.x), int(8u * lg + 16u), 8),
+                   bitfieldExtract(int(scw.y), int(8u * lg), 8), bitfieldExtract(int(scw.y), int(8u * lg + 16u), 8));
+        w.b.x = float(F16(row + 208ul * nb + 2ul * ib).v[0]);
     }
+    return w;
 }
 
-// Quantises row (t, slot) of x into xs_q / xs_d (XB > 0; the whole
-// workgroup, before any of it returns). XK vec4s of x (and of aux) per
-// thread are loaded at a time, all in flight together; the RMS norm's
-// first XK stay in registers from its sum of squares on.
+// A step's weights w dotted with a token's x of that step.
+float dot_w(const WS w, const XS x) {
+    if (TYPE == T_Q8_0) return w.a.x * x.d.x * float(idot(w.q[0], x.q[0]) + idot(w.q[1], x.q[1]));
+    if (TYPE == T_Q4_0) return w.a.x * (x.d.x * float(idot(w.q[0], x.q[0]) + idot(w.q[1], x.q[1])) - 8.0 * x.s.x);
+    if (TYPE == T_Q4_K || TYPE == T_Q5_K) { // a: the two sub-blocks' scales and mins, b: (d, dmin)
+        const float v = w.b.x * (w.a.x * x.d.x * float(idot(w.q[0], x.q[0])) + w.a.y * x.d.y * float(idot(w.q[1], x.q[1])));
+        // the min terms cover whole blocks of x: once, by the lane of half 0
+        return w.h0 ? v - w.b.y * dot(w.a.zw, x.s.xy) : v;
+    }
+    ivec4 dt; // Q6_K: a the four runs' scales, b.x d
+    for (uint k = 0; k < 4u; k++) dt[k] = idot(w.q[k], x.q[k]) - 32 * x.is[k];
+    return w.b.x * dot(w.a * x.d, vec4(dt));
+}
+
+// Quantises row (t, slot) of x into row j of xs_q / xs_d (XB > 0; the
+// whole workgroup; the caller's barrier makes it visible). XK vec4s of x
+// (and of aux) per thread are loaded at a time, all in flight together;
+// the RMS norm's first XK stay in registers from its sum of squares on.
 #define XK 8u
-void x_to_shared(uint t, uint slot) {
+void x_to_shared(uint t, uint slot, uint j) {
     const uint nv = p.ncols / 4u, mode = mm_xmode(), tid = gl_LocalInvocationID.x, iters = (nv + WG - 1u) / WG;
     const uint64_t xo = 4ul * (uint64_t(t) * p.x_stride + uint64_t(slot) * p.x_slot_stride), x = p.x + xo;
     const uint64_t aux = q8_aux(mode, xo);
@@ -205,11 +254,67 @@ void x_to_shared(uint t, uint slot) {
             vec2 ds;
             const uint q = q8_quant(q8_apply(xv[k], av[k], mode, inv), ds);
             if (i >= nv) continue;
-            xs_q[i / 4u][i % 4u] = q;
-            if (i % 8u == 0u) xs_d[i / 8u] = ds;
+            xs_q[2u * j * XB + i / 4u][i % 4u] = q;
+            if (i % 8u == 0u) xs_d[j * XB + i / 8u] = ds;
         }
     }
-    barrier();
+}
+
+// The x row of token t + j, slot `slot` (as xq16 takes it): XB > 0 row j
+// of shared memory, else its row quantised by quantx.comp.
+uint64_t x_row(uint t, uint slot, uint j, uint nb) {
+    return XB > 0u ? uint64_t(j) : p.x + uint64_t((t + j) * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
+}
+
+// The accumulators: row r, token j at r * NT + j, padded to VP (a power of
+// two) for the transposed reduction (sg_sums).
+const uint NV0 = NR * NT - 1u, NV1 = NV0 | (NV0 >> 1), NV2 = NV1 | (NV1 >> 2), NV3 = NV2 | (NV2 >> 4);
+const uint VP = (NV3 | (NV3 >> 8)) + 1u;
+
+// U steps of the NR rows from r0 (rows past the end repeat the last one)
+// from step s on (every L-th), dotted with the x of the nt tokens from t.
+// Each weight step is loaded once for all tokens. tail: fewer than U steps
+// left, steps past the row repeat the last one and count nothing. Tokens
+// past nt (the last group's) read token nt - 1's x (in bounds, loads
+// unconditional, so the compiler may issue them all together) and skip
+// its dot products: a branch every lane takes alike (nt is the
+// workgroup's), cheaper than a pipeline per group size, and no wasted ALU.
+void steps(uint64_t w, uint r0, uint s, uint nsteps, uint L, bool tail, uint t, uint slot, uint nt, uint nb,
+           inout float acc[VP]) {
+    WS ws[U * NR]; // one-dimensional: lavapipe (Mesa 22.3) got ws[U][NR] wrong for NR 2 (sums off, U >= 2)
+    for (uint r = 0; r < NR; r++) {
+        const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
+        for (uint u = 0; u < U; u++) ws[u * NR + r] = load_w(row, tail ? min(s + u * L, nsteps - 1u) : s + u * L, p.ncols);
+    }
+    for (uint j = 0; j < NT; j++)
+        for (uint u = 0; u < U; u++) {
+            const XS x = load_x(x_row(t, slot, min(j, nt - 1u), nb), nb, tail ? min(s + u * L, nsteps - 1u) : s + u * L);
+            if (j >= nt) continue;
+            for (uint r = 0; r < NR; r++) {
+                const float d = dot_w(ws[u * NR + r], x);
+                acc[r * NT + j] += !tail || s + u * L < nsteps ? d : 0.0;
+            }
+        }
+}
+
+// Transposed reduction of the VP values v over the subgroup (NT > 1, one
+// row group per subgroup): each step exchanges half of the values still
+// held with the lane o apart and adds, so a lane ends up with the sums of
+// values (lane * VP) / SG + k, k < max(VP / SG, 1); VP + log2 SG shuffles
+// where a subgroupAdd of each value takes VP log2 SG.
+void sg_sums(inout float v[VP]) {
+    for (uint o = SG / 2u, c = VP; o > 0u; o >>= 1) {
+        const bool up = (gl_SubgroupInvocationID & o) != 0u;
+        if (c == 1u) {
+            v[0] += subgroupShuffleXor(v[0], o);
+            continue;
+        }
+        c >>= 1;
+        for (uint i = 0; i < c; i++) {
+            const float keep = up ? v[i + c] : v[i], give = up ? v[i] : v[i + c];
+            v[i] = keep + subgroupShuffleXor(give, o);
+        }
+    }
 }
 
 void main() {
@@ -217,9 +322,14 @@ void main() {
     // matrices) split the subgroup into G groups of L lanes, each with its
     // own NR rows (matvec_q_groups in vk_ops.c picks G; flags bits 8-11).
     const uint G = 1u << ((p.flags >> 8) & 15u), L = SG / G, lane = gl_SubgroupInvocationID, sl = lane % L;
-    const uint z = gl_WorkGroupID.z, t = z / p.n_slots, slot = z % p.n_slots;
+    // NT 1: z is a (token, slot) pair. NT > 1: tokens t .. t + nt - 1 of
+    // n_tok split evenly over the z groups (at most NT each: the host
+    // dispatches ceil(n_tok / NT) groups); slot 0.
+    const uint z = gl_WorkGroupID.z, nz = gl_NumWorkGroups.z;
+    const uint t = NT == 1u ? z / p.n_slots : z * p.n_tok / nz, slot = NT == 1u ? z % p.n_slots : 0u;
+    const uint nt = NT == 1u ? 1u : min((z + 1u) * p.n_tok / nz - t, NT);
     uint e = 0;
-    if (p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
+    if (NT == 1u && p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
     // row blocks of WG / SG subgroups; the grid may have fewer workgroups
     const uint blk0 = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
@@ -233,12 +343,14 @@ void main() {
         const uint64_t at = uint64_t(blk0 + i * nwg) * bb + (o - i * bb);
         pf[k] = U32(w + (at < uint64_t(p.nrows) * p.row_bytes ? at : 0ul)).v[0];
     }
-    if (XB > 0u) x_to_shared(t, slot);
+    if (XB > 0u) {
+        for (uint j = 0; j < NT; j++)
+            if (j < nt) x_to_shared(t + j, slot, j);
+        barrier();
+    }
     uint h = 0u; // the prefetched words, all folded in (never used: see the end)
     for (uint k = 0; k < PF; k++) h ^= pf[k];
-    const uint nb = p.ncols / 32u;
-    const uint64_t xr = XB > 0u ? 0ul : p.x + uint64_t(t * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
-    const uint nsteps = p.ncols / STEP();
+    const uint nb = p.ncols / 32u, nsteps = p.ncols / STEP();
     for (uint blk = blk0;; blk += nwg) {
         const uint rb = (blk * (WG / SG) + gl_SubgroupID) * G * NR;
         if (rb >= p.nrows) break;
@@ -249,42 +361,37 @@ void main() {
             pn[k] = o < 2u * bb && at < uint64_t(p.nrows) * p.row_bytes ? U32(w + at).v[0] : 0u;
         }
         const uint r0 = rb + (lane / L) * NR;
-        float acc[NR];
-        for (uint r = 0; r < NR; r++) acc[r] = 0.0;
+        float acc[VP];
+        for (uint i = 0; i < VP; i++) acc[i] = 0.0;
         // Rows past the end repeat the last one (their results are not
         // stored) and full iterations have no bounds checks, so nothing
         // stands between the loads of U steps x NR rows and the compiler
         // can issue them all before the first use.
         uint s = sl;
-        for (; s + (U - 1u) * L < nsteps; s += U * L) {
-            XS x[U];
-            for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, s + u * L);
-            for (uint r = 0; r < NR; r++) {
-                const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
-                for (uint u = 0; u < U; u++) acc[r] += dot_step(row, s + u * L, p.ncols, x[u]);
-            }
-        }
+        for (; s + (U - 1u) * L < nsteps; s += U * L) steps(w, r0, s, nsteps, L, false, t, slot, nt, nb, acc);
         // fewer than U steps left: one more iteration, all its loads in
-        // flight together too (steps past the row repeat the last one and
-        // count nothing)
-        if (U > 1u && s < nsteps) {
-            XS x[U];
-            for (uint u = 0; u < U; u++) x[u] = load_x(xr, nb, min(s + u * L, nsteps - 1u));
-            for (uint r = 0; r < NR; r++) {
-                const uint64_t row = w + uint64_t(min(r0 + r, p.nrows - 1u)) * p.row_bytes;
-                for (uint u = 0; u < U; u++) {
-                    const float d = dot_step(row, min(s + u * L, nsteps - 1u), p.ncols, x[u]);
-                    acc[r] += s + u * L < nsteps ? d : 0.0;
+        // flight together too
+        if (U > 1u && s < nsteps) steps(w, r0, s, nsteps, L, true, t, slot, nt, nb, acc);
+        if (NT > 1u && G == 1u) {
+            sg_sums(acc);
+            const uint per = VP > SG ? VP / SG : 1u;
+            if (VP >= SG || lane % (SG / VP) == 0u)
+                for (uint k = 0; k < per; k++) {
+                    const uint i = lane * VP / SG + k, r = i / NT, j = i % NT;
+                    if (r < NR && j < nt && r0 + r < p.nrows) mv_store(t + j, slot, e, r0 + r, acc[k]);
                 }
+        } else {
+            for (uint i = 0; i < NR * NT; i++) {
+                if (i % NT >= nt) continue;
+                if (G == 1u) acc[i] = subgroupAdd(acc[i]);
+                else
+                    for (uint o = L / 2u; o > 0u; o >>= 1) acc[i] += subgroupShuffleXor(acc[i], o);
             }
+            if (sl == 0u)
+                for (uint r = 0; r < NR && r0 + r < p.nrows; r++)
+                    for (uint j = 0; j < NT; j++)
+                        if (j < nt) mv_store(t + j, slot, e, r0 + r, acc[r * NT + j]);
         }
-        for (uint r = 0; r < NR; r++) {
-            if (G == 1u) acc[r] = subgroupAdd(acc[r]);
-            else
-                for (uint o = L / 2u; o > 0u; o >>= 1) acc[r] += subgroupShuffleXor(acc[r], o);
-        }
-        if (sl == 0u)
-            for (uint r = 0; r < NR && r0 + r < p.nrows; r++) mv_store(t, slot, e, r0 + r, acc[r]);
         for (uint k = 0; k < PN; k++) h ^= pn[k];
         if (XB == 0u) break; // one row block per workgroup
     }
