@@ -48,7 +48,7 @@ static const char *const H200_TUNING =
     "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=7,mvt_wg=256,"
     "mvt_rows=4,mvt_rows.q6_k=2,mvt_unroll=1,mvt_wgs=264,mvt_pf=0,mvt_pn=0,small_wg=64,norm_wg=256,"
     "mm_min_tok=16,moe_min_tok=16,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
-    "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,mm_prep_tok=off,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=256,"
+    "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,mm_prep_tok=1,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=256,"
     "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,poll=on";
 
 static void test_h200(void) {

@@ -42,9 +42,9 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3 for prefill, 3
- * to 6 for batched decode steps, 0 and 7 are for sweeps (tuning key
- * cm2_cfg). */
+ * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, and 3 to 6 for
+ * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 7
+ * are for sweeps (tuning key cm2_cfg). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
     {32, 32, 64, 4},   {32, 64, 64, 4},   {64, 32, 64, 4},  {128, 64, 64, 4},
@@ -57,13 +57,16 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
  * for 128 x 128, 2B gate+up 121 against 94, 8B attn_k, 1024 rows, 114 on
  * 64 x 64 against 76). 128 x 256 (f32 accumulators: twice the registers)
  * was 1.3-1.8x slower than 128 x 128 everywhere. */
-static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups) {
+static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct) {
     if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
-    /* Batched decode (a token tile or less; experts: a few tokens each):
-     * the weights are read once whatever the tile, so the tokens get the
-     * narrowest tile that holds them, and the rows one that still gives
-     * two workgroups per SM (an 8B's 1,024-row attn_k: 32 workgroups of 32 rows). */
-    if (toks <= 64) {
+    /* Batched decode with the A tiles dequantised in the GEMM (tuning
+     * mm_prep_tok; a token tile or less, experts a few tokens each): the
+     * weights are read once whatever the tile, so the tokens get the
+     * narrowest tile that holds them, and the rows one that still gives two
+     * workgroups per SM (an 8B's 1,024-row attn_k: 32 workgroups of 32
+     * rows). Not measured on a GPU yet; the dequantised copy keeps the
+     * choice below, measured on the H200. */
+    if (direct && toks <= 64) {
         const bool narrow = toks <= 32;
         if (groups == 1 && rows / 64 >= 2 * o->t.cm2_min_wgs) return narrow ? 6 : 3;
         return narrow ? 4 : 5;
@@ -210,7 +213,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
      * from then on (test_vk_ops checks every config is built) */
     bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->t.mm_cm2_moe);
     const bool direct = mm_direct(o, a);
-    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups) : 0;
+    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups, direct) : 0;
     const vkop_kind kc2 = direct ? (a->ids ? VKO_MMQ_CM2_MOE : VKO_MMQ_CM2) : a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2;
     if (cm2 && vkops_pipe(o, kc2, (vkvar){.cfg = c2, .type = a->type}, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;

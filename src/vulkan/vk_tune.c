@@ -121,6 +121,13 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   that 64 x 128 is the fastest or within 5 % on every dense shape of the
  *   three models and on the grouped MoE GEMM, and 64 x 64 wins where 64 x
  *   128 gives too few workgroups (s3 runs 7-8).
+ * - mm_prep_tok 1: the f16 GEMMs multiply a dequantised copy of the
+ *   weights (mm_prep.comp), the path measured on the H200. Dequantising each
+ *   A tile as it is loaded (off: never the copy) saves writing and reading
+ *   2 bytes per weight per call, most of a batched decode step's GEMM at
+ *   32-64 sequences, but its NV cooperative matrix 2 form has not run on a
+ *   GPU yet (no device in the session that wrote it, 2026-12-05): tested on
+ *   lavapipe through the emulated kernel only.
  * - attn_dec_min 256: short contexts stay on attn.comp, unsplit (8B tg128
  *   from an empty context, 240 tok/s there against 229 on attn_dec.comp,
  *   which wins from a few hundred keys on: 215 against 177 at depth 4096;
@@ -132,7 +139,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
-     .fa_min_tok = 16, .poll = true, .mm_prep_tok = ZN_VK_OFF}
+     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 1}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
