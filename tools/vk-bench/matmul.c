@@ -89,6 +89,11 @@ static bool time_calls(const vkop_mm *a, int mode, bool grouped, double *tot, do
     return true;
 }
 
+static void print_row(const shape *s, const char *name, double tot, double prep, double gemm, double flop) {
+    printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep, gemm,
+           flop / tot * 1e-6, flop / gemm * 1e-6);
+}
+
 int main(int argc, char **argv) {
     vkarena a;
     int toks[16], n_toks = 0;
@@ -131,122 +136,120 @@ int main(int argc, char **argv) {
         {"35B256 down", ZN_TYPE_Q6_K, 512, 2048, 256, 8, true},
     };
     for (int ti = 0; ti < n_toks; ti++) {
-    T = toks[ti];
-    printf("--- %d tokens\n", T);
-    printf("%-13s %-5s %-26s %9s %9s %9s %8s %8s\n", "shape", "type", "kernel", "total us", "prep us", "gemm us",
-           "TFLOP/s", "gemm TF/s");
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
-        const shape *s = &shapes[si];
-        const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), ne = s->n_expert ? s->n_expert : 1;
-        const uint32_t slots = s->k ? s->k : 1, xrows = T * (s->per_slot ? slots : 1);
-        const uint64_t wbytes = (uint64_t)rb * s->rows * ne;
-        vkref w, x, y, route = {0}, scratch = {0}, xq = {0};
-        vkxfer xf;
-        if (vkxfer_init(&xf, &d, 64ull << 20, &err)) return 1;
-        uint8_t *junk = malloc(wbytes);
-        for (uint64_t i = 0; i < wbytes; i++) junk[i] = (uint8_t)(i * 2654435761u >> 13);
-        bool ok = !vkarena_alloc(&a, wbytes, 256, &w, &err) && !vkxfer_upload(&xf, w, junk, wbytes, &err);
-        ok = ok && !vkarena_alloc(&a, 4ull * xrows * s->cols, 256, &x, &err) &&
-             !vkarena_alloc(&a, 4ull * T * slots * s->rows, 256, &y, &err);
-        if (ok) ok = !vkxfer_fill(&xf, x, 0x3c000000u, &err); /* 2^-7 */
-        if (ok && s->n_expert) { /* top-k distinct experts per token, uniform */
-            float *rt = malloc(sizeof(float) * T * 2 * slots);
-            uint64_t st = 88172645463325252ull;
-            for (int t = 0; t < T; t++)
-                for (uint32_t j = 0; j < slots; j++) {
-                    uint32_t e;
-                    bool dup;
-                    do {
-                        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
-                        e = (uint32_t)(st % ne);
-                        dup = false;
-                        for (uint32_t q = 0; q < j; q++) dup |= rt[t * 2 * slots + q] == (float)e;
-                    } while (dup);
-                    rt[t * 2 * slots + j] = (float)e;
-                    rt[t * 2 * slots + slots + j] = 1.0f / (float)slots;
+        T = toks[ti];
+        printf("--- %d tokens\n", T);
+        printf("%-13s %-5s %-26s %9s %9s %9s %8s %8s\n", "shape", "type", "kernel", "total us", "prep us", "gemm us",
+               "TFLOP/s", "gemm TF/s");
+        for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+            const shape *s = &shapes[si];
+            const uint32_t rb = (uint32_t)vkq_row_bytes(s->t, s->cols), ne = s->n_expert ? s->n_expert : 1;
+            const uint32_t slots = s->k ? s->k : 1, xrows = T * (s->per_slot ? slots : 1);
+            const uint64_t wbytes = (uint64_t)rb * s->rows * ne;
+            vkref w, x, y, route = {0}, scratch = {0}, xq = {0};
+            vkxfer xf;
+            if (vkxfer_init(&xf, &d, 64ull << 20, &err)) return 1;
+            uint8_t *junk = malloc(wbytes);
+            for (uint64_t i = 0; i < wbytes; i++) junk[i] = (uint8_t)(i * 2654435761u >> 13);
+            bool ok = !vkarena_alloc(&a, wbytes, 256, &w, &err) && !vkxfer_upload(&xf, w, junk, wbytes, &err);
+            ok = ok && !vkarena_alloc(&a, 4ull * xrows * s->cols, 256, &x, &err) &&
+                 !vkarena_alloc(&a, 4ull * T * slots * s->rows, 256, &y, &err);
+            if (ok) ok = !vkxfer_fill(&xf, x, 0x3c000000u, &err); /* 2^-7 */
+            if (ok && s->n_expert) { /* top-k distinct experts per token, uniform */
+                float *rt = malloc(sizeof(float) * T * 2 * slots);
+                uint64_t st = 88172645463325252ull;
+                for (int t = 0; t < T; t++)
+                    for (uint32_t j = 0; j < slots; j++) {
+                        uint32_t e;
+                        bool dup;
+                        do {
+                            st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+                            e = (uint32_t)(st % ne);
+                            dup = false;
+                            for (uint32_t q = 0; q < j; q++) dup |= rt[t * 2 * slots + q] == (float)e;
+                        } while (dup);
+                        rt[t * 2 * slots + j] = (float)e;
+                        rt[t * 2 * slots + slots + j] = 1.0f / (float)slots;
+                    }
+                ok = !vkarena_alloc(&a, sizeof(float) * T * 2 * slots, 256, &route, &err) &&
+                     !vkxfer_upload(&xf, route, rt, sizeof(float) * T * 2 * slots, &err);
+                free(rt);
+            }
+            if (ok) ok = !vkxfer_flush(&xf, &err);
+            vkxfer_free(&xf);
+            free(junk);
+            vkop_mm m = {.type = s->t, .w = w.addr, .x = x.addr, .y = y.addr, .ncols = s->cols, .nrows = s->rows,
+                         .row_bytes = rb, .n_tok = T, .n_slots = slots, .x_stride = s->cols * (s->per_slot ? slots : 1),
+                         .y_stride = s->rows * slots};
+            if (s->n_expert)
+                m.ids = route.addr, m.ids_stride = 2 * slots, m.expert_bytes = (uint64_t)rb * s->rows, m.n_expert = ne,
+                m.x_slot_stride = s->per_slot ? s->cols : 0, m.y_slot_stride = s->rows;
+            const uint64_t need = ok ? vkops_mm_scratch_bytes(&o, &m, ZN_VK_MM_SCRATCH) : 0;
+            ok = ok && !vkarena_alloc(&a, need, 256, &scratch, &err);
+            const uint64_t xq_need = vkops_xq_bytes(s->cols, xrows);
+            ok = ok && !vkarena_alloc(&a, xq_need, 256, &xq, &err);
+            vkops_set_xq(&o, xq.addr, xq_need);
+            if (!ok) {
+                fprintf(stderr, "%s: %s\n", s->what, err.msg);
+                return 1;
+            }
+            const double flop = 2.0 * s->rows * s->cols * T * slots;
+            double tot, prep, gemm;
+            /* the kernels without the f16 path: mat-vec (per token; MoE: per token
+             * and slot), the old tiled ones (dense) */
+            o.mm_scratch = 0, o.mm_scratch_bytes = 0;
+            const bool cm = o.coopmat;
+            for (int v = 0; !only_cm2 && v < (s->n_expert ? 1 : 2 + cm); v++) {
+                o.coopmat = cm && v == 1;
+                const char *name = v == 0 ? (s->n_expert ? "expert mat-vec" : "mat-vec") : o.coopmat ? "old coopmat tile"
+                                                                                                  : "old f32 tile";
+                if (time_calls(&m, v == 0 ? 1 : 0, false, &tot, &prep, &gemm))
+                    printf("%-13s %-5s %-26s %9.1f %9s %9s %8.1f %8s\n", s->what, zn_type_name(s->t), name, tot, "", "",
+                           flop / tot * 1e-6, "");
+                else fprintf(stderr, "  %s: %s\n", name, err.msg);
+            }
+            o.coopmat = cm;
+            o.mm_emulate = !cm;
+            o.mm_scratch = scratch.addr, o.mm_scratch_bytes = need;
+            o.mm_cm2 = false;
+            for (uint32_t ci = 0; ci <= ZN_VK_MM_NCFG; ci++) { /* the last: picked by shape (the default) */
+                const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
+                if (ci < ZN_VK_MM_NCFG && (!vkops_mm_cfg_fits(&o, ci) || (only_cm2 && cm2))) continue;
+                o.t.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
+                for (int pa = 0; pa < 2; pa++) {
+                    o.t.mm_prep_tok = PATHS[pa];
+                    char name[64];
+                    const char *k = cm ? "cm" : "emu", *path = pa ? "direct" : "prep";
+                    if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s %s auto", k, path);
+                    else snprintf(name, sizeof name, "f16 %s %s %ux%u/%ux%u/%u", k, path, f->bm, f->bn, f->wm, f->wn, f->wg);
+                    if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
+                        print_row(s, name, tot, prep, gemm, flop);
+                    else fprintf(stderr, "  %s: %s\n", name, err.msg);
                 }
-            ok = !vkarena_alloc(&a, sizeof(float) * T * 2 * slots, 256, &route, &err) &&
-                 !vkxfer_upload(&xf, route, rt, sizeof(float) * T * 2 * slots, &err);
-            free(rt);
-        }
-        if (ok) ok = !vkxfer_flush(&xf, &err);
-        vkxfer_free(&xf);
-        free(junk);
-        vkop_mm m = {.type = s->t, .w = w.addr, .x = x.addr, .y = y.addr, .ncols = s->cols, .nrows = s->rows,
-                     .row_bytes = rb, .n_tok = T, .n_slots = slots, .x_stride = s->cols * (s->per_slot ? slots : 1),
-                     .y_stride = s->rows * slots};
-        if (s->n_expert)
-            m.ids = route.addr, m.ids_stride = 2 * slots, m.expert_bytes = (uint64_t)rb * s->rows, m.n_expert = ne,
-            m.x_slot_stride = s->per_slot ? s->cols : 0, m.y_slot_stride = s->rows;
-        const uint64_t need = ok ? vkops_mm_scratch_bytes(&o, &m, ZN_VK_MM_SCRATCH) : 0;
-        ok = ok && !vkarena_alloc(&a, need, 256, &scratch, &err);
-        const uint64_t xq_need = vkops_xq_bytes(s->cols, xrows);
-        ok = ok && !vkarena_alloc(&a, xq_need, 256, &xq, &err);
-        vkops_set_xq(&o, xq.addr, xq_need);
-        if (!ok) {
-            fprintf(stderr, "%s: %s\n", s->what, err.msg);
-            return 1;
-        }
-        const double flop = 2.0 * s->rows * s->cols * T * slots;
-        double tot, prep, gemm;
-        /* the kernels without the f16 path: mat-vec (per token; MoE: per token
-         * and slot), the old tiled ones (dense) */
-        o.mm_scratch = 0, o.mm_scratch_bytes = 0;
-        const bool cm = o.coopmat;
-        for (int v = 0; !only_cm2 && v < (s->n_expert ? 1 : 2 + cm); v++) {
-            o.coopmat = cm && v == 1;
-            const char *name = v == 0 ? (s->n_expert ? "expert mat-vec" : "mat-vec") : o.coopmat ? "old coopmat tile"
-                                                                                              : "old f32 tile";
-            if (time_calls(&m, v == 0 ? 1 : 0, false, &tot, &prep, &gemm))
-                printf("%-13s %-5s %-26s %9.1f %9s %9s %8.1f %8s\n", s->what, zn_type_name(s->t), name, tot, "", "",
-                       flop / tot * 1e-6, "");
-            else fprintf(stderr, "  %s: %s\n", name, err.msg);
-        }
-        o.coopmat = cm;
-        o.mm_emulate = !cm;
-        o.mm_scratch = scratch.addr, o.mm_scratch_bytes = need;
-        o.mm_cm2 = false;
-        for (uint32_t ci = 0; ci <= ZN_VK_MM_NCFG; ci++) { /* the last: picked by shape (the default) */
-            const vkmm_cfg *f = &zn_vk_mm_cfgs[ci < ZN_VK_MM_NCFG ? ci : 0];
-            if (ci < ZN_VK_MM_NCFG && (!vkops_mm_cfg_fits(&o, ci) || (only_cm2 && cm2))) continue;
-            o.t.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
-            for (int pa = 0; pa < 2; pa++) {
-                o.t.mm_prep_tok = PATHS[pa];
-                char name[64];
-                if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s %s auto", cm ? "cm" : "emu", pa ? "direct" : "prep");
-                else snprintf(name, sizeof name, "f16 %s %s %ux%u/%ux%u/%u", cm ? "cm" : "emu", pa ? "direct" : "prep", f->bm,
-                              f->bn, f->wm, f->wn, f->wg);
-                if (time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm))
-                    printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
-                           gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
-                else fprintf(stderr, "  %s: %s\n", name, err.msg);
             }
-        }
-        o.t.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
-        /* the NV cooperative matrix 2 kernel in every config, then by shape */
-        for (uint32_t ci = 0; cm2 && ci <= ZN_VK_CM2_NCFG; ci++) {
-            const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci < ZN_VK_CM2_NCFG ? ci : 0];
-            o.t.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
-            for (int pa = 0; pa < 2; pa++) {
-                o.mm_cm2 = true;
-                o.t.mm_prep_tok = PATHS[pa];
-                char name[64];
-                if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 %s auto", pa ? "direct" : "prep");
-                else snprintf(name, sizeof name, "f16 cm2 %s %ux%u k%ux%u", pa ? "direct" : "prep", f->bm, f->bn, f->bk,
-                              f->unroll);
-                const bool ran = time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm);
-                if (ran && !o.mm_cm2) /* vk_ops fell back to the KHR kernel */
-                    printf("%-13s %-5s %-26s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
-                else if (ran)
-                    printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep,
-                           gemm, flop / tot * 1e-6, flop / gemm * 1e-6);
-                else fprintf(stderr, "  %s: %s\n", name, err.msg);
+            o.t.mm_cfg = ZN_VK_MM_AUTO, o.mm_emulate = false;
+            /* the NV cooperative matrix 2 kernel in every config, then by shape */
+            for (uint32_t ci = 0; cm2 && ci <= ZN_VK_CM2_NCFG; ci++) {
+                const vkcm2_cfg *f = &zn_vk_cm2_cfgs[ci < ZN_VK_CM2_NCFG ? ci : 0];
+                o.t.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
+                for (int pa = 0; pa < 2; pa++) {
+                    o.mm_cm2 = true;
+                    o.t.mm_prep_tok = PATHS[pa];
+                    char name[64];
+                    if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 %s auto", pa ? "direct" : "prep");
+                    else snprintf(name, sizeof name, "f16 cm2 %s %ux%u k%ux%u", pa ? "direct" : "prep", f->bm, f->bn, f->bk,
+                                  f->unroll);
+                    const bool ran = time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm);
+                    if (ran && !o.mm_cm2) /* vk_ops fell back to the KHR kernel */
+                        printf("%-13s %-5s %-26s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
+                    else if (ran)
+                        print_row(s, name, tot, prep, gemm, flop);
+                    else fprintf(stderr, "  %s: %s\n", name, err.msg);
+                }
             }
+            o.mm_cm2 = cm2, o.t.cm2_cfg = ZN_VK_MM_AUTO;
+            vkarena_free(&a);
+            vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
         }
-        o.mm_cm2 = cm2, o.t.cm2_cfg = ZN_VK_MM_AUTO;
-        vkarena_free(&a);
-        vkarena_init(&a, &d, VKMEM_DEVICE, 0, 0);
-    }
     }
     vkarena_free(&a);
     vkcmd_free(&c);
