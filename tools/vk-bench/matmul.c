@@ -90,7 +90,7 @@ static bool time_calls(const vkop_mm *a, int mode, bool grouped, double *tot, do
 }
 
 static void print_row(const shape *s, const char *name, double tot, double prep, double gemm, double flop) {
-    printf("%-13s %-5s %-26s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep, gemm,
+    printf("%-13s %-5s %-34s %9.1f %9.1f %9.1f %8.1f %8.1f\n", s->what, zn_type_name(s->t), name, tot, prep, gemm,
            flop / tot * 1e-6, flop / gemm * 1e-6);
 }
 
@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < n_toks; ti++) {
         T = toks[ti];
         printf("--- %d tokens\n", T);
-        printf("%-13s %-5s %-26s %9s %9s %9s %8s %8s\n", "shape", "type", "kernel", "total us", "prep us", "gemm us",
+        printf("%-13s %-5s %-34s %9s %9s %9s %8s %8s\n", "shape", "type", "kernel", "total us", "prep us", "gemm us",
                "TFLOP/s", "gemm TF/s");
         for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
             const shape *s = &shapes[si];
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
                 const char *name = v == 0 ? (s->n_expert ? "expert mat-vec" : "mat-vec") : o.coopmat ? "old coopmat tile"
                                                                                                   : "old f32 tile";
                 if (time_calls(&m, v == 0 ? 1 : 0, false, &tot, &prep, &gemm))
-                    printf("%-13s %-5s %-26s %9.1f %9s %9s %8.1f %8s\n", s->what, zn_type_name(s->t), name, tot, "", "",
+                    printf("%-13s %-5s %-34s %9.1f %9s %9s %8.1f %8s\n", s->what, zn_type_name(s->t), name, tot, "", "",
                            flop / tot * 1e-6, "");
                 else fprintf(stderr, "  %s: %s\n", name, err.msg);
             }
@@ -240,7 +240,7 @@ int main(int argc, char **argv) {
                                   f->unroll);
                     const bool ran = time_calls(&m, 0, s->n_expert != 0, &tot, &prep, &gemm);
                     if (ran && !o.mm_cm2) /* vk_ops fell back to the KHR kernel */
-                        printf("%-13s %-5s %-26s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
+                        printf("%-13s %-5s %-34s pipeline refused: %s\n", s->what, zn_type_name(s->t), name, err.msg);
                     else if (ran)
                         print_row(s, name, tot, prep, gemm, flop);
                     else fprintf(stderr, "  %s: %s\n", name, err.msg);
