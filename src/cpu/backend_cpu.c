@@ -187,14 +187,17 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->conv = calloc((size_t)n_recr + 1, sizeof *s->conv);
     s->delta = calloc((size_t)n_recr + 1, sizeof *s->delta);
     bool ok = s->k && s->v && s->conv && s->delta;
+    /* the sizes allocated are the sizes reported (zn_backend_mem) */
+    const size_t k_bytes = s->kv_bytes_k * (size_t)n_ctx, v_bytes = s->kv_bytes_v * (size_t)n_ctx;
+    const size_t n_conv = conv_floats(hp), n_delta = delta_floats(hp);
     for (int i = 0; ok && i < n_attn; i++) {
-        s->k[i] = malloc(s->kv_bytes_k * (size_t)n_ctx);
-        s->v[i] = malloc(s->kv_bytes_v * (size_t)n_ctx);
+        s->k[i] = malloc(k_bytes);
+        s->v[i] = malloc(v_bytes);
         ok = s->k[i] && s->v[i];
     }
     for (int i = 0; ok && i < n_recr; i++) {
-        s->conv[i] = calloc(conv_floats(hp), sizeof(float));
-        s->delta[i] = calloc(delta_floats(hp), sizeof(float));
+        s->conv[i] = calloc(n_conv, sizeof(float));
+        s->delta[i] = calloc(n_delta, sizeof(float));
         ok = s->conv[i] && s->delta[i];
     }
     s->n_attn = n_attn;
@@ -203,8 +206,7 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         seq_release(s, n_attn, n_recr);
         return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a %d-token KV cache", n_ctx);
     }
-    s->held = (uint64_t)n_attn * (uint64_t)n_ctx * (s->kv_bytes_k + s->kv_bytes_v) +
-              (uint64_t)n_recr * sizeof(float) * (conv_floats(hp) + delta_floats(hp));
+    s->held = (uint64_t)n_attn * (k_bytes + v_bytes) + (uint64_t)n_recr * sizeof(float) * (n_conv + n_delta);
     c->seq_bytes += s->held;
     c->n_seqs++;
     *out = s;
