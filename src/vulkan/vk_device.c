@@ -1,30 +1,25 @@
 /* Vulkan loader, device listing and device creation (see vk_device.h). */
 #include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_device.h"
 
 /* Under LeakSanitizer only (its runtime in the process: an ASan build, or
- * a test linked with it): the drivers the loader opened stay mapped until
- * exit. Mesa keeps blocks it allocates once per process in its globals (on
- * AMD CPUs, lavapipe's 128-byte L3 cache affinity masks, from a realloc in
- * its CPU detection); once vkDestroyInstance has unloaded the driver,
- * LeakSanitizer no longer sees those globals and reports the blocks as
- * lost, from "<unknown module>", which no suppression can name (CI's
- * failures of 2026-12-02). Mapped, they stay reachable, while a Vulkan
- * object zinc forgets to destroy still shows up. */
-void __lsan_do_leak_check(void) __attribute__((weak));
-static int pin_one(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size, (void)data;
-    const char *base = strrchr(info->dlpi_name, '/');
-    base = base ? base + 1 : info->dlpi_name;
-    if (!strncmp(base, "libvulkan_", 10)) dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    return 0;
-}
-static void pin_drivers(void) {
-    if (__lsan_do_leak_check) dl_iterate_phdr(pin_one, NULL);
+ * a test linked with it), what the driver allocates while it enumerates its
+ * devices is not reported as lost. On AMD CPUs lavapipe's CPU detection
+ * keeps 128-byte L3 cache affinity masks in its globals; once
+ * vkDestroyInstance has unloaded the driver LeakSanitizer no longer sees
+ * those globals and reports the block from "<unknown module>", which no
+ * suppression can name (CI's failures of 2026-12-02). zinc allocates
+ * nothing in that call, and an object zinc forgets to destroy is allocated
+ * elsewhere: still found (the ASan pass found forgotten pipelines so). */
+void __lsan_disable(void) __attribute__((weak));
+void __lsan_enable(void) __attribute__((weak));
+static void lsan_pause(bool off) {
+    if (!__lsan_disable || !__lsan_enable) return;
+    if (off) __lsan_disable();
+    else __lsan_enable();
 }
 
 static const char *vk_result_str(VkResult r) {
@@ -300,8 +295,9 @@ static void instance_close(vkdev *d) {
 
 static zn_status enumerate(vkdev *d, VkPhysicalDevice *pds, uint32_t *n, zn_err *err) {
     *n = ZN_VK_MAX_DEVICES;
+    lsan_pause(true); /* the loader opens the drivers here */
     VkResult r = d->fn.vkEnumeratePhysicalDevices(d->inst, n, pds);
-    pin_drivers(); /* the loader opens the drivers here */
+    lsan_pause(false);
     if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vkdev_check(r, err, "vkEnumeratePhysicalDevices");
     if (*n == 0) return zn_errf(err, ZN_ERR_DEVICE, "vulkan: no physical device (is a driver installed?)");
     return ZN_OK;

@@ -157,7 +157,7 @@ void vkops_forget(vkops *o) {
 void vkops_free(vkops *o) {
     if (!o->d) return;
     for (int k = 0; k < VKO_COUNT; k++)
-        for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&o->ps, &o->pipes[k][t]);
+        for (int t = 0; t < ZN_VK_NVAR; t++) vkpipe_destroy(&o->ps, &o->pipes[k][t]);
     vkpipes_free(&o->ps);
     memset(o, 0, sizeof *o);
 }
