@@ -49,6 +49,15 @@ if $zinc --list-devices 2>/dev/null | grep -q .; then
   then ok; else bad "vulkan: $(head -c 400 "$tmp/v") $(head -c 300 "$tmp/e")"; fi
   $zinc bench -m "$T/qwen35-dense-q8_0.gguf" --backend vulkan -npl 3 -npp 20 -ntg 2 > "$tmp/vt" 2> "$tmp/e"; expect "vulkan hybrid rc" 0 $?
   has "vulkan backend line" "$tmp/vt" "backend  vulkan (batched steps)"
+  # the host time per decode step; its first one recorded, the rest replay it (the same three sequences), all batched
+  $zinc bench -m "$T/qwen35-dense-q8_0.gguf" --backend vulkan -npl 1,3 -npp 20 -ntg 4 > "$tmp/vs" 2> "$tmp/e"
+  expect "vulkan steps rc" 0 $?
+  has "vulkan steps B 1" "$tmp/vs" "steps    B    1: "
+  if grep -Eq '^steps    B    3: [0-9.]+ us per decode step = [0-9.]+ waiting for the device \+ [0-9.]+ preparing \+ [0-9.]+ submitting \+ [0-9.]+ reading \+ -?[0-9.]+ the rest; 75% replayed, 100% batched$' "$tmp/vs"
+  then ok; else bad "vulkan steps line: $(grep '^steps' "$tmp/vs")"; fi
+  $zinc bench -m "$T/qwen35-dense-q8_0.gguf" --backend vulkan -npl 3 -npp 20 -ntg 4 --no-replay > "$tmp/vn" 2> "$tmp/e"
+  expect "vulkan --no-replay rc" 0 $?
+  has "vulkan --no-replay steps" "$tmp/vn" "; 0% replayed, 100% batched"
 else
   skip "bench --parallel vulkan" "no Vulkan device"
 fi

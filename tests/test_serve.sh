@@ -274,7 +274,8 @@ curl -s -H "$AUTH" "http://127.0.0.1:$PORT/metrics" > "$tmp/m"
 for name in 'vllm:num_requests_running ' 'vllm:num_requests_waiting ' 'vllm:kv_cache_usage_perc ' \
   'zinc_requests_total{route="/v1/chat/completions",status="200"} ' 'zinc_requests_total{route="/v1/chat/completions",status="400"} ' \
   'zinc_time_to_first_token_seconds_count ' 'zinc_inter_token_latency_seconds_bucket{le="+Inf"} ' 'zinc_queue_time_seconds_sum ' \
-  'zinc_request_duration_seconds_count ' 'zinc_generation_tokens_total ' 'zinc_prompt_tokens_cached_total '; do
+  'zinc_request_duration_seconds_count ' 'zinc_generation_tokens_total ' 'zinc_prompt_tokens_cached_total ' \
+  'zinc_engine_replayed_steps_total '; do
   has "metric $name" "$tmp/m" "$name"
 done
 expect "slots" 200 "$(http GET /slots)"
@@ -523,6 +524,9 @@ else
     esac
     b1=$(metric zinc_engine_batched_steps_total)
     if [ -n "$b0" ] && [ "${b1:-0}" -gt "$b0" ]; then ok; else bad "vulkan: 4 concurrent clients: batched steps $b0 -> $b1"; fi
+    # decode steps of the same sequences as the step before resubmit its recording
+    r1=$(metric zinc_engine_replayed_steps_total)
+    if [ "${r1:-0}" -gt 0 ]; then ok; else bad "vulkan: no engine step replayed ('$r1')"; fi
   fi
 fi
 

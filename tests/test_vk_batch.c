@@ -13,8 +13,11 @@
  * still the replayed recording. One fixture again on the f16 GEMM path
  * (emulated cooperative matrices) from 2 rows on, three with split-K
  * attention from the first keys on. Then batched decode steps (every
- * sequence one token) at different positions against each sequence alone.
- * About 5 minutes on lavapipe. No Vulkan
+ * sequence one token) at different positions against each sequence alone,
+ * and many of them in a row, replayed (one recording resubmitted while the
+ * sequences stay the same), across split counts, kernel changes, a
+ * sequence leaving and one joining, bit for bit against recording each
+ * step anew. About 5 minutes on lavapipe. No Vulkan
  * device: the suite is skipped. */
 #include <dirent.h>
 
@@ -162,6 +165,16 @@ static void test_split_attention(void) {
     check_fixture_with(dir, "qwen3-dense-f32", o, " (split, attn.comp)");
 }
 
+/* The tiny fixture `name` into m; false (reported) when it does not load. */
+static bool load_tiny(const char *name, zn_model *m) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.gguf", shared_path("models/tiny"), name);
+    zn_err err = {0};
+    if (model_load(m, path, &err) == ZN_OK) return true;
+    CHECK_MSG(0, "%s", err.msg);
+    return false;
+}
+
 /* Batched decode (vk_record.c batch_step): a step where every sequence
  * decodes one token runs rope (with the norm before it and the KV store
  * after it), the KV store, attention, the DeltaNet conv and delta rule
@@ -178,14 +191,9 @@ static void test_split_attention(void) {
 static const int bd_prompt[BD_SEQS] = {1, 9, 40, 64, 130, 255, 262, 300};
 
 static void check_batched_decode(const char *name, zn_backend_opts o, const char *what) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s.gguf", shared_path("models/tiny"), name);
     zn_model m;
     zn_err err = {0};
-    if (model_load(&m, path, &err) != ZN_OK) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
+    if (!load_tiny(name, &m)) return;
     zn_engine e;
     zn_engine_opts eo = {.backend = "vulkan", .be = o};
     if (engine_init(&e, &m, &eo, &err) != ZN_OK) {
@@ -281,6 +289,165 @@ static void test_batched_decode(void) {
     check_batched_decode("qwen3-dense-q4_k_m", o, " (mvt 1)");
 }
 
+/* Replayed batched decode (vk_replay.h): RD_STEPS consecutive decode
+ * steps of up to five sequences at different positions, one leaving at
+ * step RD_LEAVE (freed) and another joining at RD_JOIN (prompt alone
+ * first, then second in the step's order). A decode step whose key is the
+ * last one's (the same sequences in the same order, graph and attention
+ * shapes) resubmits its recording with only the token ids and positions
+ * rewritten. Every row must be bit for bit the row of an engine that
+ * records every step anew (opts.no_replay: the same schedule), and within
+ * the bounds above of the same sequence decoding alone (a copy of its
+ * state after its prompt, one engine_decode per token); the replaying
+ * engine's counters must show exactly the expected steps replayed (the
+ * other one none). */
+#define RD_SLOTS 6
+#define RD_STEPS 40
+#define RD_CTX 80
+#define RD_LEAVER 2
+#define RD_LEAVE 12
+#define RD_JOINER 5
+#define RD_JOIN 20
+static const int rd_prompt[RD_SLOTS] = {2, 3, 6, 8, 4, 20};
+static const int rd_order[RD_SLOTS] = {0, RD_JOINER, 1, 2, 3, 4};
+
+static bool rd_live(int q, int k) {
+    return q == RD_LEAVER ? k < RD_LEAVE : q == RD_JOINER ? k >= RD_JOIN : true;
+}
+
+/* Sequence q's token at step k (its prompt before). */
+static const int32_t *rd_tok(int32_t (*tok)[RD_CTX], int q, int k) {
+    return tok[q] + rd_prompt[q] + k - (q == RD_JOINER ? RD_JOIN : 0);
+}
+
+/* q's prompt into a[q], and a copy of its state into alone[q] (NULL: none). */
+static bool rd_prefill(zn_engine *e, zn_seq *a, zn_seq *alone, int32_t (*tok)[RD_CTX], int q, zn_err *err) {
+    return seq_init(&a[q], e, RD_CTX, err) == ZN_OK &&
+           engine_decode(e, &a[q], tok[q], rd_prompt[q], NULL, false, err) == ZN_OK &&
+           (!alone || (seq_init(&alone[q], e, RD_CTX, err) == ZN_OK &&
+                       seq_copy(&alone[q], &a[q], rd_prompt[q], err) == ZN_OK));
+}
+
+/* The schedule on e: every row into got[q][k]; the counters of its decode
+ * steps into *d. */
+static bool rd_schedule(zn_engine *e, int32_t (*tok)[RD_CTX], float *got, zn_seq *alone, zn_backend_stats *d,
+                        zn_err *err) {
+    const int V = e->model->hp.n_vocab;
+    zn_seq a[RD_SLOTS];
+    memset(a, 0, sizeof a);
+    bool ok = true;
+    for (int q = 0; ok && q < RD_SLOTS; q++)
+        if (q != RD_JOINER) ok = rd_prefill(e, a, alone, tok, q, err);
+    zn_backend_stats s0 = {0}, s1 = {0};
+    if (ok) e->be->stats(e->be_ctx, &s0);
+    for (int k = 0; ok && k < RD_STEPS; k++) {
+        if (k == RD_LEAVE) seq_free(&a[RD_LEAVER]);
+        if (k == RD_JOIN) ok = rd_prefill(e, a, alone, tok, RD_JOINER, err);
+        zn_step_item items[RD_SLOTS];
+        int n = 0;
+        for (int i = 0; i < RD_SLOTS; i++) {
+            const int q = rd_order[i];
+            if (rd_live(q, k))
+                items[n++] = (zn_step_item){.seq = &a[q], .tokens = rd_tok(tok, q, k), .n = 1,
+                                            .logits = got + ((size_t)q * RD_STEPS + (size_t)k) * (size_t)V};
+        }
+        if (ok) ok = engine_step(e, items, n, err) == ZN_OK;
+    }
+    if (ok) e->be->stats(e->be_ctx, &s1);
+    *d = (zn_backend_stats){.steps = s1.steps - s0.steps, .replayed = s1.replayed - s0.replayed,
+                            .batched = s1.batched - s0.batched, .pipelines_late = s1.pipelines_late};
+    for (int q = 0; q < RD_SLOTS; q++) seq_free(&a[q]);
+    return ok;
+}
+
+static void check_replayed_decode(const char *name, const char *tune, int replayed, const char *what) {
+    zn_model m;
+    zn_err err = {0};
+    if (!load_tiny(name, &m)) return;
+    zn_engine e[2]; /* [0] replays, [1] records every step */
+    bool up[2] = {false, false};
+    for (int i = 0; i < 2; i++) {
+        zn_engine_opts eo = {.backend = "vulkan", .be = backend_default_opts()};
+        eo.be.tune = tune;
+        eo.be.no_replay = i == 1;
+        up[i] = engine_init(&e[i], &m, &eo, &err) == ZN_OK;
+        CHECK_MSG(up[i], "%s%s: %s", name, what, err.msg);
+    }
+    const int V = m.hp.n_vocab;
+    const size_t rows = (size_t)RD_SLOTS * RD_STEPS * (size_t)V;
+    float *got[2] = {calloc(rows, sizeof(float)), calloc(rows, sizeof(float))};
+    float *solo = malloc(sizeof *solo * (size_t)V);
+    static int32_t tok[RD_SLOTS][RD_CTX];
+    for (int q = 0; q < RD_SLOTS; q++)
+        for (int i = 0; i < RD_CTX; i++) tok[q][i] = bc_token(q + 2 * BC_SEQS, i, V);
+    zn_seq alone[RD_SLOTS];
+    memset(alone, 0, sizeof alone);
+    zn_backend_stats d[2];
+    bool ok = up[0] && up[1] && got[0] && got[1] && solo && rd_schedule(&e[0], tok, got[0], alone, &d[0], &err) &&
+              rd_schedule(&e[1], tok, got[1], NULL, &d[1], &err);
+    double worst = 0;
+    int differ = 0, compared = 0;
+    for (int q = 0; ok && q < RD_SLOTS; q++)
+        for (int k = 0; ok && k < RD_STEPS; k++) {
+            if (!rd_live(q, k)) continue;
+            ok = engine_decode(&e[0], &alone[q], rd_tok(tok, q, k), 1, solo, false, &err) == ZN_OK;
+            const size_t off = ((size_t)q * RD_STEPS + (size_t)k) * (size_t)V;
+            const double nm = bc_nmse(got[0] + off, solo, V);
+            worst = nm > worst ? nm : worst;
+            differ += memcmp(got[0] + off, got[1] + off, sizeof(float) * (size_t)V) != 0;
+            compared++;
+        }
+    CHECK_MSG(ok, "%s%s: %s", name, what, err.msg);
+    if (ok) {
+        const double bound = bound_for(name);
+        CHECK_MSG(differ == 0, "%s%s: %d of %d rows differ from the engine that records every step", name, what,
+                  differ, compared);
+        CHECK_MSG(worst <= bound, "%s%s: worst row NMSE %.3g > %.0e against the sequence alone", name, what, worst,
+                  bound);
+        CHECK_MSG(d[0].steps == RD_STEPS && d[1].steps == RD_STEPS, "%s%s: %llu / %llu decode steps counted", name,
+                  what, (unsigned long long)d[0].steps, (unsigned long long)d[1].steps);
+        CHECK_MSG(d[0].replayed == (uint64_t)replayed && d[1].replayed == 0,
+                  "%s%s: %llu of %d steps replayed (want %d), %llu with replay off", name, what,
+                  (unsigned long long)d[0].replayed, RD_STEPS, replayed, (unsigned long long)d[1].replayed);
+        CHECK_MSG(d[0].batched == d[1].batched, "%s%s: %llu steps batched replaying, %llu recording", name, what,
+                  (unsigned long long)d[0].batched, (unsigned long long)d[1].batched);
+        CHECK_MSG(d[0].pipelines_late == 0, "%s%s: %llu pipelines created after init", name, what,
+                  (unsigned long long)d[0].pipelines_late);
+        if (getenv("ZN_TEST_VERBOSE"))
+            fprintf(stderr, "  %-26s%s replayed decode: %d rows, nmse %.3g vs alone, %llu of %d replayed, %llu batched\n",
+                    name, what, compared, worst, (unsigned long long)d[0].replayed, RD_STEPS,
+                    (unsigned long long)d[0].batched);
+    }
+    for (int q = 0; q < RD_SLOTS; q++) seq_free(&alone[q]);
+    free(got[0]);
+    free(got[1]);
+    free(solo);
+    for (int i = 0; i < 2; i++)
+        if (up[i]) engine_free(&e[i]);
+    model_free(&m);
+}
+
+static void test_replayed_decode(void) {
+    /* 4-key chunks, attn_dec.comp from the first key: batched while the
+     * longest sequence needs no more splits than the step has sequences
+     * (steps 0-7, up to 16 keys), then per sequence, through split counts
+     * changing at 5, 9, 17 and 33 keys. Recorded: the first step, the
+     * switch to per sequence (8), the leave (12) and the join (20), and the
+     * 8 other steps where a sequence crosses to another split count (10,
+     * 13, 14, 24, 28, 29, 30, 32): 28 replayed. */
+    check_replayed_decode("llama-dense-f32", "attn_chunk=4,attn_dec_min=0", 28, " (split)");
+    check_replayed_decode("qwen35-dense-f32", "attn_chunk=4,attn_dec_min=0", 28, " (split)");
+    /* the same on attn.comp, whose splits take 4 keys each whatever the
+     * position: a recording replayed at another split count would drop
+     * keys */
+    check_replayed_decode("qwen3-dense-f32", "attn_dec=0,attn_chunk=4", 28, " (split, attn.comp)");
+    /* unsplit (64-key chunks on lavapipe), batched throughout: attn.comp
+     * up to 24 keys, then attn_dec.comp (the longest sequence there at
+     * step 16). Recorded: the first step, the leave, the join and the
+     * kernel change: 36 replayed. */
+    check_replayed_decode("qwen35-dense-f32", "attn_dec_min=24", 36, "");
+}
+
 static void test_memory(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/qwen35-dense-q8_0.gguf", shared_path("models/tiny"));
@@ -297,6 +464,7 @@ int main(void) {
     RUN(test_gemm_path);
     RUN(test_split_attention);
     RUN(test_batched_decode);
+    RUN(test_replayed_decode);
     RUN(test_memory);
     return harness_report("vk_batch");
 }

@@ -26,14 +26,15 @@ typedef struct par_args {
     long npp[PAR_MAX_LIST], ntg[PAR_MAX_LIST], npl[PAR_MAX_LIST];
     int n_pp, n_tg, n_pl;
     long threads;
-    int json;
+    int json, no_replay;
     cli_engine_args ea;
 } par_args;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench --parallel N [-npp 128] [-ntg 128] [-m MODEL] [--backend %s] [--threads N] [--json]\n"
                "       zinc bench -npl 1,8,32,64 -npp 128 -ntg 128 ...   (lists: every combination, as llama-batched-bench)\n"
-               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0] [--profile]\n", backend_names());
+               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0] [--profile] [--no-replay]\n",
+            backend_names());
 }
 
 /* "1,8,32" -> out[]; 0 on an empty, bad or out-of-range item. */
@@ -63,6 +64,10 @@ static int parse_args(int argc, char **argv, par_args *a) {
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
         if (!strcmp(k, "--profile")) { /* GPU time per op of every step on stderr */
             a->ea.profile = true;
+            continue;
+        }
+        if (!strcmp(k, "--no-replay")) { /* every decode step recorded anew: the host time replay saves */
+            a->no_replay = 1;
             continue;
         }
         if (!v) return fprintf(stderr, "zinc bench: %s needs a value\n", k), usage(stderr), -1;
@@ -109,8 +114,12 @@ typedef struct par_result {
 } par_result;
 
 /* Where a decode step's wall time went, for the rows whose steps the
- * backend counts (vulkan: steps of one token, i.e. B = 1): waiting for the
- * device vs the host's own work, and how many replayed a recording. */
+ * backend counts (vulkan: every row, a step of B sequences one token each):
+ * waiting for the device vs the host's own work (preparing: recording the
+ * step, or for a replayed one checking that its recording fits and
+ * writing the positions; reading: the logits of the B sequences; the rest:
+ * the engine building the step's graph, sampling-free here), how many
+ * replayed a recording and (B > 1) how many ran batched. */
 static void print_steps(const par_result *all, int n) {
     for (int i = 0; i < n; i++) {
         const par_result *r = &all[i];
@@ -118,10 +127,12 @@ static void print_steps(const par_result *all, int n) {
         if (steps <= 0) continue;
         const double k = 1e6 / steps, wait = (r->st1.wait_s - r->st0.wait_s) * k;
         const double prep = (r->st1.prepare_s - r->st0.prepare_s) * k, sub = (r->st1.submit_s - r->st0.submit_s) * k;
+        const double rd = (r->st1.read_s - r->st0.read_s) * k, wall = r->t_tg / (double)r->tg * 1e6;
         printf("steps    B %4ld: %.1f us per decode step = %.1f waiting for the device + %.1f preparing + %.1f "
-               "submitting + %.1f the rest; %.0f%% replayed\n", r->pl, r->t_tg / (double)r->tg * 1e6, wait, prep, sub,
-               r->t_tg / (double)r->tg * 1e6 - wait - prep - sub,
-               100.0 * (double)(r->st1.replayed - r->st0.replayed) / steps);
+               "submitting + %.1f reading + %.1f the rest; %.0f%% replayed", r->pl, wall, wait, prep, sub, rd,
+               wall - wait - prep - sub - rd, 100.0 * (double)(r->st1.replayed - r->st0.replayed) / steps);
+        if (r->pl > 1) printf(", %.0f%% batched", 100.0 * (double)(r->st1.batched - r->st0.batched) / steps);
+        printf("\n");
     }
 }
 
@@ -211,6 +222,7 @@ int cli_bench_parallel(int argc, char **argv) {
     zn_engine_opts eo;
     char tune[CLI_TUNE_MAX];
     if (cli_engine_opts("zinc bench", &a.ea, &eo, tune, sizeof tune)) return 2;
+    eo.be.no_replay = a.no_replay;
     char resolved[ZN_PATH_MAX];
     if (!(a.model = cli_resolve_model(a.model, resolved))) return 1;
     zn_err err = {0};

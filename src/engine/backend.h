@@ -73,18 +73,19 @@ typedef struct zn_tuning {
     char spec[ZN_TUNE_TEXT_MAX];
 } zn_tuning;
 
-/* Host-side cost of the one-token (decode) steps a backend ran since init,
- * for zinc bench: prepare = walking the graph and recording commands (or,
- * replaying, checking the recording still fits), submit = handing the work
- * to the device, wait = blocked until it finished, read = copying results
- * out after such a step. */
+/* Host-side cost of the decode steps a backend ran since init (every
+ * sequence of the step one token: one sequence's, or several's), for zinc
+ * bench: prepare = walking the graph and recording commands (or,
+ * replaying, checking the recording still fits and writing the positions),
+ * submit = handing the work to the device, wait = blocked until it
+ * finished, read = copying results out after such a step. */
 typedef struct zn_backend_stats {
-    uint64_t steps, replayed;     /* replayed: steps that reused a recording */
+    uint64_t steps, replayed;     /* decode steps; those that reused a recording */
     uint64_t pipelines, pipelines_late; /* compute pipelines created in all, and after init
                                            (inside a step: 0 when init built them all) */
     double prepare_s, submit_s, wait_s, read_s;
-    uint64_t batched;             /* steps of several sequences whose per-sequence ops ran once for all of
-                                     them (vulkan: a batched decode step, vk_record.c batch_step) */
+    uint64_t batched;             /* decode steps of several sequences whose per-sequence ops ran once for
+                                     all of them (vulkan: vk_record.c batch_step), replayed or not */
 } zn_backend_stats;
 
 /* Memory a backend context holds now, in bytes (zinc bench -npl, zinc

@@ -154,6 +154,10 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     counter(&b, "zinc_engine_batched_steps_total",
             "Engine steps that evaluated several sequences in one forward pass (the weights read once for all).",
             g->batched_steps);
+    counter(&b, "zinc_engine_replayed_steps_total",
+            "Engine steps that resubmitted the recorded forward pass of an earlier one, with only token ids and "
+            "positions rewritten (Vulkan decode steps of the same sequences as the step before; 0 on the CPU).",
+            g->replayed_steps);
     counter(&b, "zinc_grammar_masks_prepared_total",
             "Grammar token masks made on the mask thread while an engine step ran (or found in the per-state cache there).",
             g->masks_ahead);

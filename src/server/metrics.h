@@ -32,6 +32,7 @@ typedef struct zn_metrics_gauges {
     long kv_used, kv_total;  /* context tokens held by running requests / all slots' capacity */
     int slots;
     uint64_t steps, batched_steps; /* engine steps, and those of several sequences in one forward pass */
+    uint64_t replayed_steps;       /* engine steps that resubmitted a recorded forward pass (Vulkan decode steps) */
     uint64_t masks_ahead, masks_inline; /* grammar masks made during a step (mask thread) / while sampling */
 } zn_metrics_gauges;
 

@@ -634,6 +634,11 @@ static int sched_round(zn_sched *s) {
     if (!st) {
         atomic_fetch_add(&s->steps, 1);
         if (n > 1 && s->eng->be->multi_seq) atomic_fetch_add(&s->batched_steps, 1);
+        if (s->eng->be->stats) { /* a copy of a few counters */
+            zn_backend_stats bs;
+            s->eng->be->stats(s->eng->be_ctx, &bs);
+            atomic_store(&s->replayed_steps, bs.replayed);
+        }
     }
     for (int i = 0; i < n; i++) {
         zn_slot *sl = owner[i];
@@ -864,6 +869,7 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
                              .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots,
                              .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps),
+                             .replayed_steps = atomic_load(&s->replayed_steps),
                              .masks_ahead = atomic_load(&s->masks_ahead), .masks_inline = atomic_load(&s->masks_inline)};
     pthread_mutex_unlock(&s->mu);
 }

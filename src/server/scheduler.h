@@ -148,10 +148,11 @@ typedef struct zn_sched {
     bool stop, started;
     pthread_t thread;
     uint64_t tick;            /* for least-recently-used slot choice */
-    /* engine steps run, and those of several sequences in one forward pass
-     * (a backend with multi_seq); written by the engine thread, read by
+    /* engine steps run, those of several sequences in one forward pass
+     * (a backend with multi_seq), and the backend's replayed ones
+     * (zn_backend_stats.replayed); written by the engine thread, read by
      * sched_gauges */
-    atomic_ullong steps, batched_steps;
+    atomic_ullong steps, batched_steps, replayed_steps;
     /* grammar masks: the mask thread's (prepared during a step) and those
      * the engine thread computed while sampling */
     bool overlap;

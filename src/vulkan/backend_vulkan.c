@@ -1,10 +1,10 @@
 /* The Vulkan backend: every graph op as a compute dispatch, a whole step
- * (decode token or prefill batch) recorded into one command buffer and
- * submitted once. A one-token (decode) step is recorded once and replayed:
- * what changes from one step to the next is read by the shaders from
- * host-written memory (the token ids, the step block of vk_ops.h with the
- * position), so later steps only write those and submit (see vk_run and
- * vk_replay.h).
+ * (decode tokens or prefill batch) recorded into one command buffer and
+ * submitted once. A decode step (one token of one sequence, or of each of
+ * several) is recorded once and replayed: what changes from one step to
+ * the next is read by the shaders from host-written memory (the token ids,
+ * the positions in the step blocks and sequence tables of vk_ops.h), so
+ * later steps only write those and submit (see vk_run and vk_replay.h).
  *
  * This file: init (device, tuning, ops, the weights through vk_weights.c,
  * buffers, pipelines through vk_record.c), sequences (each owns its f16 KV
@@ -80,18 +80,20 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st && c->o.intdot && c->xq_bytes) st = vkarena_alloc(&c->smem, c->xq_bytes, 256, &xq, err);
     if (!st) vkops_set_xq(&c->o, xq.addr, xq.buf ? c->xq_bytes : 0);
     if (!st) st = vkbuf_create(&c->d, &c->io, sizeof(int32_t) * (size_t)opt->max_tokens, VKMEM_HOST, err);
-    if (!st) st = vkbuf_create(&c->d, &c->step, sizeof(vkop_step), VKMEM_SHARED, err);
+    if (!st) st = vkbuf_create(&c->d, &c->step, sizeof(vkop_step) * ZN_MAX_STEP_SEQS * VK_REGIONS, VKMEM_SHARED, err);
     if (!st)
-        st = vkbuf_create(&c->d, &c->seqtab, sizeof(vkop_seq_ent) * ZN_MAX_STEP_SEQS * (size_t)m->hp.n_layer,
-                          VKMEM_SHARED, err);
+        st = vkbuf_create(&c->d, &c->seqtab,
+                          sizeof(vkop_seq_ent) * ZN_MAX_STEP_SEQS * (size_t)m->hp.n_layer * VK_REGIONS, VKMEM_SHARED,
+                          err);
     /* logits of every row of the largest step */
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
-    if (!st) st = vkbuf_create(&c->d, &c->groups, 2 * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
-    if (!st && !c->c.profile && !opt->no_replay)
-        st = vkreplay_init(&c->rp, &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);
+    if (!st) st = vkbuf_create(&c->d, &c->groups, VK_REGIONS * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
+    for (int i = 0; i < VK_REPLAYS && !st && !c->c.profile && !opt->no_replay; i++)
+        st = vkreplay_init(&c->rp[i], &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);
     /* poll for the end of a step (vkcmd_wait) or block on the fence */
-    c->c.poll = c->rp.cmd.poll = c->o.t.poll;
+    c->c.poll = c->o.t.poll;
+    for (int i = 0; i < VK_REPLAYS; i++) c->rp[i].cmd.poll = c->o.t.poll;
     if (!st && (!c->step.map || !c->seqtab.map || !c->out.map))
         st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
@@ -128,7 +130,7 @@ static void vk_free(void *ctx) {
         vkarena_free(&c->wmem);
         vkxfer_free(&c->x);
         vkcmd_free(&c->c);
-        vkreplay_free(&c->rp);
+        for (int i = 0; i < VK_REPLAYS; i++) vkreplay_free(&c->rp[i]);
         vkops_free(&c->o);
     }
     vkdev_close(&c->d);
@@ -219,7 +221,7 @@ static void vk_seq_free(void *ctx, void *state) {
     vk_seq *s = state;
     if (!s) return;
     c->d.fn.vkDeviceWaitIdle(c->d.dev);
-    if (c->rp.seq == s->id) c->rp.valid = false;
+    for (int i = 0; i < VK_REPLAYS; i++) vkreplay_forget(&c->rp[i], s->id);
     if (s->held) {
         c->seq_bytes -= s->held;
         c->n_seqs--;
@@ -264,21 +266,24 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
     return st;
 }
 
-/* A one-token step replays the kept recording when it fits, else records
- * into the replay buffer; other steps (and all of them with replay off) are
- * recorded into c->c. Either way the host writes only the token ids and the
- * step block before submitting. A step of several sequences (prefill chunks
- * and decode tokens together) is recorded anew each time: its matmuls run
- * over all its rows at once, the per-sequence ops once per sequence with
- * that sequence's state and position, or (rope, the KV store, attention)
- * once for all when each sequence decodes one token (vk_record.c). */
+/* A decode step (every sequence of it one token) replays the recording
+ * kept for its kind (rp[0]: one sequence, rp[1]: several) when its key
+ * fits (vk_replay.h), else is recorded into that replay buffer; other
+ * steps (and all of them with replay off) are recorded into c->c. Either
+ * way the host writes only the token ids and the positions before
+ * submitting, and waits for the end before returning (so the next step's
+ * writes find nothing in flight: vkrecord_positions). A step of several
+ * sequences runs its matmuls over all its rows at once, the per-sequence
+ * ops once per sequence with that sequence's state and position, or (rope,
+ * the KV store, attention, the recurrent conv and delta rule) once for all
+ * when each sequence decodes one token (vk_record.c). */
 static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *const *seqs = (vk_seq *const *)states;
-    vk_seq *s = seqs[0];
     zn_status cst = graph_check_step(g, err);
     if (cst) return cst;
     if (g->n_tokens > c->max_tokens) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d tokens in a step", g->n_tokens);
+    if (g->n_seq > ZN_MAX_STEP_SEQS) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d sequences in a step", g->n_seq);
     for (int i = 0; i < g->n_seq; i++) {
         if (g->seqs[i].n_past + g->seqs[i].n_rows > seqs[i]->n_ctx)
             return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", seqs[i]->n_ctx);
@@ -288,35 +293,44 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
     const double t0 = timer_now();
-    const bool decode = g->n_tokens == 1, use_rp = decode && c->rp.cmd.d;
-    vkcmd *cmd = use_rp ? &c->rp.cmd : &c->c;
-    const uint32_t n_split = vkop_attn_splits(&c->o, 1, (uint32_t)g->n_past + 1);
-    const bool replay = use_rp && vkreplay_fits(&c->rp, s->id, n_split, g);
+    const bool decode = g->n_tokens == g->n_seq;
+    vkreplay *rp = decode && c->rp[0].cmd.d ? &c->rp[g->n_seq > 1] : NULL;
+    const uint32_t region = rp ? 1 + (uint32_t)(rp - c->rp) : 0;
+    vkcmd *cmd = rp ? &rp->cmd : &c->c;
+    bool replay = false;
+    if (rp) {
+        for (int q = 0; q < g->n_seq; q++) c->key_ids[q] = seqs[q]->id;
+        vkrecord_step_shape(c, g, c->key_shape);
+        replay = vkreplay_fits(rp, c->key_ids, c->key_shape, g);
+    }
     memcpy(c->io.map, g->tokens, sizeof(int32_t) * (size_t)g->n_tokens);
-    *(vkop_step *)c->step.map = (vkop_step){.n_past = (uint32_t)g->n_past};
     zn_status st = ZN_OK;
     if (replay) {
-        c->out_off = c->rp.out_off;
-        c->out_floats = c->rp.out_floats;
+        c->out_off = rp->out_off;
+        c->out_floats = rp->out_floats;
+        c->batch = rp->batch;
     } else {
-        c->rp.valid &= !use_rp; /* about to be re-recorded */
-        st = vkrecord_step(c, seqs, g, cmd, use_rp ? c->cap_groups : 0, err);
-        if (!st && use_rp) {
-            vkreplay_keep(&c->rp, s->id, n_split, g);
-            c->rp.out_off = c->out_off;
-            c->rp.out_floats = c->out_floats;
+        if (rp) rp->valid = false; /* about to be re-recorded */
+        st = vkrecord_step(c, seqs, g, cmd, region, err);
+        if (!st && rp) {
+            vkreplay_keep(rp, c->key_ids, c->key_shape, g);
+            rp->batch = c->batch;
+            rp->out_off = c->out_off;
+            rp->out_floats = c->out_floats;
         }
     }
+    if (!st) vkrecord_positions(c, g, region, c->batch);
     const double t1 = timer_now();
     if (!st) st = vkcmd_submit(cmd, err);
     const double t2 = timer_now();
     if (!st) st = vkcmd_wait(cmd, err);
     if (st) c->out_floats = 0;
-    if (!st && !replay) c->stats.batched += c->batch;
+    c->decode = decode;
     if (decode) {
         const double t3 = timer_now();
         c->stats.steps++;
         c->stats.replayed += replay;
+        c->stats.batched += !st && c->batch;
         c->stats.prepare_s += t1 - t0;
         c->stats.submit_s += t2 - t1;
         c->stats.wait_s += t3 - t2;
@@ -342,7 +356,7 @@ static zn_status vk_read(void *ctx, const zn_graph *g, int act, int row0, int n_
     else
         st = vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * (a->off + skip), sizeof(float) * want), out,
                              sizeof(float) * want, err);
-    if (g->n_tokens == 1) c->stats.read_s += timer_now() - t0;
+    if (c->decode) c->stats.read_s += timer_now() - t0;
     return st;
 }
 

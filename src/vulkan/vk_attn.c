@@ -98,6 +98,13 @@ uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
     return s;
 }
 
+_Static_assert(ZN_VK_ATTN_MAX_SPLIT < 1u << 30, "vkop_attn_shape: the split count below its flags");
+uint32_t vkop_attn_shape(const vkops *o, uint32_t n_tok, uint32_t n_kv, bool batched) {
+    /* vkop_attn_run's choice of attn_dec.comp, less what the graph fixes (attn_dec_pipe) */
+    const bool dec = o->attn_dec && n_tok <= ZN_VK_ATTN_SPLIT_TOK && n_kv > o->t.attn_dec_min;
+    return (batched ? 1u : vkop_attn_splits(o, n_tok, n_kv)) | (uint32_t)dec << 30 | (uint32_t)batched << 31;
+}
+
 bool vkop_attn_batch_ok(const vkops *o, uint32_t n_seq, uint32_t n_kv) {
     const uint32_t s = vkop_attn_splits(o, 1, n_kv);
     return s == 1 || n_seq >= s;

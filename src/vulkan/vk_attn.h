@@ -62,6 +62,13 @@ uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci);
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci);
 uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd);
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
+/* What a recorded attention dispatch of n_tok tokens over n_kv keys fixes
+ * of the position (with the step block or the sequence table set, the
+ * shaders read the rest at run time): its split count and whether
+ * attn_dec.comp runs (the graph fixes the other conditions). A recording
+ * holds for every later position of the same shape. Batched (seqs): every
+ * sequence unsplit, n_kv the longest one's (it picks the kernel). */
+uint32_t vkop_attn_shape(const vkops *o, uint32_t n_tok, uint32_t n_kv, bool batched);
 /* Whether n_seq sequences decoding one token each, the longest over n_kv
  * keys, run as one batched dispatch (seqs): where none of them alone would
  * split, or where the batch has as many sequences as one of them would have

@@ -28,25 +28,38 @@ typedef struct vk_weight {
 
 typedef struct range { uint64_t lo, hi; } range;
 
+/* Decode steps kept for replay: [0] one sequence's, [1] a step of several
+ * sequences' (vk_replay.h). Each recording reads host-written blocks
+ * (step blocks, sequence tables, group blocks) of a region of its own, so
+ * that recording another step never overwrites what a kept one reads:
+ * region 0 for the steps recorded anew (c->c), 1 + i for rp[i]. */
+#define VK_REPLAYS 2
+#define VK_REGIONS (1 + VK_REPLAYS)
+
 typedef struct vk_ctx {
     const zn_model *m;
     vkdev d;
     vkops o;
     vkcmd c;                      /* per-step recordings (prefill, profiling, replay off) */
-    vkreplay rp;                  /* the decode step kept for replay; rp.cmd.d == NULL: replay off */
+    vkreplay rp[VK_REPLAYS];      /* the decode steps kept for replay; rp[i].cmd.d == NULL: replay off */
     vkcmd *rec;                   /* the command buffer being recorded */
     vkxfer x;
     vkarena wmem;                 /* weights */
     vkarena smem;                 /* activations, scratch */
     vkbuf io;                     /* host-visible: token ids in */
-    vkbuf step;                   /* host-written vkop_step of the current run */
+    vkbuf step;                   /* host-written vkop_step blocks, one per sequence of a step: ZN_MAX_STEP_SEQS
+                                     per region (the positions, rewritten before every submit) */
     vkbuf seqtab;                 /* host-written sequence tables of a batched decode step (vkop_seq_ent):
-                                     ZN_MAX_STEP_SEQS entries per layer */
+                                     ZN_MAX_STEP_SEQS entries per layer, n_layer tables per region */
     vkbuf out;                    /* host-visible: the logits of a run, copied at its end */
     uint64_t out_off, out_floats; /* which activation out holds now (0 floats: none) */
-    bool batch;                   /* the last step recorded is a batched decode step (vk_record.c) */
-    vkbuf groups;                 /* host-written vkop_group blocks: [0, cap) per-step recordings, [cap, 2 cap) the replay's */
-    uint32_t n_groups, cap_groups, group_base;
+    bool batch;                   /* the last step run is a batched decode step (vk_record.c) */
+    bool decode;                  /* the last step run is a decode step (every sequence one token) */
+    vkbuf groups;                 /* host-written vkop_group blocks: cap_groups per region */
+    uint32_t n_groups, cap_groups;
+    uint32_t region;              /* the region of the recording being made */
+    uint64_t key_ids[ZN_MAX_STEP_SEQS];   /* the current step's key (vk_replay.h): its sequences' ids */
+    uint32_t key_shape[ZN_MAX_STEP_SEQS]; /* and attention shapes */
     uint64_t next_seq;            /* vk_seq ids */
     uint64_t seq_bytes;           /* the live sequences' arenas (zinc bench -npl, serve) */
     int n_seqs;
@@ -95,11 +108,20 @@ zn_status vkweights_upload(vk_ctx *c, const zn_graph *gin, zn_err *err);
 
 /* Plans g and records it for its sequences (states[i]: the state of
  * g->seqs[i]) into cmd: every node (the ops with per-sequence state or
- * positions once per sequence), then a copy of the logits into
- * host-visible memory (so reading them needs no second submit); group
- * blocks from group_base. Ends the recording, also after a failure. */
-zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkcmd *cmd, uint32_t group_base,
+ * positions once per sequence, or once for all in a batched decode step),
+ * then a copy of the logits into host-visible memory (so reading them
+ * needs no second submit); its host-written blocks in region `region`.
+ * Sets c->batch. Ends the recording, also after a failure. */
+zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkcmd *cmd, uint32_t region,
                         zn_err *err);
+/* What a recording of step g fixes of its sequences' positions, per
+ * sequence into shape[g->n_seq] (vk_attn.h vkop_attn_shape): equal shapes,
+ * equal recordings. Returns whether the step runs batched. */
+bool vkrecord_step_shape(const vk_ctx *c, const zn_graph *g, uint32_t *shape);
+/* Writes the positions of step g into the blocks of region `region` that a
+ * recording of it reads (the step blocks; batch: the sequence tables too),
+ * before each submit of it. */
+void vkrecord_positions(vk_ctx *c, const zn_graph *g, uint32_t region, bool batch);
 /* Creates every pipeline the model's steps can select (c->max_tokens,
  * every context length), recording nothing. */
 zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err);

@@ -117,13 +117,14 @@ void vkops_forget(vkops *o);
 /* Types the mat-vec / mat-mat / get_rows shaders read. */
 bool vkops_type_ok(zn_type t);
 
-/* The step block: the position of a step, read by the position-dependent
- * shaders (rope, kv_store, attn) at run time from device-visible memory
- * instead of from push constants, so that a recorded command buffer stays
- * valid for later positions and can be submitted again (backend_vulkan.c
- * replays its decode step this way). The host writes it before each submit.
- * Ops take its address as `step`; 0 = use their n_past argument. The
- * shaders read n_past as the first uint at that address. */
+/* The step block: the position of a sequence in a step, read by the
+ * position-dependent shaders (rope, kv_store, attn) at run time from
+ * device-visible memory instead of from push constants, so that a recorded
+ * command buffer stays valid for later positions and can be submitted
+ * again (backend_vulkan.c replays its decode steps this way). One per
+ * sequence of a step; the host writes them before each submit. Ops take
+ * its address as `step`; 0 = use their n_past argument. The shaders read
+ * n_past as the first uint at that address. */
 typedef struct vkop_step {
     uint32_t n_past;          /* tokens already in the sequence */
     uint32_t pad[3];
@@ -136,7 +137,9 @@ typedef struct vkop_step {
  * entry (shaders/seqs.glsl) where a one-sequence dispatch has push
  * constants. One table per layer (the caches differ by layer); ops take
  * the layer's table as `seqs`, 0 = one sequence, as before. The host writes
- * it when it records the step. */
+ * it when it records the step, and the positions (n_past) again before
+ * every submit: a replayed recording reads the same table at later
+ * positions. */
 typedef struct vkop_seq_ent {
     VkDeviceAddress k, v;     /* the sequence's K and V cache of the layer (recurrent: conv, delta state) */
     uint32_t row;             /* its row in the step's activations */

@@ -35,13 +35,12 @@ static void hazard(vk_ctx *c, const range *rd, int n_rd, const range *wr, int n_
 /* ---- running a graph ---- */
 
 /* One sequence's part of a step: its state, its rows, its position, and
- * the step block the position-dependent shaders read it from (0: n_past
- * as a push constant). A step of one sequence is one segment with the
- * step block (its recording is replayed at later positions); a step of
- * several records their positions (it is recorded anew each time). batch:
- * all the sequences of a batched decode step at once (batch_step), their
- * states and positions in the sequence tables; s the first one's, n_past
- * the largest. */
+ * the step block the position-dependent shaders read it from (host-written
+ * before each submit: vkrecord_positions), so that a decode step's
+ * recording is replayed at later positions; n_past only picks kernels and
+ * split counts (what vkrecord_step_shape keys). batch: all the sequences of
+ * a batched decode step at once (batch_step), their states and positions
+ * in the sequence tables; s the first one's, n_past the largest. */
 typedef struct vk_seg {
     vk_seq *s;
     uint32_t row0, n_rows, n_past;
@@ -102,7 +101,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
 static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *err) {
     const zn_node *a = &g->nodes[i];
     const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
-    const uint32_t slot = c->group_base + c->n_groups;
+    const uint32_t slot = c->region * c->cap_groups + c->n_groups;
     vkop_group *gb = (vkop_group *)c->groups.map + slot;
     memset(gb, 0, sizeof *gb);
     uint32_t rows = 0;
@@ -159,40 +158,79 @@ static bool per_seq(zn_op op) {
     return op == ZN_OP_ROPE || op == ZN_OP_KV_STORE || op == ZN_OP_ATTN || op == ZN_OP_CONV1D || op == ZN_OP_GDN;
 }
 
-/* Layer L's sequence table (vk_ops.h vkop_seq_ent). */
-static VkDeviceAddress seq_table(const vk_ctx *c, int L) {
-    return c->seqtab.addr + sizeof(vkop_seq_ent) * ZN_MAX_STEP_SEQS * (uint64_t)L;
+/* Entry 0 of layer L's sequence table in region r (vk_ops.h
+ * vkop_seq_ent; vk_backend.h VK_REGIONS). */
+static size_t seq_ent(const vk_ctx *c, uint32_t r, int L) {
+    return ZN_MAX_STEP_SEQS * ((size_t)r * (size_t)c->m->hp.n_layer + (size_t)L);
 }
 
-/* Whether step g runs batched: several sequences, one token each, their
+static VkDeviceAddress seq_table(const vk_ctx *c, int L) {
+    return c->seqtab.addr + sizeof(vkop_seq_ent) * seq_ent(c, c->region, L);
+}
+
+/* Sequence q's step block in region r. */
+static VkDeviceAddress step_block(const vk_ctx *c, uint32_t r, int q) {
+    return c->step.addr + sizeof(vkop_step) * ((uint64_t)r * ZN_MAX_STEP_SEQS + (uint64_t)q);
+}
+
+/* Whether step g can run batched: several sequences, one token each, their
  * attention unsplit (vkop_attn_batch_ok; else it stays per sequence, and
  * so do the other per_seq ops, since the states' hazards are declared one
- * way or the other for the whole step). Then writes the sequence tables
- * (attention layers: the KV caches; recurrent ones: the conv state in k,
- * the delta state in v) and sets *max_past. The tables are read only by
- * this step's submit: a step of several sequences is recorded anew each
- * time and waited for before vk_run returns, so the next one's writes find
- * them idle. */
-static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t *max_past) {
+ * way or the other for the whole step); *max_past their largest position. */
+static bool batch_ok(const vk_ctx *c, const zn_graph *g, uint32_t *max_past) {
     if (g->n_seq < 2 || !c->seqtab.map) return false;
     uint32_t mp = 0;
     for (int q = 0; q < g->n_seq; q++) {
         if (g->seqs[q].n_rows != 1) return false;
         if ((uint32_t)g->seqs[q].n_past > mp) mp = (uint32_t)g->seqs[q].n_past;
     }
-    if (!vkop_attn_batch_ok(&c->o, (uint32_t)g->n_seq, mp + 1)) return false;
+    *max_past = mp;
+    return vkop_attn_batch_ok(&c->o, (uint32_t)g->n_seq, mp + 1);
+}
+
+/* batch_ok, and then writes the sequence tables of c->region (attention
+ * layers: the KV caches; recurrent ones: the conv state in k, the delta
+ * state in v), the positions too (vkrecord_positions rewrites them before
+ * every submit). */
+static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t *max_past) {
+    if (!batch_ok(c, g, max_past)) return false;
     vkop_seq_ent *t = (vkop_seq_ent *)c->seqtab.map;
     for (int L = 0; L < c->m->hp.n_layer; L++) {
         const bool rec = c->m->layers[L].recurrent;
+        vkop_seq_ent *e = t + seq_ent(c, c->region, L);
         for (int q = 0; q < g->n_seq; q++) {
             const vk_seq *s = states[q];
-            t[(size_t)L * ZN_MAX_STEP_SEQS + (size_t)q] = (vkop_seq_ent){
-                .k = rec ? s->conv[L].addr : s->k[L], .v = rec ? s->delta[L].addr : s->v[L],
-                .row = (uint32_t)g->seqs[q].row0, .n_past = (uint32_t)g->seqs[q].n_past};
+            e[q] = (vkop_seq_ent){.k = rec ? s->conv[L].addr : s->k[L], .v = rec ? s->delta[L].addr : s->v[L],
+                                  .row = (uint32_t)g->seqs[q].row0, .n_past = (uint32_t)g->seqs[q].n_past};
         }
     }
-    *max_past = mp;
     return true;
+}
+
+bool vkrecord_step_shape(const vk_ctx *c, const zn_graph *g, uint32_t *shape) {
+    uint32_t mp = 0;
+    const bool batch = batch_ok(c, g, &mp);
+    for (int q = 0; q < g->n_seq; q++) {
+        const uint32_t n = (uint32_t)g->seqs[q].n_rows, kv = batch ? mp + 1 : (uint32_t)g->seqs[q].n_past + n;
+        shape[q] = vkop_attn_shape(&c->o, n, kv, batch);
+    }
+    return batch;
+}
+
+/* The host writes while no submit reads: vk_run waits for each step's end
+ * before it returns, so the next step's writes find every region idle
+ * (a step overlapping the next one's host work would need a second set of
+ * regions to write into instead). */
+void vkrecord_positions(vk_ctx *c, const zn_graph *g, uint32_t region, bool batch) {
+    vkop_step *sb = (vkop_step *)c->step.map + (size_t)region * ZN_MAX_STEP_SEQS;
+    for (int q = 0; q < g->n_seq; q++) sb[q] = (vkop_step){.n_past = (uint32_t)g->seqs[q].n_past};
+    if (!batch) return;
+    vkop_seq_ent *t = (vkop_seq_ent *)c->seqtab.map;
+    for (int L = 0; L < c->m->hp.n_layer; L++) {
+        if (c->m->layers[L].recurrent) continue; /* their tables hold no positions the shaders read */
+        vkop_seq_ent *e = t + seq_ent(c, region, L);
+        for (int q = 0; q < g->n_seq; q++) e[q].n_past = (uint32_t)g->seqs[q].n_past;
+    }
 }
 
 /* In a batched step, layer L's K (v = 0) or V (v = 1) caches of all its
@@ -437,13 +475,13 @@ static void plan_fusions(vk_ctx *c, const zn_graph *g) {
  * after one another without barriers between them (they touch disjoint
  * rows and states), but in a batched decode step (batch_step) once for
  * all. */
-static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t group_base, zn_err *err) {
+static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t region, zn_err *err) {
     zn_status st = ZN_OK;
     c->n_rd = c->n_wr = 0;
     c->n_groups = 0;
-    c->group_base = group_base;
+    c->region = region;
     const vk_seg whole = {.s = states[0], .row0 = 0, .n_rows = (uint32_t)g->n_tokens, .n_past = (uint32_t)g->n_past,
-                          .step = c->step.addr};
+                          .step = step_block(c, region, 0)};
     uint32_t max_past = 0;
     const bool batch = batch_step(c, states, g, &max_past);
     c->batch = batch;
@@ -466,7 +504,7 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *
             for (int q = 0; q < g->n_seq && !st; q++) {
                 const zn_step_seq *ss = &g->seqs[q];
                 const vk_seg sg = {.s = states[q], .row0 = (uint32_t)ss->row0, .n_rows = (uint32_t)ss->n_rows,
-                                   .n_past = (uint32_t)ss->n_past, .step = 0};
+                                   .n_past = (uint32_t)ss->n_past, .step = step_block(c, region, q)};
                 node_hazards(c, &sg, g, nd);
                 st = run_node(c, &sg, g, nd, err);
             }
@@ -487,13 +525,13 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *
 /* Records g for the step's sequences into cmd: every node, then a copy of
  * the logits into host-visible memory (so reading them needs no second
  * submit). Ends the recording, also after a failure. */
-zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkcmd *cmd, uint32_t group_base,
+zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkcmd *cmd, uint32_t region,
                         zn_err *err) {
     plan_fusions(c, g);
     zn_status st = vkcmd_begin(cmd, err);
     if (st) return st;
     c->rec = cmd;
-    st = record_nodes(c, states, g, group_base, err);
+    st = record_nodes(c, states, g, region, err);
     const zn_act *lg = &g->acts[g->logits];
     const uint64_t nl = (uint64_t)lg->rows * (uint64_t)lg->cols;
     c->out_floats = 0;

@@ -27,22 +27,34 @@ void vkreplay_free(vkreplay *r) {
     memset(r, 0, sizeof *r);
 }
 
-bool vkreplay_fits(const vkreplay *r, uint64_t seq, uint32_t n_split, const zn_graph *g) {
-    return r->valid && r->seq == seq && r->n_split == n_split && r->n_nodes == g->n_nodes && r->n_acts == g->n_acts &&
-           r->logits == g->logits && r->all_logits == g->all_logits &&
+bool vkreplay_fits(const vkreplay *r, const uint64_t *ids, const uint32_t *shape, const zn_graph *g) {
+    const size_t ns = (size_t)g->n_seq;
+    return r->valid && r->n_seq == g->n_seq && !memcmp(r->ids, ids, sizeof *ids * ns) &&
+           !memcmp(r->shape, shape, sizeof *shape * ns) && r->n_nodes == g->n_nodes && r->n_acts == g->n_acts &&
+           r->logits == g->logits && r->all_logits == g->all_logits && r->n_out == g->n_out &&
+           !memcmp(r->out_rows, g->out_rows, sizeof *g->out_rows * (size_t)g->n_out) &&
            !memcmp(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes) &&
            !memcmp(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
 }
 
-void vkreplay_keep(vkreplay *r, uint64_t seq, uint32_t n_split, const zn_graph *g) {
-    r->valid = g->n_nodes <= r->cap_nodes && g->n_acts <= r->cap_acts;
+void vkreplay_keep(vkreplay *r, const uint64_t *ids, const uint32_t *shape, const zn_graph *g) {
+    r->valid = g->n_nodes <= r->cap_nodes && g->n_acts <= r->cap_acts && g->n_seq <= ZN_MAX_STEP_SEQS &&
+               g->n_out <= ZN_MAX_BATCH;
     if (!r->valid) return;
-    r->seq = seq;
-    r->n_split = n_split;
+    r->n_seq = g->n_seq;
+    memcpy(r->ids, ids, sizeof *ids * (size_t)g->n_seq);
+    memcpy(r->shape, shape, sizeof *shape * (size_t)g->n_seq);
     r->n_nodes = g->n_nodes;
     r->n_acts = g->n_acts;
     r->logits = g->logits;
     r->all_logits = g->all_logits;
+    r->n_out = g->n_out;
+    memcpy(r->out_rows, g->out_rows, sizeof *g->out_rows * (size_t)g->n_out);
     memcpy(r->nodes, g->nodes, sizeof *g->nodes * (size_t)g->n_nodes);
     memcpy(r->acts, g->acts, sizeof *g->acts * (size_t)g->n_acts);
+}
+
+void vkreplay_forget(vkreplay *r, uint64_t id) {
+    for (int q = 0; r->valid && q < r->n_seq; q++)
+        if (r->ids[q] == id) r->valid = false;
 }

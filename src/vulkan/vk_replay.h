@@ -1,24 +1,39 @@
 /* A decode step recorded once and submitted again (backend_vulkan.c): its
- * reusable command buffer and the key it was recorded for. What changes
- * from one decode step to the next (token ids, the position in the step
- * block of vk_ops.h) is read by the shaders from host-written memory, so a
- * recording holds for every later step with the same key: the same
- * sequence (its KV cache and state addresses are in the commands), the same
- * attention split count (vkop_attn_splits) and the same graph, compared
- * node by node (cheap next to a recording). */
+ * reusable command buffer and the key it was recorded for. A decode step
+ * is one token of each of its sequences: one sequence's (graph_build), or
+ * several's (graph_build_step; vk_record.c runs it batched through the
+ * sequence tables or per sequence). What changes from one such step to
+ * the next is read by the shaders from host-written memory that the host
+ * rewrites before every submit, replayed or not (vk_record.c
+ * vkrecord_positions): the token ids, each sequence's position in its step
+ * block and in the sequence tables (vk_ops.h). So a recording holds for
+ * every later step with the same key:
+ *  - the same sequences in the same order (their ids: the KV cache and
+ *    state addresses are in the commands and in the tables written when
+ *    recording; ids are never reused, so a freed sequence's recording
+ *    never fits again),
+ *  - the same attention shape per sequence (vkrecord_step_shape: what the
+ *    recording fixed of the positions: batched or not, split counts,
+ *    kernels),
+ *  - the same graph, compared node by node with its logits rows (cheap
+ *    next to a recording). */
 #ifndef ZINC_VK_REPLAY_H
 #define ZINC_VK_REPLAY_H
 
 #include "graph.h"
+#include "limits.h"
 #include "vk_cmd.h"
 
 typedef struct vkreplay {
     vkcmd cmd;                    /* reusable */
     bool valid;                   /* cmd holds a recording of the key below */
-    uint64_t seq;                 /* the sequence's id */
-    uint32_t n_split;
-    int n_nodes, n_acts, logits;
+    bool batch;                   /* recorded as a batched step (vk_record.c batch_step) */
+    int n_seq;
+    uint64_t ids[ZN_MAX_STEP_SEQS];    /* the sequences' ids, in the step's order */
+    uint32_t shape[ZN_MAX_STEP_SEQS];  /* their attention shapes (vkrecord_step_shape) */
+    int n_nodes, n_acts, logits, n_out;
     bool all_logits;
+    int32_t out_rows[ZN_MAX_BATCH];
     int cap_nodes, cap_acts;
     zn_node *nodes;               /* [cap_nodes]: the recorded graph */
     zn_act *acts;                 /* [cap_acts] */
@@ -28,9 +43,12 @@ typedef struct vkreplay {
 /* Graphs of up to cap_nodes nodes / cap_acts activations. */
 zn_status vkreplay_init(vkreplay *r, vkdev *d, VkPipelineLayout layout, int cap_nodes, int cap_acts, zn_err *err);
 void vkreplay_free(vkreplay *r);
-/* Can r->cmd run graph g for sequence seq at a position of n_split splits? */
-bool vkreplay_fits(const vkreplay *r, uint64_t seq, uint32_t n_split, const zn_graph *g);
+/* Can r->cmd run graph g for the sequences ids[g->n_seq] of attention
+ * shapes shape[g->n_seq]? */
+bool vkreplay_fits(const vkreplay *r, const uint64_t *ids, const uint32_t *shape, const zn_graph *g);
 /* r->cmd now holds a recording of g for that key. */
-void vkreplay_keep(vkreplay *r, uint64_t seq, uint32_t n_split, const zn_graph *g);
+void vkreplay_keep(vkreplay *r, const uint64_t *ids, const uint32_t *shape, const zn_graph *g);
+/* Sequence id is gone: a recording of it is dropped. */
+void vkreplay_forget(vkreplay *r, uint64_t id);
 
 #endif
