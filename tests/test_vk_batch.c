@@ -264,9 +264,10 @@ static void check_batched_decode(const char *name, zn_backend_opts o, const char
 /* Dense llama / qwen2 / qwen3 (per-head norm fused into rope), the qwen35
  * hybrids (gated attention between DeltaNet layers, whose conv and delta
  * states are in the tables too), a quantized one; on attn_dec.comp (the
- * default past 256 keys), on attn.comp (attn_dec=0), with the Q8_0
- * cache (rope, then kv_store.comp, attn.comp on blocks), and the quantized
- * one's mat-vecs at other tokens per workgroup (tuning mvt). */
+ * default past 256 keys), on attn.comp (attn_dec=0), with the Q8_0 and
+ * the Q4_0 cache (rope, then kv_store.comp, attn.comp on blocks; head dims
+ * 128 and 64 among them), and the quantized one's mat-vecs at other tokens
+ * per workgroup (tuning mvt). */
 static void test_batched_decode(void) {
     static const char *const dense[] = {"llama-dense-f32", "qwen2-dense-f32", "qwen3-dense-f32", "qwen35-dense-f32",
                                         "qwen3-dense-q4_k_m", "qwen35moe-moe-q8_0"};
@@ -279,6 +280,9 @@ static void test_batched_decode(void) {
     o.kv_type = ZN_KV_Q8_0;
     check_batched_decode("llama-dense-f32", o, " (q8_0 cache)");
     check_batched_decode("qwen35-dense-f32", o, " (q8_0 cache)");
+    o.kv_type = ZN_KV_Q4_0;
+    check_batched_decode("qwen3-dense-f32", o, " (q4_0 cache)");
+    check_batched_decode("qwen35-dense-f32", o, " (q4_0 cache)");
     /* the integer mat-vec over the step's 8 rows: 3 groups of up to 3
      * tokens per workgroup, x quantised in the workgroups (the default on
      * lavapipe: by quantx.comp first); and a token per workgroup */

@@ -3,6 +3,7 @@
  * flash prefill, cooperative-matrix prefill), element-wise ops, MoE
  * routing, argmax, conv1d, the gated delta rule. Sizes are small and odd
  * on purpose. */
+#include "backend.h"
 #include "vk_test.h"
 
 static void test_embed(void) {
@@ -202,18 +203,32 @@ static void test_rope_fused(void) {
     reset();
 }
 
-/* KV store then attention; reference in double over f16-rounded K and V.
- * via_step: the position comes from a step block (vkop_step) and the push
- * constants carry a wrong one. */
-static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T, bool via_step) {
+/* KV store then attention in cache format kt (E.o.kvq set to match);
+ * reference in double over the cache's values: K and V as the CPU backend
+ * stores them (backend_kv_put: f16, or Q8_0 / Q4_0 blocks), dequantised.
+ * The cache holds the first n_past rows already, the kernel stores T more:
+ * the whole cache must then hold the CPU's bytes. via_step: the position
+ * comes from a step block (vkop_step) and the push constants carry a wrong
+ * one. */
+static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T, bool via_step) {
     int n_ctx = n_past + T, kdim = n_kv * hd_k, vdim = n_kv * hd_v;
+    const size_t rbk = backend_kv_bytes(kt, kdim), rbv = backend_kv_bytes(kt, vdim);
     float *kc = malloc(sizeof(float) * n_ctx * kdim), *vc = malloc(sizeof(float) * n_ctx * vdim);
     float *q = malloc(sizeof(float) * T * n_head * hd_k), *y = malloc(sizeof(float) * T * n_head * hd_v);
     double *ref = malloc(sizeof(double) * T * n_head * hd_v), *sc = malloc(sizeof(double) * n_ctx);
     fill(kc, (size_t)n_ctx * kdim, 1.0f); fill(vc, (size_t)n_ctx * vdim, 1.0f); fill(q, (size_t)T * n_head * hd_k, 1.0f);
-    zn_half *kh = malloc(2 * (size_t)n_ctx * kdim), *vh = malloc(2 * (size_t)n_ctx * vdim);
-    for (int i = 0; i < n_ctx * kdim; i++) kh[i] = zn_f32_to_fp16(kc[i]);
-    for (int i = 0; i < n_ctx * vdim; i++) vh[i] = zn_f32_to_fp16(vc[i]);
+    /* the CPU's cache (kb, vb), its values (kf, vf), and what is uploaded:
+     * the rows this step writes zeroed (ku, vu; the GPU's bytes after) */
+    uint8_t *kb = malloc(rbk * n_ctx), *vb = malloc(rbv * n_ctx), *ku = calloc(n_ctx, rbk), *vu = calloc(n_ctx, rbv);
+    float *kf = malloc(sizeof(float) * n_ctx * kdim), *vf = malloc(sizeof(float) * n_ctx * vdim);
+    for (int j = 0; j < n_ctx; j++) {
+        backend_kv_put(kt, kc + (size_t)j * kdim, kb + rbk * j, kdim);
+        backend_kv_put(kt, vc + (size_t)j * vdim, vb + rbv * j, vdim);
+    }
+    quant_dequantize_row(backend_kv_storage(kt), kb, kf, (int64_t)n_ctx * kdim);
+    quant_dequantize_row(backend_kv_storage(kt), vb, vf, (int64_t)n_ctx * vdim);
+    memcpy(ku, kb, rbk * n_past);
+    memcpy(vu, vb, rbv * n_past);
     const float scale = 1.0f / sqrtf((float)hd_k);
     for (int r = 0; r < T; r++)
         for (int h = 0; h < n_head; h++) {
@@ -221,25 +236,19 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
             double mx = -INFINITY, sum = 0;
             for (int j = 0; j <= p; j++) {
                 double a = 0;
-                for (int d = 0; d < hd_k; d++) a += (double)q[(r * n_head + h) * hd_k + d] * zn_fp16_to_f32(kh[j * kdim + g * hd_k + d]);
+                for (int d = 0; d < hd_k; d++) a += (double)q[(r * n_head + h) * hd_k + d] * kf[j * kdim + g * hd_k + d];
                 sc[j] = a * scale;
                 if (sc[j] > mx) mx = sc[j];
             }
             for (int j = 0; j <= p; j++) sum += sc[j] = exp(sc[j] - mx);
             for (int d = 0; d < hd_v; d++) {
                 double o = 0;
-                for (int j = 0; j <= p; j++) o += sc[j] * zn_fp16_to_f32(vh[j * vdim + g * hd_v + d]);
+                for (int j = 0; j <= p; j++) o += sc[j] * vf[j * vdim + g * hd_v + d];
                 ref[(r * n_head + h) * hd_v + d] = o / sum;
             }
         }
-    /* the cache holds the first n_past rows already (f16), this step stores T more */
-    vkref ck = dev_up(kh, 2 * (size_t)n_ctx * kdim), cv = dev_up(vh, 2 * (size_t)n_ctx * vdim);
+    vkref ck = dev_up(ku, rbk * n_ctx), cv = dev_up(vu, rbv * n_ctx);
     zn_err err = {0};
-    /* the rows this step writes: zeroed first */
-    vkref kt = vkref_sub(ck, 2 * (uint64_t)n_past * kdim, 2 * (uint64_t)T * kdim);
-    vkref vt = vkref_sub(cv, 2 * (uint64_t)n_past * vdim, 2 * (uint64_t)T * vdim);
-    vkxfer_fill(&E.x, kt, 0, &err);
-    vkxfer_fill(&E.x, vt, 0, &err);
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
     vkref dq = dev_up(q, sizeof(float) * T * n_head * hd_k), dy = dev_out(sizeof(float) * T * n_head * hd_v);
     uint64_t pf = vkop_attn_part_floats(&E.o, (uint32_t)T, (uint32_t)n_ctx, (uint32_t)n_head, (uint32_t)hd_v);
@@ -261,11 +270,23 @@ static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, in
         if (run() && !st) {
             dev_down(dy, y, sizeof(float) * T * n_head * hd_v);
             e = nmse(y, ref, (size_t)T * n_head * hd_v);
+            dev_down(ck, ku, rbk * n_ctx);
+            dev_down(cv, vu, rbv * n_ctx);
+            size_t bk = 0, bv = 0; /* the first byte that differs + 1 */
+            for (size_t i = 0; !bk && i < rbk * n_ctx; i++) bk = ku[i] != kb[i] ? i + 1 : 0;
+            for (size_t i = 0; !bv && i < rbv * n_ctx; i++) bv = vu[i] != vb[i] ? i + 1 : 0;
+            CHECK_MSG(!bk && !bv, "%s cache, %d + %d rows of %d/%d: not the CPU's bytes (K from row %zu, V from row %zu; "
+                      "0: none)", backend_kv_type_name(kt), n_past, T, kdim, vdim, bk ? (bk - 1) / rbk : 0,
+                      bv ? (bv - 1) / rbv : 0);
         }
     }
-    free(kc); free(vc); free(q); free(y); free(ref); free(sc); free(kh); free(vh);
+    free(kc); free(vc); free(q); free(y); free(ref); free(sc); free(kb); free(vb); free(ku); free(vu); free(kf); free(vf);
     reset();
     return e;
+}
+
+static double attn_case(int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T, bool via_step) {
+    return attn_case_kv(ZN_KV_F16, n_head, n_kv, hd_k, hd_v, n_past, T, via_step);
 }
 
 static void test_attention(void) {
@@ -423,6 +444,52 @@ static void test_attention_mm(void) {
     CHECK(dims[0] && dims[1] && dims[2]);
     E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.t.fa_cfg = saved.t.fa_cfg, E.o.t.fa_kv2 = saved.t.fa_kv2;
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built as saved.t.fa_kv2 says */
+}
+
+/* The kernels with the cache format as a specialisation constant, built
+ * anew for E.o.kvq. */
+static void kvq_set(zn_kv_type kt) {
+    static const vkop_kind kinds[] = {VKO_KV_STORE, VKO_ATTN, VKO_ATTN_FA};
+    E.o.kvq = (uint32_t)kt;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int v = 0; v < ZN_VK_NVAR; v++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][v]);
+}
+
+/* The Q8_0 and Q4_0 caches (vk_ops.h kvq): kv_store.comp writes the CPU's
+ * bytes, attn.comp (prefill rows, decode, split-K, head dims 32..256,
+ * hd_k != hd_v) and attn_fa.comp (16+ rows) read them, both exactly: the
+ * dequantised values d * q are exact in f32, so the bound is the f32
+ * kernels' of test_attention. attn_dec.comp and the matrix-product prefill
+ * stay off, as the backend has them with such a cache. */
+static void test_attention_kvq(void) {
+    const double tol = 1e-10;
+    const bool fa_cm = E.o.fa_cm, dec = E.o.attn_dec;
+    const uint32_t chunk = E.o.t.attn_chunk;
+    E.o.fa_cm = E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
+    static const struct { int n_head, n_kv, hd_k, hd_v, n_past, T; bool via_step; const char *what; } cs[] = {
+        {4, 2, 64, 64, 0, 7, false, "prefill from empty (attn.comp)"},
+        {2, 1, 128, 32, 13, 5, true, "prefill after a prefix, hd_k != hd_v, position from the step block"},
+        {4, 4, 32, 32, 1100, 1, false, "decode, split-K"},
+        {3, 1, 256, 256, 200, 1, true, "decode, hd 256, position from the step block"},
+        {4, 2, 64, 64, 0, 40, false, "flash prefill hd 64 (attn_fa.comp)"},
+        {2, 1, 128, 128, 45, 50, true, "flash prefill hd 128 after a prefix, position from the step block"},
+        {2, 2, 256, 256, 10, 33, false, "flash prefill hd 256"},
+    };
+    static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0};
+    for (size_t t = 0; t < sizeof kts / sizeof *kts; t++) {
+        kvq_set(kts[t]);
+        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+            const double e = attn_case_kv(kts[t], cs[i].n_head, cs[i].n_kv, cs[i].hd_k, cs[i].hd_v, cs[i].n_past,
+                                          cs[i].T, cs[i].via_step);
+            CHECK_MSG(e <= tol, "%s cache, %s: nmse %.3g", backend_kv_type_name(kts[t]), cs[i].what, e);
+        }
+        /* attn_fa.comp's slots: log2(head dim) - 3 */
+        CHECK_MSG(E.o.pipes[VKO_ATTN][0].pipe && E.o.pipes[VKO_ATTN_FA][3].pipe && E.o.pipes[VKO_ATTN_FA][4].pipe &&
+                      E.o.pipes[VKO_ATTN_FA][5].pipe,
+                  "%s cache: attn.comp or attn_fa.comp (hd 64, 128, 256) not used", backend_kv_type_name(kts[t]));
+    }
+    kvq_set(ZN_KV_F16);
+    E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.t.attn_chunk = chunk;
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -662,6 +729,7 @@ int main(void) {
     RUN(test_attention);
     RUN(test_attention_dec);
     RUN(test_attention_mm);
+    RUN(test_attention_kvq);
     RUN(test_eltwise);
     RUN(test_moe_route);
     RUN(test_argmax);

@@ -137,8 +137,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
                "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay] [--kv-type f16|q8_0|q4_0]\n"
                "                  (vulkan: device of zinc --list-devices, tuning overrides after ZN_TUNE's, per-op GPU\n"
-               "                  times, every decode step recorded anew; --kv-type: the KV cache format, vulkan\n"
-               "                  has f16 and q8_0)\n"
+               "                  times, every decode step recorded anew; --kv-type: the KV cache format)\n"
                "       zinc bench --bandwidth [--threads N] [--json]\n"
                "       zinc bench --parallel N | -npl 1,8,32 [-npp 128] [-ntg 128] ...  (zinc bench --parallel 1 --help)\n",
                backend_names());

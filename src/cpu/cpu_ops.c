@@ -83,15 +83,11 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
     }
 }
 
-/* One K or V row into the cache in its format. Q8_0 rounds as the matmul
- * activations do (quant_quantize_act: ggml's arithmetic, which
- * kv_store.comp repeats); Q4_0 is the reference quantizer. */
+/* One K or V row into the cache in its format (backend_kv_put, whose
+ * bytes kv_store.comp repeats); f16 by the SIMD conversion. */
 static void kv_put(const cpu_ctx *c, uint8_t *dst, const float *x, int64_t n) {
-    switch (c->kv_type) {
-    case ZN_KV_Q8_0: quant_quantize_act(ZN_TYPE_Q8_0, x, dst, n); break;
-    case ZN_KV_Q4_0: quant_quantize_row(ZN_TYPE_Q4_0, x, dst, n); break;
-    default: c->vec.to_f16((zn_half *)dst, x, (int)n); break;
-    }
+    if (c->kv_type == ZN_KV_F16) c->vec.to_f16((zn_half *)dst, x, (int)n);
+    else backend_kv_put(c->kv_type, x, dst, n);
 }
 
 void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {

@@ -150,6 +150,11 @@ int backend_kv_type_parse(const char *name);
  * bytes of n values in it (n a multiple of its block size). */
 zn_type backend_kv_storage(zn_kv_type t);
 size_t backend_kv_bytes(zn_kv_type t, int64_t n);
+/* n values (a multiple of the block size) in format t as every backend
+ * stores them: Q8_0 rounded as the matmuls' activations are, Q4_0 by the
+ * reference quantizer (ggml's arithmetic), f16 to nearest even. The
+ * Vulkan kernel (kv_store.comp) writes the same bytes. */
+void backend_kv_put(zn_kv_type t, const float *x, void *dst, int64_t n);
 /* Whether model m can keep its KV cache in format t: ZN_ERR_UNSUPPORTED
  * naming the model and the head dim that is not a multiple of 32. */
 zn_status backend_kv_check(const zn_model *m, zn_kv_type t, zn_err *err);

@@ -22,6 +22,11 @@ zn_type backend_kv_storage(zn_kv_type t) {
 
 size_t backend_kv_bytes(zn_kv_type t, int64_t n) { return zn_row_size(backend_kv_storage(t), n); }
 
+void backend_kv_put(zn_kv_type t, const float *x, void *dst, int64_t n) {
+    if (t == ZN_KV_Q8_0) quant_quantize_act(ZN_TYPE_Q8_0, x, dst, n);
+    else quant_quantize_row(backend_kv_storage(t), x, dst, n);
+}
+
 zn_status backend_kv_check(const zn_model *m, zn_kv_type t, zn_err *err) {
     if (t < 0 || t >= ZN_KV_COUNT) return zn_errf(err, ZN_ERR_ARG, "KV cache type %d unknown", (int)t);
     if (t == ZN_KV_F16) return ZN_OK;

@@ -7,8 +7,9 @@
  * later steps only write those and submit (see vk_run and vk_replay.h).
  *
  * This file: init (device, tuning, ops, the weights through vk_weights.c,
- * buffers, pipelines through vk_record.c), sequences (each owns its f16 KV
- * cache and recurrent state), runs, reads and writes of activations.
+ * buffers, pipelines through vk_record.c), sequences (each owns its KV
+ * cache, f16 or Q8_0 / Q4_0 blocks, and recurrent state), runs, reads and
+ * writes of activations.
  * Activations live in one device arena laid out by the graph planner
  * (g->acts[i].off). vk_record.c turns a step into dispatches. */
 #include <stdio.h>
@@ -25,10 +26,6 @@ static void vk_free(void *ctx);
 static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *opt, zn_err *err) {
     *out = NULL;
     if (opt->device < -1) return zn_errf(err, ZN_ERR_ARG, "vulkan: no device %d", opt->device);
-    /* the shaders have f16 and Q8_0 caches (vk_ops.h kvq) */
-    if (opt->kv_type != ZN_KV_F16 && opt->kv_type != ZN_KV_Q8_0)
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: --kv-type %s is not implemented on this backend (f16 and q8_0 are; "
-                       "--backend cpu has it)", backend_kv_type_name(opt->kv_type));
     zn_status st0 = backend_kv_check(m, opt->kv_type, err);
     if (st0) return st0;
     vk_ctx *c = calloc(1, sizeof *c);
@@ -49,7 +46,9 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (st) zn_err_prefix(err, "vulkan");
     if (!st) st = vkops_init(&c->o, &c->d, &t, cache, err);
     c->kv_type = opt->kv_type;
-    if (!st && opt->kv_type == ZN_KV_Q8_0) c->o.kvq = true, c->o.attn_dec = c->o.fa_cm = false;
+    /* the shaders' KVQ is zn_kv_type's value (vk_ops.h kvq) */
+    _Static_assert(ZN_KV_F16 == 0 && ZN_KV_Q8_0 == 1 && ZN_KV_Q4_0 == 2 && ZN_KV_COUNT == 3, "kvq.glsl's KVQ values");
+    if (!st && opt->kv_type != ZN_KV_F16) c->o.kvq = (uint32_t)opt->kv_type, c->o.attn_dec = c->o.fa_cm = false;
     /* profiling times ops (every step recorded anew) */
     if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, opt->profile, err);
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);

@@ -78,7 +78,7 @@ typedef struct vk_ctx {
     /* the fusion plan of the graph being recorded (vk_fuse.h), sized for the model's graphs */
     int cap_nodes, cap_acts;
     bool no_fusion;               /* every node on its own (tests) */
-    zn_kv_type kv_type;           /* the caches' format (f16 or Q8_0: c->o.kvq) */
+    zn_kv_type kv_type;           /* the caches' format (f16, Q8_0, Q4_0: c->o.kvq) */
     vkfuse plan;
     /* hazard tracking since the last barrier */
     range rd[VK_HAZARDS], wr[VK_HAZARDS];

@@ -76,11 +76,12 @@ typedef struct vkops {
      * emulation when mm_emulate (tests), else on attn_fa.comp. */
     bool fa_cm;
     char fa_err[192];         /* why fa_cm went off (pipeline creation failed), or "" */
-    /* The KV cache in Q8_0 blocks (--kv-type q8_0), fixed at init: a
-     * specialisation constant of kv_store.comp, attn.comp and attn_fa.comp
-     * (KVQ), the only kernels that store and read it -- the fused rope +
-     * KV store, attn_dec.comp and attn_fa_cm.glsl are not taken then. */
-    bool kvq;
+    /* The KV cache's format, fixed at init: zn_kv_type's value (0 f16,
+     * 1 Q8_0 blocks, 2 Q4_0 blocks: kvq.glsl), a specialisation constant of
+     * kv_store.comp, attn.comp and attn_fa.comp (KVQ). Those are the only
+     * kernels that store and read a quantised cache -- the fused rope + KV
+     * store, attn_dec.comp and attn_fa_cm.glsl are not taken with one. */
+    uint32_t kvq;
     bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies:
                                  t.attn_dec on a device with subgroups of 8 or more */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of

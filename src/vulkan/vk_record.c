@@ -463,7 +463,7 @@ static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_ten
 }
 
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
-    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
+    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq != 0, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
                             .follows = weight_follows, .ctx = c};
     vkfuse_plan(&c->plan, &env, g);
 }

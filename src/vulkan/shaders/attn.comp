@@ -13,16 +13,18 @@
 // every position of its split count; n_past comes from the step block
 // (vk_ops.h vkop_step) when step is set. chunk 0: ceil(keys / n_split), for
 // any split count (the rule of attn_dec.comp, vk_ops.c vkop_attn_splits).
-// KVQ: the cache in Q8_0 blocks (kvq.glsl), dequantized as read. seqs set:
-// a batched decode step (seqs.glsl), one token per sequence, unsplit; the
-// workgroup's z is the sequence, q and dst are the step's whole rows.
+// KVQ: the cache in Q8_0 or Q4_0 blocks (kvq.glsl), dequantized as read.
+// seqs set: a batched decode step (seqs.glsl), one token per sequence,
+// unsplit; the workgroup's z is the sequence, q and dst are the step's
+// whole rows.
 #include "common.glsl"
-#include "kvq.glsl"
-#include "seqs.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
+
+#include "kvq.glsl"
+#include "seqs.glsl"
 
 #define MAXD 256
 

@@ -8,16 +8,17 @@
 // groups of 4 (dims 16 i + 4 (t % 4) + 0..3) so the four threads of a row
 // read adjacent 8-byte words of a key; a row's partial dot products meet
 // through two shuffles, so all four hold the whole score row and the
-// output needs no shared memory. KVQ: the cache in Q8_0 blocks (kvq.glsl),
-// dequantized when staged.
+// output needs no shared memory. KVQ: the cache in Q8_0 or Q4_0 blocks
+// (kvq.glsl), dequantized when staged.
 #include "common.glsl"
-#include "kvq.glsl"
 
 layout(constant_id = 0) const uint WG = 128;   // 4 threads x BR rows
 layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
 layout(constant_id = 2) const uint BC = 32;    // keys per tile (K + V tiles: 8 * BC * HD bytes)
 layout(constant_id = 3) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
+
+#include "kvq.glsl"
 
 #define BR 32u   // query rows per workgroup (vk_ops.c ATTN_FA_ROWS)
 #define PER (HD / 4u)

@@ -1,31 +1,58 @@
 #version 450
 // ZN_OP_KV_STORE: rows of K and V (f32) into the f16 cache at positions
 // n_past + r; the cache is [position][n_head_kv * head_dim]. n_past comes
-// from the step block (vk_ops.h vkop_step) when step is set. KVQ: Q8_0
-// blocks instead (kvq.glsl), one thread per block, rounded as the CPU
-// backend does (quant.c act_q8_0: d = amax / 127, codes x * 127 / amax to
-// nearest even). seqs set: a batched decode step (seqs.glsl), row r the one
-// token of sequence r of the table, at its row of k / v, its position, into
-// its caches.
+// from the step block (vk_ops.h vkop_step) when step is set. KVQ: Q8_0 or
+// Q4_0 blocks instead (kvq.glsl), one thread per block, rounded exactly as
+// the CPU backend does (kv_type.c backend_kv_put), so both backends hold
+// the same bytes (test_vk_layers compares them). seqs set: a batched decode step (seqs.glsl), row r the one token
+// of sequence r of the table, at its row of k / v, its position, into its
+// caches.
 #include "common.glsl"
-#include "kvq.glsl"
-#include "seqs.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(constant_id = 1) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
+#include "kvq.glsl"
+#include "seqs.glsl"
+
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer W8 { int8_t v[]; };
 
+// Q8_0 as quant.c act_q8_0: d = amax / 127, codes x * 127 / amax to
+// nearest even
 void put_q8(uint64_t src, uint64_t row, uint n) {
     for (uint b = gl_LocalInvocationID.x; b < n / 32u; b += WG) {
         float amax = 0.0;
         for (uint j = 0; j < 32u; j++) amax = max(amax, abs(F32(src).v[32u * b + j]));
-        const uint64_t blk = row + uint64_t(b) * KVQ_BLOCK;
+        const uint64_t blk = row + uint64_t(b) * kvq_block();
         F16(blk).v[0] = float16_t(amax / 127.0);
         const float id = amax != 0.0 ? 127.0 / amax : 0.0;
         for (uint j = 0; j < 32u; j++)
             W8(blk).v[2u + j] = int8_t(clamp(int(roundEven(F32(src).v[32u * b + j] * id)), -127, 127));
+    }
+}
+
+// Q4_0 as quant.c q_q4_0 (ggml's quantize_row_q4_0_ref): the value of
+// largest magnitude (the first of equals) keeps its sign and maps to -8,
+// d = max / -8, code trunc(x * (1 / d) + 8.5) clamped to 0..15. precise:
+// the CPU rounds x * id before adding 8.5, which a compiler that fuses the
+// two into an fma would not (lavapipe does not; GPUs may).
+void put_q4(uint64_t src, uint64_t row, uint n) {
+    for (uint b = gl_LocalInvocationID.x; b < n / 32u; b += WG) {
+        const uint64_t x = src + 128ul * b;
+        float amax = 0.0, mx = 0.0;
+        for (uint j = 0; j < 32u; j++) {
+            const float v = F32(x).v[j];
+            if (amax < abs(v)) amax = abs(v), mx = v;
+        }
+        precise float d = mx / -8.0;
+        precise float id = d != 0.0 ? 1.0 / d : 0.0;
+        const uint64_t blk = row + uint64_t(b) * kvq_block();
+        F16(blk).v[0] = float16_t(d);
+        for (uint j = 0; j < 16u; j++) {
+            precise float a0 = F32(x).v[j] * id + 8.5, a1 = F32(x).v[j + 16u] * id + 8.5;
+            W8(blk).v[2u + j] = int8_t(clamp(int(a0), 0, 15) | clamp(int(a1), 0, 15) << 4);
+        }
     }
 }
 
@@ -44,9 +71,14 @@ void main() {
         const SeqEnt e = SeqTab(p.seqs).v[r];
         r = e.row, pos = e.n_past, ck = e.k, cv = e.v;
     }
-    if (KVQ != 0u) {
+    if (KVQ == KVQ_Q8_0) {
         put_q8(p.k + 4ul * r * p.kdim, kvq_row(ck, pos, p.kdim), p.kdim);
         put_q8(p.v + 4ul * r * p.vdim, kvq_row(cv, pos, p.vdim), p.vdim);
+        return;
+    }
+    if (KVQ == KVQ_Q4_0) {
+        put_q4(p.k + 4ul * r * p.kdim, kvq_row(ck, pos, p.kdim), p.kdim);
+        put_q4(p.v + 4ul * r * p.vdim, kvq_row(cv, pos, p.vdim), p.vdim);
         return;
     }
     for (uint i = gl_LocalInvocationID.x; i < p.kdim; i += WG)

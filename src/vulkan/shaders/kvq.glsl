@@ -1,15 +1,31 @@
-// The Q8_0 KV cache (--kv-type q8_0, vk_ops.h kvq): a cache row of n values
-// is n / 32 blocks of {f16 d; int8 q[32]} (34 bytes, quant.h block_q8_0),
-// value = d * q. Row bytes are n / 32 * 34, so rows and blocks are only
-// 2-byte aligned: the codes are read a byte at a time.
-#define KVQ_BLOCK 34u
+// The quantised KV caches (--kv-type, vk_ops.h kvq), as GGUF's blocks of
+// 32 values (quant.h); the including shader declares the specialisation
+// constant KVQ first (1 Q8_0, 2 Q4_0; 0, the f16 cache, never calls these).
+//   Q8_0: {f16 d; int8 q[32]}, 34 bytes, value = d * q
+//   Q4_0: {f16 d; uint8 qs[16]}, 18 bytes, value j of the block = d * (q - 8)
+//         with q the low nibble of qs[j] for j < 16, the high nibble of
+//         qs[j - 16] for the rest
+// A row of n values is n / 32 blocks, so rows and blocks are only 2-byte
+// aligned: the codes are read a byte at a time.
+#define KVQ_Q8_0 1u
+#define KVQ_Q4_0 2u
 
-uint64_t kvq_row(uint64_t base, uint pos, uint n) { return base + uint64_t(pos) * uint64_t(n / 32u * KVQ_BLOCK); }
+uint kvq_block() { return KVQ == KVQ_Q4_0 ? 18u : 34u; }
+
+uint64_t kvq_row(uint64_t base, uint pos, uint n) { return base + uint64_t(pos) * uint64_t(n / 32u * kvq_block()); }
 
 // 4 values e .. e+3 (e % 4 == 0) of the row at address row
 vec4 kvq4(uint64_t row, uint e) {
-    const uint64_t b = row + uint64_t(e / 32u) * KVQ_BLOCK;
+    const uint64_t b = row + uint64_t(e / 32u) * kvq_block();
     const float d = float(F16(b).v[0]);
+    if (KVQ == KVQ_Q4_0) {
+        // e % 4 == 0: the 4 values are in one half of the block, one nibble
+        // of each of 4 consecutive bytes
+        const uint i = 2u + e % 16u, sh = e % 32u < 16u ? 0u : 4u;
+        U8 u = U8(b);
+        return d * (vec4(float((uint(u.v[i]) >> sh) & 15u), float((uint(u.v[i + 1u]) >> sh) & 15u),
+                         float((uint(u.v[i + 2u]) >> sh) & 15u), float((uint(u.v[i + 3u]) >> sh) & 15u)) - 8.0);
+    }
     const uint i = 2u + e % 32u;
     return d * vec4(float(I8(b).v[i]), float(I8(b).v[i + 1u]), float(I8(b).v[i + 2u]), float(I8(b).v[i + 3u]));
 }
