@@ -96,7 +96,10 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
  *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
  *   242.5 without (run 12): mvx_big_mb off.
- * - mvt 8 (not measured yet: a starting point from arithmetic): batched
+ * - mvt 1 until test_vk_ops has run it on a GPU (2026-12-05: no device; its
+ *   cross-lane reduction is tested at lavapipe's subgroups of 8 only, a
+ *   GPU's 32 or 64 take other trip counts): then 8, the starting point the
+ *   rest of this paragraph argues from arithmetic, and the mvt_* below. Batched
  *   decode at 8 sequences read every weight 8 times (424 tok/s on the 8B
  *   against llama.cpp's 730). Per weight step a lane now reads the x of
  *   every token from shared memory (48 bytes a token for Q4_K against 18
@@ -136,7 +139,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 1, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true, .mm_prep_tok = 1}

@@ -7,8 +7,9 @@
 #   1. correctness: test_vk_ops on NV cooperative matrix 2 (the A tiles dequantised in the GEMM, the new tiles,
 #      the multi-token mat-vec)
 #   2. kernels: vk-matmul at 512, 64 and 32 tokens, prep vs direct in every cm2 tile; vk-matvec at 8 tokens
-#   3. end to end on the Qwen3-8B shape: batched decode at 1/8/32/64 with the defaults, mvt=1 (one token per
-#      workgroup, as before), mm_prep_tok=off (direct GEMM), both; pp512 prep vs direct; llama-batched-bench.
+#   3. end to end on the Qwen3-8B shape: batched decode at 1/8/32/64 with the defaults, mvt=8 (8 tokens per
+#      workgroup; GPUs default to 1 until this run), mm_prep_tok=off (direct GEMM), both; pp512 prep vs direct;
+#      llama-batched-bench.
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -20,7 +21,7 @@ timeout 150 .dev/test_vk_ops > "$O/test_vk_ops.txt" 2>&1; echo "test_vk_ops rc $
 VKB_ONLY_CM2=1 timeout 200 .dev/vk-matmul 512,64,32 10 > "$O/matmul.txt" 2>&1; echo "vk-matmul rc $?"; grep -E "^---|auto" "$O/matmul.txt"
 [ -x .dev/vk-matvec ] && { ZN_BENCH_TOKENS=8 ZN_BENCH_QUICK=1 timeout 120 .dev/vk-matvec > "$O/matvec8.txt" 2>&1; echo "vk-matvec rc $?"; tail -12 "$O/matvec8.txt"; }
 wait
-for tune in default mvt=1 mm_prep_tok=off mvt=1,mm_prep_tok=off; do
+for tune in default mvt=8 mm_prep_tok=off mvt=8,mm_prep_tok=off; do
   T=; [ $tune = default ] || T="--tune $tune"
   timeout 120 $Z bench -m $F --backend vulkan -npl 1,8,32,64 -npp 128 -ntg 128 $T > "$O/bb-$tune.txt" 2>&1
   echo "== -npl $tune (rc $?)"; grep -E "^\|   128|^steps" "$O/bb-$tune.txt"
