@@ -29,6 +29,8 @@
 #define ZN_STEP_TOKENS        512        /* token budget of one engine step over all its sequences (decode
                                             tokens plus prompt chunks): what one step may cost the others */
 #define ZN_MAX_STEP_SEQS      256        /* sequences in one engine step */
+#define ZN_KV_BLOCK           256        /* positions per block of the paged KV cache (backend.h): a power of two,
+                                            the server's checkpoint block, the CPU's dequantised chunk */
 #define ZN_MAX_THREADS        256
 #define ZN_MAX_GRAPH_NODES    16384
 #define ZN_MAX_VOCAB          (1 << 22)
@@ -147,6 +149,7 @@
 
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_STEP_TOKENS <= ZN_MAX_BATCH, "a step is one graph run");
+_Static_assert((ZN_KV_BLOCK & (ZN_KV_BLOCK - 1)) == 0, "KV blocks are a power of two (shaders shift)");
 _Static_assert(ZN_MAX_STEP_SEQS <= ZN_STEP_TOKENS, "every sequence of a step has a token in it");
 _Static_assert(ZN_DEFAULT_CTX <= ZN_MAX_CTX, "default context too large");
 

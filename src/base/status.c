@@ -14,6 +14,7 @@ const char *zn_status_str(zn_status s) {
     case ZN_ERR_ARG: return "invalid argument";
     case ZN_ERR_DEVICE: return "device error";
     case ZN_ERR_NOT_FOUND: return "not found";
+    case ZN_ERR_KV_FULL: return "KV cache full";
     }
     return "unknown status";
 }

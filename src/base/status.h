@@ -16,6 +16,7 @@ typedef enum zn_status {
     ZN_ERR_ARG,         /* bad argument from the caller/user */
     ZN_ERR_DEVICE,      /* GPU / driver failure */
     ZN_ERR_NOT_FOUND,   /* key, tensor or file not present */
+    ZN_ERR_KV_FULL,     /* the shared KV pool has no free block (backend.h): wait or preempt, then retry */
 } zn_status;
 
 typedef struct zn_err {

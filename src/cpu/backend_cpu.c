@@ -222,6 +222,17 @@ static void cpu_seq_reset(void *ctx, void *state) {
     }
 }
 
+static zn_status cpu_seq_reserve(void *ctx, void *state, int n_pos, zn_err *err) {
+    (void)ctx;
+    const cpu_seq *s = state;
+    if (n_pos < 0 || n_pos > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "cpu: %d KV positions in a context of %d", n_pos, s->n_ctx);
+    return ZN_OK;
+}
+
+static void cpu_seq_trim(void *ctx, void *state, int n_keep) {
+    (void)ctx, (void)state, (void)n_keep;
+}
+
 static zn_status cpu_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
     const zn_hparams *hp = &((cpu_ctx *)ctx)->m->hp;
     cpu_seq *d = dst;
@@ -332,6 +343,8 @@ const zn_backend_ops zn_backend_cpu = {
     .seq_init = cpu_seq_init,
     .seq_free = cpu_seq_free,
     .seq_reset = cpu_seq_reset,
+    .seq_reserve = cpu_seq_reserve,
+    .seq_trim = cpu_seq_trim,
     .seq_copy = cpu_seq_copy,
     .run = cpu_run_graph,
     .read = cpu_read,

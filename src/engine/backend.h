@@ -21,6 +21,27 @@
  * of 32 (backend_kv_check). */
 typedef enum zn_kv_type { ZN_KV_F16 = 0, ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_COUNT } zn_kv_type;
 
+/* The paged KV cache. A sequence's keys and values live in blocks of
+ * ZN_KV_BLOCK positions (limits.h); one block holds those positions of
+ * every attention layer, position-major: position p of the sequence is
+ * row p % ZN_KV_BLOCK of block table[p / ZN_KV_BLOCK], and a row is each
+ * attention layer's K row then V row (backend_kv_layout). Blocks need not
+ * be adjacent: the kernels go through the table.
+ *   kv_pool_tokens 0: seq_init allocates the blocks for all n_ctx positions
+ *     of the sequence (a context shorter than a block: a block of n_ctx
+ *     rows), so a sequence never waits for memory;
+ *   kv_pool_tokens > 0: init allocates one pool of that many positions
+ *     (rounded up to whole blocks) shared by the context's sequences;
+ *     seq_reserve takes blocks from it as a sequence grows, seq_trim,
+ *     seq_reset and seq_free give them back. A sequence may then be
+ *     created for more positions than the pool has free (admission is the
+ *     caller's: engine_kv_free). */
+typedef struct zn_kv_layout {
+    size_t k_bytes, v_bytes; /* one position's K row / V row of one layer (n_head_kv * head_dim in the format) */
+    size_t pos_bytes;        /* one position of every attention layer: n_attn * (k_bytes + v_bytes) */
+    size_t block_bytes;      /* ZN_KV_BLOCK positions */
+} zn_kv_layout;
+
 /* How a backend is set up: configuration is data, one struct per engine
  * (nothing is read from the environment), so engines in one process can
  * differ. Start from backend_default_opts(). */
@@ -30,6 +51,7 @@ typedef struct zn_backend_opts {
     size_t arena_floats;  /* activation arena size (graph arena_floats) */
     int device;           /* index into the backend's devices(); -1: the best one */
     zn_kv_type kv_type;   /* KV cache format (--kv-type) */
+    int64_t kv_pool_tokens; /* > 0: one KV pool of this many positions shared by the sequences (see above) */
     const char *tune;     /* tuning overrides "key=value,..." (vulkan: the keys of vk_tune.c); NULL: none */
     bool profile;         /* GPU time per op on stderr after every step (each step recorded anew) */
     bool profile_kernels; /* ... split by shader too */
@@ -94,8 +116,10 @@ typedef struct zn_backend_mem {
     uint64_t weights;   /* the model's tensors as the backend reads them (CPU: the mapped file's
                            weights plus repacked copies; Vulkan: its device copies) */
     uint64_t scratch;   /* activations and work buffers, shared by every sequence */
-    uint64_t seqs;      /* the live sequences' states: KV caches and recurrent states */
+    uint64_t seqs;      /* the live sequences' states: KV caches and recurrent states (not the pool) */
     int n_seqs;
+    uint64_t kv_pool;   /* the shared KV pool (0: none, each sequence holds its own blocks) */
+    int64_t kv_blocks, kv_blocks_free; /* the pool's blocks, and those no sequence holds */
 } zn_backend_mem;
 
 typedef struct zn_backend_ops {
@@ -109,12 +133,22 @@ typedef struct zn_backend_ops {
     /* Per-sequence state for up to n_ctx positions, zeroed. */
     zn_status (*seq_init)(void *ctx, void **state, int n_ctx, zn_err *err);
     void (*seq_free)(void *ctx, void *state);
-    /* Forgets the sequence (recurrent state zeroed; KV need not be). */
+    /* Forgets the sequence (recurrent state zeroed; KV need not be; its
+     * pool blocks go back). */
     void (*seq_reset)(void *ctx, void *state);
+    /* Makes the sequence hold the blocks of positions [0, n_pos) (n_pos <=
+     * its n_ctx), taking missing ones from the pool: ZN_ERR_KV_FULL when it
+     * has too few free, keeping what it took. Allocates nothing. Without a
+     * pool it only checks n_pos. run() and seq_copy need the blocks their
+     * positions fall in to be held (the engine reserves them first). */
+    zn_status (*seq_reserve)(void *ctx, void *state, int n_pos, zn_err *err);
+    /* The blocks holding no position below n_keep go back to the pool (the
+     * sequence was cut back to n_keep). Without a pool nothing happens. */
+    void (*seq_trim)(void *ctx, void *state, int n_keep);
     /* Copies src's recurrent state (conv + delta of every recurrent layer)
      * and its KV entries for positions [0, n_kv) into dst, both sequences
-     * of this context; n_kv <= both contexts. dst's other KV entries stay
-     * as they were. What a checkpoint (save: a small sequence, n_kv 0) and
+     * of this context; n_kv <= both contexts, dst holding the blocks of
+     * [0, n_kv) (seq_reserve). dst's other KV entries stay as they were. What a checkpoint (save: a small sequence, n_kv 0) and
      * its restore, or a fork of a sequence, are made of. */
     zn_status (*seq_copy)(void *ctx, void *dst, const void *src, int n_kv, zn_err *err);
     /* Runs every node of g: states[i] is the state of the step's sequence
@@ -158,6 +192,9 @@ void backend_kv_put(zn_kv_type t, const float *x, void *dst, int64_t n);
 /* Whether model m can keep its KV cache in format t: ZN_ERR_UNSUPPORTED
  * naming the model and the head dim that is not a multiple of 32. */
 zn_status backend_kv_check(const zn_model *m, zn_kv_type t, zn_err *err);
+
+/* The block layout of model m's KV cache in format t. */
+zn_kv_layout backend_kv_layout(const zn_model *m, zn_kv_type t);
 
 /* NULL when no backend has that name. */
 const zn_backend_ops *backend_find(const char *name);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "limits.h"
+
 int engine_default_threads(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > ZN_MAX_THREADS ? ZN_MAX_THREADS : (int)n;
@@ -88,7 +90,8 @@ zn_status seq_copy(zn_seq *dst, const zn_seq *src, int n_kv, zn_err *err) {
     if (n_kv < 0 || n_kv > src->n_past || n_kv > dst->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "seq_copy: %d KV positions of a sequence at %d into a context of %d", n_kv,
                        src->n_past, dst->n_ctx);
-    zn_status st = dst->eng->be->seq_copy(dst->eng->be_ctx, dst->state, src->state, n_kv, err);
+    zn_status st = dst->eng->be->seq_reserve(dst->eng->be_ctx, dst->state, n_kv, err);
+    if (st == ZN_OK) st = dst->eng->be->seq_copy(dst->eng->be_ctx, dst->state, src->state, n_kv, err);
     if (st == ZN_OK) dst->n_past = src->n_past;
     return st;
 }
@@ -102,6 +105,7 @@ zn_status seq_truncate(zn_seq *s, int n, zn_err *err) {
     }
     if (engine_is_recurrent(s->eng))
         return zn_errf(err, ZN_ERR_ARG, "seq_truncate: a recurrent state cannot be cut back (%d -> %d tokens)", s->n_past, n);
+    s->eng->be->seq_trim(s->eng->be_ctx, s->state, n);
     s->n_past = n;
     return ZN_OK;
 }
@@ -137,12 +141,14 @@ zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, f
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", tokens[i], n_vocab);
+    zn_status st = e->be->seq_reserve(e->be_ctx, s->state, s->n_past + n, err);
+    if (st != ZN_OK) return st;
     for (int done = 0; done < n;) {
         const int step = n - done < e->max_tokens ? n - done : e->max_tokens;
         const bool last_step = done + step == n;
         /* rows of logits this step produces: all of them, or the final one */
         float *out = !logits ? NULL : all_logits ? logits + (size_t)done * n_vocab : last_step ? logits : NULL;
-        zn_status st = step_one(e, s, tokens + done, step, out, all_logits, err);
+        st = step_one(e, s, tokens + done, step, out, all_logits, err);
         if (st != ZN_OK) return st;
         done += step;
     }
@@ -170,6 +176,10 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
                 return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", it->tokens[j], n_vocab);
         for (int j = 0; j < i; j++)
             if (items[j].seq == s) return zn_errf(err, ZN_ERR_ARG, "step: items %d and %d are one sequence", j, i);
+    }
+    for (int i = 0; i < n_items; i++) {
+        zn_status st = e->be->seq_reserve(e->be_ctx, items[i].seq->state, items[i].seq->n_past + items[i].n, err);
+        if (st != ZN_OK) return st;
     }
     if (n_items == 1 || !e->be->multi_seq) { /* the one-sequence step (backends record and replay it) */
         for (int i = 0; i < n_items; i++) {
@@ -200,6 +210,11 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
     if (st != ZN_OK) return st;
     for (int i = 0; i < n_items; i++) items[i].seq->n_past += items[i].n;
     return ZN_OK;
+}
+
+int64_t engine_kv_free(const zn_engine *e) {
+    const zn_backend_mem m = engine_mem(e);
+    return m.kv_pool ? m.kv_blocks_free * ZN_KV_BLOCK : -1;
 }
 
 zn_backend_mem engine_mem(const zn_engine *e) {

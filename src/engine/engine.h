@@ -83,7 +83,8 @@ bool engine_is_recurrent(const zn_engine *e);
 /* Evaluates n tokens after the sequence's n_past ones (split into steps of at
  * most max_tokens). logits (may be NULL): all_logits ? [n][n_vocab] : the
  * last token's [n_vocab]. Token ids outside the vocab or a full context fail
- * with ZN_ERR_ARG and leave the sequence unchanged. */
+ * with ZN_ERR_ARG, a KV pool without the blocks for them with
+ * ZN_ERR_KV_FULL, and leave the sequence unchanged. */
 zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n,
                         float *logits, bool all_logits, zn_err *err);
 
@@ -101,8 +102,10 @@ typedef struct zn_step_item {
  * cache, its own recurrent state), each sequence's logits as if it had run
  * alone. 1 <= n_items <= e->max_seqs, each sequence of this engine at most
  * once, at most e->max_tokens tokens in all; any violation, a token id
- * outside the vocab or a full context fails with ZN_ERR_ARG before
- * anything runs, leaving every sequence unchanged. A failed run leaves the
+ * outside the vocab or a full context fails with ZN_ERR_ARG, and a KV
+ * pool without the blocks for them with ZN_ERR_KV_FULL, before anything
+ * runs, leaving every sequence's position unchanged (blocks reserved for
+ * some stay with them). A failed run leaves the
  * sequences' positions unchanged (their states may hold part of the step).
  * On a backend without multi_seq the items run one after the other (a
  * failure there leaves the items before it done). Allocates nothing. */
@@ -112,6 +115,9 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
  * say). */
 zn_backend_mem engine_mem(const zn_engine *e);
 
+/* Positions the shared KV pool (zn_backend_opts.kv_pool_tokens) has free
+ * now, in whole blocks; -1 without a pool. */
+int64_t engine_kv_free(const zn_engine *e);
 /* Number of online CPUs (>= 1). */
 int engine_default_threads(void);
 

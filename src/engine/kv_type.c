@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "limits.h"
 #include "quant.h"
 
 static const char *const kv_names[ZN_KV_COUNT] = {"f16", "q8_0", "q4_0"};
@@ -38,4 +39,13 @@ zn_status backend_kv_check(const zn_model *m, zn_kv_type t, zn_err *err) {
                        "%s: --kv-type %s needs head dims that are multiples of %d; this model's are %d (keys) and %d (values)",
                        m->path, kv_names[t], blk, hp->head_dim_k, hp->head_dim_v);
     return ZN_OK;
+}
+
+zn_kv_layout backend_kv_layout(const zn_model *m, zn_kv_type t) {
+    const zn_hparams *hp = &m->hp;
+    zn_kv_layout l = {.k_bytes = backend_kv_bytes(t, (int64_t)hp->n_head_kv * hp->head_dim_k),
+                      .v_bytes = backend_kv_bytes(t, (int64_t)hp->n_head_kv * hp->head_dim_v)};
+    l.pos_bytes = (size_t)model_n_attn_layers(m) * (l.k_bytes + l.v_bytes);
+    l.block_bytes = l.pos_bytes * ZN_KV_BLOCK;
+    return l;
 }

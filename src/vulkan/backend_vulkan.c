@@ -242,6 +242,17 @@ static void vk_seq_reset(void *ctx, void *state) {
     seq_zero(ctx, state, &err);
 }
 
+static zn_status vk_seq_reserve(void *ctx, void *state, int n_pos, zn_err *err) {
+    (void)ctx;
+    const vk_seq *s = state;
+    if (n_pos < 0 || n_pos > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d KV positions in a context of %d", n_pos, s->n_ctx);
+    return ZN_OK;
+}
+
+static void vk_seq_trim(void *ctx, void *state, int n_keep) {
+    (void)ctx, (void)state, (void)n_keep;
+}
+
 static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *d = dst;
@@ -443,6 +454,8 @@ const zn_backend_ops zn_backend_vulkan = {
     .seq_init = vk_seq_init,
     .seq_free = vk_seq_free,
     .seq_reset = vk_seq_reset,
+    .seq_reserve = vk_seq_reserve,
+    .seq_trim = vk_seq_trim,
     .seq_copy = vk_seq_copy,
     .run = vk_run,
     .read = vk_read,
