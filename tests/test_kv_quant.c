@@ -4,7 +4,7 @@
  * f16 cache; then on Vulkan with each against the CPU with the same one
  * (check_vulkan). Each run is a 12-token prompt batch then 12 single-token
  * decode steps (the prefill and the decode attention both read the
- * quantized cache; 24 positions, two chunks of CPU_KVQ_CHUNK would need
+ * quantized cache; 24 positions, two blocks of ZN_KV_BLOCK would need
  * longer prompts than the fixtures' contexts, the chunking is checked by
  * test_long_chunks). Bounds on the worst normalised MSE of a position's
  * logits, from the measurements of bench/results/2026-12-02-cpu-kvq.md with
@@ -264,7 +264,7 @@ static void test_demo(void) {
     check_model("zinc-demo-qwen35", "models/zinc-demo-qwen35.gguf", &in, NULL, true);
 }
 
-/* More keys than one CPU_KVQ_CHUNK (256): 3 batches of 128 tokens, the
+/* More keys than one KV block (ZN_KV_BLOCK, 256): 3 batches of 128 tokens, the
  * last batch's logits (keys 256..383 span two chunks) q8_0 against f16. */
 #define LONG_BATCH 128
 #define LONG_N 3

@@ -80,16 +80,33 @@ static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *
         c->moe_slots = calloc((size_t)hp->n_expert * (size_t)o->max_tokens * (size_t)k, sizeof *c->moe_slots);
         c->moe_count = calloc((size_t)hp->n_expert, sizeof *c->moe_count);
     }
-    if (c->kv_type != ZN_KV_F16) {
-        c->kvq_hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
-        c->kvq_rows = malloc(sizeof *c->kvq_rows * (size_t)o->n_threads * CPU_KVQ_CHUNK * (size_t)c->kvq_hd);
-        c->kvq_y = malloc(sizeof *c->kvq_y * (size_t)o->n_threads * (CPU_ATT_Q + 1) * (size_t)c->kvq_hd);
-    }
-    if (!c->arena || !c->xq || !c->tls || !c->rope || !c->attn_index || !c->recr_index ||
-        (c->kv_type != ZN_KV_F16 && (!c->kvq_rows || !c->kvq_y)) ||
-        (hp->n_expert > 0 && (!c->moe_slots || !c->moe_count))) {
+    c->kvl = backend_kv_layout(m, c->kv_type);
+    c->kvq_hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
+    if (c->kv_type != ZN_KV_F16)
+        c->kvq_rows = malloc(sizeof *c->kvq_rows * (size_t)o->n_threads * ZN_KV_BLOCK * (size_t)c->kvq_hd);
+    c->kvq_y = malloc(sizeof *c->kvq_y * (size_t)o->n_threads * (CPU_ATT_Q + 1) * (size_t)c->kvq_hd);
+    if (!c->arena || !c->xq || !c->tls || !c->rope || !c->attn_index || !c->recr_index || !c->kvq_y ||
+        (c->kv_type != ZN_KV_F16 && !c->kvq_rows) || (hp->n_expert > 0 && (!c->moe_slots || !c->moe_count))) {
         cpu_free(c);
         return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for %zu activation floats", o->arena_floats);
+    }
+    if (o->kv_pool_tokens < 0 || o->kv_pool_tokens > (int64_t)ZN_MAX_CTX * ZN_MAX_STEP_SEQS) {
+        cpu_free(c);
+        return zn_errf(err, ZN_ERR_ARG, "cpu: a KV pool of %lld positions", (long long)o->kv_pool_tokens);
+    }
+    if (o->kv_pool_tokens > 0 && c->kvl.pos_bytes > 0) {
+        c->pool_blocks = (o->kv_pool_tokens + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
+        c->kv_pool = malloc(c->kvl.block_bytes * (size_t)c->pool_blocks);
+        c->free_blk = malloc(sizeof *c->free_blk * (size_t)c->pool_blocks);
+        if (!c->kv_pool || !c->free_blk) {
+            cpu_free(c);
+            return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a KV pool of %lld blocks (%.1f MiB)",
+                           (long long)o->kv_pool_tokens, (double)c->kvl.block_bytes * (double)c->pool_blocks / 1048576.0);
+        }
+        /* the stack hands out the first blocks first (lower addresses) */
+        for (int64_t i = 0; i < c->pool_blocks; i++)
+            c->free_blk[i] = c->kv_pool + c->kvl.block_bytes * (size_t)(c->pool_blocks - 1 - i);
+        c->n_free = c->pool_blocks;
     }
     st = cpu_pack_init(c, err);
     if (st != ZN_OK) {
@@ -119,6 +136,8 @@ static void cpu_free(void *ctx) {
     free(c->recr_index);
     free(c->kvq_rows);
     free(c->kvq_y);
+    free(c->kv_pool);
+    free(c->free_blk);
     free(c->moe_slots);
     free(c->moe_count);
     free(c);
@@ -126,17 +145,20 @@ static void cpu_free(void *ctx) {
 
 /* ---- sequences ---- */
 
-static void seq_release(cpu_seq *s, int n_attn, int n_recr) {
-    for (int i = 0; s->k && i < n_attn; i++) {
-        free(s->k[i]);
-        free(s->v[i]);
-    }
+/* Pool blocks of s from block n_keep on go back to the pool. */
+static void blocks_give_back(cpu_ctx *c, cpu_seq *s, int n_keep) {
+    if (s->own) return;
+    while (s->n_blk > n_keep) c->free_blk[c->n_free++] = s->blk[--s->n_blk];
+}
+
+static void seq_release(cpu_ctx *c, cpu_seq *s, int n_recr) {
+    blocks_give_back(c, s, 0);
     for (int i = 0; s->conv && i < n_recr; i++) {
         free(s->conv[i]);
         free(s->delta[i]);
     }
-    free(s->k);
-    free(s->v);
+    free(s->own);
+    free(s->blk);
     free(s->conv);
     free(s->delta);
     free(s);
@@ -148,7 +170,7 @@ static void cpu_seq_free(void *ctx, void *state) {
     if (!s) return;
     c->seq_bytes -= s->held;
     c->n_seqs--;
-    seq_release(s, s->n_attn, s->n_recr);
+    seq_release(c, s, s->n_recr);
 }
 
 /* Recurrent state sizes (qwen35): conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk]. */
@@ -177,23 +199,22 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     cpu_seq *s = calloc(1, sizeof *s);
     if (!s) return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory");
     s->n_ctx = n_ctx;
-    s->kv_row_k = (size_t)hp->n_head_kv * hp->head_dim_k;
-    s->kv_row_v = (size_t)hp->n_head_kv * hp->head_dim_v;
-    s->kv_bytes_k = backend_kv_bytes(c->kv_type, (int64_t)s->kv_row_k);
-    s->kv_bytes_v = backend_kv_bytes(c->kv_type, (int64_t)s->kv_row_v);
     int n_attn = model_n_attn_layers(m), n_recr = hp->n_layer - n_attn;
-    s->k = calloc((size_t)n_attn + 1, sizeof *s->k);
-    s->v = calloc((size_t)n_attn + 1, sizeof *s->v);
+    const int n_blk = (n_ctx + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
+    s->blk = calloc((size_t)n_blk, sizeof *s->blk);
     s->conv = calloc((size_t)n_recr + 1, sizeof *s->conv);
     s->delta = calloc((size_t)n_recr + 1, sizeof *s->delta);
-    bool ok = s->k && s->v && s->conv && s->delta;
-    /* the sizes allocated are the sizes reported (zn_backend_mem) */
-    const size_t k_bytes = s->kv_bytes_k * (size_t)n_ctx, v_bytes = s->kv_bytes_v * (size_t)n_ctx;
+    bool ok = s->blk && s->conv && s->delta;
+    /* without a pool the sequence's blocks are one allocation of exactly
+     * n_ctx positions (the last block short), its table fixed; the sizes
+     * allocated are the sizes reported (zn_backend_mem) */
+    const size_t kv_bytes = c->kv_pool ? 0 : c->kvl.pos_bytes * (size_t)n_ctx;
     const size_t n_conv = conv_floats(hp), n_delta = delta_floats(hp);
-    for (int i = 0; ok && i < n_attn; i++) {
-        s->k[i] = malloc(k_bytes);
-        s->v[i] = malloc(v_bytes);
-        ok = s->k[i] && s->v[i];
+    if (ok && kv_bytes) {
+        s->own = malloc(kv_bytes);
+        ok = s->own != NULL;
+        for (int b = 0; ok && b < n_blk; b++) s->blk[b] = s->own + c->kvl.block_bytes * (size_t)b;
+        s->n_blk = ok ? n_blk : 0;
     }
     for (int i = 0; ok && i < n_recr; i++) {
         s->conv[i] = calloc(n_conv, sizeof(float));
@@ -203,10 +224,10 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->n_attn = n_attn;
     s->n_recr = n_recr;
     if (!ok) {
-        seq_release(s, n_attn, n_recr);
+        seq_release(c, s, n_recr);
         return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a %d-token KV cache", n_ctx);
     }
-    s->held = (uint64_t)n_attn * (k_bytes + v_bytes) + (uint64_t)n_recr * sizeof(float) * (n_conv + n_delta);
+    s->held = kv_bytes + (uint64_t)n_recr * sizeof(float) * (n_conv + n_delta);
     c->seq_bytes += s->held;
     c->n_seqs++;
     *out = s;
@@ -214,8 +235,10 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
 }
 
 static void cpu_seq_reset(void *ctx, void *state) {
-    const zn_hparams *hp = &((cpu_ctx *)ctx)->m->hp;
+    cpu_ctx *c = ctx;
+    const zn_hparams *hp = &c->m->hp;
     cpu_seq *s = state;
+    blocks_give_back(c, s, 0);
     for (int i = 0; i < s->n_recr; i++) {
         memset(s->conv[i], 0, sizeof(float) * conv_floats(hp));
         memset(s->delta[i], 0, sizeof(float) * delta_floats(hp));
@@ -223,30 +246,42 @@ static void cpu_seq_reset(void *ctx, void *state) {
 }
 
 static zn_status cpu_seq_reserve(void *ctx, void *state, int n_pos, zn_err *err) {
-    (void)ctx;
-    const cpu_seq *s = state;
-    if (n_pos < 0 || n_pos > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "cpu: %d KV positions in a context of %d", n_pos, s->n_ctx);
+    cpu_ctx *c = ctx;
+    cpu_seq *s = state;
+    if (n_pos < 0 || n_pos > s->n_ctx)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: %d KV positions in a context of %d", n_pos, s->n_ctx);
+    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
+    if (!c->kv_pool || need <= s->n_blk) return ZN_OK;
+    if (need - s->n_blk > c->n_free)
+        return zn_errf(err, ZN_ERR_KV_FULL, "KV pool full: %d more blocks of %d positions wanted, %lld of %lld free",
+                       need - s->n_blk, ZN_KV_BLOCK, (long long)c->n_free, (long long)c->pool_blocks);
+    while (s->n_blk < need) s->blk[s->n_blk++] = c->free_blk[--c->n_free];
     return ZN_OK;
 }
 
 static void cpu_seq_trim(void *ctx, void *state, int n_keep) {
-    (void)ctx, (void)state, (void)n_keep;
+    cpu_seq *s = state;
+    blocks_give_back(ctx, s, n_keep < 0 ? 0 : (n_keep + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK);
 }
 
 static zn_status cpu_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
-    const zn_hparams *hp = &((cpu_ctx *)ctx)->m->hp;
+    const cpu_ctx *c = ctx;
+    const zn_hparams *hp = &c->m->hp;
     cpu_seq *d = dst;
     const cpu_seq *s = src;
     if (n_kv < 0 || n_kv > d->n_ctx || n_kv > s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "cpu: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
+    if (c->kvl.pos_bytes && (n_kv > d->n_blk * ZN_KV_BLOCK || n_kv > s->n_blk * ZN_KV_BLOCK))
+        return zn_errf(err, ZN_ERR_ARG, "cpu: copy of %d KV positions: blocks of %d / %d held", n_kv, s->n_blk, d->n_blk);
     if (d == s) return ZN_OK;
     for (int i = 0; i < s->n_recr; i++) {
         memcpy(d->conv[i], s->conv[i], sizeof(float) * conv_floats(hp));
         memcpy(d->delta[i], s->delta[i], sizeof(float) * delta_floats(hp));
     }
-    for (int i = 0; i < s->n_attn && n_kv > 0; i++) {
-        memcpy(d->k[i], s->k[i], s->kv_bytes_k * (size_t)n_kv);
-        memcpy(d->v[i], s->v[i], s->kv_bytes_v * (size_t)n_kv);
+    /* a block holds every layer of its positions: one copy per block */
+    for (int p = 0; c->kvl.pos_bytes && p < n_kv; p += ZN_KV_BLOCK) {
+        const int n = n_kv - p < ZN_KV_BLOCK ? n_kv - p : ZN_KV_BLOCK;
+        memcpy(d->blk[p / ZN_KV_BLOCK], s->blk[p / ZN_KV_BLOCK], c->kvl.pos_bytes * (size_t)n);
     }
     return ZN_OK;
 }
@@ -286,6 +321,9 @@ static zn_status cpu_run_graph(void *ctx, void *const *states, const zn_graph *g
         if (!s[i]) return zn_errf(err, ZN_ERR_ARG, "cpu: no state for sequence %d of the step", i);
         if (q->n_past + q->n_rows > s[i]->n_ctx)
             return zn_errf(err, ZN_ERR_ARG, "context full: %d + %d tokens > %d", q->n_past, q->n_rows, s[i]->n_ctx);
+        if (q->n_past + q->n_rows > s[i]->n_blk * ZN_KV_BLOCK && c->kvl.pos_bytes > 0)
+            return zn_errf(err, ZN_ERR_ARG, "cpu: positions up to %d in %d KV blocks (not reserved)", q->n_past + q->n_rows,
+                           s[i]->n_blk);
         for (int j = 0; j < i; j++)
             if (s[j] == s[i]) return zn_errf(err, ZN_ERR_ARG, "cpu: sequences %d and %d of the step share a state", j, i);
     }
@@ -329,10 +367,11 @@ static void cpu_mem(void *ctx, zn_backend_mem *out) {
     uint64_t scratch = c->arena_floats * sizeof(float) + c->xq_bytes + c->att_stride * CPU_ATT_Q * T * sizeof(float) +
                        T * (uint64_t)c->rope_stride * sizeof(float);
     if (hp->n_expert > 0) scratch += (uint64_t)hp->n_expert * ((uint64_t)c->max_tokens * k + 1) * sizeof(int32_t);
-    if (c->kv_type != ZN_KV_F16)
-        scratch += T * (uint64_t)c->kvq_hd * (CPU_KVQ_CHUNK * sizeof(zn_half) + (CPU_ATT_Q + 1) * sizeof(float));
+    scratch += T * (uint64_t)c->kvq_hd * (CPU_ATT_Q + 1) * sizeof(float);
+    if (c->kv_type != ZN_KV_F16) scratch += T * (uint64_t)c->kvq_hd * ZN_KV_BLOCK * sizeof(zn_half);
     *out = (zn_backend_mem){.weights = c->m->weight_bytes + c->packed_bytes, .scratch = scratch, .seqs = c->seq_bytes,
-                            .n_seqs = c->n_seqs};
+                            .n_seqs = c->n_seqs, .kv_pool = c->kvl.block_bytes * (uint64_t)c->pool_blocks,
+                            .kv_blocks = c->pool_blocks, .kv_blocks_free = c->n_free};
 }
 
 const zn_backend_ops zn_backend_cpu = {

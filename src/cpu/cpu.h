@@ -150,33 +150,42 @@ typedef struct cpu_ctx {
     size_t packed_bytes;
     /* layer -> index among attention / recurrent layers */
     int *attn_index, *recr_index;
-    /* KV cache format; for a quantized one, per-thread scratch the
-     * attention dequantizes CPU_KVQ_CHUNK rows of one head into (f16, for
-     * the f16 kernels) and the values of a chunk ([CPU_ATT_Q][hd_v]) */
+    /* KV cache format and block layout (backend.h); attention runs block
+     * by block: per thread the values of a block ([CPU_ATT_Q][hd]) and one
+     * row dequantized, and for a quantized format a block's rows of one
+     * head as f16 (kvq_rows, for the f16 kernels) */
     zn_kv_type kv_type;
-    zn_half *kvq_rows;      /* [n_threads][CPU_KVQ_CHUNK][kvq_hd] */
-    float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a chunk's values, a row dequantized */
+    zn_kv_layout kvl;
+    zn_half *kvq_rows;      /* [n_threads][ZN_KV_BLOCK][kvq_hd] (quantized formats) */
+    float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a block's values, a row dequantized */
     int kvq_hd;
+    /* the shared KV pool (kv_pool_tokens > 0): pool_blocks blocks, the free
+     * ones' addresses a stack */
+    uint8_t *kv_pool;
+    int64_t pool_blocks, n_free;
+    uint8_t **free_blk;     /* [pool_blocks] */
     uint64_t seq_bytes;     /* the live sequences' caches and states (zinc bench -npl, serve) */
     int n_seqs;
 } cpu_ctx;
 
-/* Keys (or values) of a quantized KV cache dequantized at a time: bounds the
- * scratch whatever the context length. */
-#define CPU_KVQ_CHUNK 256
-
 typedef struct cpu_seq {
     int n_ctx;
     int n_attn, n_recr;
-    /* per attention layer: [n_ctx][n_head_kv * head_dim] in the context's
-     * kv_type (f16 values, or Q8_0 / Q4_0 blocks: a head's row is whole
-     * blocks), rows of kv_bytes_k / kv_bytes_v bytes */
-    uint8_t **k, **v;
+    /* the block table (backend.h): position p at row p % ZN_KV_BLOCK of
+     * blk[p / ZN_KV_BLOCK], of which the first n_blk are held; own: the
+     * sequence's own blocks (no pool), else they are the pool's */
+    uint8_t **blk;
+    int n_blk;
+    uint8_t *own;
     float **conv, **delta;  /* per recurrent layer: conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk] */
-    size_t kv_row_k, kv_row_v; /* values per row */
-    size_t kv_bytes_k, kv_bytes_v;
     uint64_t held;          /* bytes of its caches and states, counted in cpu_ctx.seq_bytes once made */
 } cpu_seq;
+
+/* Where position pos of attention layer li keeps its K row (V: + kvl.k_bytes). */
+static inline uint8_t *cpu_kv_row(const cpu_ctx *c, const cpu_seq *s, int li, int64_t pos) {
+    return s->blk[pos / ZN_KV_BLOCK] + (size_t)(pos % ZN_KV_BLOCK) * c->kvl.pos_bytes +
+           (size_t)li * (c->kvl.k_bytes + c->kvl.v_bytes);
+}
 
 typedef struct cpu_run {
     cpu_ctx *c;

@@ -97,10 +97,9 @@ void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
     int64_t t0, t1;
     cpu_split(ka->rows, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
-        const cpu_seq *s = r->s[r->g->row_seq[t]];
-        const size_t pos = (size_t)r->g->row_pos[t];
-        kv_put(r->c, s->k[li] + pos * s->kv_bytes_k, k + t * ka->cols, ka->cols);
-        kv_put(r->c, s->v[li] + pos * s->kv_bytes_v, v + t * va->cols, va->cols);
+        uint8_t *row = cpu_kv_row(r->c, r->s[r->g->row_seq[t]], li, r->g->row_pos[t]);
+        kv_put(r->c, row, k + t * ka->cols, ka->cols);
+        kv_put(r->c, row + r->c->kvl.k_bytes, v + t * va->cols, va->cols);
     }
 }
 
@@ -115,35 +114,51 @@ static void kvq_rows(const cpu_ctx *c, const uint8_t *base, size_t row_bytes, si
     }
 }
 
-/* The attention of one block of queries (cpu_op_attn) over a quantized
- * cache: keys then values dequantized CPU_KVQ_CHUNK rows at a time, so the
- * scratch does not grow with the context; the scores of a chunk are
- * independent of the others, the values summed chunk after chunk. */
-static void attn_kvq(const cpu_run *r, const cpu_seq *s, int li, int kvh, int hd_k, int hd_v, float scale,
-                     const float *const *qs, float *const *ys, const int *nk, int nq, float (*sc)[CPU_ATT_Q], int ith) {
+/* The attention of one group of queries (cpu_op_attn) over the cache,
+ * block by block of the paged cache (backend.h): the scores of a block are
+ * independent of the others; the values of the first block go to ys, the
+ * others' are added (a context within one block: one call, as unpaged). A
+ * quantized cache's rows of the head are dequantized to f16 a block at a
+ * time, so the scratch does not grow with the context. */
+static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int hd_k, int hd_v, float scale,
+                        const float *const *qs, float *const *ys, const int *nk, int nq, float (*sc)[CPU_ATT_Q], int ith) {
     const cpu_ctx *c = r->c;
     const cpu_vec *vec = &c->vec;
-    zn_half *rows = c->kvq_rows + (size_t)ith * CPU_KVQ_CHUNK * c->kvq_hd;
+    const bool f16 = c->kv_type == ZN_KV_F16;
+    zn_half *rows = f16 ? NULL : c->kvq_rows + (size_t)ith * ZN_KV_BLOCK * c->kvq_hd;
     float *yc = c->kvq_y + (size_t)ith * (CPU_ATT_Q + 1) * c->kvq_hd, *tmp = yc + (size_t)CPU_ATT_Q * c->kvq_hd;
-    const size_t koff = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_k);
-    const size_t voff = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_v);
+    const size_t koff = (size_t)li * (c->kvl.k_bytes + c->kvl.v_bytes), voff = koff + c->kvl.k_bytes;
+    const size_t khead = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_k);
+    const size_t vhead = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_v);
+    const size_t stride = c->kvl.pos_bytes / sizeof(zn_half); /* f16: a row's values apart */
     const int n_keys = nk[nq - 1];
-    for (int j0 = 0; j0 < n_keys; j0 += CPU_KVQ_CHUNK) {
-        const int n = n_keys - j0 < CPU_KVQ_CHUNK ? n_keys - j0 : CPU_KVQ_CHUNK;
-        kvq_rows(c, s->k[li] + (size_t)j0 * s->kv_bytes_k, s->kv_bytes_k, koff, n, hd_k, rows, tmp);
+    for (int j0 = 0; j0 < n_keys; j0 += ZN_KV_BLOCK) {
+        const int n = n_keys - j0 < ZN_KV_BLOCK ? n_keys - j0 : ZN_KV_BLOCK;
+        const uint8_t *b = s->blk[j0 / ZN_KV_BLOCK] + koff;
+        if (f16) {
+            vec->att_scores((const zn_half *)(b + khead), stride, n, qs, nq, hd_k, scale, sc + j0);
+            continue;
+        }
+        kvq_rows(c, b, c->kvl.pos_bytes, khead, n, hd_k, rows, tmp);
         vec->att_scores(rows, (size_t)hd_k, n, qs, nq, hd_k, scale, sc + j0);
     }
     vec->att_softmax(sc, nk, nq);
-    for (int i = 0; i < nq; i++) memset(ys[i], 0, sizeof(float) * (size_t)hd_v);
     float *yp[CPU_ATT_Q];
     for (int i = 0; i < nq; i++) yp[i] = yc + (size_t)i * hd_v;
-    for (int j0 = 0; j0 < n_keys; j0 += CPU_KVQ_CHUNK) {
-        const int n = n_keys - j0 < CPU_KVQ_CHUNK ? n_keys - j0 : CPU_KVQ_CHUNK;
+    for (int j0 = 0; j0 < n_keys; j0 += ZN_KV_BLOCK) {
+        const int n = n_keys - j0 < ZN_KV_BLOCK ? n_keys - j0 : ZN_KV_BLOCK;
         int nc[CPU_ATT_Q];
         for (int i = 0; i < nq; i++) nc[i] = nk[i] - j0 < 0 ? 0 : nk[i] - j0 > n ? n : nk[i] - j0;
-        kvq_rows(c, s->v[li] + (size_t)j0 * s->kv_bytes_v, s->kv_bytes_v, voff, n, hd_v, rows, tmp);
-        vec->att_values(rows, (size_t)hd_v, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v, yp);
-        for (int i = 0; i < nq; i++)
+        const uint8_t *b = s->blk[j0 / ZN_KV_BLOCK] + voff;
+        float *const *out = j0 == 0 ? ys : yp;
+        if (f16) {
+            vec->att_values((const zn_half *)(b + vhead), stride, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v,
+                            out);
+        } else {
+            kvq_rows(c, b, c->kvl.pos_bytes, vhead, n, hd_v, rows, tmp);
+            vec->att_values(rows, (size_t)hd_v, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v, out);
+        }
+        for (int i = 0; j0 > 0 && i < nq; i++)
             for (int e = 0; e < hd_v; e++) ys[i][e] += yp[i][e];
     }
 }
@@ -155,7 +170,6 @@ static void attn_kvq(const cpu_run *r, const cpu_seq *s, int li, int kvh, int hd
  * be short), so a query's arithmetic is the same in any batch. */
 void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const zn_graph *g = r->g;
-    const cpu_vec *vec = &r->c->vec;
     const int li = r->c->attn_index[n->layer];
     const int n_head = n->attn.n_head, n_head_kv = n->attn.n_head_kv, hd_k = n->attn.hd_k, hd_v = n->attn.hd_v;
     const int group = n_head / n_head_kv;
@@ -177,8 +191,6 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
         const cpu_seq *s = r->s[si];
         const int j0 = (b - si_block) * CPU_ATT_Q, t0 = sq->row0 + j0;
         const int n_tok = sq->n_rows - j0 < CPU_ATT_Q ? sq->n_rows - j0 : CPU_ATT_Q;
-        const zn_half *kb = (const zn_half *)s->k[li] + (size_t)kvh * hd_k;
-        const zn_half *vb = (const zn_half *)s->v[li] + (size_t)kvh * hd_v;
         for (int q0 = 0; q0 < n_tok * group; q0 += CPU_ATT_Q) {
             const int nq = n_tok * group - q0 < CPU_ATT_Q ? n_tok * group - q0 : CPU_ATT_Q;
             const float *qs[CPU_ATT_Q];
@@ -190,13 +202,7 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
                 ys[i] = y + (int64_t)t * n_head * hd_v + (size_t)h * hd_v;
                 nk[i] = g->row_pos[t] + 1;
             }
-            if (r->c->kv_type != ZN_KV_F16) {
-                attn_kvq(r, s, li, kvh, hd_k, hd_v, scale, qs, ys, nk, nq, sc, ith);
-                continue;
-            }
-            vec->att_scores(kb, s->kv_row_k, nk[nq - 1], qs, nq, hd_k, scale, sc);
-            vec->att_softmax(sc, nk, nq);
-            vec->att_values(vb, s->kv_row_v, nk, (const float (*)[CPU_ATT_Q])sc, nq, hd_v, ys);
+            attn_blocks(r, s, li, kvh, hd_k, hd_v, scale, qs, ys, nk, nq, sc, ith);
         }
     }
 }

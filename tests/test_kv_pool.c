@@ -1,0 +1,177 @@
+/* The paged KV cache (backend.h): sequences of one shared pool, whose
+ * blocks are handed out as they grow and so are not adjacent, give the same
+ * logits bit for bit as sequences with blocks of their own, in batched steps
+ * of prefill chunks and decode tokens, across block boundaries, after being
+ * cut back and grown again, and forked (seq_copy). A pool without free
+ * blocks fails a step with ZN_ERR_KV_FULL before anything runs; cutting
+ * back, resetting and freeing sequences gives the blocks back. */
+#include <string.h>
+
+#include "engine.h"
+#include "harness.h"
+#include "limits.h"
+#include "model.h"
+
+#define N_CTX 900
+#define N_TOK 1200
+
+static int32_t T[N_TOK];
+static const char *backend = "cpu";
+
+static bool init_engine(zn_engine *e, const zn_model *m, int64_t pool, zn_kv_type kvt) {
+    zn_err err = {0};
+    zn_engine_opts o = engine_default_opts();
+    o.backend = backend;
+    o.be.n_threads = 2;
+    o.be.kv_type = kvt;
+    o.be.kv_pool_tokens = pool;
+    if (engine_init(e, m, &o, &err) == ZN_OK) return true;
+    CHECK_MSG(0, "%s: %s", backend, err.msg);
+    return false;
+}
+
+/* One step of both engines: sequence i of each takes n[i] tokens (0: none)
+ * from T at its position; the logits of every item must be equal. */
+static void step_both(zn_engine *e, zn_seq *a, zn_seq *b, const int *n, float *la, float *lb, int nv,
+                      const char *what) {
+    zn_step_item ia[2], ib[2];
+    int k = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!n[i]) continue;
+        ia[k] = (zn_step_item){.seq = &a[i], .tokens = T + a[i].n_past, .n = n[i], .logits = la + (size_t)k * nv};
+        ib[k] = (zn_step_item){.seq = &b[i], .tokens = T + b[i].n_past, .n = n[i], .logits = lb + (size_t)k * nv};
+        k++;
+    }
+    zn_err err = {0};
+    zn_status sa = engine_step(e, ia, k, &err);
+    CHECK_MSG(sa == ZN_OK, "%s: %s", what, err.msg);
+    zn_status sb = engine_step(e + 1, ib, k, &err);
+    CHECK_MSG(sb == ZN_OK, "%s (pool): %s", what, err.msg);
+    if (sa == ZN_OK && sb == ZN_OK)
+        CHECK_MSG(!memcmp(la, lb, sizeof *la * (size_t)nv * (size_t)k), "%s %s: pooled logits differ", backend, what);
+}
+
+static void pool_matches_own(const char *rel, zn_kv_type kvt) {
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, shared_path(rel), &err)) {
+        CHECK_MSG(0, "%s: %s", rel, err.msg);
+        return;
+    }
+    const int nv = m.hp.n_vocab;
+    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % nv);
+    zn_engine e[2];
+    if (!init_engine(&e[0], &m, 0, kvt) || !init_engine(&e[1], &m, 6 * ZN_KV_BLOCK, kvt)) {
+        model_free(&m);
+        return;
+    }
+    const bool recurrent = engine_is_recurrent(&e[0]);
+    zn_seq a[2], b[2], fa, fb; /* a: own blocks (e[0]), b: the pool's (e[1]) */
+    float *la = malloc(sizeof(float) * 2 * (size_t)nv), *lb = malloc(sizeof(float) * 2 * (size_t)nv);
+    for (int i = 0; i < 2; i++) {
+        CHECK(seq_init(&a[i], &e[0], N_CTX, &err) == ZN_OK);
+        CHECK(seq_init(&b[i], &e[1], N_CTX, &err) == ZN_OK);
+    }
+    CHECK(seq_init(&fa, &e[0], N_CTX, &err) == ZN_OK);
+    CHECK(seq_init(&fb, &e[1], N_CTX, &err) == ZN_OK);
+    CHECK_EQ_INT(engine_kv_free(&e[0]), -1);
+    CHECK_EQ_INT(engine_kv_free(&e[1]), 6 * ZN_KV_BLOCK);
+    /* 0 takes pool blocks 0 and 1, 1 takes 2 and 3, then 0 grows into 4:
+     * sequence 0's third block is not beside its second */
+    step_both(e, a, b, (int[]){300, 0}, la, lb, nv, "prefill 0");
+    step_both(e, a, b, (int[]){0, 300}, la, lb, nv, "prefill 1");
+    step_both(e, a, b, (int[]){250, 1}, la, lb, nv, "chunk + decode");
+    for (int t = 0; t < 12; t++) step_both(e, a, b, (int[]){1, 1}, la, lb, nv, "decode"); /* 0 crosses 512 */
+    CHECK_EQ_INT(engine_kv_free(&e[1]), 1 * ZN_KV_BLOCK);
+    if (!recurrent) {
+        /* a fork of sequence 0's first 200 positions takes the last free
+         * block, and runs on from there alike (n_past is the source's: cut back) */
+        CHECK(seq_copy(&fa, &a[0], 200, &err) == ZN_OK && seq_copy(&fb, &b[0], 200, &err) == ZN_OK);
+        CHECK_EQ_INT(engine_kv_free(&e[1]), 0);
+        CHECK(seq_truncate(&fa, 200, &err) == ZN_OK && seq_truncate(&fb, 200, &err) == ZN_OK);
+        CHECK(engine_decode(&e[0], &fa, T + 200, 4, la, false, &err) == ZN_OK);
+        CHECK(engine_decode(&e[1], &fb, T + 200, 4, lb, false, &err) == ZN_OK);
+        CHECK_MSG(!memcmp(la, lb, sizeof *la * (size_t)nv), "%s: the fork's logits differ", backend);
+        seq_free(&fb);
+        CHECK_EQ_INT(engine_kv_free(&e[1]), 1 * ZN_KV_BLOCK);
+        /* cut back below a block boundary and grown again: 1 gives its
+         * second block back and takes one again */
+        CHECK(seq_truncate(&a[1], 100, &err) == ZN_OK && seq_truncate(&b[1], 100, &err) == ZN_OK);
+        CHECK_EQ_INT(engine_kv_free(&e[1]), 2 * ZN_KV_BLOCK);
+        step_both(e, a, b, (int[]){1, 400}, la, lb, nv, "regrow");
+    }
+    CHECK_EQ_INT(engine_kv_free(&e[1]), 1 * ZN_KV_BLOCK);
+    seq_reset(&b[0]);
+    CHECK_EQ_INT(engine_kv_free(&e[1]), 4 * ZN_KV_BLOCK);
+    const zn_backend_mem mem = engine_mem(&e[1]);
+    CHECK_EQ_INT(mem.kv_blocks, 6);
+    CHECK(mem.kv_pool > 0 && engine_mem(&e[0]).kv_pool == 0);
+    for (int i = 0; i < 2; i++) seq_free(&a[i]), seq_free(&b[i]);
+    seq_free(&fa);
+    seq_free(&fb);
+    CHECK_EQ_INT(engine_kv_free(&e[1]), 6 * ZN_KV_BLOCK);
+    free(la);
+    free(lb);
+    engine_free(&e[0]);
+    engine_free(&e[1]);
+    model_free(&m);
+}
+
+/* A pool of 3 blocks: what does not fit fails with ZN_ERR_KV_FULL and
+ * changes no position; blocks given back make it fit. */
+static void test_full(void) {
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, shared_path("models/tiny/qwen3-dense-q8_0.gguf"), &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    const int nv = m.hp.n_vocab;
+    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % nv);
+    zn_engine e;
+    if (!init_engine(&e, &m, 3 * ZN_KV_BLOCK - 10, ZN_KV_F16)) { /* rounded up to 3 blocks */
+        model_free(&m);
+        return;
+    }
+    zn_seq a, b;
+    CHECK(seq_init(&a, &e, N_CTX, &err) == ZN_OK && seq_init(&b, &e, N_CTX, &err) == ZN_OK);
+    CHECK(engine_decode(&e, &a, T, 600, NULL, false, &err) == ZN_OK);
+    CHECK_EQ_INT(engine_kv_free(&e), 0);
+    CHECK_EQ_INT(engine_decode(&e, &b, T, 1, NULL, false, &err), ZN_ERR_KV_FULL);
+    CHECK(strstr(err.msg, "KV pool full") != NULL);
+    CHECK_EQ_INT(b.n_past, 0);
+    /* a step is refused whole: a's token does not run either */
+    zn_step_item it[2] = {{.seq = &a, .tokens = T + 600, .n = 1}, {.seq = &b, .tokens = T, .n = 1}};
+    CHECK_EQ_INT(engine_step(&e, it, 2, &err), ZN_ERR_KV_FULL);
+    CHECK_EQ_INT(a.n_past, 600);
+    /* past a's last block: more than the pool holds */
+    CHECK_EQ_INT(engine_decode(&e, &a, T + 600, 200, NULL, false, &err), ZN_ERR_KV_FULL);
+    CHECK_EQ_INT(a.n_past, 600);
+    CHECK(seq_truncate(&a, 300, &err) == ZN_OK);
+    CHECK_EQ_INT(engine_kv_free(&e), ZN_KV_BLOCK);
+    CHECK(engine_step(&e, it, 2, &err) == ZN_OK);
+    CHECK_EQ_INT(a.n_past, 301);
+    CHECK_EQ_INT(b.n_past, 1);
+    CHECK_EQ_INT(engine_kv_free(&e), 0);
+    seq_free(&a);
+    CHECK_EQ_INT(engine_kv_free(&e), 2 * ZN_KV_BLOCK);
+    seq_reset(&b);
+    CHECK_EQ_INT(engine_kv_free(&e), 3 * ZN_KV_BLOCK);
+    seq_free(&b);
+    engine_free(&e);
+    model_free(&m);
+}
+
+static void test_dense_f16(void) { pool_matches_own("models/tiny/qwen3-dense-q8_0.gguf", ZN_KV_F16); }
+static void test_dense_q8(void) { pool_matches_own("models/tiny/llama-dense-q4_k_m.gguf", ZN_KV_Q8_0); }
+static void test_hybrid_q4(void) { pool_matches_own("models/tiny/qwen35-dense-q4_k_m.gguf", ZN_KV_Q4_0); }
+static void test_moe(void) { pool_matches_own("models/tiny/qwen35moe-moe-q4_k_m.gguf", ZN_KV_F16); }
+
+int main(void) {
+    RUN(test_dense_f16);
+    RUN(test_dense_q8);
+    RUN(test_hybrid_q4);
+    RUN(test_moe);
+    RUN(test_full);
+    return harness_report("kv_pool");
+}
