@@ -29,9 +29,13 @@
 #define ZN_STEP_TOKENS        512        /* token budget of one engine step over all its sequences (decode
                                             tokens plus prompt chunks): what one step may cost the others */
 #define ZN_MAX_STEP_SEQS      256        /* sequences in one engine step */
+#define ZN_KV_MEM_AUTO        (-1)       /* zinc serve --kv-mem auto (server.h kv_mem) */
+#define ZN_KV_MEM_FRACTION    0.85       /* of the device's memory beyond the weights, for --kv-mem auto: the rest
+                                            for activations, scratch and the driver */
 #define ZN_KV_BLOCK           256        /* positions per block of the paged KV cache (backend.h): a power of two,
                                             the server's checkpoint block, the CPU's dequantised chunk */
 #define ZN_MAX_THREADS        256
+#define ZN_MAX_DEVICES        16         /* devices a backend lists (zinc --list-devices, --device N) */
 #define ZN_MAX_GRAPH_NODES    16384
 #define ZN_MAX_VOCAB          (1 << 22)
 /* Gated DeltaNet shapes both backends run (the loader refuses others): key

@@ -41,7 +41,6 @@ struct zn_hw;
 void cli_detect_profile(struct zn_profile *p, struct zn_hw *hw); /* cli_args.c */
 
 /* The engine options of the commands that run a model, as given. */
-#define CLI_MAX_DEVICES 16
 #define CLI_TUNE_MAX (2 * ZN_TUNE_TEXT_MAX) /* ZN_TUNE and --tune together */
 typedef struct cli_engine_args {
     const char *backend;  /* --backend (NULL / "auto": the default) */

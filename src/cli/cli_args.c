@@ -25,10 +25,10 @@ int cli_parse_long(const char *s, long lo, long hi, long *out) {
 const char *cli_backend_or_default(const char *opt) {
     if (opt && strcmp(opt, "auto")) return opt;
     const zn_backend_ops *vk = backend_find("vulkan");
-    zn_device_info devs[CLI_MAX_DEVICES];
+    zn_device_info devs[ZN_MAX_DEVICES];
     int n = 0, best = -1;
     zn_err err = {0};
-    if (!vk || !vk->devices || vk->devices(devs, CLI_MAX_DEVICES, &n, &best, &err) != ZN_OK) {
+    if (!vk || !vk->devices || vk->devices(devs, ZN_MAX_DEVICES, &n, &best, &err) != ZN_OK) {
         fprintf(stderr, "zinc: backend cpu (no Vulkan: %s)\n", err.msg);
         return "cpu";
     }
@@ -47,10 +47,10 @@ const char *cli_backend_or_default(const char *opt) {
 void cli_detect_profile(zn_profile *p, zn_hw *hw) {
     memset(hw, 0, sizeof *hw);
     const zn_backend_ops *vk = backend_find("vulkan");
-    zn_device_info devs[CLI_MAX_DEVICES];
+    zn_device_info devs[ZN_MAX_DEVICES];
     int n = 0, best = -1;
     zn_err err = {0};
-    if (!vk || !vk->devices || vk->devices(devs, CLI_MAX_DEVICES, &n, &best, &err) != ZN_OK) best = -1;
+    if (!vk || !vk->devices || vk->devices(devs, ZN_MAX_DEVICES, &n, &best, &err) != ZN_OK) best = -1;
     if (best >= 0 && !devs[best].emulated && devs[best].usable) {
         const zn_device_info *v = &devs[best];
         hw->gpu = true;
@@ -93,14 +93,14 @@ static void device_names(const zn_device_info *d, int n, char *buf, size_t cap) 
 
 /* --device: an index of the backend's devices, checked against the list. */
 static int check_device(const char *cmd, const zn_backend_ops *be, const char *v, int *out) {
-    zn_device_info devs[CLI_MAX_DEVICES];
+    zn_device_info devs[ZN_MAX_DEVICES];
     int n = 0, def = -1;
     zn_err err = {0};
     if (!be->devices) {
         fprintf(stderr, "%s: --device %s: the %s backend has no devices to choose\n", cmd, v, be->name);
         return 2;
     }
-    if (be->devices(devs, CLI_MAX_DEVICES, &n, &def, &err) != ZN_OK || n == 0) {
+    if (be->devices(devs, ZN_MAX_DEVICES, &n, &def, &err) != ZN_OK || n == 0) {
         fprintf(stderr, "%s: --device %s: no %s device (%s)\n", cmd, v, be->name, err.msg[0] ? err.msg : "none found");
         return 2;
     }

@@ -84,10 +84,10 @@ static void check_vulkan(doctor *d) {
     dlclose(lib);
     say("[OK]", "vulkan: loader libvulkan.so.1 found");
     const zn_backend_ops *vk = backend_find("vulkan");
-    zn_device_info devs[CLI_MAX_DEVICES];
+    zn_device_info devs[ZN_MAX_DEVICES];
     int n = 0, def = -1;
     zn_err err = {0};
-    if (!vk || !vk->devices || vk->devices(devs, CLI_MAX_DEVICES, &n, &def, &err) || n == 0) {
+    if (!vk || !vk->devices || vk->devices(devs, ZN_MAX_DEVICES, &n, &def, &err) || n == 0) {
         d->warns++;
         say("[WARN]", "vulkan: no device (%s): GPU backend off; install your GPU's Vulkan driver", n ? "" : err.msg);
         return;

@@ -9,10 +9,10 @@ int cli_list_devices(int argc, char **argv) {
     (void)argc;
     (void)argv;
     const zn_backend_ops *vk = backend_find("vulkan");
-    zn_device_info devs[CLI_MAX_DEVICES];
+    zn_device_info devs[ZN_MAX_DEVICES];
     int n = 0, def = -1;
     zn_err err = {0};
-    if (!vk || !vk->devices || vk->devices(devs, CLI_MAX_DEVICES, &n, &def, &err)) {
+    if (!vk || !vk->devices || vk->devices(devs, ZN_MAX_DEVICES, &n, &def, &err)) {
         fprintf(stderr, "zinc: %s\n", err.msg);
         return 1;
     }

@@ -40,6 +40,10 @@ static void usage(FILE *f, const char *cmd, int port) {
             "  --api-key-file F         the same, the key read from the first line of F\n"
             "  --ctx N                  context tokens per slot (default: %d or the model's training context if smaller)\n"
             "  --parallel N             slots: requests generated at once, each with its own state (default 1, at most %d)\n"
+            "  --kv-mem SIZE|auto       one KV cache pool of SIZE bytes (K, M, G suffixes) the slots share, taken\n"
+            "                           in blocks as contexts grow: admission waits and the newest request is\n"
+            "                           preempted (recomputed later) when it is short; auto: 85%% of the device's\n"
+            "                           memory beyond the weights (default: none, each slot holds its --ctx)\n"
             "  --backend NAME           %s (default: vulkan if a GPU is present, else cpu)\n"
             "  --device N               Vulkan device N of zinc --list-devices (implies --backend vulkan)\n"
             "  --tune KEY=VALUE,...     Vulkan tuning overrides, after ZN_TUNE's (README: Vulkan tuning)\n"
@@ -135,6 +139,21 @@ static bool wait_loaded(loader *l, const sigset_t *sigs, double max_s) {
     return true;
 }
 
+/* "auto" or bytes with an optional K/M/G (binary) suffix, at least 1 MiB. */
+static int parse_kv_mem(const char *v, int64_t *out) {
+    if (!strcmp(v, "auto")) {
+        *out = ZN_KV_MEM_AUTO;
+        return 1;
+    }
+    char *end;
+    errno = 0;
+    const double x = strtod(v, &end);
+    const double mul = !*end ? 1 : !strcmp(end, "K") ? 1 << 10 : !strcmp(end, "M") ? 1 << 20 : !strcmp(end, "G") ? 1 << 30 : 0;
+    if (errno || end == v || mul == 0 || !(x * mul >= 1 << 20) || x * mul > 9e18) return 0;
+    *out = (int64_t)(x * mul);
+    return 1;
+}
+
 static int serve_main(int argc, char **argv, const char *cmd, int default_port) {
     zn_server_cfg cfg = {.n_parallel = 1, .n_ctx = 0};
     cli_engine_args ea = {0};
@@ -168,6 +187,7 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         else if (!strcmp(a, "--api-key")) cfg.http.api_key = v;
         else if (!strcmp(a, "--api-key-file")) key_file = v;
         else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) ok = cli_parse_long(v, 2, ZN_MAX_CTX, &l), cfg.n_ctx = (int)l;
+        else if (!strcmp(a, "--kv-mem")) ok = parse_kv_mem(v, &cfg.kv_mem);
         else if (!strcmp(a, "--parallel") || !strcmp(a, "-np"))
             ok = cli_parse_long(v, 1, ZN_SRV_MAX_PARALLEL, &l), cfg.n_parallel = (int)l;
         else if (cli_engine_arg(a, v, &ea)) {}

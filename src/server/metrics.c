@@ -149,7 +149,13 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     gauge(&b, "zinc_requests_waiting", "Requests queued for a free slot.", g->waiting);
     gauge(&b, "zinc_slots", "Slots (--parallel).", g->slots);
     gauge(&b, "zinc_kv_cache_tokens_used", "Context positions held by running requests.", (double)g->kv_used);
-    gauge(&b, "zinc_kv_cache_tokens_capacity", "Context positions of all slots.", (double)g->kv_total);
+    gauge(&b, "zinc_kv_cache_tokens_capacity", "Context positions of all slots (with --kv-mem: of the KV pool).",
+          (double)g->kv_total);
+    counter(&b, "zinc_kv_preemptions_total",
+            "Requests whose KV blocks went back to the pool for others' (--kv-mem); each recomputes them later.",
+            g->preemptions);
+    counter(&b, "zinc_kv_evictions_total", "Idle slots' cached prefixes dropped for KV blocks (--kv-mem).",
+            g->kv_evictions);
     counter(&b, "zinc_engine_steps_total", "Engine steps (forward passes) run.", g->steps);
     counter(&b, "zinc_engine_batched_steps_total",
             "Engine steps that evaluated several sequences in one forward pass (the weights read once for all).",

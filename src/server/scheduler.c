@@ -31,6 +31,10 @@ struct zn_slot {
     zn_job *job;
     int state;
     int pos;                  /* prefill: prompt tokens in the state */
+    int recomp;               /* > 0: preempted (its KV given back to the pool), recomputing cache[0, recomp)
+                                 before generating on; pos counts them */
+    uint64_t admitted;        /* tick when its job started: the latest admitted is preempted first */
+    bool waiting;             /* preempted, waiting for the pool to have its blocks (kv_resumes) */
     int32_t next;             /* generating: the sampled token the next step evaluates */
     int n_step;               /* tokens of this slot in the step being built (0: none) */
     uint64_t last_used;
@@ -321,7 +325,10 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     sl->job = j;
     sl->state = SLOT_PREFILL;
     sl->pos = keep;
+    sl->recomp = 0;
+    sl->waiting = false;
     sl->last_used = ++s->tick;
+    sl->admitted = sl->last_used;
     double now = timer_now();
     pthread_mutex_lock(&j->mu);
     j->state = ZN_JOB_RUNNING;
@@ -384,6 +391,14 @@ static void slot_finish(zn_sched *s, zn_slot *sl, const char *why, const zn_err 
  * next one still stops at the boundary. */
 static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step_item *it) {
     const zn_job *j = sl->job;
+    if (sl->recomp) { /* the tokens it held when preempted: its prompt and what it generated */
+        int n = sl->recomp - sl->pos < ZN_SRV_PREFILL_CHUNK ? sl->recomp - sl->pos : ZN_SRV_PREFILL_CHUNK;
+        if (n > budget) n = budget;
+        if (n <= 0) return 0;
+        const bool last = sl->pos + n == sl->recomp;
+        *it = (zn_step_item){.seq = &sl->seq, .tokens = sl->cache + sl->pos, .n = n, .logits = last ? sl->logits : NULL};
+        return n;
+    }
     int end = j->n_prompt;
     if (s->recurrent) {
         const int block = (sl->pos / ZN_SRV_CKPT_BLOCK + 1) * ZN_SRV_CKPT_BLOCK;
@@ -449,6 +464,12 @@ static void slot_ckpt_take(zn_slot *sl, const zn_job *j) {
 /* After the step that evaluated the chunk. */
 static void slot_prefill_done(zn_sched *s, zn_slot *sl, int n) {
     zn_job *j = sl->job;
+    if (sl->recomp) { /* back where it was preempted: its next token is sampled from these logits */
+        sl->pos += n;
+        sl->n_cache = sl->pos;
+        if (sl->pos == sl->recomp) sl->state = SLOT_GEN, sl->recomp = 0;
+        return;
+    }
     memcpy(sl->cache + sl->pos, j->prompt + sl->pos, sizeof *sl->cache * (size_t)n);
     sl->pos += n;
     sl->n_cache = sl->pos;
@@ -585,6 +606,105 @@ static void publish(zn_sched *s) {
     }
 }
 
+/* The KV pool (kv_pool_tokens) is short: the least recently used idle
+ * slot's cached prefix is dropped (its blocks go back). False when no idle
+ * slot holds any. */
+static bool evict_idle(zn_sched *s) {
+    zn_slot *v = NULL;
+    for (int i = 0; i < s->n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        if (sl->state == SLOT_IDLE && sl->n_cache > 0 && (!v || sl->last_used < v->last_used)) v = sl;
+    }
+    if (!v) return false;
+    slot_forget(s, v);
+    atomic_fetch_add(&s->kv_evictions, 1);
+    return true;
+}
+
+/* Takes the slot's KV back to the pool; its job stays in it. A generating
+ * slot recomputes what its state held (cache[], with the token of the step
+ * that did not run) when blocks are free again and goes on where it was:
+ * its sampler, text and grammar state are untouched, so the tokens are the
+ * ones it would have made. A prefilling one starts its prompt again. */
+static void slot_preempt(zn_sched *s, zn_slot *sl) {
+    if (sl->n_cache > 0) atomic_fetch_add(&s->preemptions, 1);
+    int n = sl->recomp;
+    if (sl->state == SLOT_GEN) {
+        n = sl->n_cache;
+        if (sl->n_step) sl->cache[n++] = sl->next;
+    }
+    slot_forget(s, sl);
+    sl->state = SLOT_PREFILL;
+    sl->pos = 0;
+    sl->recomp = n;
+    sl->waiting = true;
+}
+
+#define BLOCKS(n) (((int64_t)(n) + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK) /* KV blocks that hold n positions */
+
+/* Blocks the busy slots other than except have yet to take for their
+ * prompts or recomputation (admitted, not yet reserved); they count as
+ * taken when a request is admitted or a preempted one resumes, or all would
+ * be let in at once and preempt one another. */
+static int64_t kv_promised(const zn_sched *s, const zn_slot *except) {
+    int64_t n = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        const zn_slot *sl = &s->slots[i];
+        if (sl != except && sl->state == SLOT_PREFILL && sl->job)
+            n += BLOCKS(sl->recomp ? sl->recomp : sl->job->n_prompt) - BLOCKS(sl->n_cache);
+    }
+    return n;
+}
+
+/* Whether the pool has need blocks beyond those promised (dropping idle
+ * slots' cached prefixes for them), or all its blocks are free. */
+static bool kv_room(zn_sched *s, const zn_slot *sl, int64_t need) {
+    const int64_t promised = kv_promised(s, sl);
+    for (;;) {
+        const int64_t free = engine_kv_free(s->eng) / ZN_KV_BLOCK;
+        if (free - promised >= need || free * ZN_KV_BLOCK == s->kv_pool_pos) return true;
+        if (!evict_idle(s)) return false;
+    }
+}
+
+/* Whether a preempted slot may start again: when the pool has the blocks
+ * for all it is to recompute (its prompt, or what it held) and one to
+ * spare, so that it does not take a few and be preempted again at once. */
+static bool kv_resumes(zn_sched *s, zn_slot *sl) {
+    if (!sl->waiting) return true;
+    if (!kv_room(s, sl, BLOCKS(sl->recomp ? sl->recomp : sl->job->n_prompt) + 1)) return false;
+    sl->waiting = false;
+    return true;
+}
+
+/* engine_step over items, making room in the KV pool when it is short:
+ * idle slots' cached prefixes go first, then the latest admitted busy slot
+ * is preempted (slot_preempt; out of the step if it was in it) and the step
+ * tried again. ZN_ERR_KV_FULL when the step's one slot holds all there is. */
+static zn_status step_with_room(zn_sched *s, zn_step_item *items, zn_slot **owner, int *n, zn_err *err) {
+    for (;;) {
+        zn_status st = engine_step(s->eng, items, *n, err);
+        if (st != ZN_ERR_KV_FULL) return st;
+        if (evict_idle(s)) continue;
+        zn_slot *v = NULL;
+        for (int i = 0; i < s->n_slots; i++) {
+            zn_slot *sl = &s->slots[i];
+            if (sl->state == SLOT_IDLE || (!sl->n_step && !sl->n_cache) || (*n == 1 && sl == owner[0])) continue;
+            if (!v || sl->admitted > v->admitted) v = sl;
+        }
+        if (!v) return st;
+        slot_preempt(s, v);
+        for (int i = 0; v->n_step && i < *n; i++) {
+            if (owner[i] != v) continue;
+            for (int k = i; k + 1 < *n; k++) items[k] = items[k + 1], owner[k] = owner[k + 1];
+            (*n)--;
+            break;
+        }
+        v->n_step = 0;
+        if (*n == 0) return ZN_OK;
+    }
+}
+
 /* One engine step for every active slot: the generating ones' sampled
  * tokens, then prompt chunks of the prefilling ones (starting from a
  * rotating slot, so none waits behind the others for long) while the step
@@ -612,7 +732,7 @@ static int sched_round(zn_sched *s) {
     const int first = (int)(s->tick++ % (uint64_t)s->n_slots); /* tick only orders: a step may take one */
     for (int k = 0; k < s->n_slots && budget > 0; k++) {
         zn_slot *sl = &s->slots[(first + k) % s->n_slots];
-        if (sl->state != SLOT_PREFILL || !sl->job) continue;
+        if (sl->state != SLOT_PREFILL || !sl->job || !kv_resumes(s, sl)) continue;
         const int c = slot_prefill_plan(s, sl, budget, &items[n]);
         if (!c) continue;
         owner[n++] = sl;
@@ -628,10 +748,10 @@ static int sched_round(zn_sched *s) {
         if (items[i].logits && owner[i]->job->gm) prep[n_prep++] = owner[i]->job->gm;
     maskpipe_start(&s->mp, prep, n_prep);
     zn_err err = {0};
-    const zn_status st = engine_step(s->eng, items, n, &err);
+    const zn_status st = step_with_room(s, items, owner, &n, &err);
     const int n_ahead = maskpipe_wait(&s->mp);
     if (n_ahead) atomic_fetch_add(&s->masks_ahead, (unsigned long long)n_ahead);
-    if (!st) {
+    if (!st && n) {
         atomic_fetch_add(&s->steps, 1);
         if (n > 1 && s->eng->be->multi_seq) atomic_fetch_add(&s->batched_steps, 1);
         if (s->eng->be->stats) { /* a copy of a few counters */
@@ -642,7 +762,12 @@ static int sched_round(zn_sched *s) {
     }
     for (int i = 0; i < n; i++) {
         zn_slot *sl = owner[i];
-        if (st) {
+        if (st == ZN_ERR_KV_FULL && (sl->state == SLOT_GEN || sl->recomp)) {
+            /* alone it has grown to all the pool holds: as a full context */
+            slot_forget(s, sl);
+            slot_finish(s, sl, "length", NULL);
+            ended++;
+        } else if (st) {
             slot_forget(s, sl);
             slot_finish(s, sl, NULL, &err);
             ended++;
@@ -655,6 +780,20 @@ static int sched_round(zn_sched *s) {
     return ended;
 }
 
+/* Whether job j may start on slot sl now. Without a KV pool always (each
+ * slot has its context's blocks). With one: when the pool has the blocks
+ * for the prompt's positions sl would not keep, one block to spare, after
+ * dropping idle slots' cached prefixes, and no preempted slot waits for
+ * blocks (it goes first); when nothing runs, always (sched_submit refused
+ * what cannot fit an empty pool). */
+static bool kv_admits(zn_sched *s, const zn_slot *sl, const zn_job *j) {
+    if (s->kv_pool_pos <= 0 || s->running == 0) return true;
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].waiting) return false;
+    int mode;
+    return kv_room(s, sl, BLOCKS(j->n_prompt + 1) - BLOCKS(plan_reuse(s, sl, j, &mode)) + 1);
+}
+
 static void *worker(void *arg) {
     zn_sched *s = arg;
     pthread_mutex_lock(&s->mu);
@@ -663,6 +802,7 @@ static void *worker(void *arg) {
         while (s->q_len > 0) {
             zn_job *j = s->queue[s->q_head];
             zn_slot *sl = atomic_load(&j->cancel) ? NULL : pick_slot(s, j);
+            if (sl && !kv_admits(s, sl, j)) break; /* waits for blocks */
             if (!sl && !atomic_load(&j->cancel)) break;
             s->q_head = (s->q_head + 1) % ZN_SRV_MAX_QUEUE;
             s->q_len--;
@@ -739,6 +879,7 @@ zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const z
     s->n_ctx = n_ctx;
     s->n_vocab = e->model->hp.n_vocab;
     s->recurrent = engine_is_recurrent(e);
+    s->kv_pool_pos = engine_mem(e).kv_blocks * ZN_KV_BLOCK;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
@@ -828,6 +969,9 @@ static void queue_drop_cancelled(zn_sched *s) {
 zn_status sched_submit(zn_sched *s, zn_job *j, zn_err *err) {
     if (j->n_prompt < 1 || j->n_prompt >= s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "%d prompt tokens: the context holds %d", j->n_prompt, s->n_ctx);
+    if (s->kv_pool_pos > 0 && j->n_prompt + 1 > s->kv_pool_pos)
+        return zn_errf(err, ZN_ERR_ARG, "%d prompt tokens: the KV pool holds %lld positions in all (--kv-mem)",
+                       j->n_prompt, (long long)s->kv_pool_pos);
     for (int i = 0; i < j->n_prompt; i++) /* a bad id would fail the whole step it shares with others */
         if (j->prompt[i] < 0 || j->prompt[i] >= s->n_vocab)
             return zn_errf(err, ZN_ERR_ARG, "prompt token %d: id %d out of range [0, %d)", i, j->prompt[i], s->n_vocab);
@@ -867,7 +1011,9 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
     for (int i = 0; i < s->n_slots; i++)
         if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
-                             .kv_total = (long)s->n_slots * s->n_ctx, .slots = s->n_slots,
+                             .kv_total = s->kv_pool_pos > 0 ? (long)s->kv_pool_pos : (long)s->n_slots * s->n_ctx,
+                             .slots = s->n_slots, .preemptions = atomic_load(&s->preemptions),
+                             .kv_evictions = atomic_load(&s->kv_evictions),
                              .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps),
                              .replayed_steps = atomic_load(&s->replayed_steps),
                              .masks_ahead = atomic_load(&s->masks_ahead), .masks_inline = atomic_load(&s->masks_inline)};

@@ -153,6 +153,10 @@ typedef struct zn_sched {
      * (zn_backend_stats.replayed); written by the engine thread, read by
      * sched_gauges */
     atomic_ullong steps, batched_steps, replayed_steps;
+    /* the KV pool's positions (0: none, each slot holds its context), slots
+     * preempted for its blocks and idle slots' cached prefixes dropped for them */
+    int64_t kv_pool_pos;
+    atomic_ullong preemptions, kv_evictions;
     /* grammar masks: the mask thread's (prepared during a step) and those
      * the engine thread computed while sampling */
     bool overlap;

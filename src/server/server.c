@@ -295,6 +295,37 @@ static void done(void *app, const char *route, int status, double seconds) {
 
 /* ---- lifecycle ---- */
 
+/* --kv-mem in positions of the model's KV layout (engine kv_pool_tokens):
+ * the bytes given, or with auto ZN_KV_MEM_FRACTION of what the device has
+ * beyond the weights (a Vulkan device's memory, the CPU's available RAM);
+ * at most what every slot's whole context takes, and at least one context. */
+static zn_status kv_pool_size(zn_server *s, zn_err *err) {
+    const int64_t mem = s->cfg.kv_mem;
+    if (!mem) return ZN_OK;
+    const zn_kv_layout l = backend_kv_layout(&s->model, s->cfg.engine.be.kv_type);
+    const int64_t all = (int64_t)s->cfg.n_parallel * s->cfg.n_ctx;
+    if (!l.pos_bytes) return ZN_OK; /* no attention layers: nothing to pool */
+    double bytes = (double)mem;
+    if (mem == ZN_KV_MEM_AUTO) {
+        const zn_backend_ops *be = backend_find(s->cfg.engine.backend ? s->cfg.engine.backend : "cpu");
+        zn_device_info dev[ZN_MAX_DEVICES];
+        int n = 0, def = -1;
+        double have = (double)sysconf(_SC_AVPHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+        if (be && be->devices && be->devices(dev, ZN_MAX_DEVICES, &n, &def, err) == ZN_OK) {
+            const int d = s->cfg.engine.be.device >= 0 ? s->cfg.engine.be.device : def;
+            if (d >= 0 && d < n && dev[d].vram_bytes) have = (double)dev[d].vram_bytes;
+        }
+        bytes = ZN_KV_MEM_FRACTION * (have - (double)s->model.weight_bytes);
+    }
+    int64_t pos = bytes > 0 ? (int64_t)(bytes / (double)l.pos_bytes) : 0;
+    if (pos > all) pos = all;
+    if (pos < s->cfg.n_ctx)
+        return zn_errf(err, ZN_ERR_NOMEM, "--kv-mem: %.0f MiB hold %lld positions of %s (%zu bytes each), less than one "
+                       "context of %d", bytes / 1048576.0, (long long)pos, s->cfg.model_path, l.pos_bytes, s->cfg.n_ctx);
+    s->cfg.engine.be.kv_pool_tokens = pos;
+    return ZN_OK;
+}
+
 static const char *const public_paths[] = {"/health", "/v1/health", NULL};
 
 zn_status server_start(zn_server **out, const zn_server_cfg *cfg, zn_err *err) {
@@ -366,6 +397,7 @@ zn_status server_load(zn_server *s, zn_err *err) {
         s->cfg.n_ctx = t >= 2 && t < ZN_DEFAULT_CTX ? t : ZN_DEFAULT_CTX;
     }
     if ((st = load_stopped(s, err))) return st;
+    if ((st = kv_pool_size(s, err))) return st;
     st = engine_init(&s->eng, &s->model, &s->cfg.engine, err);
     if (st) return st;
     s->have_engine = true;

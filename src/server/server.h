@@ -23,6 +23,9 @@ typedef struct zn_server_cfg {
     zn_engine_opts engine;     /* backend, threads, device, tuning (strings outlive the server) */
     int n_ctx;                 /* per slot; 0: ZN_DEFAULT_CTX, or the model's training context when smaller */
     int n_parallel;            /* slots */
+    int64_t kv_mem;            /* bytes of one KV pool the slots share (backend.h kv_pool_tokens); 0: none, each
+                                  slot holds its whole context; ZN_KV_MEM_AUTO: ZN_KV_MEM_FRACTION of the memory
+                                  the device has beyond the weights, at most what the slots' contexts take */
     int mask_overlap;          /* grammar masks during the step: ZN_OVERLAP_* (scheduler.h); 0: by backend */
     const char *chat_template; /* template text replacing the model's, or NULL */
     zn_http_cfg http;

@@ -1,0 +1,187 @@
+/* The scheduler on a shared KV pool (zinc serve --kv-mem; backend.h
+ * kv_pool_tokens): four requests whose contexts together need more than the
+ * pool holds all finish, with the tokens they make when every slot has its
+ * own context — all four start (their prompts fit), and as they generate
+ * past their first block the newest are preempted (their blocks given back)
+ * and recompute prompt and generated tokens later — greedy and
+ * sampled, on the hybrid demo model and a dense Llama; preemptions are
+ * counted in /metrics. A prompt larger than the pool is refused at once; a
+ * request that grows past the pool alone ends as a full context does. */
+#include <string.h>
+
+#include "engine.h"
+#include "harness.h"
+#include "limits.h"
+#include "metrics.h"
+#include "model.h"
+#include "scheduler.h"
+#include "tokenizer.h"
+
+#define N_JOBS 4
+#define N_CTX 1024
+#define POOL (5 * ZN_KV_BLOCK)
+
+static const struct { int n_prompt, n_gen; float temp; uint64_t seed; } JOBS[N_JOBS] = {
+    {100, 300, 0.0f, 1}, {120, 260, 0.9f, 42}, {90, 320, 0.0f, 3}, {110, 280, 0.7f, 7},
+};
+
+typedef struct result {
+    int32_t ids[400];
+    int n_gen;
+    char finish[16];
+} result;
+
+static zn_job *job_make(int i, int nv) {
+    zn_job *j = job_new();
+    if (!j) return NULL;
+    j->n_prompt = JOBS[i].n_prompt;
+    j->prompt = malloc(sizeof *j->prompt * (size_t)j->n_prompt);
+    for (int t = 0; t < j->n_prompt; t++) j->prompt[t] = (int32_t)(((int64_t)(t + 1) * 7919 + 104729 * (i + 1)) % nv);
+    j->max_tokens = JOBS[i].n_gen;
+    j->ignore_eos = true;
+    j->top_logprobs = 0; /* the ids of the tokens made */
+    j->sp = sampler_default_params();
+    j->sp.temperature = JOBS[i].temp;
+    j->sp.seed = JOBS[i].seed;
+    return j;
+}
+
+static void job_wait(zn_job *j, result *r) {
+    pthread_mutex_lock(&j->mu);
+    while (j->state != ZN_JOB_DONE) pthread_cond_wait(&j->cv, &j->mu);
+    CHECK_MSG(!j->failed, "job failed: %s", j->err.msg);
+    r->n_gen = j->n_gen;
+    for (int i = 0; i < j->n_lp && i < 400; i++) r->ids[i] = j->lp[i].id;
+    snprintf(r->finish, sizeof r->finish, "%s", j->finish ? j->finish : "");
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* All jobs at once on 4 slots over engine e; the gauges after. */
+static void run_jobs(zn_engine *e, const zn_tokenizer *tok, result *res, zn_metrics_gauges *g, char **metrics_text) {
+    zn_sched s;
+    zn_metrics m;
+    zn_err err;
+    metrics_init(&m);
+    if (sched_init(&s, e, tok, &(zn_sched_opts){.n_slots = N_JOBS, .n_ctx = N_CTX}, &m, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        metrics_free(&m);
+        return;
+    }
+    zn_job *jobs[N_JOBS] = {0};
+    for (int i = 0; i < N_JOBS; i++) {
+        jobs[i] = job_make(i, e->model->hp.n_vocab);
+        CHECK(jobs[i] && sched_submit(&s, jobs[i], &err) == ZN_OK);
+    }
+    for (int i = 0; i < N_JOBS; i++) job_wait(jobs[i], &res[i]);
+    sched_gauges(&s, g);
+    size_t len;
+    *metrics_text = metrics_render(&m, g, &len);
+    sched_free(&s);
+    for (int i = 0; i < N_JOBS; i++) job_unref(jobs[i]);
+    metrics_free(&m);
+}
+
+static void check_model(const char *path) {
+    zn_model m;
+    zn_tokenizer *tok = NULL;
+    zn_err err;
+    if (model_load(&m, path, &err) || tokenizer_load(&tok, &m.gguf, &err)) {
+        CHECK_MSG(0, "%s: %s", path, err.msg);
+        return;
+    }
+    zn_engine own, pooled;
+    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1}};
+    CHECK(engine_init(&own, &m, &o, &err) == ZN_OK);
+    o.be.kv_pool_tokens = POOL;
+    CHECK(engine_init(&pooled, &m, &o, &err) == ZN_OK);
+    result a[N_JOBS], b[N_JOBS];
+    memset(a, 0, sizeof a);
+    memset(b, 0, sizeof b);
+    zn_metrics_gauges ga, gb;
+    char *ta = NULL, *tb = NULL;
+    run_jobs(&own, tok, a, &ga, &ta);
+    run_jobs(&pooled, tok, b, &gb, &tb);
+    int need = 0;
+    for (int i = 0; i < N_JOBS; i++) {
+        need += JOBS[i].n_prompt + JOBS[i].n_gen;
+        CHECK_EQ_INT(a[i].n_gen, JOBS[i].n_gen);
+        CHECK_EQ_INT(b[i].n_gen, JOBS[i].n_gen);
+        CHECK_EQ_STR(b[i].finish, "length");
+        CHECK_MSG(!memcmp(a[i].ids, b[i].ids, sizeof(int32_t) * (size_t)JOBS[i].n_gen),
+                  "%s job %d: other tokens on the pool", path, i);
+    }
+    CHECK_MSG(need > POOL, "the jobs need %d positions, the pool has %d: nothing to preempt", need, POOL);
+    CHECK_EQ_INT(ga.preemptions, 0);
+    CHECK_MSG(gb.preemptions >= 2, "%s: %llu preemptions", path, (unsigned long long)gb.preemptions);
+    CHECK_EQ_INT(gb.kv_total, POOL);
+    char want[96];
+    snprintf(want, sizeof want, "zinc_kv_preemptions_total %llu\n", (unsigned long long)gb.preemptions);
+    CHECK_MSG(tb && strstr(tb, want), "/metrics lacks '%s'", want);
+    fprintf(stderr, "    %s: %d jobs needing %d positions on a pool of %d: the same tokens, %llu preemptions, %llu "
+            "prefixes dropped\n", path, N_JOBS, need, POOL, (unsigned long long)gb.preemptions,
+            (unsigned long long)gb.kv_evictions);
+    free(ta);
+    free(tb);
+    engine_free(&own);
+    engine_free(&pooled);
+    tokenizer_free(tok);
+    model_free(&m);
+}
+
+static void test_hybrid(void) { check_model("models/zinc-demo-qwen35.gguf"); }
+static void test_dense(void) { check_model(shared_path("models/llama-2-tiny-random.gguf")); }
+
+/* A prompt the pool cannot hold is refused at submit; one that fits but
+ * grows past the pool alone ends "length" where the pool ran out. */
+static void test_too_large(void) {
+    zn_model m;
+    zn_tokenizer *tok = NULL;
+    zn_err err;
+    if (model_load(&m, shared_path("models/llama-2-tiny-random.gguf"), &err) ||
+        tokenizer_load(&tok, &m.gguf, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    zn_engine e;
+    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = 2 * ZN_KV_BLOCK}};
+    CHECK(engine_init(&e, &m, &o, &err) == ZN_OK);
+    zn_sched s;
+    zn_metrics mt;
+    metrics_init(&mt);
+    CHECK(sched_init(&s, &e, tok, &(zn_sched_opts){.n_slots = 2, .n_ctx = 4 * ZN_KV_BLOCK}, &mt, &err) == ZN_OK);
+    zn_job *big = job_new();
+    big->n_prompt = 2 * ZN_KV_BLOCK + 10;
+    big->prompt = calloc((size_t)big->n_prompt, sizeof *big->prompt);
+    CHECK_EQ_INT(sched_submit(&s, big, &err), ZN_ERR_ARG);
+    CHECK_MSG(strstr(err.msg, "KV pool holds 512 positions"), "%s", err.msg);
+    zn_job *grows = job_new();
+    grows->n_prompt = 400;
+    grows->prompt = calloc((size_t)grows->n_prompt, sizeof *grows->prompt);
+    for (int t = 0; t < grows->n_prompt; t++) grows->prompt[t] = (int32_t)(t * 31 % m.hp.n_vocab);
+    grows->ignore_eos = true;
+    grows->max_tokens = 1000;
+    grows->sp = sampler_default_params();
+    grows->sp.temperature = 0;
+    CHECK(sched_submit(&s, grows, &err) == ZN_OK);
+    pthread_mutex_lock(&grows->mu);
+    while (grows->state != ZN_JOB_DONE) pthread_cond_wait(&grows->cv, &grows->mu);
+    CHECK(!grows->failed);
+    CHECK_EQ_STR(grows->finish, "length");
+    /* positions 0..511 evaluated: the prompt and all but the last token made */
+    CHECK_EQ_INT(grows->n_gen, 2 * ZN_KV_BLOCK - 400 + 1);
+    pthread_mutex_unlock(&grows->mu);
+    sched_free(&s);
+    job_unref(big);
+    job_unref(grows);
+    metrics_free(&mt);
+    engine_free(&e);
+    tokenizer_free(tok);
+    model_free(&m);
+}
+
+int main(void) {
+    RUN(test_hybrid);
+    RUN(test_dense);
+    RUN(test_too_large);
+    return harness_report("sched_kv");
+}
