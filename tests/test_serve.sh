@@ -548,6 +548,28 @@ expect "UI varies by encoding" Accept-Encoding "$(hdr vary)"
 case "$(hdr content-security-policy)" in *"script-src 'self'"*) ok ;; *) bad "UI without a CSP" ;; esac
 expect "UI revalidates" 304 "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $(hdr etag)" "${url}app.js")"
 
+# a KV pool smaller than the slots' contexts (--kv-mem): 4 requests needing ~1,400 positions on a pool of
+# 1,024 all finish whole, the newest preempted and recomputed (zinc_kv_preemptions_total); a bad or too small
+# size is refused before loading
+"$zinc" serve --kv-mem 12 > /dev/null 2> "$tmp/kvbad.err"; expect "--kv-mem 12 refused" 2 $?
+"$zinc" serve -m "$M" --port 0 --backend cpu --kv-mem 1M --ctx 2048 > /dev/null 2> "$tmp/kvsmall.err"
+expect "--kv-mem under one context fails" 1 $?
+has "--kv-mem under one context says so" "$tmp/kvsmall.err" "less than one context of 2048"
+AUTH= start kvpool -m "$M" --backend cpu --threads 2 --parallel 4 --ctx 512 --kv-mem 1M
+has "the KV pool in the ready lines" "$tmp/kvpool.err" "KV pool: 1.0 MiB, 4 blocks of 256 positions shared by the 4 slots"
+words=$(python3 -c "print(' '.join(['the old prince'] * 40))")
+for i in 1 2 3 4; do
+  curl -s -o "$tmp/kv$i" -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/v1/completions" \
+    --data-binary "{\"prompt\": \"$i $words\", \"max_tokens\": 220, \"temperature\": 0, \"ignore_eos\": true}" &
+  kvp[$i]=$!
+done
+for i in 1 2 3 4; do wait "${kvp[$i]}"; done
+for i in 1 2 3 4; do
+  expect "KV pool request $i: all its tokens" 220 "$(python3 -c "import json; print(json.load(open('$tmp/kv$i'))['usage']['completion_tokens'])" 2>&1)"
+done
+pre=$(curl -s "http://127.0.0.1:$PORT/metrics" | sed -n 's/^zinc_kv_preemptions_total //p')
+if [ "${pre:-0}" -gt 0 ]; then ok; else bad "no preemption on a pool too small for 4 requests ($pre)"; fi
+
 # the seed's form: a model and no prompt starts the server
 "$zinc" -m "$M" --port 0 --backend cpu 2> "$tmp/seed.err" & p=$!; pids+=("$p")
 for _ in $(seq 200); do grep -q "zinc: ready:" "$tmp/seed.err" && break; sleep 0.05; done

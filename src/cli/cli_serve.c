@@ -335,7 +335,10 @@ static int serve_main(int argc, char **argv, const char *cmd, int default_port) 
         fprintf(stderr, "zinc: memory: weights %.1f MiB, scratch %.1f MiB, %d sequence states %.1f MiB (slots and "
                         "checkpoints), %.1f MiB in all\n",
                 mem.weights / 1048576.0, mem.scratch / 1048576.0, mem.n_seqs, mem.seqs / 1048576.0,
-                (mem.weights + mem.scratch + mem.seqs) / 1048576.0);
+                (mem.weights + mem.scratch + mem.seqs + mem.kv_pool) / 1048576.0);
+    if (mem.kv_pool)
+        fprintf(stderr, "zinc: KV pool: %.1f MiB, %lld blocks of %d positions shared by the %d slots (--kv-mem)\n",
+                mem.kv_pool / 1048576.0, (long long)mem.kv_blocks, ZN_KV_BLOCK, cfg.n_parallel);
     if (!strcmp(cmd, "chat")) {
         printf("%s\n", url);
         fflush(stdout);
