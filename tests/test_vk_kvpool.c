@@ -242,12 +242,12 @@ static void check_pool(const char *name, zn_backend_opts o, bool check_replay, c
 
 static void test_dense(void) {
     zn_backend_opts o = backend_default_opts();
-    check_pool("llama-dense-f32", o, false, "");
+    check_pool("llama-dense-q8_0", o, false, "");
     /* the pool in allocations of two blocks (the weights split the same way in both engines) */
     zn_model m;
     zn_err err = {0};
     char path[1024];
-    snprintf(path, sizeof path, "%s/qwen3-dense-f32.gguf", shared_path("models/tiny"));
+    snprintf(path, sizeof path, "%s/qwen3-dense-q4_k_m.gguf", shared_path("models/tiny"));
     if (model_load(&m, path, &err) != ZN_OK) {
         CHECK_MSG(0, "%s", err.msg);
         return;
@@ -256,7 +256,9 @@ static void test_dense(void) {
     const uint64_t bb = backend_kv_layout(&m, o.kv_type).block_bytes;
     model_free(&m);
     o.max_alloc = 2 * bb > 200000 ? 2 * bb : 200000;
-    check_pool("qwen3-dense-f32", o, false, " (q8_0 cache, small allocations)");
+    CHECK_MSG(KP_BLOCKS * bb > 2 * o.max_alloc, "blocks of %llu bytes: the pool fits %llu-byte allocations",
+              (unsigned long long)bb, (unsigned long long)o.max_alloc);
+    check_pool("qwen3-dense-q4_k_m", o, false, " (q8_0 cache, small allocations)");
 }
 
 /* The hybrid: attention layers between recurrent ones (the pool's rows
@@ -266,7 +268,7 @@ static void test_dense(void) {
 static void test_hybrid(void) {
     zn_backend_opts o = backend_default_opts();
     o.tune = "attn_chunk=1024,attn_dec_min=0";
-    check_pool("qwen35-dense-f32", o, true, " (batched decode)");
+    check_pool("qwen35-dense-q4_k_m", o, true, " (batched decode)");
     o = backend_default_opts();
     o.kv_type = ZN_KV_Q4_0;
     check_pool("qwen35-dense-q8_0", o, false, " (q4_0 cache)");

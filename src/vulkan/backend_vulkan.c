@@ -378,6 +378,10 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     for (int i = 0; i < g->n_seq; i++) {
         if (g->seqs[i].n_past + g->seqs[i].n_rows > seqs[i]->n_ctx)
             return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", seqs[i]->n_ctx);
+        /* the kernels would follow table entries naming no block */
+        if (c->kvl.pos_bytes && (g->seqs[i].n_past + g->seqs[i].n_rows + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK > seqs[i]->n_blk)
+            return zn_errf(err, ZN_ERR_ARG, "vulkan: positions up to %d of a sequence holding %d KV blocks (seq_reserve first)",
+                           g->seqs[i].n_past + g->seqs[i].n_rows, seqs[i]->n_blk);
         for (int j = 0; j < i; j++)
             if (seqs[j] == seqs[i]) return zn_errf(err, ZN_ERR_ARG, "vulkan: one sequence twice in a step");
     }
