@@ -58,9 +58,15 @@ $(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.
 
 # Shaders: GLSL -> SPIR-V at build time, embedded with .incbin so nothing is
 # read from the working directory at run time.
-$(BUILD)/spv/%.spv: $(SHADER_DIR)/%.comp $(wildcard $(SHADER_DIR)/*.glsl)
+# The paged KV cache's block (positions) is limits.h's ZN_KV_BLOCK, handed
+# to the shaders as a define (kvtab.glsl) so there is one number.
+KV_BLOCK := $(shell sed -n 's/^\#define ZN_KV_BLOCK  *\([0-9][0-9]*\).*/\1/p' src/base/limits.h)
+ifeq ($(KV_BLOCK),)
+$(error ZN_KV_BLOCK not found in src/base/limits.h)
+endif
+$(BUILD)/spv/%.spv: $(SHADER_DIR)/%.comp $(wildcard $(SHADER_DIR)/*.glsl) src/base/limits.h
 	@mkdir -p $(dir $@)
-	$(GLSLC) --target-env=$(SPV_ENV) -O -I$(SHADER_DIR) -o $@ $<
+	$(GLSLC) --target-env=$(SPV_ENV) -O -DZN_KV_BLOCK=$(KV_BLOCK) -I$(SHADER_DIR) -o $@ $<
 
 # GL_NV_cooperative_matrix2 needs SPIR-V 1.6; only devices with it load these.
 SPV_ENV := vulkan1.2

@@ -150,6 +150,57 @@ static void test_rope(void) {
     CHECK_MSG(e3 <= tol, "NEOX p=0: nmse %.3g", e3);
 }
 
+/* A paged KV cache (vk_ops.h vkop_kv, shaders/kvtab.glsl) for the op
+ * tests: two attention layers of K rows of rbk bytes and V rows of rbv, the
+ * ops on the second (its rows at offsets past the first's), the nb blocks
+ * of n_ctx positions in reverse order behind an unused one, so the kernels
+ * must go through the table (a contiguous reading finds other positions),
+ * and tiles of keys span blocks. host: what the cache should hold. */
+typedef struct paged {
+    size_t rbk, rbv, pos_bytes, koff, voff, bytes;
+    int nb;
+    uint8_t *host;
+    vkref buf, tab;
+} paged;
+
+/* Where position j's row starts (table entry j / ZN_KV_BLOCK names slot nb - that). */
+static size_t paged_at(const paged *pg, int j) {
+    const size_t slot = (size_t)(pg->nb - j / ZN_KV_BLOCK);
+    return (slot * ZN_KV_BLOCK + (size_t)(j % ZN_KV_BLOCK)) * pg->pos_bytes;
+}
+
+static paged paged_make(size_t rbk, size_t rbv, int n_ctx) {
+    paged pg = {.rbk = rbk, .rbv = rbv, .pos_bytes = 2 * (rbk + rbv), .koff = rbk + rbv, .voff = 2 * rbk + rbv,
+                .nb = (n_ctx + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK};
+    pg.bytes = (size_t)(pg.nb + 1) * ZN_KV_BLOCK * pg.pos_bytes;
+    pg.host = calloc(pg.bytes, 1);
+    return pg;
+}
+
+static uint8_t *paged_k(paged *pg, int j) { return pg->host + paged_at(pg, j) + pg->koff; }
+static uint8_t *paged_v(paged *pg, int j) { return pg->host + paged_at(pg, j) + pg->voff; }
+
+/* Uploads the host copy and the table naming its blocks. */
+static vkop_kv paged_up(paged *pg) {
+    uint64_t *t = malloc(sizeof *t * (size_t)pg->nb);
+    pg->buf = dev_up(pg->host, pg->bytes);
+    for (int b = 0; b < pg->nb; b++) t[b] = pg->buf.addr + paged_at(pg, b * ZN_KV_BLOCK);
+    pg->tab = dev_up(t, sizeof *t * (size_t)pg->nb);
+    free(t);
+    return (vkop_kv){.tab = pg->tab.addr, .koff = (uint32_t)pg->koff, .voff = (uint32_t)pg->voff,
+                     .pos_bytes = (uint32_t)pg->pos_bytes};
+}
+
+/* The first byte offset where the device's cache differs from the host's + 1 (0: none). */
+static size_t paged_diff(const paged *pg) {
+    uint8_t *got = malloc(pg->bytes);
+    dev_down(pg->buf, got, pg->bytes);
+    size_t at = 0;
+    for (size_t i = 0; !at && i < pg->bytes; i++) at = got[i] != pg->host[i] ? i + 1 : 0;
+    free(got);
+    return at;
+}
+
 /* RoPE with the per-head RMS norm before it and the KV store after it fused
  * in: the f16 K cache rows must hold rope(norm(src)), the V rows copied.
  * The position comes from a step block (vkop_step), as in a replayed decode
@@ -176,9 +227,10 @@ static void test_rope_fused(void) {
         }
     for (int i = 0; i < T * vdim; i++) vref[i] = zn_fp16_to_f32(zn_f32_to_fp16(v[i]));
     vkref dsrc = dev_up(src, sizeof src), dnw = dev_up(nw, sizeof nw), dv = dev_up(v, sizeof v);
-    vkref dx = dev_out(sizeof src), kc = dev_out(2 * (size_t)n_ctx * kdim), vc = dev_out(2 * (size_t)n_ctx * vdim);
+    vkref dx = dev_out(sizeof src);
+    paged pg = paged_make(2 * (size_t)kdim, 2 * (size_t)vdim, n_ctx);
     vkop_step step = {.n_past = n_past};
-    vkop_rope a = {.x = dx.addr, .src = dsrc.addr, .nw = dnw.addr, .kc = kc.addr, .v = dv.addr, .vc = vc.addr,
+    vkop_rope a = {.x = dx.addr, .src = dsrc.addr, .nw = dnw.addr, .kv = paged_up(&pg), .v = dv.addr,
                    .step = dev_up(&step, sizeof step).addr, .n_tok = T, .n_heads = nh, .head_dim = hd,
                    .n_rot = n_rot, .row_stride = kdim, .mode = 1, .n_past = 0, .vdim = vdim, .freq_base = base, .freq_scale = 1.0f, .eps = eps};
     zn_err err = {0};
@@ -190,16 +242,26 @@ static void test_rope_fused(void) {
     }
     CHECK(ok);
     if (ok) {
-        zn_half kh[5 * 192], vh[5 * 48];
         float kf[2 * 192], vf[2 * 48];
-        dev_down(kc, kh, sizeof kh);
-        dev_down(vc, vh, sizeof vh);
-        for (int i = 0; i < T * kdim; i++) kf[i] = zn_fp16_to_f32(kh[n_past * kdim + i]);
-        for (int i = 0; i < T * vdim; i++) vf[i] = zn_fp16_to_f32(vh[n_past * vdim + i]);
+        dev_down(pg.buf, pg.host, pg.bytes);
+        for (int r = 0; r < T; r++) {
+            const zn_half *kh = (const zn_half *)paged_k(&pg, n_past + r), *vh = (const zn_half *)paged_v(&pg, n_past + r);
+            for (int i = 0; i < kdim; i++) kf[r * kdim + i] = zn_fp16_to_f32(kh[i]);
+            for (int i = 0; i < vdim; i++) vf[r * vdim + i] = zn_fp16_to_f32(vh[i]);
+        }
         double ek = nmse(kf, ref, (size_t)T * kdim), ev = nmse(vf, vref, (size_t)T * vdim);
         CHECK_MSG(ek <= 1e-6, "K cache: nmse %.3g (f16 storage: ~1e-7)", ek);
         CHECK_MSG(ev == 0, "V cache: nmse %.3g (a rounded copy: exact)", ev);
+        /* nothing else of the cache written: clear those rows, the rest is 0 */
+        for (int r = 0; r < T; r++) {
+            memset(paged_k(&pg, n_past + r), 0, pg.rbk);
+            memset(paged_v(&pg, n_past + r), 0, pg.rbv);
+        }
+        size_t nz = 0;
+        for (size_t i = 0; i < pg.bytes; i++) nz += pg.host[i] != 0;
+        CHECK_MSG(nz == 0, "%zu bytes of the cache written outside the rows of the tokens", nz);
     }
+    free(pg.host);
     reset();
 }
 
@@ -207,9 +269,10 @@ static void test_rope_fused(void) {
  * reference in double over the cache's values: K and V as the CPU backend
  * stores them (backend_kv_put: f16, or Q8_0 / Q4_0 blocks), dequantised.
  * The cache holds the first n_past rows already, the kernel stores T more:
- * the whole cache must then hold the CPU's bytes. via_step: the position
- * comes from a step block (vkop_step) and the push constants carry a wrong
- * one. */
+ * the whole cache must then hold the CPU's bytes, in the paged layout
+ * above (blocks scrambled, the rows of another layer beside them). via_step:
+ * the position comes from a step block (vkop_step) and the push constants
+ * carry a wrong one. */
 static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd_v, int n_past, int T, bool via_step) {
     int n_ctx = n_past + T, kdim = n_kv * hd_k, vdim = n_kv * hd_v;
     const size_t rbk = backend_kv_bytes(kt, kdim), rbv = backend_kv_bytes(kt, vdim);
@@ -218,8 +281,9 @@ static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd
     double *ref = malloc(sizeof(double) * T * n_head * hd_v), *sc = malloc(sizeof(double) * n_ctx);
     fill(kc, (size_t)n_ctx * kdim, 1.0f); fill(vc, (size_t)n_ctx * vdim, 1.0f); fill(q, (size_t)T * n_head * hd_k, 1.0f);
     /* the CPU's cache (kb, vb), its values (kf, vf), and what is uploaded:
-     * the rows this step writes zeroed (ku, vu; the GPU's bytes after) */
-    uint8_t *kb = malloc(rbk * n_ctx), *vb = malloc(rbv * n_ctx), *ku = calloc(n_ctx, rbk), *vu = calloc(n_ctx, rbv);
+     * the rows before n_past, those this step writes zeroed */
+    uint8_t *kb = malloc(rbk * n_ctx), *vb = malloc(rbv * n_ctx);
+    paged pg = paged_make(rbk, rbv, n_ctx);
     float *kf = malloc(sizeof(float) * n_ctx * kdim), *vf = malloc(sizeof(float) * n_ctx * vdim);
     for (int j = 0; j < n_ctx; j++) {
         backend_kv_put(kt, kc + (size_t)j * kdim, kb + rbk * j, kdim);
@@ -227,8 +291,10 @@ static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd
     }
     quant_dequantize_row(backend_kv_storage(kt), kb, kf, (int64_t)n_ctx * kdim);
     quant_dequantize_row(backend_kv_storage(kt), vb, vf, (int64_t)n_ctx * vdim);
-    memcpy(ku, kb, rbk * n_past);
-    memcpy(vu, vb, rbv * n_past);
+    for (int j = 0; j < n_past; j++) {
+        memcpy(paged_k(&pg, j), kb + rbk * j, rbk);
+        memcpy(paged_v(&pg, j), vb + rbv * j, rbv);
+    }
     const float scale = 1.0f / sqrtf((float)hd_k);
     for (int r = 0; r < T; r++)
         for (int h = 0; h < n_head; h++) {
@@ -247,7 +313,11 @@ static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd
                 ref[(r * n_head + h) * hd_v + d] = o / sum;
             }
         }
-    vkref ck = dev_up(ku, rbk * n_ctx), cv = dev_up(vu, rbv * n_ctx);
+    const vkop_kv kv = paged_up(&pg);
+    for (int j = n_past; j < n_ctx; j++) { /* what the kernel must write */
+        memcpy(paged_k(&pg, j), kb + rbk * j, rbk);
+        memcpy(paged_v(&pg, j), vb + rbv * j, rbv);
+    }
     zn_err err = {0};
     vkref dk = dev_up(kc + (size_t)n_past * kdim, sizeof(float) * T * kdim), dv = dev_up(vc + (size_t)n_past * vdim, sizeof(float) * T * vdim);
     vkref dq = dev_up(q, sizeof(float) * T * n_head * hd_k), dy = dev_out(sizeof(float) * T * n_head * hd_v);
@@ -257,30 +327,26 @@ static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd
     const VkDeviceAddress sa = via_step ? dev_up(&step, sizeof step).addr : 0;
     /* a wrong push-constant position with the same split count */
     const uint32_t pc_past = via_step ? (uint32_t)n_past - 1 : (uint32_t)n_past;
-    vkop_attn a = {.q = dq.addr, .ck = ck.addr, .cv = cv.addr, .dst = dy.addr, .part = dp.addr, .step = sa,
+    vkop_attn a = {.q = dq.addr, .kv = kv, .dst = dy.addr, .part = dp.addr, .step = sa,
                    .n_tok = (uint32_t)T, .n_past = pc_past, .n_head = (uint32_t)n_head, .n_head_kv = (uint32_t)n_kv,
                    .hd_k = (uint32_t)hd_k, .hd_v = (uint32_t)hd_v, .scale = scale};
     double e = INFINITY;
     if (begin()) {
-        zn_status st = vkop_kv_store(&E.o, &E.c, dk.addr, dv.addr, ck.addr, cv.addr, (uint32_t)T, (uint32_t)kdim,
-                                     (uint32_t)vdim, pc_past, sa, 0, "kv", &err);
+        zn_status st = vkop_kv_store(&E.o, &E.c, dk.addr, dv.addr, &kv, (uint32_t)T, (uint32_t)kdim, (uint32_t)vdim,
+                                     pc_past, sa, 0, "kv", &err);
         vkcmd_barrier(&E.c);
         if (!st) st = vkop_attn_run(&E.o, &E.c, &a, "attn", &err);
         if (st) fprintf(stderr, "  %s\n", err.msg);
         if (run() && !st) {
             dev_down(dy, y, sizeof(float) * T * n_head * hd_v);
             e = nmse(y, ref, (size_t)T * n_head * hd_v);
-            dev_down(ck, ku, rbk * n_ctx);
-            dev_down(cv, vu, rbv * n_ctx);
-            size_t bk = 0, bv = 0; /* the first byte that differs + 1 */
-            for (size_t i = 0; !bk && i < rbk * n_ctx; i++) bk = ku[i] != kb[i] ? i + 1 : 0;
-            for (size_t i = 0; !bv && i < rbv * n_ctx; i++) bv = vu[i] != vb[i] ? i + 1 : 0;
-            CHECK_MSG(!bk && !bv, "%s cache, %d + %d rows of %d/%d: not the CPU's bytes (K from row %zu, V from row %zu; "
-                      "0: none)", backend_kv_type_name(kt), n_past, T, kdim, vdim, bk ? (bk - 1) / rbk : 0,
-                      bv ? (bv - 1) / rbv : 0);
+            const size_t at = paged_diff(&pg);
+            CHECK_MSG(!at, "%s cache, %d + %d rows of %d/%d: not the CPU's bytes (from byte %zu of a row, %zu rows "
+                      "into the buffer)", backend_kv_type_name(kt), n_past, T, kdim, vdim, at ? (at - 1) % pg.pos_bytes : 0,
+                      at ? (at - 1) / pg.pos_bytes : 0);
         }
     }
-    free(kc); free(vc); free(q); free(y); free(ref); free(sc); free(kb); free(vb); free(ku); free(vu); free(kf); free(vf);
+    free(kc); free(vc); free(q); free(y); free(ref); free(sc); free(kb); free(vb); free(pg.host); free(kf); free(vf);
     reset();
     return e;
 }
@@ -318,6 +384,8 @@ static void test_attention(void) {
     double f0 = attn_case(4, 2, 64, 64, 0, 40, false), f1 = attn_case(2, 1, 128, 128, 45, 50, false);
     double f2 = attn_case(2, 2, 256, 256, 10, 33, false), f3 = attn_case(6, 2, 128, 128, 0, 16, false);
     double f4 = attn_case(2, 1, 128, 128, 45, 50, true);
+    double f5 = attn_case(4, 2, 64, 64, 230, 60, false); /* rows and keys in two blocks */
+    CHECK_MSG(f5 <= tol, "flash prefill across a block: nmse %.3g", f5);
     CHECK_MSG(f0 <= tol, "flash prefill hd 64: nmse %.3g", f0);
     CHECK_MSG(f1 <= tol, "flash prefill hd 128 after prefix: nmse %.3g", f1);
     CHECK_MSG(f2 <= tol, "flash prefill hd 256: nmse %.3g", f2);
@@ -426,6 +494,7 @@ static void test_attention_mm(void) {
                 attn_case(8, 2, hd, hd, 21, 130, false), /* GQA 4 after a prefix */
                 attn_case(8, 1, hd, hd, 5, 37, true),    /* GQA 8, position from the step block */
                 attn_case(6, 2, hd, hd, 0, 16, false),   /* GQA 3: blocks split a token's heads */
+                attn_case(4, 2, hd, hd, 240, 33, false), /* rows and keys in two cache blocks */
             };
             for (size_t i = 0; i < sizeof e / sizeof *e; i++)
                 CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys, %s), case %zu: nmse %.3g", ci, f->hd,
@@ -474,6 +543,8 @@ static void test_attention_kvq(void) {
         {4, 2, 64, 64, 0, 40, false, "flash prefill hd 64 (attn_fa.comp)"},
         {2, 1, 128, 128, 45, 50, true, "flash prefill hd 128 after a prefix, position from the step block"},
         {2, 2, 256, 256, 10, 33, false, "flash prefill hd 256"},
+        {4, 2, 64, 64, 250, 20, false, "flash prefill hd 64 across a cache block"},
+        {2, 1, 128, 32, 530, 3, false, "prefill rows in the third cache block"},
     };
     static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0};
     for (size_t t = 0; t < sizeof kts / sizeof *kts; t++) {

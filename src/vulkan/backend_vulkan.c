@@ -7,9 +7,9 @@
  * later steps only write those and submit (see vk_run and vk_replay.h).
  *
  * This file: init (device, tuning, ops, the weights through vk_weights.c,
- * buffers, pipelines through vk_record.c), sequences (each owns its KV
- * cache, f16 or Q8_0 / Q4_0 blocks, and recurrent state), runs, reads and
- * writes of activations.
+ * buffers, the KV pool, pipelines through vk_record.c), sequences (each
+ * with its paged KV cache, f16 or Q8_0 / Q4_0 rows, its blocks its own or
+ * the pool's, and recurrent state), runs, reads and writes of activations.
  * Activations live in one device arena laid out by the graph planner
  * (g->acts[i].off). vk_record.c turns a step into dispatches. */
 #include <stdio.h>
@@ -20,6 +20,31 @@
 #include "vk_backend.h"
 
 static void vk_free(void *ctx);
+
+/* The shared KV pool (kv_pool_tokens > 0): whole blocks, as many to one
+ * device allocation as the allocation limit (opts.max_alloc, else the
+ * device's) allows; every block starts on the free stack, block 0 on top. */
+static zn_status pool_init(vk_ctx *c, int64_t tokens, uint64_t max_alloc, zn_err *err) {
+    const uint64_t bb = c->kvl.block_bytes;
+    const int64_t nb = (tokens + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
+    vkarena_init(&c->pool, &c->d, VKMEM_DEVICE, 0, max_alloc);
+    if (!bb) return zn_errf(err, ZN_ERR_ARG, "vulkan: a KV pool for a model without attention layers");
+    if (bb > c->pool.max_block)
+        return zn_errf(err, ZN_ERR_NOMEM, "vulkan: a KV block of %.1f MiB exceeds one allocation (%.1f MiB)",
+                       (double)bb / (1 << 20), (double)c->pool.max_block / (1 << 20));
+    const uint64_t per = c->pool.max_block / bb;
+    c->pool.block_bytes = (per < (uint64_t)nb ? per : (uint64_t)nb) * bb;
+    c->pool.expect = (uint64_t)nb * bb;
+    c->free_blk = calloc((size_t)nb, sizeof *c->free_blk);
+    if (!c->free_blk) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    for (int64_t i = 0; i < nb; i++) {
+        /* 256-byte aligned: the kernels' 16-byte row loads (vk_attn.c) */
+        zn_status st = vkarena_alloc(&c->pool, bb, 256, &c->free_blk[nb - 1 - i], err);
+        if (st) return zn_err_prefix(err, "KV pool of %lld blocks", (long long)nb);
+    }
+    c->pool_blocks = c->n_free = nb;
+    return ZN_OK;
+}
 
 /* ---- init / free ---- */
 
@@ -46,6 +71,14 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (st) zn_err_prefix(err, "vulkan");
     if (!st) st = vkops_init(&c->o, &c->d, &t, cache, err);
     c->kv_type = opt->kv_type;
+    c->kvl = backend_kv_layout(m, opt->kv_type);
+    c->kv_off = calloc((size_t)m->hp.n_layer, sizeof *c->kv_off);
+    if (!st && !c->kv_off) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    /* the push constants carry a row's bytes as 32 bits */
+    if (!st && c->kvl.pos_bytes > UINT32_MAX / 2)
+        st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %zu bytes of KV cache per position", c->kvl.pos_bytes);
+    for (int il = 0, li = 0; !st && il < m->hp.n_layer; il++)
+        if (!m->layers[il].recurrent) c->kv_off[il] = (uint32_t)(li++ * (c->kvl.k_bytes + c->kvl.v_bytes));
     /* the shaders' KVQ is zn_kv_type's value (vk_ops.h kvq) */
     _Static_assert(ZN_KV_F16 == 0 && ZN_KV_Q8_0 == 1 && ZN_KV_Q4_0 == 2 && ZN_KV_COUNT == 3, "kvq.glsl's KVQ values");
     if (!st && opt->kv_type != ZN_KV_F16) c->o.kvq = (uint32_t)opt->kv_type, c->o.attn_dec = c->o.fa_cm = false;
@@ -69,8 +102,10 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     }
     vkarena_init(&c->wmem, &c->d, VKMEM_DEVICE, 0, opt->max_alloc);
     vkarena_init(&c->smem, &c->d, VKMEM_DEVICE, 0, 0);
+    if (opt->kv_pool_tokens < 0) st = zn_errf(err, ZN_ERR_ARG, "vulkan: a KV pool of %lld positions", (long long)opt->kv_pool_tokens);
+    if (!st && opt->kv_pool_tokens > 0) st = pool_init(c, opt->kv_pool_tokens, opt->max_alloc, err);
     c->w = calloc(m->gguf.n_tensors, sizeof *c->w);
-    if (!c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    if (!st && !c->w) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     if (!st) st = vkweights_upload(c, opt->graph, err);
     if (!st) st = vkarena_alloc(&c->smem, (opt->arena_floats ? opt->arena_floats : 1) * sizeof(float), 256, &c->act, err);
     if (!st && c->mm_need) st = vkarena_alloc(&c->smem, c->mm_need, 256, &c->mm_scratch, err);
@@ -127,6 +162,7 @@ static void vk_free(void *ctx) {
         vkbuf_destroy(&c->d, &c->groups);
         vkarena_free(&c->smem);
         vkarena_free(&c->wmem);
+        vkarena_free(&c->pool);
         vkxfer_free(&c->x);
         vkcmd_free(&c->c);
         for (int i = 0; i < VK_REPLAYS; i++) vkreplay_free(&c->rp[i]);
@@ -134,6 +170,8 @@ static void vk_free(void *ctx) {
     }
     vkdev_close(&c->d);
     free(c->w);
+    free(c->kv_off);
+    free(c->free_blk);
     vkfuse_free(&c->plan);
     free(c);
 }
@@ -154,47 +192,73 @@ static zn_status seq_zero(vk_ctx *c, vk_seq *s, zn_err *err) {
     return st;
 }
 
+/* Writes table entries [b0, b1) from s->blk. Runs are synchronous (vk_run
+ * waits), so no submit reads the table while it changes, and the next one
+ * (a replayed recording too: it keeps the table's address only) sees the
+ * new blocks. */
+static zn_status seq_write_tab(vk_ctx *c, vk_seq *s, int b0, int b1, zn_err *err) {
+    if (b1 <= b0) return ZN_OK;
+    uint64_t addr[64];
+    zn_status st = ZN_OK;
+    for (int b = b0; b < b1 && !st; b += 64) {
+        const int n = b1 - b < 64 ? b1 - b : 64;
+        for (int i = 0; i < n; i++) addr[i] = s->blk[b + i].addr;
+        st = vkxfer_upload(&c->x, vkref_sub(s->tab, 8ull * (uint64_t)b, 8ull * (uint64_t)n), addr, 8ull * (uint64_t)n, err);
+    }
+    return st ? st : vkxfer_flush(&c->x, err);
+}
+
+/* Pool blocks from n_keep on go back to the free stack (none without a pool). */
+static void seq_release(vk_ctx *c, vk_seq *s, int n_keep) {
+    if (!c->pool_blocks) return;
+    while (s->n_blk > n_keep) {
+        c->free_blk[c->n_free++] = s->blk[--s->n_blk];
+        s->blk[s->n_blk] = (vkref){0};
+    }
+}
+
 #define ALIGN256(n) (((n) + 255) & ~255ull)
 
 static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     vk_ctx *c = ctx;
     const zn_hparams *hp = &c->m->hp;
     *out = NULL;
+    if (n_ctx < 1 || n_ctx > ZN_MAX_CTX) return zn_errf(err, ZN_ERR_ARG, "vulkan: a context of %d", n_ctx);
     vk_seq *s = calloc(1, sizeof *s);
     if (!s) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     s->id = ++c->next_seq;
     s->n_ctx = n_ctx;
-    s->k = calloc((size_t)hp->n_layer, sizeof *s->k);
-    s->v = calloc((size_t)hp->n_layer, sizeof *s->v);
+    s->n_tab = (n_ctx + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
+    s->blk = calloc((size_t)s->n_tab, sizeof *s->blk);
     s->conv = calloc((size_t)hp->n_layer, sizeof *s->conv);
     s->delta = calloc((size_t)hp->n_layer, sizeof *s->delta);
-    s->kr = calloc((size_t)hp->n_layer, sizeof *s->kr);
-    s->vr = calloc((size_t)hp->n_layer, sizeof *s->vr);
-    zn_status st = !s->k || !s->v || !s->conv || !s->delta || !s->kr || !s->vr ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    zn_status st = !s->blk || !s->conv || !s->delta ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
     /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
     const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
     const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
-    const uint64_t kdim = (uint64_t)hp->n_head_kv * hp->head_dim_k, vdim = (uint64_t)hp->n_head_kv * hp->head_dim_v;
-    if (!st && (uint64_t)n_ctx * (kdim > vdim ? kdim : vdim) >= (1ull << 32))
-        st = zn_errf(err, ZN_ERR_ARG, "vulkan: context %d too long for the KV cache indexing", n_ctx);
-    /* one block of exactly what the sequence needs: the arena's default
-     * block (256 MiB) would be held by every sequence, also a 0.5 MiB one */
-    const uint64_t kv_k = backend_kv_bytes(c->kv_type, (int64_t)kdim) * (uint64_t)n_ctx;
-    const uint64_t kv_v = backend_kv_bytes(c->kv_type, (int64_t)vdim) * (uint64_t)n_ctx;
-    uint64_t need = 0;
+    /* without a pool, the sequence's own blocks: a context shorter than a
+     * block (a checkpoint's: 1 position) gets a block of its rows only */
+    const bool own = !c->pool_blocks && c->kvl.pos_bytes;
+    const uint64_t blk_b = (uint64_t)c->kvl.pos_bytes * (uint64_t)(n_ctx < ZN_KV_BLOCK ? n_ctx : ZN_KV_BLOCK);
+    /* one allocation of exactly what the sequence needs: the arena's
+     * default block (256 MiB) would be held by every sequence, also a
+     * 0.5 MiB one */
+    uint64_t need = ALIGN256(8ull * (uint64_t)s->n_tab) + (own ? (uint64_t)s->n_tab * ALIGN256(blk_b) : 0);
     for (int il = 0; il < hp->n_layer; il++)
-        need += c->m->layers[il].recurrent ? ALIGN256(conv_b) + ALIGN256(delta_b) : ALIGN256(kv_k) + ALIGN256(kv_v);
-    vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, need ? need : 256, 0);
+        if (c->m->layers[il].recurrent) need += ALIGN256(conv_b) + ALIGN256(delta_b);
+    vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, need, 0);
+    s->mem.expect = need;
+    if (!st) st = vkarena_alloc(&s->mem, 8ull * (uint64_t)s->n_tab, 256, &s->tab, err);
     for (int il = 0; il < hp->n_layer && !st; il++) {
-        if (c->m->layers[il].recurrent) {
-            st = vkarena_alloc(&s->mem, conv_b, 256, &s->conv[il], err);
-            if (!st) st = vkarena_alloc(&s->mem, delta_b, 256, &s->delta[il], err);
-            continue;
-        }
-        vkref k, v;
-        st = vkarena_alloc(&s->mem, kv_k, 256, &k, err);
-        if (!st) st = vkarena_alloc(&s->mem, kv_v, 256, &v, err);
-        if (!st) s->k[il] = k.addr, s->v[il] = v.addr, s->kr[il] = k, s->vr[il] = v;
+        if (!c->m->layers[il].recurrent) continue;
+        st = vkarena_alloc(&s->mem, conv_b, 256, &s->conv[il], err);
+        if (!st) st = vkarena_alloc(&s->mem, delta_b, 256, &s->delta[il], err);
+    }
+    /* 256-byte aligned: the kernels' 16-byte row loads (vk_attn.c) */
+    for (int b = 0; own && b < s->n_tab && !st; b++) st = vkarena_alloc(&s->mem, blk_b, 256, &s->blk[b], err);
+    if (!st && own) {
+        s->n_blk = s->n_tab;
+        st = seq_write_tab(c, s, 0, s->n_tab, err);
     }
     /* the split-K scratch must cover the longest context any sequence has */
     uint64_t pf = vkop_attn_part_floats(&c->o, 1, (uint32_t)n_ctx, (uint32_t)hp->n_head, (uint32_t)hp->head_dim_v);
@@ -225,11 +289,9 @@ static void vk_seq_free(void *ctx, void *state) {
         c->seq_bytes -= s->held;
         c->n_seqs--;
     }
+    seq_release(c, s, 0);
     vkarena_free(&s->mem);
-    free(s->k);
-    free(s->v);
-    free(s->kr);
-    free(s->vr);
+    free(s->blk);
     free(s->conv);
     free(s->delta);
     free(s);
@@ -237,22 +299,39 @@ static void vk_seq_free(void *ctx, void *state) {
 
 static void vk_seq_reset(void *ctx, void *state) {
     zn_err err;
+    seq_release(ctx, state, 0);
     /* the interface has no status here; a failed fill leaves the device lost,
      * which the next run reports */
     seq_zero(ctx, state, &err);
 }
 
+/* All or nothing: short of blocks, the sequence keeps what it held. */
 static zn_status vk_seq_reserve(void *ctx, void *state, int n_pos, zn_err *err) {
-    (void)ctx;
-    const vk_seq *s = state;
+    vk_ctx *c = ctx;
+    vk_seq *s = state;
     if (n_pos < 0 || n_pos > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d KV positions in a context of %d", n_pos, s->n_ctx);
-    return ZN_OK;
+    if (!c->pool_blocks) return ZN_OK;
+    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, b0 = s->n_blk;
+    if (need <= b0) return ZN_OK;
+    if (need - b0 > c->n_free)
+        return zn_errf(err, ZN_ERR_KV_FULL,
+                       "vulkan: KV pool full: %d positions need %d more blocks of %d, %lld of %lld free",
+                       n_pos, need - b0, ZN_KV_BLOCK, (long long)c->n_free, (long long)c->pool_blocks);
+    while (s->n_blk < need) s->blk[s->n_blk++] = c->free_blk[--c->n_free];
+    zn_status st = seq_write_tab(c, s, b0, need, err);
+    if (st) seq_release(c, s, b0); /* its table still names only those */
+    return st;
 }
 
 static void vk_seq_trim(void *ctx, void *state, int n_keep) {
-    (void)ctx, (void)state, (void)n_keep;
+    vk_seq *s = state;
+    if (n_keep < 0) n_keep = 0;
+    if (n_keep > s->n_ctx) n_keep = s->n_ctx;
+    seq_release(ctx, s, (n_keep + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK);
 }
 
+/* The blocks are not adjacent (a pool's): [0, n_kv) block by block, each
+ * block's first rows, every attention layer's at once (position-major). */
 static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *d = dst;
@@ -261,17 +340,19 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
     if (n_kv < 0 || n_kv > d->n_ctx || n_kv > s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
     if (d == s) return ZN_OK;
-    const uint64_t kb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_k) * (uint64_t)n_kv;
-    const uint64_t vb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_v) * (uint64_t)n_kv;
+    const int nb = c->kvl.pos_bytes ? (n_kv + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK : 0;
+    if (nb > s->n_blk || nb > d->n_blk)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between sequences holding %d and %d blocks",
+                       n_kv, s->n_blk, d->n_blk);
     zn_status st = ZN_OK;
     for (int il = 0; il < hp->n_layer && !st; il++) {
-        if (s->conv[il].buf) {
-            st = vkxfer_copy(&c->x, s->conv[il], d->conv[il], s->conv[il].size, err);
-            if (!st) st = vkxfer_copy(&c->x, s->delta[il], d->delta[il], s->delta[il].size, err);
-        } else if (n_kv > 0) {
-            st = vkxfer_copy(&c->x, s->kr[il], d->kr[il], kb, err);
-            if (!st) st = vkxfer_copy(&c->x, s->vr[il], d->vr[il], vb, err);
-        }
+        if (!s->conv[il].buf) continue;
+        st = vkxfer_copy(&c->x, s->conv[il], d->conv[il], s->conv[il].size, err);
+        if (!st) st = vkxfer_copy(&c->x, s->delta[il], d->delta[il], s->delta[il].size, err);
+    }
+    for (int b = 0; b < nb && !st; b++) {
+        const int rows = n_kv - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_kv - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
+        st = vkxfer_copy(&c->x, s->blk[b], d->blk[b], (uint64_t)rows * c->kvl.pos_bytes, err);
     }
     return st;
 }
@@ -297,6 +378,10 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     for (int i = 0; i < g->n_seq; i++) {
         if (g->seqs[i].n_past + g->seqs[i].n_rows > seqs[i]->n_ctx)
             return zn_errf(err, ZN_ERR_ARG, "vulkan: context of %d exceeded", seqs[i]->n_ctx);
+        /* the kernels would follow table entries naming no block */
+        if (c->kvl.pos_bytes && (g->seqs[i].n_past + g->seqs[i].n_rows + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK > seqs[i]->n_blk)
+            return zn_errf(err, ZN_ERR_ARG, "vulkan: positions up to %d of a sequence holding %d KV blocks (seq_reserve first)",
+                           g->seqs[i].n_past + g->seqs[i].n_rows, seqs[i]->n_blk);
         for (int j = 0; j < i; j++)
             if (seqs[j] == seqs[i]) return zn_errf(err, ZN_ERR_ARG, "vulkan: one sequence twice in a step");
     }
@@ -443,7 +528,8 @@ static zn_status vk_tuning(void *ctx, int device, const char *tune, zn_tuning *o
 static void vk_mem(void *ctx, zn_backend_mem *out) {
     const vk_ctx *c = ctx;
     *out = (zn_backend_mem){.weights = vkarena_held(&c->wmem), .scratch = vkarena_held(&c->smem),
-                            .seqs = c->seq_bytes, .n_seqs = c->n_seqs};
+                            .seqs = c->seq_bytes, .n_seqs = c->n_seqs, .kv_pool = vkarena_held(&c->pool),
+                            .kv_blocks = c->pool_blocks, .kv_blocks_free = c->n_free};
 }
 
 const zn_backend_ops zn_backend_vulkan = {

@@ -70,14 +70,17 @@ uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
     return ZN_VK_MM_AUTO;
 }
 
-zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
-                        VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        VkDeviceAddress step, VkDeviceAddress seqs, const char *name, zn_err *err) {
+zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, const vkop_kv *kv,
+                        uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past, VkDeviceAddress step,
+                        VkDeviceAddress seqs, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, VKO_KV_STORE, (vkvar){0}, &p, err);
     if (st) return st;
-    struct { uint64_t k, v, ck, cv, step; uint32_t n_tok, kdim, vdim, n_past; uint64_t seqs; } pc = {
-        k, v, ck, cv, step, n_tok, kdim, vdim, n_past, seqs};
+    struct {
+        uint64_t k, v, tab, step;
+        uint32_t n_tok, kdim, vdim, n_past, koff, voff, pos_bytes, pad;
+        uint64_t seqs;
+    } pc = {k, v, kv->tab, step, n_tok, kdim, vdim, n_past, kv->koff, kv->voff, kv->pos_bytes, 0, seqs};
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
     return ZN_OK;
 }
@@ -120,18 +123,21 @@ uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, u
 
 /* The push constants of attn.comp and attn_fa.comp. */
 typedef struct attn_push {
-    uint64_t q, ck, cv, dst, part, step;
+    uint64_t q, tab, dst, part, step;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, chunk, n_split;
     float scale;
+    uint32_t koff, voff, pos_bytes;
     uint64_t seqs; /* attn.comp, attn_dec.comp */
 } attn_push;
+_Static_assert(sizeof(attn_push) == 96, "attn*.comp's push constants");
 
 /* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
  * with attn_dec) ceil(keys / n_split), derived by the kernel. */
 static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
     const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->t.attn_chunk;
-    return (attn_push){a->q, a->ck, a->cv, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
-                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale, a->seqs};
+    return (attn_push){a->q, a->kv.tab, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
+                       a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale, a->kv.koff, a->kv.voff,
+                       a->kv.pos_bytes, a->seqs};
 }
 
 /* attn_dec.comp's pipeline for this call: the kind by head dim, the slot
@@ -142,7 +148,7 @@ static bool attn_dec_pipe(const vkops *o, const vkop_attn *a, vkop_kind *kind, u
     /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
      * keeps more of the GPU busy than one per KV head */
     if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || hd != a->hd_v ||
-        (hd != 64 && hd != 128 && hd != 256) || (a->ck | a->cv) % 16)
+        (hd != 64 && hd != 128 && hd != 256) || (a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16)
         return false;
     *kind = hd == 64 ? VKO_ATTN_DEC64 : hd == 128 ? VKO_ATTN_DEC128 : VKO_ATTN_DEC256;
     for (*slot = 0; 1u << *slot < rows; ++*slot) {}
@@ -167,7 +173,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     const vkop_kind fk = !o->fa_cm ? VKO_ATTN_FA : o->coopmat ? VKO_ATTN_FA_CM : o->mm_emulate ? VKO_ATTN_FA_EMU : VKO_ATTN_FA;
     const uint32_t ci = fa && fk != VKO_ATTN_FA ? vkops_fa_cfg_for(o, a->hd_k) : ZN_VK_MM_AUTO;
     const uint32_t G = a->n_head / a->n_head_kv;
-    if (ci != ZN_VK_MM_AUTO && !((a->q | a->ck | a->cv) % 16)) {
+    if (ci != ZN_VK_MM_AUTO && !((a->q | a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16)) {
         const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
         /* should the driver refuse that pipeline, the scalar kernel from
          * then on (the op tests check every config is built) */

@@ -13,13 +13,14 @@ typedef struct vkfa_cfg { uint32_t hd, br, bc; } vkfa_cfg;
 #define ZN_VK_FA_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
 extern const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG];
 
-/* K/V rows (f32) into f16 caches [pos][kdim] / [pos][vdim] at n_past + r
- * (n_past from the step block when step is not 0). With seqs (vk_ops.h
- * vkop_seq_ent), row r is the token of the table's sequence r, at its row
- * of k / v, its position and caches (ck, cv, n_past unused). */
-zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, VkDeviceAddress ck,
-                        VkDeviceAddress cv, uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past,
-                        VkDeviceAddress step, VkDeviceAddress seqs, const char *name, zn_err *err);
+/* K/V rows (f32) into the layer kv of the paged cache (f16 rows of kdim /
+ * vdim, or o->kvq's blocks) at positions n_past + r (n_past from the step
+ * block when step is not 0). With seqs (vk_ops.h vkop_seq_ent), row r is
+ * the token of the table's sequence r, at its row of k / v, its position
+ * and block table (kv->tab, n_past unused; the offsets are kv's). */
+zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v, const vkop_kv *kv,
+                        uint32_t n_tok, uint32_t kdim, uint32_t vdim, uint32_t n_past, VkDeviceAddress step,
+                        VkDeviceAddress seqs, const char *name, zn_err *err);
 
 /* Causal GQA attention of ZN_OP_ATTN. part: scratch for split-K partials,
  * vkop_attn_part_floats() floats (0 when that is 0). A single-token step
@@ -44,14 +45,16 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
 #define ZN_VK_ATTN_DEC_MAX_ROWS 16
 #define ZN_VK_ATTN_SPLIT_TOK 4
 #define ZN_VK_ATTN_MAX_SPLIT 256
-/* With seqs (vk_ops.h vkop_seq_ent): a batched decode step, one token of
+/* kv: the layer of the paged cache (vk_ops.h vkop_kv). With seqs (vk_ops.h
+ * vkop_seq_ent): a batched decode step, one token of
  * each of the table's n_seq sequences, q and dst the step's rows, the
- * caches and positions the table's; ck, cv, step unused, n_tok 1, n_past
+ * block tables and positions the table's; kv.tab, step unused, n_tok 1, n_past
  * the largest position (it picks the kernel, as for one sequence: attn.comp
  * up to t.attn_dec_min keys, else attn_dec.comp where that applies), every
  * sequence unsplit (vkop_attn_batch_ok). */
 typedef struct vkop_attn {
-    VkDeviceAddress q, ck, cv, dst, part, step, seqs;
+    VkDeviceAddress q, dst, part, step, seqs;
+    vkop_kv kv;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_seq;
     float scale;
 } vkop_attn;

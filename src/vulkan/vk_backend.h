@@ -79,6 +79,14 @@ typedef struct vk_ctx {
     int cap_nodes, cap_acts;
     bool no_fusion;               /* every node on its own (tests) */
     zn_kv_type kv_type;           /* the caches' format (f16, Q8_0, Q4_0: c->o.kvq) */
+    zn_kv_layout kvl;             /* the paged cache's rows and blocks (backend.h) */
+    uint32_t *kv_off;             /* [n_layer]: an attention layer's K row in a position's row (V: + kvl.k_bytes) */
+    /* The shared KV pool (kv_pool_tokens > 0; else every sequence holds
+     * the blocks of its whole context): pool_blocks blocks, the n_free of
+     * them no sequence holds on a stack (taken from the top). */
+    vkarena pool;
+    int64_t pool_blocks, n_free;
+    vkref *free_blk;              /* [pool_blocks] */
     vkfuse plan;
     /* hazard tracking since the last barrier */
     range rd[VK_HAZARDS], wr[VK_HAZARDS];
@@ -89,11 +97,22 @@ typedef struct vk_seq {
     uint64_t id;                  /* unique in its context: keys the replay */
     vkarena mem;
     int n_ctx;
-    VkDeviceAddress *k, *v;       /* [n_layer]: KV caches of attention layers */
-    vkref *kr, *vr;               /* [n_layer]: the same as ranges (copies) */
+    /* The paged KV cache (vk_ops.h vkop_kv): the block table on the device
+     * (n_tab addresses; its address never changes, recordings keep it), and
+     * the blocks it names, [0, n_blk) held (without a pool: all of them,
+     * from mem; with one: taken from the pool as the sequence grows). */
+    vkref tab;
+    vkref *blk;                   /* [n_tab] */
+    int n_tab, n_blk;
     vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
     uint64_t held;                /* its arena's bytes, counted in vk_ctx.seq_bytes once made */
 } vk_seq;
+
+/* Layer L's part of sequence s's paged cache, as the ops take it. */
+static inline vkop_kv vkseq_kv(const vk_ctx *c, const vk_seq *s, int L) {
+    return (vkop_kv){.tab = s->tab.addr, .koff = c->kv_off[L], .voff = c->kv_off[L] + (uint32_t)c->kvl.k_bytes,
+                     .pos_bytes = (uint32_t)c->kvl.pos_bytes};
+}
 
 /* ---- vk_weights.c ---- */
 

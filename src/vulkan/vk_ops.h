@@ -131,18 +131,34 @@ typedef struct vkop_step {
     uint32_t pad[3];
 } vkop_step;
 
+/* One layer of a sequence's paged KV cache (engine/backend.h
+ * zn_kv_layout, shaders/kvtab.glsl): the address of the sequence's block
+ * table (a device address per block of ZN_KV_BLOCK positions, host-written,
+ * read by the kernels at run time), the byte offsets of the layer's K and V
+ * rows within a position's row, and that row's bytes (every attention
+ * layer's). The table's address stays for the sequence's life, its entries
+ * change as blocks are taken and given back: a recording keeps the
+ * address only. */
+typedef struct vkop_kv {
+    VkDeviceAddress tab;
+    uint32_t koff, voff, pos_bytes;
+} vkop_kv;
+
 /* The sequence table of a batched decode step (every sequence of the step
  * decodes one token): the ops with per-sequence state (rope with its
  * fusions, kv_store, attn, conv1d, gdn) then run once over all the step's sequences
  * rather than once per sequence, each sequence's workgroups reading its
  * entry (shaders/seqs.glsl) where a one-sequence dispatch has push
- * constants. One table per layer (the caches differ by layer); ops take
- * the layer's table as `seqs`, 0 = one sequence, as before. The host writes
+ * constants. One table per layer (the recurrent states differ by layer;
+ * the KV offsets stay in the push constants); ops take the layer's table
+ * as `seqs`, 0 = one sequence, as before. The host writes
  * it when it records the step, and the positions (n_past) again before
  * every submit: a replayed recording reads the same table at later
  * positions. */
 typedef struct vkop_seq_ent {
-    VkDeviceAddress k, v;     /* the sequence's K and V cache of the layer (recurrent: conv, delta state) */
+    VkDeviceAddress a;        /* attention layers: the sequence's KV block table (vkop_kv.tab);
+                                 recurrent ones: its conv state */
+    VkDeviceAddress b;        /* recurrent layers: its delta state (attention: 0) */
     uint32_t row;             /* its row in the step's activations */
     uint32_t n_past;          /* its position */
     uint32_t pad[2];

@@ -189,9 +189,9 @@ static bool batch_ok(const vk_ctx *c, const zn_graph *g, uint32_t *max_past) {
 }
 
 /* batch_ok, and then writes the sequence tables of c->region (attention
- * layers: the KV caches; recurrent ones: the conv state in k, the delta
- * state in v), the positions too (vkrecord_positions rewrites them before
- * every submit). */
+ * layers: the KV block table in a; recurrent ones: the conv state in a,
+ * the delta state in b), the positions too (vkrecord_positions rewrites
+ * them before every submit). */
 static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint32_t *max_past) {
     if (!batch_ok(c, g, max_past)) return false;
     vkop_seq_ent *t = (vkop_seq_ent *)c->seqtab.map;
@@ -200,7 +200,7 @@ static bool batch_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, uint
         vkop_seq_ent *e = t + seq_ent(c, c->region, L);
         for (int q = 0; q < g->n_seq; q++) {
             const vk_seq *s = states[q];
-            e[q] = (vkop_seq_ent){.k = rec ? s->conv[L].addr : s->k[L], .v = rec ? s->delta[L].addr : s->v[L],
+            e[q] = (vkop_seq_ent){.a = rec ? s->conv[L].addr : s->tab.addr, .b = rec ? s->delta[L].addr : 0,
                                   .row = (uint32_t)g->seqs[q].row0, .n_past = (uint32_t)g->seqs[q].n_past};
         }
     }
@@ -233,24 +233,28 @@ void vkrecord_positions(vk_ctx *c, const zn_graph *g, uint32_t region, bool batc
     }
 }
 
-/* In a batched step, layer L's K (v = 0) or V (v = 1) caches of all its
- * sequences (recurrent layers: the conv and delta states) as one range of
- * addresses no memory has (above any device address): every access the
- * step's recording makes to them is one of its batched ops, so those order
- * among themselves exactly as they would on the states' own ranges, which
- * are too many to declare (VK_HAZARDS). */
+/* Stand-in ranges, of addresses no memory has (above any device address),
+ * for state that has no one range of its own. In a batched step, layer L's
+ * K (v = 0) or V (v = 1) caches of all its sequences (recurrent layers:
+ * the conv and delta states): every access the step's recording makes to
+ * them is one of its batched ops, so those order among themselves exactly
+ * as they would on the states' own ranges, which are too many to declare
+ * (VK_HAZARDS). The same for one sequence's layer L K or V rows, which lie
+ * in blocks all over the cache (its id above the layers: never reused, and
+ * sequences hold disjoint blocks); only the KV ops touch them (seq_copy
+ * runs outside steps). */
 #define VK_KV_STANDIN (1ull << 62)
 static range batch_kv_range(int L, int v) {
     const uint64_t lo = VK_KV_STANDIN + 2ull * (uint64_t)L + (uint64_t)v;
     return (range){lo, lo + 1};
 }
 
-/* Layer L's K (v = 0) or V (v = 1) cache of sg's sequence, b bytes per
- * position; batched: the stand-in of all of them. */
-static range kv_range(const vk_seg *sg, int L, int v, uint64_t b) {
+/* Layer L's K (v = 0) or V (v = 1) rows of sg's sequence; batched: the
+ * stand-in of all of them. */
+static range kv_range(const vk_seg *sg, int L, int v) {
     if (sg->batch) return batch_kv_range(L, v);
-    const VkDeviceAddress a = v ? sg->s->v[L] : sg->s->k[L];
-    return (range){a, a + b * (uint64_t)sg->s->n_ctx};
+    const uint64_t lo = VK_KV_STANDIN + (sg->s->id << 24) + 2ull * (uint64_t)L + (uint64_t)v;
+    return (range){lo, lo + 1};
 }
 
 /* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
@@ -277,7 +281,7 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
     case ZN_OP_ROPE: {
         const zn_rope_params *rp = &n->rope;
-        /* batched: kc, vc (s the first sequence) only say "store" */
+        /* batched: kv.tab (s the first sequence's) only says "store" */
         vkop_rope a = {.x = seg_addr(c, g, n->dst, sg), .ff = waddr(c, n->w[0]), .n_tok = sg->n_rows,
                        .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
                        .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
@@ -293,19 +297,20 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
         }
         if (c->plan.rope_kv[i] >= 0) {
             const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
-            a.kc = s->k[L];
+            a.kv = vkseq_kv(c, s, L);
             a.v = seg_addr(c, g, kv->src[1], sg);
-            a.vc = s->v[L];
             a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
         }
         return vkop_rope_run(&c->o, c->rec, &a, n->tag, err);
     }
-    case ZN_OP_KV_STORE:
-        return vkop_kv_store(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->src[1], sg), s->k[L],
-                             s->v[L], sg->n_rows, (uint32_t)x->cols, (uint32_t)g->acts[n->src[1]].cols, sg->n_past,
-                             sg->step, sg->batch ? seq_table(c, L) : 0, n->tag, err);
+    case ZN_OP_KV_STORE: {
+        const vkop_kv kv = vkseq_kv(c, s, L);
+        return vkop_kv_store(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->src[1], sg), &kv,
+                             sg->n_rows, (uint32_t)x->cols, (uint32_t)g->acts[n->src[1]].cols, sg->n_past, sg->step,
+                             sg->batch ? seq_table(c, L) : 0, n->tag, err);
+    }
     case ZN_OP_ATTN: {
-        vkop_attn a = {.q = seg_addr(c, g, n->src[0], sg), .ck = s->k[L], .cv = s->v[L],
+        vkop_attn a = {.q = seg_addr(c, g, n->src[0], sg), .kv = vkseq_kv(c, s, L),
                        .dst = seg_addr(c, g, n->dst, sg), .part = c->part.addr, .step = sg->step,
                        .seqs = sg->batch ? seq_table(c, L) : 0, .n_seq = sg->batch ? sg->n_rows : 0,
                        .n_tok = sg->batch ? 1 : sg->n_rows, .n_past = sg->n_past, .n_head = (uint32_t)n->attn.n_head,
@@ -391,7 +396,6 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         if (f->mode == VKX_SWIGLU) rd[nr++] = NODE_RANGE(f->aux);
     }
     wr[nw++] = NODE_RANGE(n->dst);
-    const zn_hparams *hp = &c->m->hp;
     const int i = (int)(n - g->nodes);
     if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
         const zn_node *add = &g->nodes[c->plan.res_add[i]];
@@ -403,15 +407,13 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
         rd[nr++] = NODE_RANGE(kv->src[1]);
         nw = 0;
-        wr[nw++] = kv_range(sg, n->layer, 0, 2ull * hp->n_head_kv * hp->head_dim_k);
-        wr[nw++] = kv_range(sg, n->layer, 1, 2ull * hp->n_head_kv * hp->head_dim_v);
+        wr[nw++] = kv_range(sg, n->layer, 0);
+        wr[nw++] = kv_range(sg, n->layer, 1);
     }
 #undef NODE_RANGE
     if (n->op == ZN_OP_KV_STORE || n->op == ZN_OP_ATTN) {
         /* the layer's whole cache, conservatively */
-        const uint64_t kb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_k);
-        const uint64_t vb = backend_kv_bytes(c->kv_type, (int64_t)hp->n_head_kv * hp->head_dim_v);
-        const range kr = kv_range(sg, n->layer, 0, kb), vr = kv_range(sg, n->layer, 1, vb);
+        const range kr = kv_range(sg, n->layer, 0), vr = kv_range(sg, n->layer, 1);
         if (n->op == ZN_OP_KV_STORE) {
             nw = 0; /* dst is K itself, only read */
             wr[nw++] = kr;
@@ -568,22 +570,18 @@ static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
                      .moe_tiles = (moe_toks + grain - 1) / grain};
 }
 
-#define PREP_ADDR (1ull << 44) /* stand-in cache addresses: aligned, never dereferenced */
+#define PREP_ADDR (1ull << 44) /* stand-in state addresses: aligned, never dereferenced */
 zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     const zn_hparams *hp = &c->m->hp;
     zn_graph g;
     zn_status st = graph_init(&g, c->m, c->max_tokens, err);
     if (st) return st;
     int32_t *toks = calloc((size_t)c->max_tokens, sizeof *toks);
-    VkDeviceAddress *kv = calloc(2 * (size_t)hp->n_layer, sizeof *kv);
     vkref *rs = calloc(2 * (size_t)hp->n_layer, sizeof *rs);
-    if (!toks || !kv || !rs) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
-    vk_seq s = {.n_ctx = ZN_MAX_CTX, .k = kv, .v = kv ? kv + hp->n_layer : NULL, .conv = rs,
-                .delta = rs ? rs + hp->n_layer : NULL};
-    for (int i = 0; !st && i < 2 * hp->n_layer; i++) {
-        kv[i] = PREP_ADDR + ((uint64_t)i << 32);
-        rs[i] = (vkref){.addr = PREP_ADDR + ((uint64_t)(2 * hp->n_layer + i) << 32), .size = 256};
-    }
+    if (!toks || !rs) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    vk_seq s = {.n_ctx = ZN_MAX_CTX, .tab = {.addr = PREP_ADDR}, .conv = rs, .delta = rs ? rs + hp->n_layer : NULL};
+    for (int i = 0; !st && i < 2 * hp->n_layer; i++)
+        rs[i] = (vkref){.addr = PREP_ADDR + ((uint64_t)(i + 1) << 32), .size = 256};
     const vkref part = c->part;
     if (!c->part.addr) c->part.addr = PREP_ADDR - (1ull << 32); /* split-K partials (sized per sequence) */
     c->rec = NULL;
@@ -616,7 +614,6 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     c->part = part;
     vkops_forget(&c->o);
     free(toks);
-    free(kv);
     free(rs);
     graph_free(&g);
     return st;

@@ -8,10 +8,12 @@
  * vkrecord_positions): the token ids, each sequence's position in its step
  * block and in the sequence tables (vk_ops.h). So a recording holds for
  * every later step with the same key:
- *  - the same sequences in the same order (their ids: the KV cache and
- *    state addresses are in the commands and in the tables written when
- *    recording; ids are never reused, so a freed sequence's recording
- *    never fits again),
+ *  - the same sequences in the same order (their ids: the addresses of
+ *    their KV block tables and recurrent states are in the commands and in
+ *    the tables written when recording; ids are never reused, so a freed
+ *    sequence's recording never fits again). A block table's entries are
+ *    read at run time: blocks a sequence takes after the recording (its
+ *    pool's, seq_reserve) are seen by the replay,
  *  - the same attention shape per sequence (vkrecord_step_shape: what the
  *    recording fixed of the positions: batched or not, split counts,
  *    kernels),

@@ -34,9 +34,9 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
     zn_status st = vkops_pipe(o, VKO_ROPE, (vkvar){0}, &p, err);
     if (st) return st;
     if (a->n_rot > a->head_dim || a->n_rot % 2) return zn_errf(err, ZN_ERR_ARG, "vulkan: rope n_rot %u", a->n_rot);
-    if (a->kc && a->row_stride != a->n_heads * a->head_dim)
+    if (a->kv.tab && a->row_stride != a->n_heads * a->head_dim)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: rope into the cache needs packed heads");
-    if (a->vc && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
+    if (a->kv.tab && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
     /* a byte each: the push constants have no room for four words and the
      * sequence table */
     uint32_t secs = 0;
@@ -46,14 +46,16 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
         secs |= (uint32_t)a->sections[i] << (8 * i);
     }
     struct {
-        uint64_t x, src, ff, nw, kc, v, vc, step;
+        uint64_t x, src, ff, nw, tab, v, step;
         uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, secs, vdim;
         float theta_scale, freq_scale, eps;
+        uint32_t koff, voff, pos_bytes;
         uint64_t seqs;
-    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kc, a->v, a->vc, a->step, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
+    } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kv.tab, a->v, a->step, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
             a->row_stride, a->mode, a->n_past, secs, a->vdim,
             /* computed here with the C library's powf, as ggml does */
-            powf(a->freq_base, -2.0f / (float)a->n_rot), a->freq_scale, a->eps, a->seqs};
+            powf(a->freq_base, -2.0f / (float)a->n_rot), a->freq_scale, a->eps, a->kv.koff, a->kv.voff, a->kv.pos_bytes,
+            a->seqs};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
     if (a->mode == 2 && !secs) return zn_errf(err, ZN_ERR_ARG, "vulkan: IMRoPE without sections");
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, a->n_tok * a->n_heads, name);

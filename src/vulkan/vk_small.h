@@ -21,14 +21,16 @@ zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkD
  * head_dim; mode: zn_rope_mode values; ff: frequency factors or 0;
  * sections below 256. With seqs (vk_ops.h vkop_seq_ent), row r is the
  * token of the table's sequence r, at its row of x / src / v, its
- * position and caches (n_past, kc, vc then only say whether to store).
- * Fusions: with nw, x is first computed as the per-head RMS norm of src
- * (times nw, eps); with kc, the result goes to the f16 K cache [pos][n_heads
- * * head_dim] at n_past + r instead of x, and the V rows (v [n_tok][vdim])
- * are copied into the V cache vc. */
+ * position and block table (n_past unused, kv.tab then only says whether
+ * to store). Fusions: with nw, x is first computed as the per-head RMS
+ * norm of src (times nw, eps); with kv.tab, the result goes to the layer's
+ * f16 K row (n_heads * head_dim) of position n_past + r of the paged cache
+ * (vk_ops.h vkop_kv) instead of x, and the V rows (v [n_tok][vdim]) are
+ * copied into its V rows. */
 typedef struct vkop_rope {
     VkDeviceAddress x, ff, step;
-    VkDeviceAddress src, nw, kc, v, vc, seqs;
+    VkDeviceAddress src, nw, v, seqs;
+    vkop_kv kv;
     uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, vdim;
     int sections[4];
     float freq_base, freq_scale, eps;

@@ -48,14 +48,14 @@ int main(int argc, char **argv) {
     printf("%-16s %-30s %10s %10s %8s %10s\n", "shape", "kernel", "us/call", "ms/prefill", "TFLOP/s", "nmse");
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const uint32_t nh = shapes[si].n_head, nkv = shapes[si].n_kv, hd = shapes[si].hd, n_ctx = (uint32_t)(N_PAST + T);
-        const size_t nq = (size_t)T * nh * hd, nkvv = (size_t)n_ctx * nkv * hd;
+        const size_t nq = (size_t)T * nh * hd;
         attn_bufs b;
         float *ref = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * nq);
-        if (!attn_bufs_init(&b, nq, nkvv, 0)) {
+        if (!attn_bufs_init(&b, nq, n_ctx, (size_t)nkv * hd, 0)) {
             fprintf(stderr, "%s: %s\n", shapes[si].what, err.msg);
             return 1;
         }
-        vkop_attn at = {.q = b.q.addr, .ck = b.ck.addr, .cv = b.cv.addr, .dst = b.y.addr, .n_tok = (uint32_t)T,
+        vkop_attn at = {.q = b.q.addr, .kv = b.kv, .dst = b.y.addr, .n_tok = (uint32_t)T,
                         .n_past = (uint32_t)N_PAST, .n_head = nh, .n_head_kv = nkv, .hd_k = hd, .hd_v = hd,
                         .scale = 1.0f / sqrtf((float)hd)};
         double pairs = 0;

@@ -60,11 +60,11 @@ int main(int argc, char **argv) {
             const size_t pf = (size_t)ZN_VK_ATTN_MAX_SPLIT * nh * (hd + 2) * ZN_VK_ATTN_SPLIT_TOK; /* any config */
             attn_bufs b;
             float *ref = malloc(sizeof(float) * nq), *out = malloc(sizeof(float) * nq);
-            if (!attn_bufs_init(&b, nq, nkvv, 4 * pf)) {
+            if (!attn_bufs_init(&b, nq, n_ctx, (size_t)nkv * hd, 4 * pf)) {
                 fprintf(stderr, "%s: %s\n", shapes[si].what, err.msg);
                 return 1;
             }
-            vkop_attn at = {.q = b.q.addr, .ck = b.ck.addr, .cv = b.cv.addr, .dst = b.y.addr, .part = b.part.addr,
+            vkop_attn at = {.q = b.q.addr, .kv = b.kv, .dst = b.y.addr, .part = b.part.addr,
                             .n_tok = (uint32_t)T, .n_past = n_past, .n_head = nh, .n_head_kv = nkv, .hd_k = hd,
                             .hd_v = hd, .scale = 1.0f / sqrtf((float)hd)};
             const double kv_bytes = 2.0 * 2.0 * (double)nkvv;

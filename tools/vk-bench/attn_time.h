@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "limits.h"
 #include "vk_attn.h"
 
 #define MAX_REPS 50
@@ -66,26 +67,31 @@ static float frand(uint64_t *s) {
     return (float)(*s >> 40) / (float)(1 << 23) - 1.0f;
 }
 
-/* One shape's buffers: the same random q (nq floats) and K, V (nkv f16
- * values each) every run, y for nq outputs, part_bytes of split scratch (or
- * none); xf for downloads. */
-typedef struct attn_bufs { vkarena a; vkxfer xf; vkref q, ck, cv, y, part; } attn_bufs;
+/* One shape's buffers: the same random q (nq floats) and K, V (n_ctx
+ * positions of kdim f16 values each, in the paged cache's layout of one
+ * layer: vk_ops.h vkop_kv, its blocks adjacent) every run, y for nq
+ * outputs, part_bytes of split scratch (or none); xf for downloads. */
+typedef struct attn_bufs { vkarena a; vkxfer xf; vkref q, kvb, tab, y, part; vkop_kv kv; } attn_bufs;
 
-static bool attn_bufs_init(attn_bufs *b, size_t nq, size_t nkv, size_t part_bytes) {
+static bool attn_bufs_init(attn_bufs *b, size_t nq, size_t n_ctx, size_t kdim, size_t part_bytes) {
     vkarena_init(&b->a, &d, VKMEM_DEVICE, 0, 0);
+    const size_t nb = (n_ctx + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, pos_bytes = 4 * kdim, nkv = nb * ZN_KV_BLOCK * 2 * kdim;
     float *qh = malloc(sizeof(float) * nq);
-    zn_half *kh = malloc(sizeof(zn_half) * nkv), *vh = malloc(sizeof(zn_half) * nkv);
+    zn_half *kvh = malloc(sizeof(zn_half) * nkv);
+    uint64_t *tab = malloc(sizeof(uint64_t) * nb);
     uint64_t s = 88172645463325252ull;
     for (size_t i = 0; i < nq; i++) qh[i] = frand(&s);
-    for (size_t i = 0; i < nkv; i++) kh[i] = zn_f32_to_fp16(frand(&s)), vh[i] = zn_f32_to_fp16(frand(&s));
+    for (size_t i = 0; kvh && i < nkv; i++) kvh[i] = zn_f32_to_fp16(frand(&s));
     b->part = (vkref){0};
-    bool ok = qh && kh && vh && !vkxfer_init(&b->xf, &d, 64ull << 20, &err) &&
-              !vkarena_alloc(&b->a, 4 * nq, 256, &b->q, &err) && !vkarena_alloc(&b->a, 2 * nkv, 256, &b->ck, &err) &&
-              !vkarena_alloc(&b->a, 2 * nkv, 256, &b->cv, &err) && !vkarena_alloc(&b->a, 4 * nq, 256, &b->y, &err) &&
-              (!part_bytes || !vkarena_alloc(&b->a, part_bytes, 256, &b->part, &err)) &&
-              !vkxfer_upload(&b->xf, b->q, qh, 4 * nq, &err) && !vkxfer_upload(&b->xf, b->ck, kh, 2 * nkv, &err) &&
-              !vkxfer_upload(&b->xf, b->cv, vh, 2 * nkv, &err) && !vkxfer_flush(&b->xf, &err);
-    free(qh); free(kh); free(vh);
+    bool ok = qh && kvh && tab && !vkxfer_init(&b->xf, &d, 64ull << 20, &err) &&
+              !vkarena_alloc(&b->a, 4 * nq, 256, &b->q, &err) && !vkarena_alloc(&b->a, 2 * nkv, 256, &b->kvb, &err) &&
+              !vkarena_alloc(&b->a, 8 * nb, 256, &b->tab, &err) && !vkarena_alloc(&b->a, 4 * nq, 256, &b->y, &err) &&
+              (!part_bytes || !vkarena_alloc(&b->a, part_bytes, 256, &b->part, &err));
+    for (size_t i = 0; ok && i < nb; i++) tab[i] = b->kvb.addr + i * ZN_KV_BLOCK * pos_bytes;
+    ok = ok && !vkxfer_upload(&b->xf, b->q, qh, 4 * nq, &err) && !vkxfer_upload(&b->xf, b->kvb, kvh, 2 * nkv, &err) &&
+         !vkxfer_upload(&b->xf, b->tab, tab, 8 * nb, &err) && !vkxfer_flush(&b->xf, &err);
+    b->kv = (vkop_kv){.tab = b->tab.addr, .koff = 0, .voff = (uint32_t)(2 * kdim), .pos_bytes = (uint32_t)pos_bytes};
+    free(qh); free(kvh); free(tab);
     return ok;
 }
 

@@ -1,5 +1,5 @@
 #version 450
-// ZN_OP_ATTN over the f16 KV cache, causal, grouped-query. One workgroup per
+// ZN_OP_ATTN over the f16 KV cache (paged: kvtab.glsl), causal, grouped-query. One workgroup per
 // (head, query row, key split), WG keys per tile with an online softmax
 // across tiles. Scores: 8 lanes per key, each dotting hd_k/8 dims with
 // 16-byte loads, then a shuffle reduction (coalesced: a key's row is read
@@ -24,15 +24,17 @@ layout(constant_id = 1) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
 #include "kvq.glsl"
+#include "kvtab.glsl"
 #include "seqs.glsl"
 
 #define MAXD 256
 
 layout(push_constant) uniform PC {
-    uint64_t q, ck, cv, dst, part, step;
+    uint64_t q, tab, dst, part, step;     // tab: the KV block table (kvtab.glsl)
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     uint chunk, n_split;                  // chunk: keys per split (0: derived)
     float scale;
+    uint koff, voff, pos_bytes;           // the layer's K / V rows in a position's row
     uint64_t seqs;                        // 0: one sequence (the fields above)
 } p;
 
@@ -71,13 +73,12 @@ vec4 h4(uint64_t a) { // 4 halves at an 8-byte aligned address
 void main() {
     const uint h = gl_WorkGroupID.x, r = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
     const uint kvh = h / (p.n_head / p.n_head_kv);
-    const uint kdim = p.n_head_kv * p.hd_k, vdim = p.n_head_kv * p.hd_v;
     uint sp = gl_WorkGroupID.z, qr = r; // qr: the row of q and dst
     uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
-    uint64_t ck = p.ck, cv = p.cv;
+    uint64_t tab = p.tab;
     if (p.seqs != 0) {
         const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
-        sp = 0u, qr = e.row, n_past = e.n_past, ck = e.k, cv = e.v;
+        sp = 0u, qr = e.row, n_past = e.n_past, tab = e.a;
     }
     const uint end = n_past + r + 1u;
     const uint chunk = p.chunk != 0u ? p.chunk : (n_past + p.n_tok + p.n_split - 1u) / p.n_split;
@@ -96,8 +97,8 @@ void main() {
             const uint key = kb + tid / 8u;
             float a = 0.0;
             if (key < nk) {
-                const uint64_t kr = ck + 2ul * ((jt + key) * kdim + kvh * p.hd_k + sub * per);
-                const uint64_t kq = kvq_row(ck, jt + key, kdim);
+                const uint64_t kq = kv_row(tab, jt + key, p.pos_bytes, p.koff);
+                const uint64_t kr = kq + 2ul * (kvh * p.hd_k + sub * per);
                 for (uint d = 0; d < per; d += 4u) {
                     vec4 kv = KVQ != 0u ? kvq4(kq, kvh * p.hd_k + sub * per + d) : h4(kr + 2u * d);
                     const uint qd = sub * per + d;
@@ -120,9 +121,10 @@ void main() {
         ps[tid] = e;
         barrier();
         if (kg < KG) {
-            for (uint jj = kg; jj < nk; jj += KG)
-                o += ps[jj] * (KVQ != 0u ? kvq4(kvq_row(cv, jt + jj, vdim), kvh * p.hd_v + 4u * dg)
-                                         : h4(cv + 2ul * ((jt + jj) * vdim + kvh * p.hd_v + 4u * dg)));
+            for (uint jj = kg; jj < nk; jj += KG) {
+                const uint64_t vr = kv_row(tab, jt + jj, p.pos_bytes, p.voff);
+                o += ps[jj] * (KVQ != 0u ? kvq4(vr, kvh * p.hd_v + 4u * dg) : h4(vr + 2ul * (kvh * p.hd_v + 4u * dg)));
+            }
         }
         barrier();
     }

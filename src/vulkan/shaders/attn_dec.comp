@@ -1,5 +1,6 @@
 #version 450
-// ZN_OP_ATTN for a few query rows (decode) over the f16 KV cache, causal,
+// ZN_OP_ATTN for a few query rows (decode) over the f16 KV cache (paged:
+// kvtab.glsl, a lookup per key row), causal,
 // grouped-query, head dim HD for K and V. One workgroup per (KV head, key
 // split) computes every query row that reads that KV head: the G =
 // n_head / n_head_kv heads of the group times the n_tok tokens (at most
@@ -22,6 +23,7 @@
 // seqs set: a batched decode step (seqs.glsl), one token per sequence,
 // unsplit; the workgroup's z is the sequence, q and dst the step's rows.
 #include "common.glsl"
+#include "kvtab.glsl"
 #include "seqs.glsl"
 #extension GL_EXT_control_flow_attributes : require
 
@@ -39,14 +41,15 @@ const uint DG = HD / 4u, KG = WG / DG, VPT = TK / KG; // P x V: dim groups, key 
 const uint QS = HD / 4u;             // vec4 per query row
 
 layout(push_constant) uniform PC {
-    uint64_t q, ck, cv, dst, part, step;
+    uint64_t q, tab, dst, part, step; // tab: the KV block table (kvtab.glsl)
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     uint chunk, n_split; // chunk: unused (derived)
     float scale;
+    uint koff, voff, pos_bytes; // the layer's K / V rows in a position's row
     uint64_t seqs;       // 0: one sequence (the fields above)
 } p;
 
-uint64_t ck, cv; // the caches: p's, or the sequence's
+uint64_t tab;    // the block table: p's, or the sequence's
 uint row0;       // the first row of q and dst
 
 shared vec4 qs[ROWS * QS]; // scaled query rows; at the end the output sums
@@ -57,44 +60,45 @@ shared float mrow[ROWS], lrow[ROWS];
 uvec4 kr[KPT][CPL];
 uvec2 vr[VPT];
 
-void load_k(uint kvh, uint kdim, uint jt, uint nk) {
+// the table is read for live keys only: past the sequence's end it may
+// name no block
+void load_k(uint kvh, uint jt, uint nk) {
     const uint tid = gl_LocalInvocationID.x, sub = tid % KL;
     [[unroll]] for (uint i = 0; i < KPT; i++) {
         const uint key = i * (WG / KL) + tid / KL;
-        const uint64_t row = ck + 2ul * (uint64_t(jt + key) * kdim + kvh * HD);
-        [[unroll]] for (uint c = 0; c < CPL; c++) {
-            kr[i][c] = uvec4(0);
-            if (key < nk) kr[i][c] = U32x4(row + 16ul * (c * KL + sub)).v[0];
+        [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = uvec4(0);
+        if (key < nk) {
+            const uint64_t row = kv_row(tab, jt + key, p.pos_bytes, p.koff) + 2ul * kvh * HD;
+            [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = U32x4(row + 16ul * (c * KL + sub)).v[0];
         }
     }
 }
 
 // masked keys stay 0: their weight is 0, and a row not written yet may hold NaN
-void load_v(uint kvh, uint vdim, uint jt, uint nk) {
+void load_v(uint kvh, uint jt, uint nk) {
     const uint tid = gl_LocalInvocationID.x, kg = tid / DG, dg = tid % DG;
     [[unroll]] for (uint i = 0; i < VPT; i++) {
         const uint key = kg + i * KG;
         vr[i] = uvec2(0);
-        if (key < nk) vr[i] = U32x2(cv + 2ul * (uint64_t(jt + key) * vdim + kvh * HD + 4u * dg)).v[0];
+        if (key < nk) vr[i] = U32x2(kv_row(tab, jt + key, p.pos_bytes, p.voff) + 2ul * (kvh * HD + 4u * dg)).v[0];
     }
 }
 
 void main() {
     const uint kvh = gl_WorkGroupID.x, sp = gl_WorkGroupID.y, tid = gl_LocalInvocationID.x;
     const uint G = p.n_head / p.n_head_kv, R = G * p.n_tok;
-    const uint kdim = p.n_head_kv * HD, vdim = kdim;
     uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
-    ck = p.ck, cv = p.cv, row0 = 0u;
+    tab = p.tab, row0 = 0u;
     if (p.seqs != 0) {
         const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
-        ck = e.k, cv = e.v, row0 = e.row, n_past = e.n_past;
+        tab = e.a, row0 = e.row, n_past = e.n_past;
     }
     const uint n_kv = n_past + p.n_tok;
     const uint chunk = (n_kv + p.n_split - 1u) / p.n_split;
     const uint j0 = sp * chunk, j1 = min(j0 + chunk, n_kv);
     if (j0 < j1) {
-        load_k(kvh, kdim, j0, min(TK, j1 - j0));
-        load_v(kvh, vdim, j0, min(TK, j1 - j0));
+        load_k(kvh, j0, min(TK, j1 - j0));
+        load_v(kvh, j0, min(TK, j1 - j0));
     }
 
     // row r: token r / G, head kvh * G + r % G
@@ -130,7 +134,7 @@ void main() {
                 }
             }
         }
-        if (nn != 0u) load_k(kvh, kdim, jt + TK, nn);
+        if (nn != 0u) load_k(kvh, jt + TK, nn);
         [[unroll]] for (uint i = 0; i < KPT; i++) {
             const uint key = i * (WG / KL) + tid / KL;
             [[unroll]] for (uint r = 0; r < ROWS; r++) {
@@ -170,7 +174,7 @@ void main() {
             const vec4 v = vec4(unpackHalf2x16(vr[i].x), unpackHalf2x16(vr[i].y));
             [[unroll]] for (uint r = 0; r < ROWS; r++) o[r] += ss[r * TK + kg + i * KG] * v;
         }
-        if (nn != 0u) load_v(kvh, vdim, jt + TK, nn);
+        if (nn != 0u) load_v(kvh, jt + TK, nn);
         barrier();
     }
     if (rr < ROWS && rl == 0u) { mrow[rr] = m; lrow[rr] = l; }

@@ -9,7 +9,9 @@
 // read adjacent 8-byte words of a key; a row's partial dot products meet
 // through two shuffles, so all four hold the whole score row and the
 // output needs no shared memory. KVQ: the cache in Q8_0 or Q4_0 blocks
-// (kvq.glsl), dequantized when staged.
+// (kvq.glsl), dequantized when staged. The cache is paged (kvtab.glsl): each
+// staged key's row is looked up in the block table, so a tile may span
+// blocks.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;   // 4 threads x BR rows
@@ -19,15 +21,17 @@ layout(constant_id = 3) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
 #include "kvq.glsl"
+#include "kvtab.glsl"
 
 #define BR 32u   // query rows per workgroup (vk_ops.c ATTN_FA_ROWS)
 #define PER (HD / 4u)
 
 layout(push_constant) uniform PC {
-    uint64_t q, ck, cv, dst, part, step;   // step: vk_ops.h vkop_step (0: n_past below)
+    uint64_t q, tab, dst, part, step;  // step: vk_ops.h vkop_step (0: n_past below); tab: kvtab.glsl
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     uint chunk, n_split;                   // as attn.comp's (unused here)
     float scale;
+    uint koff, voff, pos_bytes;            // the layer's K / V rows in a position's row
 } p;
 
 // [key][dim / 4], converted to f32 once when staged (each value is read by
@@ -41,7 +45,7 @@ void main() {
     const uint h = gl_WorkGroupID.x, r0 = gl_WorkGroupID.y * BR, tid = gl_LocalInvocationID.x;
     const uint rr = tid / 4u, part = tid % 4u, r = r0 + rr;
     const bool live = r < p.n_tok;
-    const uint kvh = h / (p.n_head / p.n_head_kv), kdim = p.n_head_kv * HD;
+    const uint kvh = h / (p.n_head / p.n_head_kv);
     const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
     const uint qpos = n_past + r, kv_end = n_past + min(r0 + BR, p.n_tok); // keys the block needs
 
@@ -56,17 +60,21 @@ void main() {
         // (the cache holds garbage there, and 0 * NaN would poison o)
         for (uint w = tid; w < BC * HD / 4u; w += WG) {
             const uint key = jt + w / (HD / 4u), d4 = w % (HD / 4u);
-            const uint64_t off = 2ul * (uint64_t(key) * kdim + kvh * HD + 4u * d4);
             if (KVQ != 0u) {
-                const bool in_ = key < kv_end;
-                ks[w] = in_ ? kvq4(kvq_row(p.ck, key, kdim), kvh * HD + 4u * d4) : vec4(0.0);
-                vs[w] = in_ ? kvq4(kvq_row(p.cv, key, kdim), kvh * HD + 4u * d4) : vec4(0.0);
+                vec4 kq = vec4(0.0), vq = vec4(0.0);
+                if (key < kv_end) {
+                    kq = kvq4(kv_row(p.tab, key, p.pos_bytes, p.koff), kvh * HD + 4u * d4);
+                    vq = kvq4(kv_row(p.tab, key, p.pos_bytes, p.voff), kvh * HD + 4u * d4);
+                }
+                ks[w] = kq;
+                vs[w] = vq;
                 continue;
             }
             uvec2 kw = uvec2(0), vw = uvec2(0);
             if (key < kv_end) {
-                kw = U32x2(p.ck + off).v[0];
-                vw = U32x2(p.cv + off).v[0];
+                const uint off = 2u * (kvh * HD + 4u * d4);
+                kw = U32x2(kv_row(p.tab, key, p.pos_bytes, p.koff) + off).v[0];
+                vw = U32x2(kv_row(p.tab, key, p.pos_bytes, p.voff) + off).v[0];
             }
             ks[w] = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y));
             vs[w] = vec4(unpackHalf2x16(vw.x), unpackHalf2x16(vw.y));

@@ -29,6 +29,7 @@
 // The first tile holds key 0, which no row masks, so every row's max is
 // finite from then on (rows past the last pair see Q = 0 and are dropped).
 #include "common.glsl"
+#include "kvtab.glsl"
 
 layout(constant_id = 0) const uint WG = 128;   // 4 subgroups of 32
 layout(constant_id = 1) const uint HD = 128;   // head dim (k and v)
@@ -40,10 +41,11 @@ layout(constant_id = 6) const uint KP = 1;     // parts of an S tile's head dims
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
-    uint64_t q, ck, cv, dst, part, step;   // step: vk_ops.h vkop_step (0: n_past below)
+    uint64_t q, tab, dst, part, step;  // step: vk_ops.h vkop_step (0: n_past below); tab: kvtab.glsl
     uint n_tok, n_past, n_head, n_head_kv, hd_k, hd_v;
     uint chunk, n_split;                   // as attn.comp's (unused here)
     float scale;
+    uint koff, voff, pos_bytes;            // the layer's K / V rows in a position's row
 } p;
 
 const uint LQ = (HD + 8u) / 2u;   // f16vec2 per Q / K / V row (8 halves of padding against bank conflicts)
@@ -76,16 +78,16 @@ float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
 // K or V rows jt.. of this KV head, 16 bytes per load, into registers
 // (in flight while products run), then into kv at offset o. Keys past
 // kv_end are zeroed (the cache holds garbage there, and 0 * NaN would
-// poison O).
+// poison O) and their block table entries not read (there may be no
+// block); each key's row is looked up on its own (tiles may span blocks).
 const uint NLD = BC * HD / 8u / WG;
 uvec4 rk[NLD], rv[NLD];
 void fetch(bool is_v, uint jt, uint kv_end, uint kvh) {
-    const uint kdim = p.n_head_kv * HD;
-    const uint64_t base = is_v ? p.cv : p.ck;
+    const uint off = is_v ? p.voff : p.koff;
     for (uint i = 0; i < NLD; i++) {
         const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
         uvec4 v = uvec4(0);
-        if (jt + key < kv_end) v = U32x4(base + 2ul * (uint64_t(jt + key) * kdim + kvh * HD + 8u * c8)).v[0];
+        if (jt + key < kv_end) v = U32x4(kv_row(p.tab, jt + key, p.pos_bytes, off) + 2ul * (kvh * HD + 8u * c8)).v[0];
         if (is_v) rv[i] = v;
         else rk[i] = v;
     }

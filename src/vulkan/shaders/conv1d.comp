@@ -11,7 +11,7 @@
 // 512-token conv of the 35B shape took 75 us on an H200). Only token
 // block 0 reads the old state, so it alone writes the new one, after a
 // barrier that orders its reads before the writes. seqs set: a batched
-// decode step (seqs.glsl: the state in k), one token per sequence, the
+// decode step (seqs.glsl: the state in a), one token per sequence, the
 // workgroup's z the sequence, x and y the step's rows.
 #include "common.glsl"
 #include "seqs.glsl"
@@ -43,7 +43,7 @@ void main() {
     state = p.state, r0 = 0u;
     if (p.seqs != 0) {
         const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
-        state = e.k, r0 = e.row;
+        state = e.a, r0 = e.row;
     }
     float win[MAXK], w[MAXK], st[MAXK];
     if (live) {

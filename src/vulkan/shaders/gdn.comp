@@ -12,7 +12,7 @@
 // ZN_OP_GDN). Gates: with gate_raw set, g and beta are computed here from
 // the raw projections (gdn_gates: g = softplus(alpha + dt_bias) a,
 // beta = sigmoid(beta_raw)); else read ready-made. seqs set: a batched
-// decode step (seqs.glsl: the state in v), one token per sequence, the
+// decode step (seqs.glsl: the state in b), one token per sequence, the
 // workgroup's z the sequence, q, k, v, g, beta and dst the step's rows.
 #include "common.glsl"
 #include "seqs.glsl"
@@ -55,7 +55,7 @@ void main() {
     uint r0 = 0u; // the first row of the inputs and dst
     if (p.seqs != 0) {
         const SeqEnt e = SeqTab(p.seqs).v[gl_WorkGroupID.z];
-        state = e.v, r0 = e.row;
+        state = e.b, r0 = e.row;
     }
     float S[PL];
     for (uint m = 0; m < PL; m++) S[m] = F32(state).v[sb + li + LPR * m];

@@ -1,12 +1,13 @@
 #version 450
 // ZN_OP_KV_STORE: rows of K and V (f32) into the f16 cache at positions
-// n_past + r; the cache is [position][n_head_kv * head_dim]. n_past comes
+// n_past + r: the rows of one layer in the paged cache (kvtab.glsl: the
+// table tab, the layer's offsets koff / voff). n_past comes
 // from the step block (vk_ops.h vkop_step) when step is set. KVQ: Q8_0 or
 // Q4_0 blocks instead (kvq.glsl), one thread per block, rounded exactly as
 // the CPU backend does (kv_type.c backend_kv_put), so both backends hold
 // the same bytes (test_vk_layers compares them). seqs set: a batched decode step (seqs.glsl), row r the one token
 // of sequence r of the table, at its row of k / v, its position, into its
-// caches.
+// cache (its table).
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
@@ -14,6 +15,7 @@ layout(constant_id = 1) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
 #include "kvq.glsl"
+#include "kvtab.glsl"
 #include "seqs.glsl"
 
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer W8 { int8_t v[]; };
@@ -57,8 +59,9 @@ void put_q4(uint64_t src, uint64_t row, uint n) {
 }
 
 layout(push_constant) uniform PC {
-    uint64_t k, v, ck, cv, step;
+    uint64_t k, v, tab, step;
     uint n_tok, kdim, vdim, n_past;
+    uint koff, voff, pos_bytes, pad;      // the layer's rows in a position's (kvtab.glsl)
     uint64_t seqs;                        // 0: one sequence (the fields above)
 } p;
 
@@ -66,23 +69,22 @@ void main() {
     uint r = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     if (r >= p.n_tok) return;
     uint pos = (p.step != 0 ? U32(p.step).v[0] : p.n_past) + r;
-    uint64_t ck = p.ck, cv = p.cv;
+    uint64_t tab = p.tab;
     if (p.seqs != 0) {
         const SeqEnt e = SeqTab(p.seqs).v[r];
-        r = e.row, pos = e.n_past, ck = e.k, cv = e.v;
+        r = e.row, pos = e.n_past, tab = e.a;
     }
+    const uint64_t kr = kv_row(tab, pos, p.pos_bytes, p.koff), vr = kv_row(tab, pos, p.pos_bytes, p.voff);
     if (KVQ == KVQ_Q8_0) {
-        put_q8(p.k + 4ul * r * p.kdim, kvq_row(ck, pos, p.kdim), p.kdim);
-        put_q8(p.v + 4ul * r * p.vdim, kvq_row(cv, pos, p.vdim), p.vdim);
+        put_q8(p.k + 4ul * r * p.kdim, kr, p.kdim);
+        put_q8(p.v + 4ul * r * p.vdim, vr, p.vdim);
         return;
     }
     if (KVQ == KVQ_Q4_0) {
-        put_q4(p.k + 4ul * r * p.kdim, kvq_row(ck, pos, p.kdim), p.kdim);
-        put_q4(p.v + 4ul * r * p.vdim, kvq_row(cv, pos, p.vdim), p.vdim);
+        put_q4(p.k + 4ul * r * p.kdim, kr, p.kdim);
+        put_q4(p.v + 4ul * r * p.vdim, vr, p.vdim);
         return;
     }
-    for (uint i = gl_LocalInvocationID.x; i < p.kdim; i += WG)
-        F16(ck).v[pos * p.kdim + i] = float16_t(F32(p.k).v[r * p.kdim + i]);
-    for (uint i = gl_LocalInvocationID.x; i < p.vdim; i += WG)
-        F16(cv).v[pos * p.vdim + i] = float16_t(F32(p.v).v[r * p.vdim + i]);
+    for (uint i = gl_LocalInvocationID.x; i < p.kdim; i += WG) F16(kr).v[i] = float16_t(F32(p.k).v[r * p.kdim + i]);
+    for (uint i = gl_LocalInvocationID.x; i < p.vdim; i += WG) F16(vr).v[i] = float16_t(F32(p.v).v[r * p.vdim + i]);
 }

@@ -6,13 +6,12 @@
 //         with q the low nibble of qs[j] for j < 16, the high nibble of
 //         qs[j - 16] for the rest
 // A row of n values is n / 32 blocks, so rows and blocks are only 2-byte
-// aligned: the codes are read a byte at a time.
+// aligned: the codes are read a byte at a time. Rows are found through the
+// block table (kvtab.glsl kv_row).
 #define KVQ_Q8_0 1u
 #define KVQ_Q4_0 2u
 
 uint kvq_block() { return KVQ == KVQ_Q4_0 ? 18u : 34u; }
-
-uint64_t kvq_row(uint64_t base, uint pos, uint n) { return base + uint64_t(pos) * uint64_t(n / 32u * kvq_block()); }
 
 // 4 values e .. e+3 (e % 4 == 0) of the row at address row
 vec4 kvq4(uint64_t row, uint e) {
