@@ -4,13 +4,15 @@
  * of prefill chunks and decode tokens, across block boundaries, after being
  * cut back and grown again, and forked (seq_copy). A pool without free
  * blocks fails a step with ZN_ERR_KV_FULL before anything runs; cutting
- * back, resetting and freeing sequences gives the blocks back. */
+ * back, resetting and freeing sequences gives the blocks back. On the CPU
+ * and (when there is a device) the Vulkan backend. */
 #include <string.h>
 
 #include "engine.h"
 #include "harness.h"
 #include "limits.h"
 #include "model.h"
+#include "vk_device.h"
 
 #define N_CTX 900
 #define N_TOK 1200
@@ -168,6 +170,21 @@ static void test_hybrid_q4(void) { pool_matches_own("models/tiny/qwen35-dense-q4
 static void test_moe(void) { pool_matches_own("models/tiny/qwen35moe-moe-q4_k_m.gguf", ZN_KV_F16); }
 
 int main(void) {
+    RUN(test_dense_f16);
+    RUN(test_dense_q8);
+    RUN(test_hybrid_q4);
+    RUN(test_moe);
+    RUN(test_full);
+    backend = "vulkan";
+    vkdev d;
+    zn_err err = {0};
+    if (vkdev_open(&d, -1, &err) != ZN_OK) {
+        char why[sizeof err.msg + 32];
+        snprintf(why, sizeof why, "no usable Vulkan device: %s", err.msg);
+        harness_skip_suite("kv_pool (vulkan)", why);
+        return harness_report("kv_pool");
+    }
+    vkdev_close(&d);
     RUN(test_dense_f16);
     RUN(test_dense_q8);
     RUN(test_hybrid_q4);
