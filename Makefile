@@ -60,11 +60,9 @@ $(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.
 # read from the working directory at run time.
 # The paged KV cache's block (positions) is limits.h's ZN_KV_BLOCK, handed
 # to the shaders as a define (kvtab.glsl) so there is one number.
-KV_BLOCK := $(shell sed -n 's/^\#define ZN_KV_BLOCK  *\([0-9][0-9]*\).*/\1/p' src/base/limits.h)
-ifeq ($(KV_BLOCK),)
-$(error ZN_KV_BLOCK not found in src/base/limits.h)
-endif
+KV_BLOCK := $(shell sed -n 's/^\#define ZN_KV_BLOCK  *\([0-9][0-9]*\).*/\1/p' src/base/limits.h 2>/dev/null)
 $(BUILD)/spv/%.spv: $(SHADER_DIR)/%.comp $(wildcard $(SHADER_DIR)/*.glsl) src/base/limits.h
+	@[ -n "$(KV_BLOCK)" ] || { echo "Makefile: ZN_KV_BLOCK not found in src/base/limits.h" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(GLSLC) --target-env=$(SPV_ENV) -O -DZN_KV_BLOCK=$(KV_BLOCK) -I$(SHADER_DIR) -o $@ $<
 

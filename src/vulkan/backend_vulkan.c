@@ -236,14 +236,15 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
     const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
     const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
-    /* without a pool, the sequence's own blocks: a context shorter than a
-     * block (a checkpoint's: 1 position) gets a block of its rows only */
+    /* without a pool, the sequence's own blocks: the last one holds only
+     * the context's rows (a checkpoint's: 1 position) */
     const bool own = !c->pool_blocks && c->kvl.pos_bytes;
-    const uint64_t blk_b = (uint64_t)c->kvl.pos_bytes * (uint64_t)(n_ctx < ZN_KV_BLOCK ? n_ctx : ZN_KV_BLOCK);
+#define BLK_B(b) ((uint64_t)c->kvl.pos_bytes * (uint64_t)(n_ctx - (b) * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_ctx - (b) * ZN_KV_BLOCK : ZN_KV_BLOCK))
     /* one allocation of exactly what the sequence needs: the arena's
      * default block (256 MiB) would be held by every sequence, also a
      * 0.5 MiB one */
-    uint64_t need = ALIGN256(8ull * (uint64_t)s->n_tab) + (own ? (uint64_t)s->n_tab * ALIGN256(blk_b) : 0);
+    uint64_t need = ALIGN256(8ull * (uint64_t)s->n_tab);
+    for (int b = 0; own && b < s->n_tab; b++) need += ALIGN256(BLK_B(b));
     for (int il = 0; il < hp->n_layer; il++)
         if (c->m->layers[il].recurrent) need += ALIGN256(conv_b) + ALIGN256(delta_b);
     vkarena_init(&s->mem, &c->d, VKMEM_DEVICE, need, 0);
@@ -255,7 +256,8 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
         if (!st) st = vkarena_alloc(&s->mem, delta_b, 256, &s->delta[il], err);
     }
     /* 256-byte aligned: the kernels' 16-byte row loads (vk_attn.c) */
-    for (int b = 0; own && b < s->n_tab && !st; b++) st = vkarena_alloc(&s->mem, blk_b, 256, &s->blk[b], err);
+    for (int b = 0; own && b < s->n_tab && !st; b++) st = vkarena_alloc(&s->mem, BLK_B(b), 256, &s->blk[b], err);
+#undef BLK_B
     if (!st && own) {
         s->n_blk = s->n_tab;
         st = seq_write_tab(c, s, 0, s->n_tab, err);
