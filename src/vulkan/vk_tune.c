@@ -96,21 +96,24 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
  *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
  *   242.5 without (run 12): mvx_big_mb off.
- * - mvt 1 until test_vk_ops has run it on a GPU (2026-12-05: no device; its
- *   cross-lane reduction is tested at lavapipe's subgroups of 8 only, a
- *   GPU's 32 or 64 take other trip counts): then 8, the starting point the
- *   rest of this paragraph argues from arithmetic, and the mvt_* below. Batched
- *   decode at 8 sequences read every weight 8 times (424 tok/s on the 8B
- *   against llama.cpp's 730). Per weight step a lane now reads the x of
- *   every token from shared memory (48 bytes a token for Q4_K against 18
- *   of weights): 4 rows per subgroup share those reads, or at 8 tokens
- *   they would outrun shared memory's bandwidth before DRAM's; Q6_K 2
- *   (a step's weights in registers are 22 words a row, beside 8 tokens'
- *   sums per row). In-workgroup quantisation does 8 rows of x per
- *   workgroup, so fewer workgroups than mvx (2 per SM, 8 subgroups each:
- *   a 512-thread one at ~120 registers would not fit an SM's 64 K) each
- *   looping over row blocks; mvt_modes 0 (quantx.comp first) is the
- *   alternative to measure.
+ * - mvt 8: batched decode steps of 2-15 tokens take 8 tokens per
+ *   workgroup of the integer mat-vec, each weight read once for them (with
+ *   mvt 1 the 8B at 8 sequences read every weight 8 times). H100, 8B Q4_K_M
+ *   synth, 2026-12-05 (bench/results/2026-12-05-h100-kv-batched.md): 8
+ *   sequences 407 tok/s against 363 at mvt 1, 1 sequence 188 / 187;
+ *   test_matvec_tokens passes on the GPU (subgroups of 32) and zinc eval's
+ *   logits stand as far from the CPU's with it as without (nmse 0.0177 /
+ *   0.0171 on the random-weight synth). Per weight step a lane reads the x
+ *   of every token from shared memory (48 bytes a token for Q4_K against 18
+ *   of weights): 4 rows per subgroup share those reads, or at 8 tokens they
+ *   would outrun shared memory's bandwidth before DRAM's; Q6_K 2 (a step's
+ *   weights in registers are 22 words a row, beside 8 tokens' sums per
+ *   row). In-workgroup quantisation does 8 rows of x per workgroup, so fewer
+ *   workgroups than mvx (2 per SM, 8 subgroups each: a 512-thread one at
+ *   ~120 registers would not fit an SM's 64 K) each looping over row blocks;
+ *   mvt_modes 0 (quantx.comp first) is the alternative to measure. Still
+ *   4.7x the time of a one-token step at 8 tokens (profile: gate+up 233 us
+ *   a layer against ~32): the FP32 dot products, not the weights, bound it.
  * - mm_min_tok 16: up to 15 rows a step (batched decode of up to 15
  *   sequences, short prompts) run mat-vec per row, not the tiled GEMM: at 8
  *   sequences the 2B decodes 919 tok/s against 594 on the GEMM and the 8B
@@ -124,13 +127,14 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   that 64 x 128 is the fastest or within 5 % on every dense shape of the
  *   three models and on the grouped MoE GEMM, and 64 x 64 wins where 64 x
  *   128 gives too few workgroups (s3 runs 7-8).
- * - mm_prep_tok 1: the f16 GEMMs multiply a dequantised copy of the
- *   weights (mm_prep.comp), the path measured on the H200. Dequantising each
- *   A tile as it is loaded (off: never the copy) saves writing and reading
- *   2 bytes per weight per call, most of a batched decode step's GEMM at
- *   32-64 sequences, but its NV cooperative matrix 2 form has not run on a
- *   GPU yet (no device in the session that wrote it, 2026-12-05): tested on
- *   lavapipe through the emulated kernel only.
+ * - mm_prep_tok 128: GEMMs of fewer than 128 tokens (batched decode of
+ *   16-127 sequences, short prompt chunks) dequantise each A tile as it is
+ *   loaded, saving the write and read of 2 bytes per weight per call that
+ *   the dequantised copy (mm_prep.comp) costs; longer ones multiply the
+ *   copy, faster there. H100, 8B Q4_K_M synth, 2026-12-05: 32 sequences
+ *   1,166 tok/s against 880 with the copy, 64 sequences 1,840 / 1,527,
+ *   pp512 7,889 / 7,899 (with no copy ever pp512 fell to 4,640); the logits
+ *   of a 64-token step are the same bits either way (zinc eval).
  * - attn_dec_min 256: short contexts stay on attn.comp, unsplit (8B tg128
  *   from an empty context, 240 tok/s there against 229 on attn_dec.comp,
  *   which wins from a few hundred keys on: 215 against 177 at depth 4096;
@@ -139,10 +143,10 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .mvt = 1, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
-     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 1}
+     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -162,7 +166,7 @@ static const tune_row rows[] = {
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
      .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF},
-    GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's */
+    GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's and H100's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
     GPU_ROW("amd-rdna3", is_rdna3),   /* unmeasured */
     GPU_ROW("amd", is_amd),           /* GCN, RDNA1/2; unmeasured */
