@@ -213,8 +213,12 @@ async function generate(conv, msg) {
         const d = ch.delta || {};
         const r = d.reasoning_content ?? d.reasoning;   // the server sends both names; count once
         const now = performance.now();
+        const fresh = !msg.content && !msg.reasoning;
         if (typeof r === 'string' && r) { msg.reasoning += r; chunks++; tFirst ??= now; tLast = now; }
         if (typeof d.content === 'string' && d.content) { msg.content += d.content; chunks++; tFirst ??= now; tLast = now; }
+        // the first text is painted at once, not at the next frame: a fast reply arriving in one burst
+        // would otherwise show nothing until it ended (and offer no moment to stop it)
+        if (fresh && (msg.content || msg.reasoning)) renderMessage(msg);
         if (ch.finish_reason) msg.finish = ch.finish_reason;
       }
       if (j.model && !msg.model) msg.model = j.model;
