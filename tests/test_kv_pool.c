@@ -12,7 +12,7 @@
 #include "harness.h"
 #include "limits.h"
 #include "model.h"
-#include "vk_device.h"
+#include "vk_absent.h"
 
 #define N_CTX 900
 #define N_TOK 1200
@@ -176,15 +176,11 @@ int main(void) {
     RUN(test_moe);
     RUN(test_full);
     backend = "vulkan";
-    vkdev d;
-    zn_err err = {0};
-    if (vkdev_open(&d, -1, &err) != ZN_OK) {
-        char why[sizeof err.msg + 32];
-        snprintf(why, sizeof why, "no usable Vulkan device: %s", err.msg);
+    char why[ZN_ERR_MSG_MAX + 32];
+    if (vk_absent(why, sizeof why)) {
         harness_skip_suite("kv_pool (vulkan)", why);
         return harness_report("kv_pool");
     }
-    vkdev_close(&d);
     RUN(test_dense_f16);
     RUN(test_dense_q8);
     RUN(test_hybrid_q4);

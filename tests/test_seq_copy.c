@@ -10,7 +10,7 @@
 #include "engine.h"
 #include "harness.h"
 #include "model.h"
-#include "vk_device.h"
+#include "vk_absent.h"
 
 #define N_CTX 64
 
@@ -104,15 +104,11 @@ int main(void) {
     RUN(test_dense);
     RUN(test_hybrid_fixture);
     backend = "vulkan";
-    vkdev d;
-    zn_err err = {0};
-    if (vkdev_open(&d, -1, &err) != ZN_OK) {
-        char why[sizeof err.msg + 32];
-        snprintf(why, sizeof why, "no usable Vulkan device: %s", err.msg);
+    char why[ZN_ERR_MSG_MAX + 32];
+    if (vk_absent(why, sizeof why)) {
         harness_skip_suite("seq_copy (vulkan)", why);
         return harness_report("seq_copy");
     }
-    vkdev_close(&d);
     RUN(test_hybrid);
     RUN(test_dense);
     RUN(test_hybrid_fixture);

@@ -22,18 +22,7 @@
 #include <dirent.h>
 
 #include "batch_check.h"
-#include "vk_device.h"
-
-static bool vk_absent(char *why, size_t cap) {
-    vkdev d;
-    zn_err err = {0};
-    if (vkdev_open(&d, -1, &err) == ZN_OK) {
-        vkdev_close(&d);
-        return false;
-    }
-    snprintf(why, cap, "no usable Vulkan device: %s", err.msg);
-    return true;
-}
+#include "vk_absent.h"
 
 static double bound_for(const char *name) {
     if (strstr(name, "-f32")) return 1e-5;

@@ -10,21 +10,10 @@
 #include "golden.h"
 #include "graph.h"
 #include "model.h"
-#include "vk_device.h"
+#include "vk_absent.h"
 
 /* No Vulkan device to open here: the suite is skipped (any failure after
  * a device opened is a failure). */
-static bool vk_absent(char *why, size_t cap) {
-    vkdev d;
-    zn_err err = {0};
-    if (vkdev_open(&d, -1, &err) == ZN_OK) {
-        vkdev_close(&d);
-        return false;
-    }
-    snprintf(why, cap, "no usable Vulkan device: %s", err.msg);
-    return true;
-}
-
 /* The fixture on a backend set up by o (max_tokens and arena set here). */
 static void check_fixture_with(const char *name, double tol, bool check_greedy, zn_backend_opts o) {
     char mpath[512], gpath[512];

@@ -22,7 +22,7 @@
 
 #include "batch_check.h"
 #include "limits.h"
-#include "vk_device.h"
+#include "vk_absent.h"
 
 #define KP_BLOCKS 6
 #define KP_CTX 1024
@@ -74,17 +74,6 @@ static const kp_op kp_plan[] = {
     {.kind = OP_FREE, .a = 0, .free = 6},
 };
 #define KP_OPS (int)(sizeof kp_plan / sizeof *kp_plan)
-
-static bool vk_absent(char *why, size_t cap) {
-    vkdev d;
-    zn_err err = {0};
-    if (vkdev_open(&d, -1, &err) == ZN_OK) {
-        vkdev_close(&d);
-        return false;
-    }
-    snprintf(why, cap, "no usable Vulkan device: %s", err.msg);
-    return true;
-}
 
 /* Sequence q's token at position i: s2 is s1 up to the fork. */
 static int32_t kp_token(int q, int i, int V) {

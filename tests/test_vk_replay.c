@@ -12,7 +12,7 @@
 #include "engine.h"
 #include "harness.h"
 #include "model.h"
-#include "vk_device.h"
+#include "vk_absent.h"
 
 /* split-K decode attention from 17 keys on (16 keys per split), on
  * attn_dec.comp at every length */
@@ -22,17 +22,6 @@
 
 /* No Vulkan device to open here: the suite is skipped (any failure after
  * a device opened is a failure). */
-static bool vk_absent(char *why, size_t cap) {
-    vkdev d;
-    zn_err err = {0};
-    if (vkdev_open(&d, -1, &err) == ZN_OK) {
-        vkdev_close(&d);
-        return false;
-    }
-    snprintf(why, cap, "no usable Vulkan device: %s", err.msg);
-    return true;
-}
-
 typedef struct pair {
     zn_engine e[2];   /* [0] replay, [1] recorded every step */
     zn_seq a[2], b[2];
