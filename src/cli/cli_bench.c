@@ -35,6 +35,14 @@ typedef struct probe_part {
     uint64_t sink;
 } probe_part;
 
+/* Each repetition's tok/s in order, as a JSON array member: a slow first
+ * one shows as such instead of only widening the standard deviation. */
+static void print_reps(const char *key, const double *v, long n) {
+    printf(", \"%s\": [", key);
+    for (long i = 0; i < n; i++) printf("%s%.2f", i ? ", " : "", v[i]);
+    printf("]");
+}
+
 static void *probe_read(void *arg) {
     probe_part *pp = arg;
     uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -270,9 +278,14 @@ int cli_bench(int argc, char **argv) {
                "\"threads\": %d, \"depth\": %ld, \"reps\": %ld",
                a.model, model_arch_name(m.arch), (unsigned long long)m.n_params,
                (unsigned long long)m.weight_bytes, backend, threads, a.depth, a.reps);
-        if (a.p > 0) printf(", \"pp\": %ld, \"pp_tps\": %.2f, \"pp_sd\": %.2f", a.p, sp.mean, sp.sd);
-        if (a.n > 0)
+        if (a.p > 0) {
+            printf(", \"pp\": %ld, \"pp_tps\": %.2f, \"pp_sd\": %.2f", a.p, sp.mean, sp.sd);
+            print_reps("pp_each", pp, a.reps);
+        }
+        if (a.n > 0) {
             printf(", \"tg\": %ld, \"tg_tps\": %.2f, \"tg_sd\": %.2f, \"decode_gbs\": %.2f", a.n, sg.mean, sg.sd, dec_gbs);
+            print_reps("tg_each", tg, a.reps);
+        }
         if (costs)
             printf(", \"tg_step_us\": %.1f, \"tg_wait_us\": %.1f, \"tg_prepare_us\": %.1f, \"tg_submit_us\": %.1f, "
                    "\"tg_read_us\": %.1f, \"tg_rest_us\": %.1f, \"tg_replayed\": %.3f",
