@@ -7,11 +7,13 @@
  * other 1 and 4: a kernel reading past a block without the table reads
  * the other sequence's rows), prompt chunks and decode tokens mixed in
  * steps, batched and replayed decode steps, one of them crossing into a
- * new block; a fork (seq_copy block by block), a cut (seq_trim), resets
+ * new block; a fork (seq_copy: whole blocks shared, the partial one
+ * copied; the batched decode steps after it read the shared block from
+ * both sequences), a cut (seq_trim), resets
  * and frees giving blocks back. Every logits row must be bit for bit the
  * engine without a pool's: the arithmetic is the same, only the addresses
  * differ. On the pool engine only: requests the pool cannot serve (a
- * fork, a step of two sequences, a long prompt) fail with ZN_ERR_KV_FULL
+ * fork, steps of two sequences, one with a long prompt) fail with ZN_ERR_KV_FULL
  * and change no position; kv_blocks_free (engine_mem) after every
  * operation. Dense and hybrid (recurrent layers: reset rather than cut),
  * f16, Q8_0 and Q4_0 caches, the pool over several device allocations,
@@ -58,19 +60,20 @@ static const kp_op kp_plan[] = {
     {.kind = OP_STEP, .n_items = 2, .q = {0, 1}, .n = {1, 1}, .free = 1, .replayed = true}, /* s1's second block */
     STEP2(0, 1, 1, 1, 1),
     STEP2(0, 1, 1, 1, 1),     /* s0 at 535, s1 at 259 */
-    {.kind = OP_FORK, .a = 2, .b = 1, .pool_only = true, .free = 1},       /* 2 blocks needed, 1 free */
     {.kind = OP_STEP, .n_items = 2, .q = {1, 0}, .n = {260, 250}, .pool_only = true, .free = 0}, /* s1 takes the last */
+    {.kind = OP_FORK, .a = 2, .b = 1, .pool_only = true, .free = 0},       /* a block for the partial one, none free */
     {.kind = OP_TRUNC, .a = 0, .b = 200, .only = 1, .free = 2},            /* s0 back to one block */
     {.kind = OP_RESET, .a = 0, .only = 2, .free = 3},
     {.kind = OP_STEP, .n_items = 1, .q = {0}, .n = {40}, .only = 2, .free = 2},
-    {.kind = OP_FORK, .a = 2, .b = 1, .free = 0},                          /* s2: s1's 259 positions */
-    {.kind = OP_STEP, .n_items = 3, .q = {0, 1, 2}, .n = {1, 1, 1}, .free = 0},
-    {.kind = OP_STEP, .n_items = 3, .q = {0, 1, 2}, .n = {1, 1, 1}, .free = 0},
-    {.kind = OP_STEP, .n_items = 3, .q = {0, 1, 2}, .n = {1, 1, 1}, .free = 0},
-    {.kind = OP_STEP, .n_items = 1, .q = {2}, .n = {300}, .pool_only = true, .free = 0},
-    {.kind = OP_RESET, .a = 1, .free = 3},                                 /* s1's 3 blocks back */
-    STEP2(2, 300, 0, 1, 2),   /* s2 at 566: its third block */
-    {.kind = OP_FREE, .a = 2, .free = 5},
+    {.kind = OP_FORK, .a = 2, .b = 1, .free = 1},                          /* s2: s1's 259 positions, block 0 shared */
+    {.kind = OP_STEP, .n_items = 3, .q = {0, 1, 2}, .n = {1, 1, 1}, .free = 1},
+    {.kind = OP_STEP, .n_items = 3, .q = {0, 1, 2}, .n = {1, 1, 1}, .free = 1},
+    {.kind = OP_STEP, .n_items = 3, .q = {0, 1, 2}, .n = {1, 1, 1}, .free = 1},
+    /* s2 takes the last block, s0 (at 203 or 43) finds none */
+    {.kind = OP_STEP, .n_items = 2, .q = {2, 0}, .n = {298, 214}, .pool_only = true, .free = 0},
+    {.kind = OP_RESET, .a = 1, .free = 2},                                 /* s1's blocks but the shared one back */
+    STEP2(2, 300, 0, 1, 2),   /* s2 at 562: its third block */
+    {.kind = OP_FREE, .a = 2, .free = 5},                                  /* the shared block too, s2 its last holder */
     {.kind = OP_FREE, .a = 0, .free = 6},
 };
 #define KP_OPS (int)(sizeof kp_plan / sizeof *kp_plan)

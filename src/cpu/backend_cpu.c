@@ -98,7 +98,8 @@ static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *
         c->pool_blocks = (o->kv_pool_tokens + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
         c->kv_pool = malloc(c->kvl.block_bytes * (size_t)c->pool_blocks);
         c->free_blk = malloc(sizeof *c->free_blk * (size_t)c->pool_blocks);
-        if (!c->kv_pool || !c->free_blk) {
+        c->blk_refs = calloc((size_t)c->pool_blocks, sizeof *c->blk_refs);
+        if (!c->kv_pool || !c->free_blk || !c->blk_refs) {
             cpu_free(c);
             return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a KV pool of %lld blocks (%.1f MiB)",
                            (long long)o->kv_pool_tokens, (double)c->kvl.block_bytes * (double)c->pool_blocks / 1048576.0);
@@ -138,6 +139,7 @@ static void cpu_free(void *ctx) {
     free(c->kvq_y);
     free(c->kv_pool);
     free(c->free_blk);
+    free(c->blk_refs);
     free(c->moe_slots);
     free(c->moe_count);
     free(c);
@@ -145,10 +147,25 @@ static void cpu_free(void *ctx) {
 
 /* ---- sequences ---- */
 
-/* Pool blocks of s from block n_keep on go back to the pool. */
+/* Pool blocks: taken with one holder, shared by counting holders, free
+ * again when the last one lets go. */
+static int64_t blk_index(const cpu_ctx *c, const uint8_t *b) {
+    return (int64_t)((size_t)(b - c->kv_pool) / c->kvl.block_bytes);
+}
+static uint8_t *blk_take(cpu_ctx *c) {
+    uint8_t *b = c->free_blk[--c->n_free];
+    c->blk_refs[blk_index(c, b)] = 1;
+    return b;
+}
+static void blk_drop(cpu_ctx *c, uint8_t *b) {
+    if (--c->blk_refs[blk_index(c, b)] == 0) c->free_blk[c->n_free++] = b;
+}
+static bool blk_shared(const cpu_ctx *c, const uint8_t *b) { return c->blk_refs[blk_index(c, b)] > 1; }
+
+/* Pool blocks of s from block n_keep on are let go. */
 static void blocks_give_back(cpu_ctx *c, cpu_seq *s, int n_keep) {
     if (s->own) return;
-    while (s->n_blk > n_keep) c->free_blk[c->n_free++] = s->blk[--s->n_blk];
+    while (s->n_blk > n_keep) blk_drop(c, s->blk[--s->n_blk]);
 }
 
 static void seq_release(cpu_ctx *c, cpu_seq *s, int n_recr) {
@@ -245,17 +262,32 @@ static void cpu_seq_reset(void *ctx, void *state) {
     }
 }
 
-static zn_status cpu_seq_reserve(void *ctx, void *state, int n_pos, zn_err *err) {
+static zn_status cpu_seq_reserve(void *ctx, void *state, int n_from, int n_pos, zn_err *err) {
     cpu_ctx *c = ctx;
     cpu_seq *s = state;
-    if (n_pos < 0 || n_pos > s->n_ctx)
-        return zn_errf(err, ZN_ERR_ARG, "cpu: %d KV positions in a context of %d", n_pos, s->n_ctx);
-    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
-    if (!c->kv_pool || need <= s->n_blk) return ZN_OK;
-    if (need - s->n_blk > c->n_free)
-        return zn_errf(err, ZN_ERR_KV_FULL, "KV pool full: %d more blocks of %d positions wanted, %lld of %lld free",
-                       need - s->n_blk, ZN_KV_BLOCK, (long long)c->n_free, (long long)c->pool_blocks);
-    while (s->n_blk < need) s->blk[s->n_blk++] = c->free_blk[--c->n_free];
+    if (n_pos < 0 || n_pos > s->n_ctx || n_from < 0 || n_from > n_pos)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: KV positions [%d, %d) in a context of %d", n_from, n_pos, s->n_ctx);
+    if (!c->kv_pool) return ZN_OK;
+    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, b0 = n_from / ZN_KV_BLOCK;
+    const int b1 = n_pos > n_from ? (need < s->n_blk ? need : s->n_blk) : b0; /* held blocks written */
+    int cow = 0;
+    for (int b = b0; b < b1; b++) cow += blk_shared(c, s->blk[b]);
+    const int more = need > s->n_blk ? need - s->n_blk : 0;
+    if (more + cow > c->n_free)
+        return zn_errf(err, ZN_ERR_KV_FULL,
+                       "KV pool full: %d more blocks of %d positions wanted (%d to copy shared ones), %lld of %lld free",
+                       more + cow, ZN_KV_BLOCK, cow, (long long)c->n_free, (long long)c->pool_blocks);
+    /* copy-on-write: the rows below n_from are the sequence's, the others
+     * are about to be written */
+    for (int b = b0; cow && b < b1; b++) {
+        if (!blk_shared(c, s->blk[b])) continue;
+        uint8_t *nb = blk_take(c);
+        const int rows = n_from - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_from - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
+        if (rows > 0) memcpy(nb, s->blk[b], c->kvl.pos_bytes * (size_t)rows);
+        blk_drop(c, s->blk[b]);
+        s->blk[b] = nb;
+    }
+    while (s->n_blk < need) s->blk[s->n_blk++] = blk_take(c);
     return ZN_OK;
 }
 
@@ -265,21 +297,40 @@ static void cpu_seq_trim(void *ctx, void *state, int n_keep) {
 }
 
 static zn_status cpu_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
-    const cpu_ctx *c = ctx;
+    cpu_ctx *c = ctx;
     const zn_hparams *hp = &c->m->hp;
     cpu_seq *d = dst;
     const cpu_seq *s = src;
     if (n_kv < 0 || n_kv > d->n_ctx || n_kv > s->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "cpu: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
-    if (c->kvl.pos_bytes && (n_kv > d->n_blk * ZN_KV_BLOCK || n_kv > s->n_blk * ZN_KV_BLOCK))
+    if (c->kvl.pos_bytes && (n_kv > s->n_blk * ZN_KV_BLOCK || (!c->kv_pool && n_kv > d->n_blk * ZN_KV_BLOCK)))
         return zn_errf(err, ZN_ERR_ARG, "cpu: copy of %d KV positions: blocks of %d / %d held", n_kv, s->n_blk, d->n_blk);
     if (d == s) return ZN_OK;
+    /* pool: dst shares src's whole blocks and copies the last partial one
+     * into a block it holds alone (a new one unless it has one) */
+    const int full = c->kv_pool ? n_kv / ZN_KV_BLOCK : 0, part = c->kv_pool && n_kv % ZN_KV_BLOCK ? full : -1;
+    const bool fresh = part >= 0 && (d->n_blk <= part || blk_shared(c, d->blk[part]));
+    if (fresh && c->n_free < 1)
+        return zn_errf(err, ZN_ERR_KV_FULL, "KV pool full: a block of %d positions wanted for a copy, 0 of %lld free",
+                       ZN_KV_BLOCK, (long long)c->pool_blocks);
     for (int i = 0; i < s->n_recr; i++) {
         memcpy(d->conv[i], s->conv[i], sizeof(float) * conv_floats(hp));
         memcpy(d->delta[i], s->delta[i], sizeof(float) * delta_floats(hp));
     }
+    for (int b = 0; b < full; b++) {
+        c->blk_refs[blk_index(c, s->blk[b])]++; /* before the drop: d may hold it already */
+        if (b < d->n_blk) blk_drop(c, d->blk[b]);
+        d->blk[b] = s->blk[b];
+    }
+    if (d->n_blk < full) d->n_blk = full;
+    if (fresh) {
+        uint8_t *nb = blk_take(c);
+        if (part < d->n_blk) blk_drop(c, d->blk[part]);
+        d->blk[part] = nb;
+        if (d->n_blk <= part) d->n_blk = part + 1;
+    }
     /* a block holds every layer of its positions: one copy per block */
-    for (int p = 0; c->kvl.pos_bytes && p < n_kv; p += ZN_KV_BLOCK) {
+    for (int p = full * ZN_KV_BLOCK; c->kvl.pos_bytes && p < n_kv; p += ZN_KV_BLOCK) {
         const int n = n_kv - p < ZN_KV_BLOCK ? n_kv - p : ZN_KV_BLOCK;
         memcpy(d->blk[p / ZN_KV_BLOCK], s->blk[p / ZN_KV_BLOCK], c->kvl.pos_bytes * (size_t)n);
     }

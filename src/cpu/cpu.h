@@ -160,10 +160,12 @@ typedef struct cpu_ctx {
     float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a block's values, a row dequantized */
     int kvq_hd;
     /* the shared KV pool (kv_pool_tokens > 0): pool_blocks blocks, the free
-     * ones' addresses a stack */
+     * ones' addresses a stack; a block may be held by several sequences
+     * (seq_copy shares whole blocks), blk_refs counting them */
     uint8_t *kv_pool;
     int64_t pool_blocks, n_free;
     uint8_t **free_blk;     /* [pool_blocks] */
+    int32_t *blk_refs;      /* [pool_blocks]: the sequences holding each block (0: free) */
     uint64_t seq_bytes;     /* the live sequences' caches and states (zinc bench -npl, serve) */
     int n_seqs;
 } cpu_ctx;
@@ -173,7 +175,8 @@ typedef struct cpu_seq {
     int n_attn, n_recr;
     /* the block table (backend.h): position p at row p % ZN_KV_BLOCK of
      * blk[p / ZN_KV_BLOCK], of which the first n_blk are held; own: the
-     * sequence's own blocks (no pool), else they are the pool's */
+     * sequence's own blocks (no pool), else they are the pool's, possibly
+     * shared with other sequences (written only once held alone) */
     uint8_t **blk;
     int n_blk;
     uint8_t *own;

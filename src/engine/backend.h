@@ -35,7 +35,11 @@ typedef enum zn_kv_type { ZN_KV_F16 = 0, ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_COUNT } z
  *     seq_reserve takes blocks from it as a sequence grows, seq_trim,
  *     seq_reset and seq_free give them back. A sequence may then be
  *     created for more positions than the pool has free (admission is the
- *     caller's: engine_kv_free). */
+ *     caller's: engine_kv_free). seq_copy shares blocks instead of
+ *     copying them: a block is held by every sequence whose table names
+ *     it (counted) and is free when none does; a sequence writes only
+ *     blocks it holds alone, seq_reserve replacing shared ones it is about
+ *     to write by private copies (copy-on-write). */
 typedef struct zn_kv_layout {
     size_t k_bytes, v_bytes; /* one position's K row / V row of one layer (n_head_kv * head_dim in the format) */
     size_t pos_bytes;        /* one position of every attention layer: n_attn * (k_bytes + v_bytes) */
@@ -137,19 +141,28 @@ typedef struct zn_backend_ops {
      * pool blocks go back). */
     void (*seq_reset)(void *ctx, void *state);
     /* Makes the sequence hold the blocks of positions [0, n_pos) (n_pos <=
-     * its n_ctx), taking missing ones from the pool: ZN_ERR_KV_FULL when it
-     * has too few free, keeping what it took. Allocates nothing. Without a
-     * pool it only checks n_pos. run() and seq_copy need the blocks their
-     * positions fall in to be held (the engine reserves them first). */
-    zn_status (*seq_reserve)(void *ctx, void *state, int n_pos, zn_err *err);
+     * its n_ctx), taking missing ones from the pool, and hold alone those
+     * of [n_from, n_pos), the positions about to be written (0 <= n_from
+     * <= n_pos): a shared one is replaced by a new block with a copy of
+     * its rows below n_from. ZN_ERR_KV_FULL when the pool has too few
+     * free for both, changing nothing. Allocates nothing. Without a pool
+     * it only checks the range. run() needs the blocks its positions fall
+     * in to be held, those it writes alone (the engine reserves [n_past,
+     * n_past + n) first). */
+    zn_status (*seq_reserve)(void *ctx, void *state, int n_from, int n_pos, zn_err *err);
     /* The blocks holding no position below n_keep go back to the pool (the
      * sequence was cut back to n_keep). Without a pool nothing happens. */
     void (*seq_trim)(void *ctx, void *state, int n_keep);
     /* Copies src's recurrent state (conv + delta of every recurrent layer)
      * and its KV entries for positions [0, n_kv) into dst, both sequences
-     * of this context; n_kv <= both contexts, dst holding the blocks of
-     * [0, n_kv) (seq_reserve). dst's other KV entries stay as they were. What a checkpoint (save: a small sequence, n_kv 0) and
-     * its restore, or a fork of a sequence, are made of. */
+     * of this context; n_kv <= both contexts, src holding the blocks of
+     * [0, n_kv). Without a pool the bytes are copied; with one dst then
+     * holds src's blocks wholly below n_kv (shared, its own ones there let
+     * go) and a block of its own with a copy of the rest, taken from the
+     * pool when dst holds none alone there (ZN_ERR_KV_FULL when none is
+     * free, changing nothing). dst's other KV entries stay as they were.
+     * What a checkpoint (save: a small sequence, n_kv 0) and its restore,
+     * or a fork of a sequence, are made of. */
     zn_status (*seq_copy)(void *ctx, void *dst, const void *src, int n_kv, zn_err *err);
     /* Runs every node of g: states[i] is the state of the step's sequence
      * g->seqs[i] (g->n_seq distinct states; graph_check_step holds). A

@@ -90,8 +90,8 @@ zn_status seq_copy(zn_seq *dst, const zn_seq *src, int n_kv, zn_err *err) {
     if (n_kv < 0 || n_kv > src->n_past || n_kv > dst->n_ctx)
         return zn_errf(err, ZN_ERR_ARG, "seq_copy: %d KV positions of a sequence at %d into a context of %d", n_kv,
                        src->n_past, dst->n_ctx);
-    zn_status st = dst->eng->be->seq_reserve(dst->eng->be_ctx, dst->state, n_kv, err);
-    if (st == ZN_OK) st = dst->eng->be->seq_copy(dst->eng->be_ctx, dst->state, src->state, n_kv, err);
+    /* the backend takes (or shares) dst's blocks itself */
+    zn_status st = dst->eng->be->seq_copy(dst->eng->be_ctx, dst->state, src->state, n_kv, err);
     if (st == ZN_OK) dst->n_past = src->n_past;
     return st;
 }
@@ -141,7 +141,7 @@ zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, f
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)
             return zn_errf(err, ZN_ERR_ARG, "token id %d out of range [0, %d)", tokens[i], n_vocab);
-    zn_status st = e->be->seq_reserve(e->be_ctx, s->state, s->n_past + n, err);
+    zn_status st = e->be->seq_reserve(e->be_ctx, s->state, s->n_past, s->n_past + n, err);
     if (st != ZN_OK) return st;
     for (int done = 0; done < n;) {
         const int step = n - done < e->max_tokens ? n - done : e->max_tokens;
@@ -178,7 +178,8 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
             if (items[j].seq == s) return zn_errf(err, ZN_ERR_ARG, "step: items %d and %d are one sequence", j, i);
     }
     for (int i = 0; i < n_items; i++) {
-        zn_status st = e->be->seq_reserve(e->be_ctx, items[i].seq->state, items[i].seq->n_past + items[i].n, err);
+        const zn_seq *s = items[i].seq;
+        zn_status st = e->be->seq_reserve(e->be_ctx, s->state, s->n_past, s->n_past + items[i].n, err);
         if (st != ZN_OK) return st;
     }
     if (n_items == 1 || !e->be->multi_seq) { /* the one-sequence step (backends record and replay it) */

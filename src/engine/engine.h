@@ -70,7 +70,10 @@ void seq_reset(zn_seq *s);
  * restore), or n_kv = src->n_past (a fork). A checkpoint of a hybrid
  * model's sequence s is a sequence of n_ctx 1, ck: seq_copy(&ck, &s, 0) saves
  * it, seq_copy(&s, &ck, 0) returns s to that position (its KV below it is
- * still valid as long as s was not reset or cut back below it since). */
+ * still valid as long as s was not reset or cut back below it since).
+ * With a KV pool, dst shares src's blocks wholly below n_kv instead of
+ * copying them (each copied on its first write: backend.h), so only the
+ * last partial block takes a free one (ZN_ERR_KV_FULL when there is none). */
 zn_status seq_copy(zn_seq *dst, const zn_seq *src, int n_kv, zn_err *err);
 /* Cuts the sequence back to its first n tokens (0 <= n <= n_past): the KV
  * entries after n are forgotten. With recurrent layers only n == n_past or

@@ -35,12 +35,15 @@ static zn_status pool_init(vk_ctx *c, int64_t tokens, uint64_t max_alloc, zn_err
     const uint64_t per = c->pool.max_block / bb;
     c->pool.block_bytes = (per < (uint64_t)nb ? per : (uint64_t)nb) * bb;
     c->pool.expect = (uint64_t)nb * bb;
+    c->pool_blk = calloc((size_t)nb, sizeof *c->pool_blk);
     c->free_blk = calloc((size_t)nb, sizeof *c->free_blk);
-    if (!c->free_blk) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    c->blk_refs = calloc((size_t)nb, sizeof *c->blk_refs);
+    if (!c->pool_blk || !c->free_blk || !c->blk_refs) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     for (int64_t i = 0; i < nb; i++) {
         /* 256-byte aligned: the kernels' 16-byte row loads (vk_attn.c) */
-        zn_status st = vkarena_alloc(&c->pool, bb, 256, &c->free_blk[nb - 1 - i], err);
+        zn_status st = vkarena_alloc(&c->pool, bb, 256, &c->pool_blk[i], err);
         if (st) return zn_err_prefix(err, "KV pool of %lld blocks", (long long)nb);
+        c->free_blk[nb - 1 - i] = (int32_t)i;
     }
     c->pool_blocks = c->n_free = nb;
     return ZN_OK;
@@ -171,7 +174,9 @@ static void vk_free(void *ctx) {
     vkdev_close(&c->d);
     free(c->w);
     free(c->kv_off);
+    free(c->pool_blk);
     free(c->free_blk);
+    free(c->blk_refs);
     vkfuse_free(&c->plan);
     free(c);
 }
@@ -208,11 +213,26 @@ static zn_status seq_write_tab(vk_ctx *c, vk_seq *s, int b0, int b1, zn_err *err
     return st ? st : vkxfer_flush(&c->x, err);
 }
 
-/* Pool blocks from n_keep on go back to the free stack (none without a pool). */
+/* Pool blocks: taken with one holder, shared by counting holders, free
+ * again when the last one lets go. Table entry b of s names block i. */
+static void blk_set(vk_ctx *c, vk_seq *s, int b, int32_t i) {
+    s->bix[b] = i;
+    s->blk[b] = c->pool_blk[i];
+}
+static int32_t blk_take(vk_ctx *c) {
+    const int32_t i = c->free_blk[--c->n_free];
+    c->blk_refs[i] = 1;
+    return i;
+}
+static void blk_drop(vk_ctx *c, int32_t i) {
+    if (--c->blk_refs[i] == 0) c->free_blk[c->n_free++] = i;
+}
+
+/* Pool blocks from n_keep on are let go (none without a pool). */
 static void seq_release(vk_ctx *c, vk_seq *s, int n_keep) {
     if (!c->pool_blocks) return;
     while (s->n_blk > n_keep) {
-        c->free_blk[c->n_free++] = s->blk[--s->n_blk];
+        blk_drop(c, s->bix[--s->n_blk]);
         s->blk[s->n_blk] = (vkref){0};
     }
 }
@@ -230,9 +250,10 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->n_ctx = n_ctx;
     s->n_tab = (n_ctx + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
     s->blk = calloc((size_t)s->n_tab, sizeof *s->blk);
+    s->bix = calloc((size_t)s->n_tab, sizeof *s->bix);
     s->conv = calloc((size_t)hp->n_layer, sizeof *s->conv);
     s->delta = calloc((size_t)hp->n_layer, sizeof *s->delta);
-    zn_status st = !s->blk || !s->conv || !s->delta ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
+    zn_status st = !s->blk || !s->bix || !s->conv || !s->delta ? zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory") : ZN_OK;
     /* recurrent layers (qwen35): conv [conv_dim][d_conv-1], delta [H_v][d_v][d_k] */
     const uint64_t conv_b = 4ull * (2ull * hp->ssm_d_state * hp->ssm_n_group + hp->ssm_d_inner) * (uint64_t)(hp->ssm_d_conv - 1);
     const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
@@ -294,6 +315,7 @@ static void vk_seq_free(void *ctx, void *state) {
     seq_release(c, s, 0);
     vkarena_free(&s->mem);
     free(s->blk);
+    free(s->bix);
     free(s->conv);
     free(s->delta);
     free(s);
@@ -307,21 +329,42 @@ static void vk_seq_reset(void *ctx, void *state) {
     seq_zero(ctx, state, &err);
 }
 
-/* All or nothing: short of blocks, the sequence keeps what it held. */
-static zn_status vk_seq_reserve(void *ctx, void *state, int n_pos, zn_err *err) {
+/* All or nothing: short of blocks, the sequence keeps what it held. A
+ * shared block about to be written is copied on the device (synchronous:
+ * done before the step) and its table entry rewritten; the recordings
+ * read the table at run time, so a replay sees the copy. */
+static zn_status vk_seq_reserve(void *ctx, void *state, int n_from, int n_pos, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *s = state;
-    if (n_pos < 0 || n_pos > s->n_ctx) return zn_errf(err, ZN_ERR_ARG, "vulkan: %d KV positions in a context of %d", n_pos, s->n_ctx);
+    if (n_pos < 0 || n_pos > s->n_ctx || n_from < 0 || n_from > n_pos)
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: KV positions [%d, %d) in a context of %d", n_from, n_pos, s->n_ctx);
     if (!c->pool_blocks) return ZN_OK;
-    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, b0 = s->n_blk;
-    if (need <= b0) return ZN_OK;
-    if (need - b0 > c->n_free)
+    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, b0 = n_from / ZN_KV_BLOCK, held = s->n_blk;
+    const int b1 = n_pos > n_from ? (need < held ? need : held) : b0; /* held blocks written */
+    int cow = 0, first = held;
+    for (int b = b0; b < b1; b++)
+        if (c->blk_refs[s->bix[b]] > 1) cow++, first = first < b ? first : b;
+    const int more = need > held ? need - held : 0;
+    if (more + cow == 0) return ZN_OK;
+    if (more + cow > c->n_free)
         return zn_errf(err, ZN_ERR_KV_FULL,
-                       "vulkan: KV pool full: %d positions need %d more blocks of %d, %lld of %lld free",
-                       n_pos, need - b0, ZN_KV_BLOCK, (long long)c->n_free, (long long)c->pool_blocks);
-    while (s->n_blk < need) s->blk[s->n_blk++] = c->free_blk[--c->n_free];
-    zn_status st = seq_write_tab(c, s, b0, need, err);
-    if (st) seq_release(c, s, b0); /* its table still names only those */
+                       "vulkan: KV pool full: %d positions need %d more blocks of %d (%d to copy shared ones), %lld of %lld free",
+                       n_pos, more + cow, ZN_KV_BLOCK, cow, (long long)c->n_free, (long long)c->pool_blocks);
+    zn_status st = ZN_OK;
+    /* copy-on-write: the rows below n_from are the sequence's, the others
+     * are about to be written. A failed copy leaves the device lost (the
+     * next run reports it); the counts stay right. */
+    for (int b = first; b < b1; b++) {
+        const int32_t old = s->bix[b];
+        if (c->blk_refs[old] < 2) continue;
+        const int rows = n_from - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_from - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
+        blk_set(c, s, b, blk_take(c));
+        if (!st && rows > 0) st = vkxfer_copy(&c->x, c->pool_blk[old], s->blk[b], (uint64_t)rows * c->kvl.pos_bytes, err);
+        blk_drop(c, old);
+    }
+    while (s->n_blk < need) blk_set(c, s, s->n_blk++, blk_take(c));
+    if (!st) st = seq_write_tab(c, s, first, need, err);
+    if (st) seq_release(c, s, held); /* its table still names only those */
     return st;
 }
 
@@ -332,8 +375,33 @@ static void vk_seq_trim(void *ctx, void *state, int n_keep) {
     seq_release(ctx, s, (n_keep + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK);
 }
 
+/* dst's table entries [0, n_kv / ZN_KV_BLOCK) name src's blocks (shared),
+ * entry `part` (the last, partial block: -1 for none) a block of dst's
+ * own, a new one unless it holds one alone there. */
+static zn_status seq_share(vk_ctx *c, vk_seq *d, const vk_seq *s, int n_kv, zn_err *err) {
+    const int full = n_kv / ZN_KV_BLOCK, part = n_kv % ZN_KV_BLOCK ? full : -1;
+    const bool fresh = part >= 0 && (d->n_blk <= part || c->blk_refs[d->bix[part]] > 1);
+    if (fresh && c->n_free < 1)
+        return zn_errf(err, ZN_ERR_KV_FULL, "vulkan: KV pool full: a block of %d positions wanted for a copy, 0 of %lld free",
+                       ZN_KV_BLOCK, (long long)c->pool_blocks);
+    for (int b = 0; b < full; b++) {
+        c->blk_refs[s->bix[b]]++; /* before the drop: d may hold it already */
+        if (b < d->n_blk) blk_drop(c, d->bix[b]);
+        blk_set(c, d, b, s->bix[b]);
+    }
+    if (d->n_blk < full) d->n_blk = full;
+    if (fresh) {
+        const int32_t i = blk_take(c);
+        if (part < d->n_blk) blk_drop(c, d->bix[part]);
+        blk_set(c, d, part, i);
+        if (d->n_blk <= part) d->n_blk = part + 1;
+    }
+    return seq_write_tab(c, d, 0, part >= 0 ? part + 1 : full, err);
+}
+
 /* The blocks are not adjacent (a pool's): [0, n_kv) block by block, each
- * block's first rows, every attention layer's at once (position-major). */
+ * block's first rows, every attention layer's at once (position-major);
+ * with a pool only the last partial block, the others shared (seq_share). */
 static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *d = dst;
@@ -343,16 +411,17 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
     if (d == s) return ZN_OK;
     const int nb = c->kvl.pos_bytes ? (n_kv + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK : 0;
-    if (nb > s->n_blk || nb > d->n_blk)
+    if (nb > s->n_blk || (!c->pool_blocks && nb > d->n_blk))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between sequences holding %d and %d blocks",
                        n_kv, s->n_blk, d->n_blk);
-    zn_status st = ZN_OK;
+    zn_status st = c->pool_blocks && nb ? seq_share(c, d, s, n_kv, err) : ZN_OK;
+    const int b0 = c->pool_blocks ? n_kv / ZN_KV_BLOCK : 0;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         if (!s->conv[il].buf) continue;
         st = vkxfer_copy(&c->x, s->conv[il], d->conv[il], s->conv[il].size, err);
         if (!st) st = vkxfer_copy(&c->x, s->delta[il], d->delta[il], s->delta[il].size, err);
     }
-    for (int b = 0; b < nb && !st; b++) {
+    for (int b = b0; b < nb && !st; b++) {
         const int rows = n_kv - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_kv - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
         st = vkxfer_copy(&c->x, s->blk[b], d->blk[b], (uint64_t)rows * c->kvl.pos_bytes, err);
     }

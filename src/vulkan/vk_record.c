@@ -241,8 +241,9 @@ void vkrecord_positions(vk_ctx *c, const zn_graph *g, uint32_t region, bool batc
  * as they would on the states' own ranges, which are too many to declare
  * (VK_HAZARDS). The same for one sequence's layer L K or V rows, which lie
  * in blocks all over the cache (its id above the layers: never reused, and
- * sequences hold disjoint blocks); only the KV ops touch them (seq_copy
- * runs outside steps). */
+ * a sequence writes only blocks it holds alone; blocks shared by
+ * seq_copy are only read, copied before a write by seq_reserve); only the
+ * KV ops touch them (seq_copy and seq_reserve run outside steps). */
 #define VK_KV_STANDIN (1ull << 62)
 static range batch_kv_range(int L, int v) {
     const uint64_t lo = VK_KV_STANDIN + 2ull * (uint64_t)L + (uint64_t)v;

@@ -13,7 +13,8 @@
  *    the tables written when recording; ids are never reused, so a freed
  *    sequence's recording never fits again). A block table's entries are
  *    read at run time: blocks a sequence takes after the recording (its
- *    pool's, seq_reserve) are seen by the replay,
+ *    pool's, seq_reserve, or a copy-on-write one replacing a shared block)
+ *    are seen by the replay,
  *  - the same attention shape per sequence (vkrecord_step_shape: what the
  *    recording fixed of the positions: batched or not, split counts,
  *    kernels),
