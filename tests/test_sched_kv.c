@@ -6,7 +6,10 @@
  * and recompute prompt and generated tokens later — greedy and
  * sampled, on the hybrid demo model and a dense Llama; preemptions are
  * counted in /metrics. A prompt larger than the pool is refused at once; a
- * request that grows past the pool alone ends as a full context does. */
+ * request that grows past the pool alone ends as a full context does. A
+ * request that borrows another slot's prompt prefix shares its whole
+ * blocks (backend.h: copy-on-write) and makes the tokens it makes alone;
+ * the pool's free positions in /metrics show the sharing. */
 #include <string.h>
 
 #include "engine.h"
@@ -179,9 +182,102 @@ static void test_too_large(void) {
     model_free(&m);
 }
 
+/* Job b starts while job a still generates on the other slot and shares
+ * a's first 600 prompt tokens: b borrows them (prefix cache), holding a's
+ * two whole blocks by reference and a copy of the third's 88 rows. At the
+ * end a holds 4 blocks (1,000 positions), b one of its own: 5 of 8 used,
+ * where copying would have used 7. b's tokens are those it makes alone. */
+static zn_job *prefix_job(const zn_model *m, int n_prompt, int tail, int max_tokens) {
+    zn_job *j = job_new();
+    if (!j) return NULL;
+    j->n_prompt = n_prompt;
+    j->prompt = malloc(sizeof *j->prompt * (size_t)n_prompt);
+    for (int t = 0; t < n_prompt; t++)
+        j->prompt[t] = (int32_t)(((int64_t)(t < 600 ? t : t + tail) * 7919 + 12345) % m->hp.n_vocab);
+    j->max_tokens = max_tokens;
+    j->ignore_eos = true;
+    j->top_logprobs = 0;
+    j->sp = sampler_default_params();
+    j->sp.temperature = 0;
+    return j;
+}
+
+static void job_done(zn_job *j) {
+    pthread_mutex_lock(&j->mu);
+    while (j->state != ZN_JOB_DONE) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void test_shared_prefix(void) {
+    zn_model m;
+    zn_tokenizer *tok = NULL;
+    zn_err err;
+    if (model_load(&m, shared_path("models/llama-2-tiny-random.gguf"), &err) ||
+        tokenizer_load(&tok, &m.gguf, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return;
+    }
+    const int pool = 8 * ZN_KV_BLOCK, a_gen = 4 * ZN_KV_BLOCK - 600;
+    zn_engine e, alone;
+    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = pool}};
+    CHECK(engine_init(&e, &m, &o, &err) == ZN_OK);
+    o.be.kv_pool_tokens = 0;
+    CHECK(engine_init(&alone, &m, &o, &err) == ZN_OK);
+    zn_sched s, s1;
+    zn_metrics mt, mt1;
+    metrics_init(&mt);
+    metrics_init(&mt1);
+    CHECK(sched_init(&s, &e, tok, &(zn_sched_opts){.n_slots = 2, .n_ctx = 4 * ZN_KV_BLOCK}, &mt, &err) == ZN_OK);
+    CHECK(sched_init(&s1, &alone, tok, &(zn_sched_opts){.n_slots = 1, .n_ctx = 4 * ZN_KV_BLOCK}, &mt1, &err) == ZN_OK);
+    zn_job *a = prefix_job(&m, 600, 0, a_gen), *b = prefix_job(&m, 610, 1, 20), *b1 = prefix_job(&m, 610, 1, 20);
+    CHECK(sched_submit(&s, a, &err) == ZN_OK);
+    /* b arrives once a generates (its prompt's KV final), long before a ends */
+    for (bool gen = false; !gen;) {
+        pthread_mutex_lock(&a->mu);
+        gen = a->n_gen > 0 || a->state == ZN_JOB_DONE;
+        pthread_mutex_unlock(&a->mu);
+    }
+    CHECK(sched_submit(&s, b, &err) == ZN_OK);
+    CHECK(sched_submit(&s1, b1, &err) == ZN_OK);
+    job_done(a);
+    job_done(b);
+    job_done(b1);
+    CHECK(!a->failed && !b->failed && !b1->failed);
+    CHECK_EQ_INT(a->n_gen, a_gen);
+    CHECK_EQ_INT(b->n_gen, 20);
+    CHECK_EQ_INT(b1->n_gen, 20);
+    bool same = b->n_lp == 20 && b1->n_lp == 20;
+    for (int i = 0; same && i < 20; i++) same = b->lp[i].id == b1->lp[i].id;
+    CHECK_MSG(same, "the borrowing request made other tokens than alone");
+    zn_metrics_gauges g;
+    do sched_gauges(&s, &g);
+    while (g.running > 0); /* running 0 and the last publish are one step of the engine thread */
+    size_t len;
+    char *text = metrics_render(&mt, &g, &len);
+    CHECK_MSG(text && strstr(text, "zinc_prefix_cache_copied_tokens_total 600\n"), "b did not borrow a's prefix");
+    CHECK(g.kv_pool);
+    CHECK_EQ_INT(g.kv_pool_free, pool - 5 * ZN_KV_BLOCK);
+    char want[64];
+    snprintf(want, sizeof want, "zinc_kv_pool_tokens_free %d\n", pool - 5 * ZN_KV_BLOCK);
+    CHECK_MSG(text && strstr(text, want), "/metrics lacks '%s'", want);
+    free(text);
+    sched_free(&s);
+    sched_free(&s1);
+    job_unref(a);
+    job_unref(b);
+    job_unref(b1);
+    metrics_free(&mt);
+    metrics_free(&mt1);
+    engine_free(&e);
+    engine_free(&alone);
+    tokenizer_free(tok);
+    model_free(&m);
+}
+
 int main(void) {
     RUN(test_hybrid);
     RUN(test_dense);
     RUN(test_too_large);
+    RUN(test_shared_prefix);
     return harness_report("sched_kv");
 }

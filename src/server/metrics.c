@@ -151,6 +151,11 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     gauge(&b, "zinc_kv_cache_tokens_used", "Context positions held by running requests.", (double)g->kv_used);
     gauge(&b, "zinc_kv_cache_tokens_capacity", "Context positions of all slots (with --kv-mem: of the KV pool).",
           (double)g->kv_total);
+    if (g->kv_pool)
+        gauge(&b, "zinc_kv_pool_tokens_free",
+              "Positions in the KV pool's free blocks (--kv-mem); a block shared by several requests (prefix cache) "
+              "counts once.",
+              (double)g->kv_pool_free);
     counter(&b, "zinc_kv_preemptions_total",
             "Requests whose KV blocks went back to the pool for others' (--kv-mem); each recomputes them later.",
             g->preemptions);

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum {
@@ -30,6 +31,8 @@ typedef struct zn_hist {
 typedef struct zn_metrics_gauges {
     int running, waiting;
     long kv_used, kv_total;  /* context tokens held by running requests / all slots' capacity */
+    bool kv_pool;            /* a KV pool (--kv-mem): kv_total its positions, kv_pool_free those in free blocks */
+    long kv_pool_free;
     int slots;
     uint64_t steps, batched_steps; /* engine steps, and those of several sequences in one forward pass */
     uint64_t replayed_steps;       /* engine steps that resubmitted a recorded forward pass (Vulkan decode steps) */

@@ -594,6 +594,7 @@ static zn_slot *pick_slot(zn_sched *s, const zn_job *j) {
 
 /* Under s->mu, by the engine thread: the state other threads may read. */
 static void publish(zn_sched *s) {
+    if (s->kv_pool_pos > 0) s->kv_pool_free = engine_kv_free(s->eng);
     for (int i = 0; i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         const zn_job *j = sl->job;
@@ -879,7 +880,7 @@ zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const z
     s->n_ctx = n_ctx;
     s->n_vocab = e->model->hp.n_vocab;
     s->recurrent = engine_is_recurrent(e);
-    s->kv_pool_pos = engine_mem(e).kv_blocks * ZN_KV_BLOCK;
+    s->kv_pool_pos = s->kv_pool_free = engine_mem(e).kv_blocks * ZN_KV_BLOCK;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
@@ -1012,6 +1013,7 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
         if (strcmp(s->slots[i].pub.state, "idle")) used += s->slots[i].pub.n_cached;
     *g = (zn_metrics_gauges){.running = s->running, .waiting = s->q_len, .kv_used = used,
                              .kv_total = s->kv_pool_pos > 0 ? (long)s->kv_pool_pos : (long)s->n_slots * s->n_ctx,
+                             .kv_pool = s->kv_pool_pos > 0, .kv_pool_free = (long)s->kv_pool_free,
                              .slots = s->n_slots, .preemptions = atomic_load(&s->preemptions),
                              .kv_evictions = atomic_load(&s->kv_evictions),
                              .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps),

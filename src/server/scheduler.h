@@ -156,6 +156,8 @@ typedef struct zn_sched {
     /* the KV pool's positions (0: none, each slot holds its context), slots
      * preempted for its blocks and idle slots' cached prefixes dropped for them */
     int64_t kv_pool_pos;
+    int64_t kv_pool_free;     /* its free positions as publish() last saw them (blocks shared by several
+                                 slots, the prefix cache's, count once) */
     atomic_ullong preemptions, kv_evictions;
     /* grammar masks: the mask thread's (prepared during a step) and those
      * the engine thread computed while sampling */
