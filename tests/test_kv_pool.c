@@ -126,17 +126,23 @@ static void pool_matches_own(const char *rel, zn_kv_type kvt) {
     model_free(&m);
 }
 
+/* The dense Q8_0 fixture of the KV-full cases, T its token spread. */
+static bool load_dense(zn_model *m) {
+    zn_err err = {0};
+    if (model_load(m, shared_path("models/tiny/qwen3-dense-q8_0.gguf"), &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % m->hp.n_vocab);
+    return true;
+}
+
 /* A pool of 3 blocks: what does not fit fails with ZN_ERR_KV_FULL and
  * changes no position; blocks given back make it fit. */
 static void test_full(void) {
     zn_model m;
     zn_err err = {0};
-    if (model_load(&m, shared_path("models/tiny/qwen3-dense-q8_0.gguf"), &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
-    const int nv = m.hp.n_vocab;
-    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % nv);
+    if (!load_dense(&m)) return;
     zn_engine e;
     if (!init_engine(&e, &m, 3 * ZN_KV_BLOCK - 10, ZN_KV_F16)) { /* rounded up to 3 blocks */
         model_free(&m);
@@ -279,12 +285,8 @@ static void share_case(const char *rel, zn_kv_type kvt) {
 static void test_cow_full(void) {
     zn_model m;
     zn_err err = {0};
-    if (model_load(&m, shared_path("models/tiny/qwen3-dense-q8_0.gguf"), &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
+    if (!load_dense(&m)) return;
     const int nv = m.hp.n_vocab;
-    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % nv);
     zn_engine e[2];
     vk_tune = "attn_chunk=4096,attn_dec_min=4096";
     const bool ok = init_engine(&e[0], &m, 0, ZN_KV_F16) && init_engine(&e[1], &m, 4 * ZN_KV_BLOCK, ZN_KV_F16);
