@@ -129,7 +129,7 @@ static void fx_close(fixture *f) {
     model_free(&f->m);
 }
 
-static int32_t toks[64];
+static int32_t toks[128];
 
 /* Builds the step of n tokens and plans it. */
 static void fx_plan(fixture *f, int n, enum policy pol, bool no_fusion, int max_groups) {
@@ -235,7 +235,7 @@ static void test_qwen3_decode(void) {
     fx_close(&f);
 }
 
-/* Prefill: on a GPU the GEMM takes the matmuls of mm_min_tok (16)+ tokens; it converts
+/* Prefill: on a GPU the GEMM takes the matmuls of mm_min_tok (32)+ tokens; it converts
  * x with a SwiGLU applied but not with an RMS norm, and takes groups. On
  * lavapipe everything stays on the mat-vec. */
 static void test_qwen3_prefill(void) {
@@ -301,11 +301,11 @@ static void test_group_limits(void) {
 
 /* MoE decode (llama-moe): the FFN norm into the router and the expert
  * mat-vecs; the experts' SwiGLU into the down experts. Prefill on a GPU:
- * 32 tokens x 2 slots over the experts is enough for the grouped GEMM,
- * which converts x with a SwiGLU but not a norm. */
+ * 128 tokens (beyond moe_min_tok) take the grouped GEMM, which converts x
+ * with a SwiGLU but not a norm. */
 static void test_moe(void) {
     fixture f;
-    if (!fx_open(&f, "llama-moe-q4_k_m", 32)) return;
+    if (!fx_open(&f, "llama-moe-q4_k_m", 128)) return;
     fx_plan(&f, 1, GPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer; il++) {
         CHECK(f.p.skip[node(&f, il, "ffn_norm")]);
@@ -313,7 +313,7 @@ static void test_moe(void) {
         CHECK(f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
         CHECK_EQ_INT(xmode(&f, node(&f, il, "ffn_moe_down")), VKX_SWIGLU);
     }
-    fx_plan(&f, 32, GPU_DEV, false, 1000);
+    fx_plan(&f, 128, GPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer - 1; il++) {
         CHECK(!f.p.skip[node(&f, il, "ffn_norm")]);
         CHECK(f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
@@ -530,7 +530,7 @@ static void test_group_breaks(void) {
 }
 
 int main(void) {
-    for (int i = 0; i < 64; i++) toks[i] = i % 7;
+    for (int i = 0; i < 128; i++) toks[i] = i % 7;
     RUN(test_kernel_choice);
     RUN(test_qwen3_decode);
     RUN(test_qwen3_prefill);

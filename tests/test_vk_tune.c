@@ -40,14 +40,16 @@ static vkdev_info lavapipe(void) {
  * 256, CM2_MIN_WGS 96, CM2_LONG_K 8192, MVX_BIG_BYTES "off", ...);
  * since 2026-12-02 mm_min_tok 16 (was 5: batched decode of 8-12 sequences
  * runs 1.2-1.7x faster on mat-vec, bench/results/2026-12-02-h200-batched.md);
- * mvt 8 (several tokens per workgroup; measured on an H100, 2026-12-05). */
+ * mvt 8 (several tokens per workgroup; measured on an H100, 2026-12-05); later that day
+ * mvt_modes 0, mvt_rows 2, mvt_unroll 2, mm_min_tok 32, moe_min_tok 65 (batched decode of
+ * 8-31 sequences on the multi-token mat-vec after quantx: H100, bench/results/2026-12-05-h100-s22.md). */
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
     "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_unroll=2,mvx_wgs=528,mvx_pf=0,"
     "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
-    "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=7,mvt_wg=256,"
-    "mvt_rows=4,mvt_rows.q6_k=2,mvt_unroll=1,mvt_wgs=264,mvt_pf=0,mvt_pn=0,small_wg=64,norm_wg=256,"
-    "mm_min_tok=16,moe_min_tok=16,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
+    "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
+    "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,small_wg=64,norm_wg=256,"
+    "mm_min_tok=32,moe_min_tok=65,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
     "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,mm_prep_tok=128,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=256,"
     "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,poll=on";
 
@@ -161,7 +163,7 @@ static void test_overrides(void) {
     CHECK_EQ_INT(t.mvq_rows[0], 2);
     /* tokens per workgroup: off (1) up to the limit, its kernel per type */
     CHECK(vktune_apply(&t, &d, "mvt=1,mvt_modes=0,mvt_rows.q6_k=3,mvt_wg=512,mvt_wgs=0", &err) == ZN_OK);
-    CHECK(t.mvt == 1 && t.mvt_modes == 0 && t.mvt_t.rows[7] == 3 && t.mvt_t.rows[5] == 4 && t.mvt_t.wg[3] == 512 &&
+    CHECK(t.mvt == 1 && t.mvt_modes == 0 && t.mvt_t.rows[7] == 3 && t.mvt_t.rows[5] == 2 && t.mvt_t.wg[3] == 512 &&
           t.mvt_t.wgs[6] == 0);
     CHECK(vktune_apply(&t, &d, "mvt=16", &err) == ZN_OK);
     CHECK_EQ_INT(t.mvt, ZN_VK_MVT_MAX);

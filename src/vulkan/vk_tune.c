@@ -96,30 +96,26 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
  *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
  *   242.5 without (run 12): mvx_big_mb off.
- * - mvt 8: batched decode steps of 2-15 tokens take 8 tokens per
- *   workgroup of the integer mat-vec, each weight read once for them (with
- *   mvt 1 the 8B at 8 sequences read every weight 8 times). H100, 8B Q4_K_M
- *   synth, 2026-12-05 (bench/results/2026-12-05-h100-kv-batched.md): 8
- *   sequences 407 tok/s against 363 at mvt 1, 1 sequence 188 / 187;
- *   test_matvec_tokens passes on the GPU (subgroups of 32) and zinc eval's
- *   logits stand as far from the CPU's with it as without (nmse 0.0177 /
- *   0.0171 on the random-weight synth). Per weight step a lane reads the x
- *   of every token from shared memory (48 bytes a token for Q4_K against 18
- *   of weights): 4 rows per subgroup share those reads, or at 8 tokens they
- *   would outrun shared memory's bandwidth before DRAM's; Q6_K 2 (a step's
- *   weights in registers are 22 words a row, beside 8 tokens' sums per
- *   row). In-workgroup quantisation does 8 rows of x per workgroup, so fewer
- *   workgroups than mvx (2 per SM, 8 subgroups each: a 512-thread one at
- *   ~120 registers would not fit an SM's 64 K) each looping over row blocks;
- *   mvt_modes 0 (quantx.comp first) is the alternative to measure. Still
- *   4.7x the time of a one-token step at 8 tokens (profile: gate+up 233 us
- *   a layer against ~32): the FP32 dot products, not the weights, bound it.
- * - mm_min_tok 16: up to 15 rows a step (batched decode of up to 15
- *   sequences, short prompts) run mat-vec per row, not the tiled GEMM: at 8
- *   sequences the 2B decodes 919 tok/s against 594 on the GEMM and the 8B
- *   404 against 241; at 12, 1,016 / 841 and 433 / 345; level at 16; the
- *   GEMM wins at 32 (8B 795 / 468) (bench/results/2026-12-02-h200-batched.md;
- *   it was 5, tuned on single-sequence prefill only).
+ * - mvt 8, mvt_modes 0, mvt rows 2, unroll 2: batched decode steps of
+ *   2-31 tokens take 8 tokens per workgroup of the integer mat-vec, each
+ *   weight step loaded once for them, x quantised by quantx.comp first
+ *   (read from L1/L2, not shared memory). H100, 8B Q4_K_M synth, 2026-12-05
+ *   (bench/results/2026-12-05-h100-s22.md): vk-matvec's 8-token grid put
+ *   the 8B's matmuls at 8.9 ms a step this way against 23.5 with 4 rows and
+ *   1 step per iteration, and the in-workgroup quantisation (mvt_modes 7:
+ *   8 rows of x in 40 KB of shared memory per workgroup) was slower still; end to end 8 sequences 781 tok/s against 407
+ *   (llama.cpp CUDA 726 in the same run), the 2B 1,446 against 880. 16
+ *   tokens per workgroup (mvt 16) lost at 8-24 sequences (517 / 767 / 751
+ *   against 810 / 933 / 1,046).
+ * - mm_min_tok 32: up to 31 rows a step run the mat-vec above, not the
+ *   tiled GEMM: 8B at 16 sequences 933 tok/s against 626 on the GEMM, 24
+ *   sequences 1,046; from 32 the GEMM (1,183 at 32; the mat-vec was not
+ *   timed there with these settings).
+ *   (It was 16 with the older mat-vec, 5 before batching.)
+ * - moe_min_tok 65: expert matmuls of up to 64 tokens stay on the
+ *   per-token mat-vec (with 256 experts each gets ~1 of 32 tokens: the
+ *   grouped GEMM's tiles run nearly empty): 35B-A3B shape at 32 sequences
+ *   744 tok/s against 629, at 64 953 against 917.
  * - mm_min_wgs 256 (two workgroups per SM): the largest f16 GEMM tile that
  *   still gives that many, small products need many small tiles.
  * - cm2: at k >= cm2_long_k (8B ffn_down, 12288) 128 x 128 does 191 TFLOP/s
@@ -143,8 +139,8 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
-     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 7, .mvt_x = {ALL(8), Q6(2, 4), ALL(1), ALL(0), ALL(0), ALL(264)}, \
-     .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 16, .moe_min_tok = 16, \
+     .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(8), ALL(2), ALL(2), ALL(0), ALL(0), ALL(264)}, \
+     .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128}
 
