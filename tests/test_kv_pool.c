@@ -60,15 +60,22 @@ static void step_both(zn_engine *e, zn_seq *a, zn_seq *b, const int *n, float *l
         CHECK_MSG(!memcmp(la, lb, sizeof *la * (size_t)nv * (size_t)k), "%s %s: pooled logits differ", backend, what);
 }
 
+/* Loads fixture rel (under ../shared) and fills T, the token spread every case feeds. */
+static bool load_fixture(zn_model *m, const char *rel) {
+    zn_err err = {0};
+    if (model_load(m, shared_path(rel), &err)) {
+        CHECK_MSG(0, "%s: %s", rel, err.msg);
+        return false;
+    }
+    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % m->hp.n_vocab);
+    return true;
+}
+
 static void pool_matches_own(const char *rel, zn_kv_type kvt) {
     zn_model m;
     zn_err err = {0};
-    if (model_load(&m, shared_path(rel), &err)) {
-        CHECK_MSG(0, "%s: %s", rel, err.msg);
-        return;
-    }
+    if (!load_fixture(&m, rel)) return;
     const int nv = m.hp.n_vocab;
-    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % nv);
     zn_engine e[2];
     if (!init_engine(&e[0], &m, 0, kvt) || !init_engine(&e[1], &m, 6 * ZN_KV_BLOCK, kvt)) {
         model_free(&m);
@@ -126,23 +133,12 @@ static void pool_matches_own(const char *rel, zn_kv_type kvt) {
     model_free(&m);
 }
 
-/* The dense Q8_0 fixture of the KV-full cases, T its token spread. */
-static bool load_dense(zn_model *m) {
-    zn_err err = {0};
-    if (model_load(m, shared_path("models/tiny/qwen3-dense-q8_0.gguf"), &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return false;
-    }
-    for (int i = 0; i < N_TOK; i++) T[i] = (int32_t)(((int64_t)i * 7919 + 13) % m->hp.n_vocab);
-    return true;
-}
-
 /* A pool of 3 blocks: what does not fit fails with ZN_ERR_KV_FULL and
  * changes no position; blocks given back make it fit. */
 static void test_full(void) {
     zn_model m;
     zn_err err = {0};
-    if (!load_dense(&m)) return;
+    if (!load_fixture(&m, "models/tiny/qwen3-dense-q8_0.gguf")) return;
     zn_engine e;
     if (!init_engine(&e, &m, 3 * ZN_KV_BLOCK - 10, ZN_KV_F16)) { /* rounded up to 3 blocks */
         model_free(&m);
@@ -208,16 +204,10 @@ static int64_t blocks_free(const zn_engine *e) { return engine_mem(e).kv_blocks_
 static void share_case(const char *rel, zn_kv_type kvt) {
     zn_model m;
     zn_err err = {0};
-    if (model_load(&m, shared_path(rel), &err)) {
-        CHECK_MSG(0, "%s: %s", rel, err.msg);
-        return;
-    }
+    if (!load_fixture(&m, rel)) return;
     const int nv = m.hp.n_vocab;
     static int32_t U[N_TOK];
-    for (int i = 0; i < N_TOK; i++) {
-        T[i] = (int32_t)(((int64_t)i * 7919 + 13) % nv);
-        U[i] = (int32_t)(((int64_t)i * 104729 + 7) % nv);
-    }
+    for (int i = 0; i < N_TOK; i++) U[i] = (int32_t)(((int64_t)i * 104729 + 7) % nv);
     zn_engine e[2];
     if (!init_engine(&e[0], &m, 0, kvt) || !init_engine(&e[1], &m, 8 * ZN_KV_BLOCK, kvt)) {
         model_free(&m);
@@ -285,7 +275,7 @@ static void share_case(const char *rel, zn_kv_type kvt) {
 static void test_cow_full(void) {
     zn_model m;
     zn_err err = {0};
-    if (!load_dense(&m)) return;
+    if (!load_fixture(&m, "models/tiny/qwen3-dense-q8_0.gguf")) return;
     const int nv = m.hp.n_vocab;
     zn_engine e[2];
     vk_tune = "attn_chunk=4096,attn_dec_min=4096";

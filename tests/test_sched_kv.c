@@ -134,17 +134,23 @@ static void check_model(const char *path) {
 static void test_hybrid(void) { check_model("models/zinc-demo-qwen35.gguf"); }
 static void test_dense(void) { check_model(shared_path("models/llama-2-tiny-random.gguf")); }
 
+/* The tiny Llama with a real vocabulary, and its tokenizer. */
+static bool load_llama(zn_model *m, zn_tokenizer **tok) {
+    zn_err err;
+    if (model_load(m, shared_path("models/llama-2-tiny-random.gguf"), &err) || tokenizer_load(tok, &m->gguf, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false;
+    }
+    return true;
+}
+
 /* A prompt the pool cannot hold is refused at submit; one that fits but
  * grows past the pool alone ends "length" where the pool ran out. */
 static void test_too_large(void) {
     zn_model m;
     zn_tokenizer *tok = NULL;
     zn_err err;
-    if (model_load(&m, shared_path("models/llama-2-tiny-random.gguf"), &err) ||
-        tokenizer_load(&tok, &m.gguf, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
+    if (!load_llama(&m, &tok)) return;
     zn_engine e;
     zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = 2 * ZN_KV_BLOCK}};
     CHECK(engine_init(&e, &m, &o, &err) == ZN_OK);
@@ -212,11 +218,7 @@ static void test_shared_prefix(void) {
     zn_model m;
     zn_tokenizer *tok = NULL;
     zn_err err;
-    if (model_load(&m, shared_path("models/llama-2-tiny-random.gguf"), &err) ||
-        tokenizer_load(&tok, &m.gguf, &err)) {
-        CHECK_MSG(0, "%s", err.msg);
-        return;
-    }
+    if (!load_llama(&m, &tok)) return;
     const int pool = 8 * ZN_KV_BLOCK, a_gen = 4 * ZN_KV_BLOCK - 600;
     zn_engine e, alone;
     zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = pool}};
