@@ -276,10 +276,57 @@ static void test_shared_prefix(void) {
     model_free(&m);
 }
 
+/* Admission counts a borrowed prefix's whole blocks as shared: on a pool of
+ * 6 blocks, while a (700 prompt tokens, 3 blocks) generates, b (710, the
+ * first 600 a's) needs 1 new block beyond a's 2 whole ones and 1 to
+ * spare, not 4: it starts at once and borrows from busy a (counting
+ * copies, it would wait for a to end and then reuse a's slot, borrowing
+ * nothing). */
+static void test_admit_shared(void) {
+    zn_model m;
+    zn_tokenizer *tok = NULL;
+    zn_err err;
+    if (!load_llama(&m, &tok)) return;
+    zn_engine e;
+    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = 6 * ZN_KV_BLOCK}};
+    CHECK(engine_init(&e, &m, &o, &err) == ZN_OK);
+    zn_sched s;
+    zn_metrics mt;
+    metrics_init(&mt);
+    CHECK(sched_init(&s, &e, tok, &(zn_sched_opts){.n_slots = 2, .n_ctx = 4 * ZN_KV_BLOCK}, &mt, &err) == ZN_OK);
+    zn_job *a = prefix_job(&m, 700, 0, 60), *b = prefix_job(&m, 710, 1, 20);
+    CHECK(sched_submit(&s, a, &err) == ZN_OK);
+    for (bool gen = false; !gen;) {
+        pthread_mutex_lock(&a->mu);
+        gen = a->n_gen > 0 || a->state == ZN_JOB_DONE;
+        pthread_mutex_unlock(&a->mu);
+    }
+    CHECK(sched_submit(&s, b, &err) == ZN_OK);
+    job_done(a);
+    job_done(b);
+    CHECK(!a->failed && !b->failed);
+    CHECK_EQ_INT(b->n_gen, 20);
+    zn_metrics_gauges g;
+    sched_gauges(&s, &g);
+    size_t len;
+    char *text = metrics_render(&mt, &g, &len);
+    CHECK_MSG(text && strstr(text, "zinc_prefix_cache_copied_tokens_total 600\n"), "b did not start beside a");
+    CHECK_EQ_INT(g.preemptions, 0);
+    free(text);
+    sched_free(&s);
+    job_unref(a);
+    job_unref(b);
+    metrics_free(&mt);
+    engine_free(&e);
+    tokenizer_free(tok);
+    model_free(&m);
+}
+
 int main(void) {
     RUN(test_hybrid);
     RUN(test_dense);
     RUN(test_too_large);
     RUN(test_shared_prefix);
+    RUN(test_admit_shared);
     return harness_report("sched_kv");
 }

@@ -222,6 +222,33 @@ static int common_prefix(const zn_slot *o, const zn_job *j) {
     return p;
 }
 
+/* The slot slot_borrow would take j's prefix from (NULL: none holds more
+ * than keep), the tokens it would lend (*best) and its checkpoint (*best_k,
+ * hybrid models). */
+static zn_slot *borrow_plan(zn_sched *s, const zn_slot *sl, const zn_job *j, int keep, int *best, int *best_k) {
+    zn_slot *donor = NULL;
+    *best = keep;
+    *best_k = -1;
+    if (!j->cache_prompt) return NULL;
+    for (int i = 0; i < s->n_slots; i++) {
+        zn_slot *o = &s->slots[i];
+        if (o == sl) continue;
+        int p = common_prefix(o, j), k = -1;
+        if (!s->recurrent) {
+            if (p >= j->n_prompt) p = j->n_prompt - 1;
+        } else {
+            k = slot_ckpt_best(o, p, j);
+            p = k >= 0 ? o->ckpt_pos[k] : 0;
+        }
+        if (p > *best) {
+            donor = o;
+            *best = p;
+            *best_k = k;
+        }
+    }
+    return donor;
+}
+
 /* The prefix cache across slots: when another slot, idle or busy, holds more
  * of j's prompt than sl would keep of its own, sl takes that prefix from it
  * instead of computing it. Any slot's KV below its n_past is final (a busy
@@ -234,25 +261,8 @@ static int common_prefix(const zn_slot *o, const zn_job *j) {
  * when the copy failed (sl is then reset: the prompt is computed, nothing is
  * wrong). */
 static int slot_borrow(zn_sched *s, zn_slot *sl, const zn_job *j, int keep) {
-    if (!j->cache_prompt) return 0;
-    zn_slot *donor = NULL;
-    int best = keep, best_k = -1;
-    for (int i = 0; i < s->n_slots; i++) {
-        zn_slot *o = &s->slots[i];
-        if (o == sl) continue;
-        int p = common_prefix(o, j), k = -1;
-        if (!s->recurrent) {
-            if (p >= j->n_prompt) p = j->n_prompt - 1;
-        } else {
-            k = slot_ckpt_best(o, p, j);
-            p = k >= 0 ? o->ckpt_pos[k] : 0;
-        }
-        if (p > best) {
-            donor = o;
-            best = p;
-            best_k = k;
-        }
-    }
+    int best, best_k;
+    zn_slot *donor = borrow_plan(s, sl, j, keep, &best, &best_k);
     if (!donor) return 0;
     zn_err err = {0};
     zn_status st = seq_copy(&sl->seq, &donor->seq, best, &err);
@@ -791,8 +801,11 @@ static bool kv_admits(zn_sched *s, const zn_slot *sl, const zn_job *j) {
     if (s->kv_pool_pos <= 0 || s->running == 0) return true;
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].waiting) return false;
-    int mode;
-    return kv_room(s, sl, BLOCKS(j->n_prompt + 1) - BLOCKS(plan_reuse(s, sl, j, &mode)) + 1);
+    int mode, lent, k;
+    const int keep = plan_reuse(s, sl, j, &mode);
+    /* a borrowed prefix's whole blocks are shared, not taken (backend.h) */
+    const int64_t held = borrow_plan(s, sl, j, keep, &lent, &k) ? lent / ZN_KV_BLOCK : BLOCKS(keep);
+    return kv_room(s, sl, BLOCKS(j->n_prompt + 1) - held + 1);
 }
 
 static void *worker(void *arg) {
