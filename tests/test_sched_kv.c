@@ -144,34 +144,68 @@ static bool load_llama(zn_model *m, zn_tokenizer **tok) {
     return true;
 }
 
+/* The tiny Llama on the CPU with a KV pool of `pool` positions under a
+ * scheduler of n_slots slots of 4 blocks each. */
+typedef struct rig {
+    zn_model m;
+    zn_tokenizer *tok;
+    zn_engine e;
+    zn_sched s;
+    zn_metrics mt;
+} rig;
+
+static bool rig_open(rig *r, int64_t pool, int n_slots) {
+    zn_err err;
+    r->tok = NULL;
+    if (!load_llama(&r->m, &r->tok)) return false;
+    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = pool}};
+    metrics_init(&r->mt);
+    if (engine_init(&r->e, &r->m, &o, &err) ||
+        sched_init(&r->s, &r->e, r->tok, &(zn_sched_opts){.n_slots = n_slots, .n_ctx = 4 * ZN_KV_BLOCK}, &r->mt, &err)) {
+        CHECK_MSG(0, "%s", err.msg);
+        return false; /* what was made is left to the process's end: the test has failed */
+    }
+    return true;
+}
+
+static void rig_close(rig *r) {
+    sched_free(&r->s);
+    metrics_free(&r->mt);
+    engine_free(&r->e);
+    tokenizer_free(r->tok);
+    model_free(&r->m);
+}
+
+/* Waits until job j has made a token (its prompt's KV final) or ended. */
+static void job_generating(zn_job *j) {
+    for (bool gen = false; !gen;) {
+        pthread_mutex_lock(&j->mu);
+        gen = j->n_gen > 0 || j->state == ZN_JOB_DONE;
+        pthread_mutex_unlock(&j->mu);
+    }
+}
+
 /* A prompt the pool cannot hold is refused at submit; one that fits but
  * grows past the pool alone ends "length" where the pool ran out. */
 static void test_too_large(void) {
-    zn_model m;
-    zn_tokenizer *tok = NULL;
+    rig r;
     zn_err err;
-    if (!load_llama(&m, &tok)) return;
-    zn_engine e;
-    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = 2 * ZN_KV_BLOCK}};
-    CHECK(engine_init(&e, &m, &o, &err) == ZN_OK);
-    zn_sched s;
-    zn_metrics mt;
-    metrics_init(&mt);
-    CHECK(sched_init(&s, &e, tok, &(zn_sched_opts){.n_slots = 2, .n_ctx = 4 * ZN_KV_BLOCK}, &mt, &err) == ZN_OK);
+    if (!rig_open(&r, 2 * ZN_KV_BLOCK, 2)) return;
+    zn_sched *s = &r.s;
     zn_job *big = job_new();
     big->n_prompt = 2 * ZN_KV_BLOCK + 10;
     big->prompt = calloc((size_t)big->n_prompt, sizeof *big->prompt);
-    CHECK_EQ_INT(sched_submit(&s, big, &err), ZN_ERR_ARG);
+    CHECK_EQ_INT(sched_submit(s, big, &err), ZN_ERR_ARG);
     CHECK_MSG(strstr(err.msg, "KV pool holds 512 positions"), "%s", err.msg);
     zn_job *grows = job_new();
     grows->n_prompt = 400;
     grows->prompt = calloc((size_t)grows->n_prompt, sizeof *grows->prompt);
-    for (int t = 0; t < grows->n_prompt; t++) grows->prompt[t] = (int32_t)(t * 31 % m.hp.n_vocab);
+    for (int t = 0; t < grows->n_prompt; t++) grows->prompt[t] = (int32_t)(t * 31 % r.m.hp.n_vocab);
     grows->ignore_eos = true;
     grows->max_tokens = 1000;
     grows->sp = sampler_default_params();
     grows->sp.temperature = 0;
-    CHECK(sched_submit(&s, grows, &err) == ZN_OK);
+    CHECK(sched_submit(s, grows, &err) == ZN_OK);
     pthread_mutex_lock(&grows->mu);
     while (grows->state != ZN_JOB_DONE) pthread_cond_wait(&grows->cv, &grows->mu);
     CHECK(!grows->failed);
@@ -179,13 +213,9 @@ static void test_too_large(void) {
     /* positions 0..511 evaluated: the prompt and all but the last token made */
     CHECK_EQ_INT(grows->n_gen, 2 * ZN_KV_BLOCK - 400 + 1);
     pthread_mutex_unlock(&grows->mu);
-    sched_free(&s);
     job_unref(big);
     job_unref(grows);
-    metrics_free(&mt);
-    engine_free(&e);
-    tokenizer_free(tok);
-    model_free(&m);
+    rig_close(&r);
 }
 
 /* Job b starts while job a still generates on the other slot and shares
@@ -234,11 +264,7 @@ static void test_shared_prefix(void) {
     zn_job *a = prefix_job(&m, 600, 0, a_gen), *b = prefix_job(&m, 610, 1, 20), *b1 = prefix_job(&m, 610, 1, 20);
     CHECK(sched_submit(&s, a, &err) == ZN_OK);
     /* b arrives once a generates (its prompt's KV final), long before a ends */
-    for (bool gen = false; !gen;) {
-        pthread_mutex_lock(&a->mu);
-        gen = a->n_gen > 0 || a->state == ZN_JOB_DONE;
-        pthread_mutex_unlock(&a->mu);
-    }
+    job_generating(a);
     CHECK(sched_submit(&s, b, &err) == ZN_OK);
     CHECK(sched_submit(&s1, b1, &err) == ZN_OK);
     job_done(a);
@@ -283,43 +309,27 @@ static void test_shared_prefix(void) {
  * copies, it would wait for a to end and then reuse a's slot, borrowing
  * nothing). */
 static void test_admit_shared(void) {
-    zn_model m;
-    zn_tokenizer *tok = NULL;
+    rig r;
     zn_err err;
-    if (!load_llama(&m, &tok)) return;
-    zn_engine e;
-    zn_engine_opts o = {.backend = "cpu", .be = {.n_threads = 2, .device = -1, .kv_pool_tokens = 6 * ZN_KV_BLOCK}};
-    CHECK(engine_init(&e, &m, &o, &err) == ZN_OK);
-    zn_sched s;
-    zn_metrics mt;
-    metrics_init(&mt);
-    CHECK(sched_init(&s, &e, tok, &(zn_sched_opts){.n_slots = 2, .n_ctx = 4 * ZN_KV_BLOCK}, &mt, &err) == ZN_OK);
-    zn_job *a = prefix_job(&m, 700, 0, 60), *b = prefix_job(&m, 710, 1, 20);
-    CHECK(sched_submit(&s, a, &err) == ZN_OK);
-    for (bool gen = false; !gen;) {
-        pthread_mutex_lock(&a->mu);
-        gen = a->n_gen > 0 || a->state == ZN_JOB_DONE;
-        pthread_mutex_unlock(&a->mu);
-    }
-    CHECK(sched_submit(&s, b, &err) == ZN_OK);
+    if (!rig_open(&r, 6 * ZN_KV_BLOCK, 2)) return;
+    zn_job *a = prefix_job(&r.m, 700, 0, 60), *b = prefix_job(&r.m, 710, 1, 20);
+    CHECK(sched_submit(&r.s, a, &err) == ZN_OK);
+    job_generating(a);
+    CHECK(sched_submit(&r.s, b, &err) == ZN_OK);
     job_done(a);
     job_done(b);
     CHECK(!a->failed && !b->failed);
     CHECK_EQ_INT(b->n_gen, 20);
     zn_metrics_gauges g;
-    sched_gauges(&s, &g);
+    sched_gauges(&r.s, &g);
     size_t len;
-    char *text = metrics_render(&mt, &g, &len);
+    char *text = metrics_render(&r.mt, &g, &len);
     CHECK_MSG(text && strstr(text, "zinc_prefix_cache_copied_tokens_total 600\n"), "b did not start beside a");
     CHECK_EQ_INT(g.preemptions, 0);
     free(text);
-    sched_free(&s);
     job_unref(a);
     job_unref(b);
-    metrics_free(&mt);
-    engine_free(&e);
-    tokenizer_free(tok);
-    model_free(&m);
+    rig_close(&r);
 }
 
 int main(void) {
