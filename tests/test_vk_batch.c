@@ -280,6 +280,10 @@ static void test_batched_decode(void) {
     check_batched_decode("qwen3-dense-q4_k_m", o, " (mvt 3, x in the workgroups)");
     o.tune = "mvt=1";
     check_batched_decode("qwen3-dense-q4_k_m", o, " (mvt 1)");
+    /* the Q4_K matmuls of 2+ rows on the int8 GEMM (mmi8.comp), 16 tokens
+     * per workgroup (the step's 8 rows: one partial token tile) */
+    o.tune = "mmi_min_tok=2,mmi_bn=16";
+    check_batched_decode("qwen3-dense-q4_k_m", o, " (int8 GEMM)");
 }
 
 /* Replayed batched decode (vk_replay.h): RD_STEPS consecutive decode

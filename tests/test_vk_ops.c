@@ -974,6 +974,41 @@ static void mvt_cases(vkop_kind want) {
     }
 }
 
+/* The int8 GEMM of Q4_K weights (mmi8.comp), taken by the mat-vec path
+ * from t.mmi_min_tok tokens: one token, a partial token tile, full tiles
+ * and more, rows of one partial row tile and of several, rows of one
+ * super-block and of four; bias, scale and residual every other case. */
+static void test_mmi8(void) {
+    if (!E.o.intdot) SKIP("no integer dot products on %s: no int8 GEMM", E.d.info.name);
+    const vktune saved = E.o.t;
+    static const int toks[] = {1, 5, 16, 17, 33, 48};
+    static const int rows[][2] = {{13, 256}, {70, 1024}, {128, 512}};
+    E.o.t.mmi_min_tok = 1;
+    E.o.t.mmi_max_tok = 64;
+    E.o.t.mmi_bn = 16;
+    if (!vkops_mmi_takes(&E.o, ZN_TYPE_Q4_K, 16)) {
+        E.o.t = saved;
+        SKIP("%s: mmi8.comp's tiles do not fit its shared memory (%u bytes)", E.d.info.name, E.d.info.max_shared);
+    }
+    for (int bi = 0; bi < 2; bi++) {
+        E.o.t.mmi_bn = bi ? 32 : 16;
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MMI8][0]);
+        if (!vkops_mmi_takes(&E.o, ZN_TYPE_Q4_K, 16)) continue; /* 32 tokens per tile may not fit */
+        double worst = 0;
+        int at = 0, k = 0;
+        for (size_t ti = 0; ti < sizeof toks / sizeof *toks; ti++)
+            for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++, k++) {
+                const double e = mm_case(ZN_TYPE_Q4_K, rows[ri][0], rows[ri][1], toks[ti], k % 2 == 1, K_VEC);
+                if (worst == worst && !(e <= worst)) worst = e, at = k;
+            }
+        const bool took = E.o.pipes[VKO_MMI8][0].pipe != VK_NULL_HANDLE;
+        CHECK_MSG(worst <= MM_TOL_Q8 && took, "int8 GEMM, %u tokens per tile: nmse %.3g at case %d%s", E.o.t.mmi_bn, worst,
+                  at, took ? "" : ", its kernel not taken");
+    }
+    E.o.t = saved;
+    vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MMI8][0]);
+}
+
 static void test_matvec_tokens(void) {
     if (!E.o.intdot) SKIP("no integer dot products on %s: no integer mat-vec", E.d.info.name);
     const vktune saved = E.o.t;
@@ -1044,6 +1079,7 @@ int main(void) {
             E.o.intdot ? "yes" : "no");
     RUN(test_matvec_types);
     RUN(test_matvec_tokens);
+    RUN(test_mmi8);
     RUN(test_matmat_types);
     RUN(test_matmat_f16);
     RUN(test_matmat_cm2);

@@ -42,16 +42,43 @@ static vkdev_info lavapipe(void) {
  * runs 1.2-1.7x faster on mat-vec, bench/results/2026-12-02-h200-batched.md);
  * mvt 8 (several tokens per workgroup; measured on an H100, 2026-12-05); later that day
  * mvt_modes 0, mvt_rows 2, mvt_unroll 2, mm_min_tok 32, moe_min_tok 65 (batched decode of
- * 8-31 sequences on the multi-token mat-vec after quantx: H100, bench/results/2026-12-05-h100-s22.md). */
+ * 8-31 sequences on the multi-token mat-vec after quantx: H100, bench/results/2026-12-05-h100-s22.md);
+ * mmi_* (the int8 GEMM, off where the device has NV cooperative matrix 2: test_mmi_without_cm2). */
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
     "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_unroll=2,mvx_wgs=528,mvx_pf=0,"
     "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
     "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
-    "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,small_wg=64,norm_wg=256,"
+    "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,mmi_min_tok=off,mmi_max_tok=64,mmi_bn=32,small_wg=64,norm_wg=256,"
     "mm_min_tok=32,moe_min_tok=65,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
     "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,mm_prep_tok=128,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=256,"
     "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,poll=on";
+
+/* A GPU of the same class without NV cooperative matrix 2 (the f16 GEMM
+ * on KHR cooperative matrices: AMD, Intel) runs 32-64-token Q4_K matmuls
+ * on the int8 GEMM; only those keys differ from the H200's. */
+static void test_mmi_without_cm2(void) {
+    vkdev_info d = h200();
+    d.coopmat2 = false;
+    vktune t;
+    zn_err err = {0};
+    char buf[ZN_TUNE_TEXT_MAX], want[ZN_TUNE_TEXT_MAX];
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_INT(t.mmi_min_tok, 32);
+    CHECK_EQ_INT(t.mmi_max_tok, 64);
+    CHECK_EQ_INT(t.mmi_bn, 32);
+    vktune_describe(&t, buf, sizeof buf);
+    const char *at = strstr(H200_TUNING, "mmi_min_tok=off");
+    CHECK(at != NULL);
+    if (!at) return;
+    snprintf(want, sizeof want, "%.*smmi_min_tok=32%s", (int)(at - H200_TUNING), H200_TUNING, at + strlen("mmi_min_tok=off"));
+    CHECK_EQ_STR(buf, want);
+    /* mmi_bn: a multiple of 16 up to 64 */
+    CHECK(vktune_apply(&t, &d, "mmi_bn=48", &err) == ZN_OK);
+    CHECK_EQ_INT(t.mmi_bn, 48);
+    CHECK(vktune_apply(&t, &d, "mmi_bn=40", &err) != ZN_OK);
+    CHECK(strstr(err.msg, "mmi_bn") != NULL);
+}
 
 static void test_h200(void) {
     vkdev_info d = h200();
@@ -103,6 +130,7 @@ static void test_lavapipe(void) {
                       "mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=8,mvx_rows=4,mvx_unroll=1,mvx_wgs=16,mvx_pf=0,mvx_pn=0,"
                       "mvxb_wg=8,mvxb_rows=4,mvxb_unroll=1,mvxb_wgs=16,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,"
                       "mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=8,mvt_rows=4,mvt_unroll=1,mvt_wgs=16,mvt_pf=0,mvt_pn=0,"
+                      "mmi_min_tok=off,mmi_max_tok=64,mmi_bn=16,"
                       "small_wg=8,norm_wg=8,mm_min_tok=off,moe_min_tok=off,mm_min_rows=128,mm_cfg=auto,"
                       "mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_min_wgs=96,cm2_long_k=8192,"
                       "mm_scratch_mb=128,mm_prep_tok=off,attn_dec=on,attn_chunk=64,attn_dec_min=256,merge_wg=32,fa_cm=on,fa_cfg=auto,"
@@ -232,6 +260,7 @@ static void test_errors(void) {
 
 int main(void) {
     RUN(test_h200);
+    RUN(test_mmi_without_cm2);
     RUN(test_scaled);
     RUN(test_lavapipe);
     RUN(test_classes);

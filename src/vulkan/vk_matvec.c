@@ -178,12 +178,44 @@ static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmod
     return p;
 }
 
+/* ---- the int8 GEMM (mmi8.comp) ---- */
+
+#define MMI_BM 64 /* rows per workgroup (mmi8.comp's BM) */
+
+/* mmi8.comp's shared memory: BM rows and bn tokens of 256 int8 (16 + 1
+ * uvec4 each) and 8 (+1) vec2 scales. */
+static uint32_t mmi_shared(uint32_t bn) { return (MMI_BM + bn) * (17 * 16 + 9 * 8); }
+
+bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok) {
+    return o->intdot && t == ZN_TYPE_Q4_K && n_tok >= o->t.mmi_min_tok && n_tok <= o->t.mmi_max_tok &&
+           o->d->info.max_wg_invocations >= 256 && mmi_shared(o->t.mmi_bn) <= o->d->info.max_shared;
+}
+
+/* x quantised by quantx.comp (false: no scratch for it or no pipeline:
+ * the caller takes the mat-vec), then tiles of 64 rows x mmi_bn tokens. */
+static bool mmi8(vkops *o, vkcmd *c, const vkop_mm *a, const char *name) {
+    mm_push pc = vkmm_push(a);
+    VkDeviceAddress q = 0;
+    const vkpipe *p = NULL;
+    const uint32_t n_wg = (a->nrows + MMI_BM - 1) / MMI_BM;
+    if (n_wg > o->d->info.max_wg_count[0]) return false;
+    quantize_x(o, c, a, &pc, VKO_MMI8, &q); /* builds the pipeline too */
+    if (!q || vkops_pipe(o, VKO_MMI8, (vkvar){0}, &p, &(zn_err){0})) return false;
+    pc.x = q;
+    pc.x_stride = 1;
+    pc.x_slot_stride = 0;
+    vkcmd_dispatch(c, p, &pc, sizeof pc, n_wg, (a->n_tok + o->t.mmi_bn - 1) / o->t.mmi_bn, 1,
+                   name);
+    return true;
+}
+
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = vkmm_check(a, err);
     if (st) return st;
-    mm_push pc = vkmm_push(a);
     const bool iq = o->intdot && is_quant(a->type);
+    if (iq && !a->ids && a->n_slots <= 1 && vkops_mmi_takes(o, a->type, a->n_tok) && mmi8(o, c, a, name)) return ZN_OK;
+    mm_push pc = vkmm_push(a);
     const uint32_t nt = iq ? mvt_for(o, a) : 1;
     const bool big = nt == 1 && o->t.mvx_big_mb != ZN_VK_OFF &&
                      (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20; /* one expert's, for MoE */
@@ -248,6 +280,13 @@ zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_
     const mvq_cfg m = mvq_cfg_for(o, k, v.type);
     VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = (uint32_t)v.type, .nr = m.rows, .sg = o->d->info.subgroup_size,
                                 .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt});
+    return ZN_OK;
+}
+
+typedef struct spec_mmi8 { uint32_t wg, bn; } spec_mmi8; /* mmi8.comp */
+zn_status vkspec_mmi8(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k, (void)v, (void)err;
+    VKSPEC(out, spec_mmi8, {.wg = 256, .bn = o->t.mmi_bn});
     return ZN_OK;
 }
 

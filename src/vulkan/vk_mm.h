@@ -90,6 +90,10 @@ typedef enum vkmm_kernel {
     VKMM_TILED,                   /* matmul.comp / matmul_cm.comp on x as it is */
 } vkmm_kernel;
 vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t nrows, bool experts);
+/* Does a dense matmul of n_tok tokens of type t run on mmi8.comp (the
+ * int8 GEMM of the mat-vec kernel's path: t.mmi_*, Q4_K, and where its
+ * tiles fit the device's shared memory)? */
+bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok);
 /* Does kernel k read x in mode xmode (vkop_mm.xmode) / take a group? The
  * mat-vec takes every mode and groups; the f16 GEMM applies a SwiGLU while
  * converting x (not an RMS norm) and takes groups; the tiled kernel

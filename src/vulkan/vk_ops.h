@@ -42,6 +42,7 @@ typedef enum vkop_kind {
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_MMQ, VKO_MMQ_EMU, VKO_MMQ_CM2, VKO_MMQ_CM2_MOE,      /* the f16 GEMMs reading the weights directly
                                                                 (per tile config and weight type) */
+    VKO_MMI8,                                                /* Q4_K GEMM on int8 dot products (t.mmi_*) */
     VKO_COUNT
 } vkop_kind;
 

@@ -49,6 +49,7 @@ zn_status vkops_pipe(vkops *o, vkop_kind k, vkvar v, const vkpipe **out, zn_err 
 zn_status vkspec_matvec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);   /* vk_matvec.c */
 zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_quantx(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
+zn_status vkspec_mmi8(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_matmul(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);   /* vk_gemm.c */
 zn_status vkspec_mm_prep(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_moe_bucket(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);

@@ -557,7 +557,7 @@ zn_status vkrecord_step(vk_ctx *c, vk_seq *const *states, const zn_graph *g, vkc
  * in whole tiles (grain: the narrowest tile width of the configs it picks
  * from; grouped: the tokens per expert). Steps of equal keys take the same
  * pipelines. */
-typedef struct tok_key { bool mv, moe_mv, fa; uint32_t small, tiles, moe_tiles; } tok_key;
+typedef struct tok_key { bool mv, moe_mv, fa, mmi; uint32_t small, tiles, moe_tiles; } tok_key;
 
 static uint32_t gcd32(uint32_t a, uint32_t b) { return b ? gcd32(b, a % b) : a; }
 
@@ -567,6 +567,7 @@ static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
     const uint32_t E = (uint32_t)hp->n_expert, k = (uint32_t)(hp->n_expert_used > 1 ? hp->n_expert_used : 1);
     const uint32_t moe_toks = E ? (n * k + E - 1) / E : 0;
     return (tok_key){.mv = n < t->mm_min_tok, .moe_mv = n < t->moe_min_tok, .fa = n >= t->fa_min_tok,
+                     .mmi = n >= t->mmi_min_tok && n <= t->mmi_max_tok,
                      .small = n <= ZN_VK_ATTN_SPLIT_TOK ? n : 0, .tiles = (n + grain - 1) / grain,
                      .moe_tiles = (moe_toks + grain - 1) / grain};
 }

@@ -59,6 +59,7 @@ typedef struct tune_row {
     uint32_t mvx_big_mb;
     uint32_t mvt, mvt_modes;
     row_mvx mvt_x;
+    uint32_t mmi_min_tok, mmi_max_tok, mmi_bn;
     uint32_t small_wg, norm_wg, merge_wg;
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
     uint32_t attn_dec_min, fa_min_tok;
@@ -116,6 +117,14 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   per-token mat-vec (with 256 experts each gets ~1 of 32 tokens: the
  *   grouped GEMM's tiles run nearly empty): 35B-A3B shape at 32 sequences
  *   744 tok/s against 629, at 64 953 against 917.
+ * - mmi_min_tok 32, mmi_max_tok 64, mmi_bn 32, where the device has no
+ *   NV cooperative matrix 2 (off where it has): 32-64-token Q4_K matmuls
+ *   on the int8 GEMM (mmi8.comp) instead of the KHR cooperative-matrix f16
+ *   GEMM. H100 with mm_cm2=off standing in for such a device (2026-12-05,
+ *   bench/results/2026-12-05-s23.md): 8B at 32 / 64 sequences 693 / 1,158
+ *   tok/s against 351 / 666, 2B 1,476 / 2,054 against 930 / 1,489; 64
+ *   tokens per tile 610 / 1,075. Against the cm2 GEMM it lost (8B 1,123 /
+ *   1,583 against 1,297 / 1,806).
  * - mm_min_wgs 256 (two workgroups per SM): the largest f16 GEMM tile that
  *   still gives that many, small products need many small tiles.
  * - cm2: at k >= cm2_long_k (8B ffn_down, 12288) 128 x 128 does 191 TFLOP/s
@@ -140,6 +149,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
      .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(8), ALL(2), ALL(2), ALL(0), ALL(0), ALL(264)}, \
+     .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
      .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128}
@@ -159,6 +169,7 @@ static const tune_row rows[] = {
      .mvq_unroll = ALL(1), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 0,
      .mvx = {{ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)}, {ALL(1), ALL(4), ALL(1), KQ(2, 0), ALL(0), ALL(16)}},
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(1), ALL(4), ALL(1), ALL(0), ALL(0), ALL(16)},
+     .mmi_min_tok = ZN_VK_OFF, .mmi_max_tok = 64, .mmi_bn = 16,
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
      .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF},
@@ -203,6 +214,10 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
     t->mvt_modes = r->mvt_modes;
+    /* the int8 GEMM only where the f16 one has no cooperative matrix 2 */
+    t->mmi_min_tok = d->coopmat2 ? ZN_VK_OFF : r->mmi_min_tok;
+    t->mmi_max_tok = r->mmi_max_tok;
+    t->mmi_bn = r->mmi_bn;
     t->small_wg = threads(r->small_wg, sg);
     t->norm_wg = threads(r->norm_wg, sg);
     t->qx_wg = t->norm_wg; /* one per row, wide, like norm's */
@@ -237,6 +252,7 @@ enum {
     F_OFF = 4,   /* "off" = ZN_VK_OFF */
     F_QUANT = 8, /* per type, the integer kernels' types only */
     F_M8 = 16,   /* a workgroup size, a multiple of 8 (q8x.glsl's 8-lane blocks) */
+    F_M16 = 32,  /* a multiple of 16 (mmi8.comp's tokens: 16 threads' worth) */
 };
 
 typedef struct tune_key {
@@ -272,6 +288,9 @@ static const tune_key keys[] = {
     KU("mvt", mvt, 1, ZN_VK_MVT_MAX, 0),
     KU("mvt_modes", mvt_modes, 0, 7, 0),
     KX("mvt", mvt_t),
+    KU("mmi_min_tok", mmi_min_tok, 1, 1u << 30, F_OFF),
+    KU("mmi_max_tok", mmi_max_tok, 1, 1u << 30, 0),
+    KU("mmi_bn", mmi_bn, 16, 64, F_M16),
     KU("small_wg", small_wg, 1, 1024, F_SG),
     KU("norm_wg", norm_wg, 1, 1024, F_SG),
     KU("mm_min_tok", mm_min_tok, 1, 1u << 30, F_OFF),
@@ -354,6 +373,7 @@ static void range_text(const tune_key *k, const vkdev_info *d, char *buf, size_t
                             ? d->max_wg_invocations : k->hi;
     int n = (k->flags & F_SG) ? snprintf(buf, cap, "a multiple of %u in %u..%u", sg, sg, hi)
             : (k->flags & F_M8) ? snprintf(buf, cap, "a multiple of 8 in %u..%u", k->lo, hi)
+            : (k->flags & F_M16) ? snprintf(buf, cap, "a multiple of 16 in %u..%u", k->lo, hi)
                                 : snprintf(buf, cap, "%u..%u", k->lo, hi);
     if (n > 0 && (size_t)n < cap && (k->flags & (F_AUTO | F_OFF)))
         snprintf(buf + n, cap - (size_t)n, " or %s", (k->flags & F_AUTO) ? "auto" : "off");
@@ -373,6 +393,7 @@ static bool parse_value(const tune_key *k, const vkdev_info *d, const char *v, s
     const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1;
     if ((k->flags & F_SG) && *out % sg) return false;
     if ((k->flags & F_M8) && *out % 8) return false;
+    if ((k->flags & F_M16) && *out % 16) return false;
     return true;
 }
 

@@ -61,6 +61,9 @@ typedef struct vktune {
                                  shared memory (vkops.mvx on too), else by quantx.comp */
     vktune_mvx mvt_t;         /* its kernel: rows and unroll for both ways of quantising x;
                                  wg, wgs, pf, pn for the in-workgroup one (after quantx: mv_wg, mvq_pn) */
+    /* an int8 GEMM of Q4_K weights (mmi8.comp) for dense matmuls of
+     * mmi_min_tok .. mmi_max_tok tokens, mmi_bn tokens per workgroup */
+    uint32_t mmi_min_tok, mmi_max_tok, mmi_bn;
     /* per-row ops */
     uint32_t small_wg, norm_wg;
     /* prefill GEMM */

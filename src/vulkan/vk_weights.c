@@ -138,12 +138,14 @@ zn_status vkweights_upload(vk_ctx *c, const zn_graph *gin, zn_err *err) {
     for (int i = 0; i < g.n_nodes && !st; i++) {
         const zn_node *n = &g.nodes[i];
         uint32_t rows = 0;
-        if (n->op == ZN_OP_MATMUL)
+        if (n->op == ZN_OP_MATMUL) {
             /* sized by token count: matrices of fewer than mm_min_rows rows
-             * (routers, gates: small x) past that take the float kernel */
-            rows = vkops_mm_kernel(&c->o, n->w[0]->type, (uint32_t)c->max_tokens, UINT32_MAX, false) == VKMM_MATVEC
-                       ? (uint32_t)c->max_tokens
-                       : c->o.t.mm_min_tok - 1;
+             * (routers, gates: small x) past that take the float kernel;
+             * the int8 GEMM's steps up to mmi_max_tok */
+            const uint32_t mt = (uint32_t)c->max_tokens, mmi = c->o.t.mmi_max_tok < mt ? c->o.t.mmi_max_tok : mt;
+            rows = vkops_mm_kernel(&c->o, n->w[0]->type, mt, UINT32_MAX, false) == VKMM_MATVEC ? mt : c->o.t.mm_min_tok - 1;
+            if (vkops_mmi_takes(&c->o, n->w[0]->type, mmi) && mmi > rows) rows = mmi;
+        }
         else if (n->op == ZN_OP_MOE_MATMUL)
             rows = (uint32_t)c->max_tokens * (uint32_t)(c->m->hp.n_expert_used > 1 ? c->m->hp.n_expert_used : 1);
         const uint64_t b = rows ? vkops_xq_bytes((uint32_t)n->w[0]->ne[0], rows) : 0;
