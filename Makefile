@@ -142,7 +142,7 @@ FUZZ_TARGETS := gguf model tokenizer jinja sampler request
 # (embedded.c's table points into embedded_data.S: the built-in demo model)
 FUZZ_SRCS_gguf := src/format/gguf.c src/format/qtypes.c src/base/status.c src/base/file.c src/format/embedded.c src/format/embedded_data.S
 FUZZ_SRCS_model := $(FUZZ_SRCS_gguf) src/model/model.c $(wildcard src/model/graph*.c) $(wildcard src/cpu/*.c) \
-                   src/format/quant.c src/format/quant_avx2.c src/engine/kv_type.c
+                   src/format/quant.c src/format/quant_avx2.c src/engine/kv_type.c src/engine/kv_blocks.c
 FUZZ_SRCS_tokenizer := $(FUZZ_SRCS_gguf) $(wildcard src/text/*.c)
 FUZZ_SRCS_jinja := $(wildcard src/chat/*.c) src/text/ucd.c src/text/utf8.c src/base/status.c
 FUZZ_SRCS_sampler := src/engine/sampler.c src/base/status.c

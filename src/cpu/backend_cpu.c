@@ -95,19 +95,13 @@ static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *
         return zn_errf(err, ZN_ERR_ARG, "cpu: a KV pool of %lld positions", (long long)o->kv_pool_tokens);
     }
     if (o->kv_pool_tokens > 0 && c->kvl.pos_bytes > 0) {
-        c->pool_blocks = (o->kv_pool_tokens + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
-        c->kv_pool = malloc(c->kvl.block_bytes * (size_t)c->pool_blocks);
-        c->free_blk = malloc(sizeof *c->free_blk * (size_t)c->pool_blocks);
-        c->blk_refs = calloc((size_t)c->pool_blocks, sizeof *c->blk_refs);
-        if (!c->kv_pool || !c->free_blk || !c->blk_refs) {
+        const int64_t nb = (o->kv_pool_tokens + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
+        c->kv_pool = malloc(c->kvl.block_bytes * (size_t)nb);
+        if (!c->kv_pool || kvb_init(&c->blocks, nb, err) != ZN_OK) {
             cpu_free(c);
             return zn_errf(err, ZN_ERR_NOMEM, "cpu: out of memory for a KV pool of %lld blocks (%.1f MiB)",
-                           (long long)o->kv_pool_tokens, (double)c->kvl.block_bytes * (double)c->pool_blocks / 1048576.0);
+                           (long long)o->kv_pool_tokens, (double)c->kvl.block_bytes * (double)nb / 1048576.0);
         }
-        /* the stack hands out the first blocks first (lower addresses) */
-        for (int64_t i = 0; i < c->pool_blocks; i++)
-            c->free_blk[i] = c->kv_pool + c->kvl.block_bytes * (size_t)(c->pool_blocks - 1 - i);
-        c->n_free = c->pool_blocks;
     }
     st = cpu_pack_init(c, err);
     if (st != ZN_OK) {
@@ -138,8 +132,7 @@ static void cpu_free(void *ctx) {
     free(c->kvq_rows);
     free(c->kvq_y);
     free(c->kv_pool);
-    free(c->free_blk);
-    free(c->blk_refs);
+    kvb_free(&c->blocks);
     free(c->moe_slots);
     free(c->moe_count);
     free(c);
@@ -147,25 +140,9 @@ static void cpu_free(void *ctx) {
 
 /* ---- sequences ---- */
 
-/* Pool blocks: taken with one holder, shared by counting holders, free
- * again when the last one lets go. */
-static int64_t blk_index(const cpu_ctx *c, const uint8_t *b) {
-    return (int64_t)((size_t)(b - c->kv_pool) / c->kvl.block_bytes);
-}
-static uint8_t *blk_take(cpu_ctx *c) {
-    uint8_t *b = c->free_blk[--c->n_free];
-    c->blk_refs[blk_index(c, b)] = 1;
-    return b;
-}
-static void blk_drop(cpu_ctx *c, uint8_t *b) {
-    if (--c->blk_refs[blk_index(c, b)] == 0) c->free_blk[c->n_free++] = b;
-}
-static bool blk_shared(const cpu_ctx *c, const uint8_t *b) { return c->blk_refs[blk_index(c, b)] > 1; }
-
 /* Pool blocks of s from block n_keep on are let go. */
 static void blocks_give_back(cpu_ctx *c, cpu_seq *s, int n_keep) {
-    if (s->own) return;
-    while (s->n_blk > n_keep) blk_drop(c, s->blk[--s->n_blk]);
+    if (!s->own) kvb_release(&c->blocks, s->bix, &s->n_blk, n_keep);
 }
 
 static void seq_release(cpu_ctx *c, cpu_seq *s, int n_recr) {
@@ -175,7 +152,7 @@ static void seq_release(cpu_ctx *c, cpu_seq *s, int n_recr) {
         free(s->delta[i]);
     }
     free(s->own);
-    free(s->blk);
+    free(s->bix);
     free(s->conv);
     free(s->delta);
     free(s);
@@ -218,10 +195,11 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     s->n_ctx = n_ctx;
     int n_attn = model_n_attn_layers(m), n_recr = hp->n_layer - n_attn;
     const int n_blk = (n_ctx + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK;
-    s->blk = calloc((size_t)n_blk, sizeof *s->blk);
+    s->bix = calloc((size_t)n_blk, sizeof *s->bix);
+    s->base = c->kv_pool;
     s->conv = calloc((size_t)n_recr + 1, sizeof *s->conv);
     s->delta = calloc((size_t)n_recr + 1, sizeof *s->delta);
-    bool ok = s->blk && s->conv && s->delta;
+    bool ok = s->bix && s->conv && s->delta;
     /* without a pool the sequence's blocks are one allocation of exactly
      * n_ctx positions (the last block short), its table fixed; the sizes
      * allocated are the sizes reported (zn_backend_mem) */
@@ -230,7 +208,8 @@ static zn_status cpu_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     if (ok && kv_bytes) {
         s->own = malloc(kv_bytes);
         ok = s->own != NULL;
-        for (int b = 0; ok && b < n_blk; b++) s->blk[b] = s->own + c->kvl.block_bytes * (size_t)b;
+        s->base = s->own;
+        for (int b = 0; ok && b < n_blk; b++) s->bix[b] = b;
         s->n_blk = ok ? n_blk : 0;
     }
     for (int i = 0; ok && i < n_recr; i++) {
@@ -262,33 +241,22 @@ static void cpu_seq_reset(void *ctx, void *state) {
     }
 }
 
+/* A shared block about to be written: its rows below n_from (kvb_reserve). */
+static zn_status cow_copy(void *arg, int32_t from, int32_t to, int rows, zn_err *err) {
+    const cpu_ctx *c = arg;
+    const size_t bb = c->kvl.block_bytes;
+    memcpy(c->kv_pool + bb * (size_t)to, c->kv_pool + bb * (size_t)from, c->kvl.pos_bytes * (size_t)rows);
+    return ZN_OK;
+}
+
 static zn_status cpu_seq_reserve(void *ctx, void *state, int n_from, int n_pos, zn_err *err) {
     cpu_ctx *c = ctx;
     cpu_seq *s = state;
     if (n_pos < 0 || n_pos > s->n_ctx || n_from < 0 || n_from > n_pos)
         return zn_errf(err, ZN_ERR_ARG, "cpu: KV positions [%d, %d) in a context of %d", n_from, n_pos, s->n_ctx);
     if (!c->kv_pool) return ZN_OK;
-    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, b0 = n_from / ZN_KV_BLOCK;
-    const int b1 = n_pos > n_from ? (need < s->n_blk ? need : s->n_blk) : b0; /* held blocks written */
-    int cow = 0;
-    for (int b = b0; b < b1; b++) cow += blk_shared(c, s->blk[b]);
-    const int more = need > s->n_blk ? need - s->n_blk : 0;
-    if (more + cow > c->n_free)
-        return zn_errf(err, ZN_ERR_KV_FULL,
-                       "KV pool full: %d more blocks of %d positions wanted (%d to copy shared ones), %lld of %lld free",
-                       more + cow, ZN_KV_BLOCK, cow, (long long)c->n_free, (long long)c->pool_blocks);
-    /* copy-on-write: the rows below n_from are the sequence's, the others
-     * are about to be written */
-    for (int b = b0; cow && b < b1; b++) {
-        if (!blk_shared(c, s->blk[b])) continue;
-        uint8_t *nb = blk_take(c);
-        const int rows = n_from - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_from - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
-        if (rows > 0) memcpy(nb, s->blk[b], c->kvl.pos_bytes * (size_t)rows);
-        blk_drop(c, s->blk[b]);
-        s->blk[b] = nb;
-    }
-    while (s->n_blk < need) s->blk[s->n_blk++] = blk_take(c);
-    return ZN_OK;
+    kvb_plan pl;
+    return kvb_reserve(&c->blocks, s->bix, &s->n_blk, n_from, n_pos, &pl, cow_copy, c, err);
 }
 
 static void cpu_seq_trim(void *ctx, void *state, int n_keep) {
@@ -307,32 +275,19 @@ static zn_status cpu_seq_copy(void *ctx, void *dst, const void *src, int n_kv, z
         return zn_errf(err, ZN_ERR_ARG, "cpu: copy of %d KV positions: blocks of %d / %d held", n_kv, s->n_blk, d->n_blk);
     if (d == s) return ZN_OK;
     /* pool: dst shares src's whole blocks and copies the last partial one
-     * into a block it holds alone (a new one unless it has one) */
-    const int full = c->kv_pool ? n_kv / ZN_KV_BLOCK : 0, part = c->kv_pool && n_kv % ZN_KV_BLOCK ? full : -1;
-    const bool fresh = part >= 0 && (d->n_blk <= part || blk_shared(c, d->blk[part]));
-    if (fresh && c->n_free < 1)
-        return zn_errf(err, ZN_ERR_KV_FULL, "KV pool full: a block of %d positions wanted for a copy, 0 of %lld free",
-                       ZN_KV_BLOCK, (long long)c->pool_blocks);
+     * into a block it holds alone (kvb_share) */
+    int part = -1;
+    zn_status st = c->kv_pool ? kvb_share(&c->blocks, d->bix, &d->n_blk, s->bix, n_kv, &part, err) : ZN_OK;
+    if (st) return st;
     for (int i = 0; i < s->n_recr; i++) {
         memcpy(d->conv[i], s->conv[i], sizeof(float) * conv_floats(hp));
         memcpy(d->delta[i], s->delta[i], sizeof(float) * delta_floats(hp));
     }
-    for (int b = 0; b < full; b++) {
-        c->blk_refs[blk_index(c, s->blk[b])]++; /* before the drop: d may hold it already */
-        if (b < d->n_blk) blk_drop(c, d->blk[b]);
-        d->blk[b] = s->blk[b];
-    }
-    if (d->n_blk < full) d->n_blk = full;
-    if (fresh) {
-        uint8_t *nb = blk_take(c);
-        if (part < d->n_blk) blk_drop(c, d->blk[part]);
-        d->blk[part] = nb;
-        if (d->n_blk <= part) d->n_blk = part + 1;
-    }
-    /* a block holds every layer of its positions: one copy per block */
-    for (int p = full * ZN_KV_BLOCK; c->kvl.pos_bytes && p < n_kv; p += ZN_KV_BLOCK) {
-        const int n = n_kv - p < ZN_KV_BLOCK ? n_kv - p : ZN_KV_BLOCK;
-        memcpy(d->blk[p / ZN_KV_BLOCK], s->blk[p / ZN_KV_BLOCK], c->kvl.pos_bytes * (size_t)n);
+    /* a block holds every layer of its positions: one copy per block (with
+     * a pool only the partial one, `part`) */
+    for (int b = c->kv_pool ? n_kv / ZN_KV_BLOCK : 0; c->kvl.pos_bytes && b * ZN_KV_BLOCK < n_kv; b++) {
+        const int n = n_kv - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_kv - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
+        memcpy(cpu_kv_block(c, d, b), cpu_kv_block(c, s, b), c->kvl.pos_bytes * (size_t)n);
     }
     return ZN_OK;
 }
@@ -421,8 +376,8 @@ static void cpu_mem(void *ctx, zn_backend_mem *out) {
     scratch += T * (uint64_t)c->kvq_hd * (CPU_ATT_Q + 1) * sizeof(float);
     if (c->kv_type != ZN_KV_F16) scratch += T * (uint64_t)c->kvq_hd * ZN_KV_BLOCK * sizeof(zn_half);
     *out = (zn_backend_mem){.weights = c->m->weight_bytes + c->packed_bytes, .scratch = scratch, .seqs = c->seq_bytes,
-                            .n_seqs = c->n_seqs, .kv_pool = c->kvl.block_bytes * (uint64_t)c->pool_blocks,
-                            .kv_blocks = c->pool_blocks, .kv_blocks_free = c->n_free};
+                            .n_seqs = c->n_seqs, .kv_pool = c->kvl.block_bytes * (uint64_t)c->blocks.n_blocks,
+                            .kv_blocks = c->blocks.n_blocks, .kv_blocks_free = kvb_n_free(&c->blocks)};
 }
 
 const zn_backend_ops zn_backend_cpu = {

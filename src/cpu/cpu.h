@@ -9,6 +9,7 @@
 #include "graph.h"
 #include "model.h"
 #include "backend.h"
+#include "kv_blocks.h"
 #include "quant.h"
 
 /* ---- thread pool: created once, runs one function on every thread ---- */
@@ -159,13 +160,11 @@ typedef struct cpu_ctx {
     zn_half *kvq_rows;      /* [n_threads][ZN_KV_BLOCK][kvq_hd] (quantized formats) */
     float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a block's values, a row dequantized */
     int kvq_hd;
-    /* the shared KV pool (kv_pool_tokens > 0): pool_blocks blocks, the free
-     * ones' addresses a stack; a block may be held by several sequences
-     * (seq_copy shares whole blocks), blk_refs counting them */
+    /* the shared KV pool (kv_pool_tokens > 0): block i at kv_pool +
+     * i * kvl.block_bytes, which are free and how many sequences hold each
+     * (seq_copy shares whole blocks) counted by kv_blocks.h */
     uint8_t *kv_pool;
-    int64_t pool_blocks, n_free;
-    uint8_t **free_blk;     /* [pool_blocks] */
-    int32_t *blk_refs;      /* [pool_blocks]: the sequences holding each block (0: free) */
+    kvb blocks;
     uint64_t seq_bytes;     /* the live sequences' caches and states (zinc bench -npl, serve) */
     int n_seqs;
 } cpu_ctx;
@@ -174,19 +173,24 @@ typedef struct cpu_seq {
     int n_ctx;
     int n_attn, n_recr;
     /* the block table (backend.h): position p at row p % ZN_KV_BLOCK of
-     * blk[p / ZN_KV_BLOCK], of which the first n_blk are held; own: the
-     * sequence's own blocks (no pool), else they are the pool's, possibly
-     * shared with other sequences (written only once held alone) */
-    uint8_t **blk;
+     * block bix[p / ZN_KV_BLOCK] from base, of which the first n_blk are
+     * held; own: the sequence's own blocks (no pool: base, entry b naming
+     * block b), else base is the pool's and the blocks may be shared with
+     * other sequences (written only once held alone) */
+    int32_t *bix;
     int n_blk;
-    uint8_t *own;
+    uint8_t *base, *own;
     float **conv, **delta;  /* per recurrent layer: conv [conv_dim][d_conv-1], delta [H_v][Dv][Dk] */
     uint64_t held;          /* bytes of its caches and states, counted in cpu_ctx.seq_bytes once made */
 } cpu_seq;
 
+/* Table entry b's block (every attention layer of its positions). */
+static inline uint8_t *cpu_kv_block(const cpu_ctx *c, const cpu_seq *s, int64_t b) {
+    return s->base + (size_t)s->bix[b] * c->kvl.block_bytes;
+}
 /* Where position pos of attention layer li keeps its K row (V: + kvl.k_bytes). */
 static inline uint8_t *cpu_kv_row(const cpu_ctx *c, const cpu_seq *s, int li, int64_t pos) {
-    return s->blk[pos / ZN_KV_BLOCK] + (size_t)(pos % ZN_KV_BLOCK) * c->kvl.pos_bytes +
+    return cpu_kv_block(c, s, pos / ZN_KV_BLOCK) + (size_t)(pos % ZN_KV_BLOCK) * c->kvl.pos_bytes +
            (size_t)li * (c->kvl.k_bytes + c->kvl.v_bytes);
 }
 

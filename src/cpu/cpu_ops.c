@@ -134,7 +134,7 @@ static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int
     const int n_keys = nk[nq - 1];
     for (int j0 = 0; j0 < n_keys; j0 += ZN_KV_BLOCK) {
         const int n = n_keys - j0 < ZN_KV_BLOCK ? n_keys - j0 : ZN_KV_BLOCK;
-        const uint8_t *b = s->blk[j0 / ZN_KV_BLOCK] + koff;
+        const uint8_t *b = cpu_kv_block(c, s, j0 / ZN_KV_BLOCK) + koff;
         if (f16) {
             vec->att_scores((const zn_half *)(b + khead), stride, n, qs, nq, hd_k, scale, sc + j0);
             continue;
@@ -149,7 +149,7 @@ static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int
         const int n = n_keys - j0 < ZN_KV_BLOCK ? n_keys - j0 : ZN_KV_BLOCK;
         int nc[CPU_ATT_Q];
         for (int i = 0; i < nq; i++) nc[i] = nk[i] - j0 < 0 ? 0 : nk[i] - j0 > n ? n : nk[i] - j0;
-        const uint8_t *b = s->blk[j0 / ZN_KV_BLOCK] + voff;
+        const uint8_t *b = cpu_kv_block(c, s, j0 / ZN_KV_BLOCK) + voff;
         float *const *out = j0 == 0 ? ys : yp;
         if (f16) {
             vec->att_values((const zn_half *)(b + vhead), stride, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v,

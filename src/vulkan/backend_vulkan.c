@@ -36,17 +36,13 @@ static zn_status pool_init(vk_ctx *c, int64_t tokens, uint64_t max_alloc, zn_err
     c->pool.block_bytes = (per < (uint64_t)nb ? per : (uint64_t)nb) * bb;
     c->pool.expect = (uint64_t)nb * bb;
     c->pool_blk = calloc((size_t)nb, sizeof *c->pool_blk);
-    c->free_blk = calloc((size_t)nb, sizeof *c->free_blk);
-    c->blk_refs = calloc((size_t)nb, sizeof *c->blk_refs);
-    if (!c->pool_blk || !c->free_blk || !c->blk_refs) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    if (!c->pool_blk) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     for (int64_t i = 0; i < nb; i++) {
         /* 256-byte aligned: the kernels' 16-byte row loads (vk_attn.c) */
         zn_status st = vkarena_alloc(&c->pool, bb, 256, &c->pool_blk[i], err);
         if (st) return zn_err_prefix(err, "KV pool of %lld blocks", (long long)nb);
-        c->free_blk[nb - 1 - i] = (int32_t)i;
     }
-    c->pool_blocks = c->n_free = nb;
-    return ZN_OK;
+    return kvb_init(&c->blocks, nb, err) ? zn_err_prefix(err, "vulkan") : ZN_OK;
 }
 
 /* ---- init / free ---- */
@@ -175,8 +171,7 @@ static void vk_free(void *ctx) {
     free(c->w);
     free(c->kv_off);
     free(c->pool_blk);
-    free(c->free_blk);
-    free(c->blk_refs);
+    kvb_free(&c->blocks);
     vkfuse_free(&c->plan);
     free(c);
 }
@@ -197,7 +192,12 @@ static zn_status seq_zero(vk_ctx *c, vk_seq *s, zn_err *err) {
     return st;
 }
 
-/* Writes table entries [b0, b1) from s->blk. Runs are synchronous (vk_run
+/* Table entry b's block: the sequence's own, or the pool's. */
+static vkref seq_blk(const vk_ctx *c, const vk_seq *s, int b) {
+    return c->blocks.n_blocks ? c->pool_blk[s->bix[b]] : s->blk[b];
+}
+
+/* Writes table entries [b0, b1). Runs are synchronous (vk_run
  * waits), so no submit reads the table while it changes, and the next one
  * (a replayed recording too: it keeps the table's address only) sees the
  * new blocks. */
@@ -207,34 +207,15 @@ static zn_status seq_write_tab(vk_ctx *c, vk_seq *s, int b0, int b1, zn_err *err
     zn_status st = ZN_OK;
     for (int b = b0; b < b1 && !st; b += 64) {
         const int n = b1 - b < 64 ? b1 - b : 64;
-        for (int i = 0; i < n; i++) addr[i] = s->blk[b + i].addr;
+        for (int i = 0; i < n; i++) addr[i] = seq_blk(c, s, b + i).addr;
         st = vkxfer_upload(&c->x, vkref_sub(s->tab, 8ull * (uint64_t)b, 8ull * (uint64_t)n), addr, 8ull * (uint64_t)n, err);
     }
     return st ? st : vkxfer_flush(&c->x, err);
 }
 
-/* Pool blocks: taken with one holder, shared by counting holders, free
- * again when the last one lets go. Table entry b of s names block i. */
-static void blk_set(vk_ctx *c, vk_seq *s, int b, int32_t i) {
-    s->bix[b] = i;
-    s->blk[b] = c->pool_blk[i];
-}
-static int32_t blk_take(vk_ctx *c) {
-    const int32_t i = c->free_blk[--c->n_free];
-    c->blk_refs[i] = 1;
-    return i;
-}
-static void blk_drop(vk_ctx *c, int32_t i) {
-    if (--c->blk_refs[i] == 0) c->free_blk[c->n_free++] = i;
-}
-
 /* Pool blocks from n_keep on are let go (none without a pool). */
 static void seq_release(vk_ctx *c, vk_seq *s, int n_keep) {
-    if (!c->pool_blocks) return;
-    while (s->n_blk > n_keep) {
-        blk_drop(c, s->bix[--s->n_blk]);
-        s->blk[s->n_blk] = (vkref){0};
-    }
+    if (c->blocks.n_blocks) kvb_release(&c->blocks, s->bix, &s->n_blk, n_keep);
 }
 
 #define ALIGN256(n) (((n) + 255) & ~255ull)
@@ -259,7 +240,7 @@ static zn_status vk_seq_init(void *ctx, void **out, int n_ctx, zn_err *err) {
     const uint64_t delta_b = 4ull * hp->ssm_d_inner * (uint64_t)hp->ssm_d_state;
     /* without a pool, the sequence's own blocks: the last one holds only
      * the context's rows (a checkpoint's: 1 position) */
-    const bool own = !c->pool_blocks && c->kvl.pos_bytes;
+    const bool own = !c->blocks.n_blocks && c->kvl.pos_bytes;
 #define BLK_B(b) ((uint64_t)c->kvl.pos_bytes * (uint64_t)(n_ctx - (b) * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_ctx - (b) * ZN_KV_BLOCK : ZN_KV_BLOCK))
     /* one allocation of exactly what the sequence needs: the arena's
      * default block (256 MiB) would be held by every sequence, also a
@@ -329,41 +310,29 @@ static void vk_seq_reset(void *ctx, void *state) {
     seq_zero(ctx, state, &err);
 }
 
+/* A shared block about to be written, copied on the device (synchronous:
+ * done before the step): its rows below n_from (kvb_reserve). */
+static zn_status cow_copy(void *arg, int32_t from, int32_t to, int rows, zn_err *err) {
+    vk_ctx *c = arg;
+    return vkxfer_copy(&c->x, c->pool_blk[from], c->pool_blk[to], (uint64_t)rows * c->kvl.pos_bytes, err);
+}
+
 /* All or nothing: short of blocks, the sequence keeps what it held. A
- * shared block about to be written is copied on the device (synchronous:
- * done before the step) and its table entry rewritten; the recordings
- * read the table at run time, so a replay sees the copy. */
+ * shared block about to be written is copied and its table entry
+ * rewritten; the recordings read the table at run time, so a replay sees
+ * the copy. A failed copy leaves the device lost (the next run reports
+ * it); the counts stay right. */
 static zn_status vk_seq_reserve(void *ctx, void *state, int n_from, int n_pos, zn_err *err) {
     vk_ctx *c = ctx;
     vk_seq *s = state;
     if (n_pos < 0 || n_pos > s->n_ctx || n_from < 0 || n_from > n_pos)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: KV positions [%d, %d) in a context of %d", n_from, n_pos, s->n_ctx);
-    if (!c->pool_blocks) return ZN_OK;
-    const int need = (n_pos + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK, b0 = n_from / ZN_KV_BLOCK, held = s->n_blk;
-    const int b1 = n_pos > n_from ? (need < held ? need : held) : b0; /* held blocks written */
-    int cow = 0, first = held;
-    for (int b = b0; b < b1; b++)
-        if (c->blk_refs[s->bix[b]] > 1) cow++, first = first < b ? first : b;
-    const int more = need > held ? need - held : 0;
-    if (more + cow == 0) return ZN_OK;
-    if (more + cow > c->n_free)
-        return zn_errf(err, ZN_ERR_KV_FULL,
-                       "vulkan: KV pool full: %d positions need %d more blocks of %d (%d to copy shared ones), %lld of %lld free",
-                       n_pos, more + cow, ZN_KV_BLOCK, cow, (long long)c->n_free, (long long)c->pool_blocks);
-    zn_status st = ZN_OK;
-    /* copy-on-write: the rows below n_from are the sequence's, the others
-     * are about to be written. A failed copy leaves the device lost (the
-     * next run reports it); the counts stay right. */
-    for (int b = first; b < b1; b++) {
-        const int32_t old = s->bix[b];
-        if (c->blk_refs[old] < 2) continue;
-        const int rows = n_from - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_from - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
-        blk_set(c, s, b, blk_take(c));
-        if (!st && rows > 0) st = vkxfer_copy(&c->x, c->pool_blk[old], s->blk[b], (uint64_t)rows * c->kvl.pos_bytes, err);
-        blk_drop(c, old);
-    }
-    while (s->n_blk < need) blk_set(c, s, s->n_blk++, blk_take(c));
-    if (!st) st = seq_write_tab(c, s, first, need, err);
+    if (!c->blocks.n_blocks) return ZN_OK;
+    const int held = s->n_blk;
+    kvb_plan pl;
+    zn_status st = kvb_reserve(&c->blocks, s->bix, &s->n_blk, n_from, n_pos, &pl, cow_copy, c, err);
+    if (st == ZN_ERR_KV_FULL) return zn_err_prefix(err, "vulkan");
+    if (!st) st = seq_write_tab(c, s, pl.first, pl.need, err);
     if (st) seq_release(c, s, held); /* its table still names only those */
     return st;
 }
@@ -379,24 +348,9 @@ static void vk_seq_trim(void *ctx, void *state, int n_keep) {
  * entry `part` (the last, partial block: -1 for none) a block of dst's
  * own, a new one unless it holds one alone there. */
 static zn_status seq_share(vk_ctx *c, vk_seq *d, const vk_seq *s, int n_kv, zn_err *err) {
-    const int full = n_kv / ZN_KV_BLOCK, part = n_kv % ZN_KV_BLOCK ? full : -1;
-    const bool fresh = part >= 0 && (d->n_blk <= part || c->blk_refs[d->bix[part]] > 1);
-    if (fresh && c->n_free < 1)
-        return zn_errf(err, ZN_ERR_KV_FULL, "vulkan: KV pool full: a block of %d positions wanted for a copy, 0 of %lld free",
-                       ZN_KV_BLOCK, (long long)c->pool_blocks);
-    for (int b = 0; b < full; b++) {
-        c->blk_refs[s->bix[b]]++; /* before the drop: d may hold it already */
-        if (b < d->n_blk) blk_drop(c, d->bix[b]);
-        blk_set(c, d, b, s->bix[b]);
-    }
-    if (d->n_blk < full) d->n_blk = full;
-    if (fresh) {
-        const int32_t i = blk_take(c);
-        if (part < d->n_blk) blk_drop(c, d->bix[part]);
-        blk_set(c, d, part, i);
-        if (d->n_blk <= part) d->n_blk = part + 1;
-    }
-    return seq_write_tab(c, d, 0, part >= 0 ? part + 1 : full, err);
+    int part;
+    if (kvb_share(&c->blocks, d->bix, &d->n_blk, s->bix, n_kv, &part, err)) return zn_err_prefix(err, "vulkan");
+    return seq_write_tab(c, d, 0, part >= 0 ? part + 1 : n_kv / ZN_KV_BLOCK, err);
 }
 
 /* The blocks are not adjacent (a pool's): [0, n_kv) block by block, each
@@ -411,11 +365,11 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between contexts of %d and %d", n_kv, s->n_ctx, d->n_ctx);
     if (d == s) return ZN_OK;
     const int nb = c->kvl.pos_bytes ? (n_kv + ZN_KV_BLOCK - 1) / ZN_KV_BLOCK : 0;
-    if (nb > s->n_blk || (!c->pool_blocks && nb > d->n_blk))
+    if (nb > s->n_blk || (!c->blocks.n_blocks && nb > d->n_blk))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy of %d KV positions between sequences holding %d and %d blocks",
                        n_kv, s->n_blk, d->n_blk);
-    zn_status st = c->pool_blocks && nb ? seq_share(c, d, s, n_kv, err) : ZN_OK;
-    const int b0 = c->pool_blocks ? n_kv / ZN_KV_BLOCK : 0;
+    zn_status st = c->blocks.n_blocks && nb ? seq_share(c, d, s, n_kv, err) : ZN_OK;
+    const int b0 = c->blocks.n_blocks ? n_kv / ZN_KV_BLOCK : 0;
     for (int il = 0; il < hp->n_layer && !st; il++) {
         if (!s->conv[il].buf) continue;
         st = vkxfer_copy(&c->x, s->conv[il], d->conv[il], s->conv[il].size, err);
@@ -423,7 +377,7 @@ static zn_status vk_seq_copy(void *ctx, void *dst, const void *src, int n_kv, zn
     }
     for (int b = b0; b < nb && !st; b++) {
         const int rows = n_kv - b * ZN_KV_BLOCK < ZN_KV_BLOCK ? n_kv - b * ZN_KV_BLOCK : ZN_KV_BLOCK;
-        st = vkxfer_copy(&c->x, s->blk[b], d->blk[b], (uint64_t)rows * c->kvl.pos_bytes, err);
+        st = vkxfer_copy(&c->x, seq_blk(c, s, b), seq_blk(c, d, b), (uint64_t)rows * c->kvl.pos_bytes, err);
     }
     return st;
 }
@@ -600,7 +554,7 @@ static void vk_mem(void *ctx, zn_backend_mem *out) {
     const vk_ctx *c = ctx;
     *out = (zn_backend_mem){.weights = vkarena_held(&c->wmem), .scratch = vkarena_held(&c->smem),
                             .seqs = c->seq_bytes, .n_seqs = c->n_seqs, .kv_pool = vkarena_held(&c->pool),
-                            .kv_blocks = c->pool_blocks, .kv_blocks_free = c->n_free};
+                            .kv_blocks = c->blocks.n_blocks, .kv_blocks_free = kvb_n_free(&c->blocks)};
 }
 
 const zn_backend_ops zn_backend_vulkan = {

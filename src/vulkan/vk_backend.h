@@ -7,6 +7,7 @@
 #define ZINC_VK_BACKEND_H
 
 #include "backend.h"
+#include "kv_blocks.h"
 #include "vk_attn.h"
 #include "vk_fuse.h"
 #include "vk_gdn.h"
@@ -82,15 +83,12 @@ typedef struct vk_ctx {
     zn_kv_layout kvl;             /* the paged cache's rows and blocks (backend.h) */
     uint32_t *kv_off;             /* [n_layer]: an attention layer's K row in a position's row (V: + kvl.k_bytes) */
     /* The shared KV pool (kv_pool_tokens > 0; else every sequence holds
-     * the blocks of its whole context): pool_blocks blocks, the n_free of
-     * them no sequence holds on a stack (taken from the top); a block may
-     * be held by several sequences (seq_copy shares whole blocks),
-     * blk_refs counting them. */
+     * the blocks of its whole context): which blocks are free and how many
+     * sequences hold each (seq_copy shares whole blocks) counted by
+     * kv_blocks.h (blocks.n_blocks: 0 without a pool). */
     vkarena pool;
-    int64_t pool_blocks, n_free;
-    vkref *pool_blk;              /* [pool_blocks]: the blocks by index */
-    int32_t *free_blk;            /* [pool_blocks]: indices, the first n_free free */
-    int32_t *blk_refs;            /* [pool_blocks]: the sequences holding each block (0: free) */
+    vkref *pool_blk;              /* [blocks.n_blocks]: the blocks by index */
+    kvb blocks;
     vkfuse plan;
     /* hazard tracking since the last barrier */
     range rd[VK_HAZARDS], wr[VK_HAZARDS];
@@ -104,10 +102,10 @@ typedef struct vk_seq {
     /* The paged KV cache (vk_ops.h vkop_kv): the block table on the device
      * (n_tab addresses; its address never changes, recordings keep it), and
      * the blocks it names, [0, n_blk) held (without a pool: all of them,
-     * from mem; with one: taken from the pool as the sequence grows,
+     * blk, from mem; with one: taken from the pool as the sequence grows,
      * bix their pool indices, shared ones written only after a copy). */
     vkref tab;
-    vkref *blk;                   /* [n_tab] */
+    vkref *blk;                   /* [n_tab] (no pool) */
     int32_t *bix;                 /* [n_tab] (a pool's sequence) */
     int n_tab, n_blk;
     vkref *conv, *delta;          /* [n_layer]: recurrent state (zero for a new sequence) */
