@@ -49,6 +49,7 @@ layout(local_size_x_id = 0) in;
 #define NV 1
 #include "reduce.glsl"
 #include "q8x.glsl"
+#include "intdot.glsl"
 
 // The quantised x rows (XB > 0): qs as 16-byte halves of blocks, (d, d * sum q) per block; row j at j * XB blocks.
 shared uvec4 xs_q[NT * 2u * XB + 1u];
@@ -66,11 +67,6 @@ struct XS {
     vec4 d, s;
     ivec4 is;
 };
-
-int idot(uvec4 a, uvec4 b) {
-    return dotPacked4x8EXT(int(a.x), int(b.x)) + dotPacked4x8EXT(int(a.y), int(b.y)) +
-           dotPacked4x8EXT(int(a.z), int(b.z)) + dotPacked4x8EXT(int(a.w), int(b.w));
-}
 
 // 16 bytes of quants (half h of block b) and a block's (d, d * sum q) of
 // x row xr: XB > 0 the row's index in shared memory, else the address of
@@ -110,18 +106,6 @@ XS load_x(uint64_t xr, uint nb, uint s) {
         }
     }
     return x;
-}
-
-// Scales and mins of sub-blocks 2 pair and 2 pair + 1 of a Q4_K/Q5_K
-// super-block (ggml get_scale_min_k4) from its 12 scale bytes as three
-// words; without branches (the pairs of a subgroup's lanes differ).
-void kscales(uvec3 w, uint pair, out vec2 sc, out vec2 m) {
-    const uint sh = 16u * (pair & 1u), a = w.x >> sh, b = w.y >> sh, c = w.z >> sh;
-    const bool hi = pair >= 2u;
-    const uint s2 = hi ? (c & 0x0f0fu) | ((a >> 2) & 0x3030u) : a & 0x3f3fu;
-    const uint m2 = hi ? ((c >> 4) & 0x0f0fu) | ((b >> 2) & 0x3030u) : b & 0x3f3fu;
-    sc = vec2(float(s2 & 255u), float((s2 >> 8) & 255u));
-    m = vec2(float(m2 & 255u), float((m2 >> 8) & 255u));
 }
 
 // One step of a row's weights, unpacked: held in registers while each

@@ -22,6 +22,8 @@ layout(local_size_x_id = 0) in;
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer V2 { vec2 v[]; };
 
+#include "intdot.glsl"
+
 const uint BM = 64u, TM = BM / 16u, TN = BN / 16u;
 const uint RW = 17u; // uvec4 per row of 256 quants in shared memory: 16, plus one against bank conflicts
 const uint RS = 9u;  // vec2 per row of sub-block scales: 8, plus one
@@ -30,22 +32,6 @@ shared uvec4 ws[BM * RW];
 shared vec2 wsc[BM * RS];
 shared uvec4 xs[BN * RW];
 shared vec2 xsd[BN * RS];
-
-// Scales and mins of sub-blocks 2 pair and 2 pair + 1 of a Q4_K
-// super-block from its 12 scale bytes as three words (matvec_q.comp's).
-void kscales(uvec3 w, uint pair, out vec2 sc, out vec2 m) {
-    const uint sh = 16u * (pair & 1u), a = w.x >> sh, b = w.y >> sh, c = w.z >> sh;
-    const bool hi = pair >= 2u;
-    const uint s2 = hi ? (c & 0x0f0fu) | ((a >> 2) & 0x3030u) : a & 0x3f3fu;
-    const uint m2 = hi ? ((c >> 4) & 0x0f0fu) | ((b >> 2) & 0x3030u) : b & 0x3f3fu;
-    sc = vec2(float(s2 & 255u), float((s2 >> 8) & 255u));
-    m = vec2(float(m2 & 255u), float((m2 >> 8) & 255u));
-}
-
-int idot(uvec4 a, uvec4 b) {
-    return dotPacked4x8EXT(int(a.x), int(b.x)) + dotPacked4x8EXT(int(a.y), int(b.y)) +
-           dotPacked4x8EXT(int(a.z), int(b.z)) + dotPacked4x8EXT(int(a.w), int(b.w));
-}
 
 // float(i) for |i| < 2^22 by an integer add and a float add (i lands in
 // the mantissa of 1.5 * 2^23): a conversion instruction issues at a
