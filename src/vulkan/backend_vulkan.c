@@ -332,7 +332,7 @@ static zn_status vk_seq_reserve(void *ctx, void *state, int n_from, int n_pos, z
     kvb_plan pl;
     zn_status st = kvb_reserve(&c->blocks, s->bix, &s->n_blk, n_from, n_pos, &pl, cow_copy, c, err);
     if (st == ZN_ERR_KV_FULL) return zn_err_prefix(err, "vulkan");
-    if (!st) st = seq_write_tab(c, s, pl.first, pl.need, err);
+    if (!st && pl.first < pl.need) st = seq_write_tab(c, s, pl.first, pl.need, err); /* else nothing changed */
     if (st) seq_release(c, s, held); /* its table still names only those */
     return st;
 }

@@ -308,7 +308,7 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
  * cache instead. */
 vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t nrows, bool experts) {
     if (experts) return !f16_path(o, t) || n_tok < o->t.moe_min_tok ? VKMM_MATVEC : VKMM_GEMM;
-    if (vkops_mmi_takes(o, t, n_tok) && nrows >= o->t.mm_min_rows) return VKMM_MATVEC; /* ... on mmi8.comp */
+    if (vkops_mmi_takes(o, t, n_tok)) return VKMM_MATVEC; /* ... on mmi8.comp */
     if (n_tok < o->t.mm_min_tok || nrows < o->t.mm_min_rows) return VKMM_MATVEC;
     return f16_path(o, t) ? VKMM_GEMM : VKMM_TILED;
 }

@@ -187,20 +187,29 @@ static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmod
 static uint32_t mmi_shared(uint32_t bn) { return (MMI_BM + bn) * (17 * 16 + 9 * 8); }
 
 bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok) {
-    return o->intdot && t == ZN_TYPE_Q4_K && n_tok >= o->t.mmi_min_tok && n_tok <= o->t.mmi_max_tok &&
+    return o->intdot && o->mmi && t == ZN_TYPE_Q4_K && n_tok >= o->t.mmi_min_tok && n_tok <= o->t.mmi_max_tok &&
            o->d->info.max_wg_invocations >= 256 && mmi_shared(o->t.mmi_bn) <= o->d->info.max_shared;
 }
 
 /* x quantised by quantx.comp (false: no scratch for it or no pipeline:
- * the caller takes the mat-vec), then tiles of 64 rows x mmi_bn tokens. */
+ * the caller takes the mat-vec), then tiles of 64 rows x mmi_bn tokens.
+ * Its pipeline first: a driver that rejects it turns the int8 GEMM off
+ * (vkops.mmi), where quantize_x would take it for one without the integer
+ * path and turn all of that off. */
 static bool mmi8(vkops *o, vkcmd *c, const vkop_mm *a, const char *name) {
     mm_push pc = vkmm_push(a);
     VkDeviceAddress q = 0;
     const vkpipe *p = NULL;
     const uint32_t n_wg = (a->nrows + MMI_BM - 1) / MMI_BM;
     if (n_wg > o->d->info.max_wg_count[0]) return false;
-    quantize_x(o, c, a, &pc, VKO_MMI8, &q); /* builds the pipeline too */
-    if (!q || vkops_pipe(o, VKO_MMI8, (vkvar){0}, &p, &(zn_err){0})) return false;
+    zn_err e2 = {0};
+    if (vkops_pipe(o, VKO_MMI8, (vkvar){0}, &p, &e2)) {
+        snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
+        o->mmi = false;
+        return false;
+    }
+    quantize_x(o, c, a, &pc, VKO_MMI8, &q);
+    if (!q) return false;
     pc.x = q;
     pc.x_stride = 1;
     pc.x_slot_stride = 0;
@@ -214,7 +223,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     zn_status st = vkmm_check(a, err);
     if (st) return st;
     const bool iq = o->intdot && is_quant(a->type);
-    if (iq && !a->ids && a->n_slots <= 1 && vkops_mmi_takes(o, a->type, a->n_tok) && mmi8(o, c, a, name)) return ZN_OK;
+    if (!a->ids && a->n_slots <= 1 && vkops_mmi_takes(o, a->type, a->n_tok) && mmi8(o, c, a, name)) return ZN_OK;
     mm_push pc = vkmm_push(a);
     const uint32_t nt = iq ? mvt_for(o, a) : 1;
     const bool big = nt == 1 && o->t.mvx_big_mb != ZN_VK_OFF &&

@@ -146,6 +146,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const vktune *t, const char *cache_path
     o->intdot = d->info.int_dot && o->t.intdot;
     o->mvx = o->intdot && sg >= 8 && o->t.mvx; /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = vkmm_mvx_cap(o, VKO_MATVEC_QX_L);
+    o->mmi = true;
     return vkpipes_init(&o->ps, d, cache_path, err);
 }
 

@@ -93,6 +93,8 @@ typedef struct vkops {
                                  at most mvx_max_cols (with t.mvt tokens per workgroup: as
                                  many rows as fit, vkmm_mvx_cap) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    bool mmi;                 /* the int8 GEMM (mmi8.comp) may run where t.mmi_* say: off once the
+                                 driver rejected its pipeline */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */
     VkDeviceAddress xq;       /* scratch for quantised x (vkops_set_xq) */
     uint64_t xq_bytes;

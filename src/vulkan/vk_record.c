@@ -592,7 +592,7 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     for (int i = 0; i < ZN_VK_CM2_NCFG; i++) grain = gcd32(grain, zn_vk_cm2_cfgs[i].bn);
     const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2};
     for (int pass = 0; pass < 3 && !st; pass++) {
-        const bool flags[4] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2};
+        const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};
         for (int all = 0; all < 2; all++) {
             tok_key last = {0};
             for (int n = 1; n <= c->max_tokens; n++) {
@@ -611,7 +611,9 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
                 }
             }
         }
-        if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2) break;
+        if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2 &&
+            flags[4] == c->o.mmi)
+            break;
     }
     c->part = part;
     vkops_forget(&c->o);
