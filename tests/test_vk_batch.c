@@ -255,8 +255,9 @@ static void check_batched_decode(const char *name, zn_backend_opts o, const char
  * states are in the tables too), a quantized one; on attn_dec.comp (the
  * default past 256 keys), on attn.comp (attn_dec=0), with the Q8_0 and
  * the Q4_0 cache (rope, then kv_store.comp, attn.comp on blocks; head dims
- * 128 and 64 among them), and the quantized one's mat-vecs at other tokens
- * per workgroup (tuning mvt). */
+ * 128 and 64 among them), the quantized one's mat-vecs at other tokens
+ * per workgroup (tuning mvt), and its matmuls on the int8 and the split-K
+ * f16 GEMM. */
 static void test_batched_decode(void) {
     static const char *const dense[] = {"llama-dense-f32", "qwen2-dense-f32", "qwen3-dense-f32", "qwen35-dense-f32",
                                         "qwen3-dense-q4_k_m", "qwen35moe-moe-q8_0"};
@@ -284,6 +285,13 @@ static void test_batched_decode(void) {
      * per workgroup (the step's 8 rows: one partial token tile) */
     o.tune = "mmi_min_tok=2,mmi_bn=16";
     check_batched_decode("qwen3-dense-q4_k_m", o, " (int8 GEMM)");
+    /* every matmul of 2+ rows on the f16 GEMM with k split in ranges of
+     * 32 (vk_gemm.c mm_split; mm_reduce.comp sums them) */
+    o = backend_default_opts();
+    o.mm_emulate = true; /* lavapipe: the f16 GEMM emulated, from 2 tokens on */
+    o.tune = "mm_min_rows=0,mm_split_wgs=4096,mm_split_k=32";
+    check_batched_decode("qwen3-dense-q4_k_m", o, " (split-K GEMM)");
+    check_batched_decode("qwen35-dense-q8_0", o, " (split-K GEMM)");
 }
 
 /* Replayed batched decode (vk_replay.h): RD_STEPS consecutive decode

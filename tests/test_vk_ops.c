@@ -1009,6 +1009,43 @@ static void test_mmi8(void) {
     vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MMI8][0]);
 }
 
+/* Split-K (tuning mm_split_wgs): the direct GEMM of few row tiles splits
+ * k, each workgroup's partial tile goes to the scratch, mm_reduce.comp sums
+ * them and applies the epilogue. Every weight type with bias, scale and
+ * residual; k of 16 ranges and of ranges that do not divide it (the last
+ * one short); the grouped epilogue of stacked matmuls; emulated, on
+ * cooperative matrices and on cooperative matrix 2 where present. */
+static void matmat_split(void) {
+    static const struct { zn_type t; int rows, cols, T; } longk[] = {
+        {ZN_TYPE_Q4_K, 70, 2048, 5}, {ZN_TYPE_Q8_0, 33, 1120, 9}, {ZN_TYPE_F16, 40, 1000, 3}};
+    for (int cm = 0; cm <= (E.o.coopmat ? 1 + (int)E.d.info.coopmat2 : 0); cm++) {
+        f16_cm = cm > 0, f16_cm2 = cm == 2;
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MM_REDUCE][0]);
+        f16_types();
+        for (size_t i = 0; i < sizeof longk / sizeof *longk; i++) {
+            const double e = mm_case(longk[i].t, longk[i].rows, longk[i].cols, longk[i].T, true, K_F16);
+            CHECK_MSG(e <= 1e-5, "%s %dx%d, %d tokens, split k%s: nmse %.3g", zn_type_name(longk[i].t), longk[i].rows,
+                      longk[i].cols, longk[i].T, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        }
+        f16_grouped();
+        CHECK_MSG(E.o.pipes[VKO_MM_REDUCE][0].pipe != VK_NULL_HANDLE, "split-K%s: mm_reduce never ran",
+                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)");
+    }
+    f16_cm = f16_cm2 = false;
+}
+static void test_matmat_split(void) {
+    const vktune saved = E.o.t;
+    E.o.t.mm_prep_tok = ZN_VK_OFF; /* only GEMMs that dequantise their tiles split */
+    E.o.t.mm_split_wgs = 1u << 20;
+    E.o.t.mm_split_k = 64;
+    fprintf(stderr, "  k ranges of 64 and more\n");
+    matmat_split();
+    E.o.t.mm_split_k = 96; /* rounded up to whole k tiles */
+    fprintf(stderr, "  k ranges of 96 and more\n");
+    matmat_split();
+    E.o.t = saved;
+}
+
 static void test_matvec_tokens(void) {
     if (!E.o.intdot) SKIP("no integer dot products on %s: no integer mat-vec", E.d.info.name);
     const vktune saved = E.o.t;
@@ -1084,6 +1121,7 @@ int main(void) {
     RUN(test_matmat_f16);
     RUN(test_matmat_cm2);
     RUN(test_matmat_f16_grouped);
+    RUN(test_matmat_split);
     RUN(test_moe_grouped);
     RUN(test_matvec_fused_x);
     RUN(test_matvec_grouped);

@@ -83,7 +83,7 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
 
 typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                       /* matmul.comp, matmul_cm.comp */
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
-typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp */
+typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type; } spec_mmf;              /* mmf.glsl */
 typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type; } spec_mmf_cm2; /* mmf_cm2.comp */
 
@@ -102,7 +102,7 @@ zn_status vkspec_mm_prep(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     return ZN_OK;
 }
 
-zn_status vkspec_moe_bucket(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+zn_status vkspec_wg256(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)o, (void)k, (void)v, (void)err;
     VKSPEC(out, spec_wg, {.wg = 256});
     return ZN_OK;
@@ -163,6 +163,16 @@ static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
     (void)o;
 }
 
+/* Split-K partials at most (mm_split): the splits its k allows of every
+ * token count that dequantises in the GEMM (below t.mm_prep_tok). */
+static uint64_t split_bytes(const vkops *o, const vkop_mm *a, const mm_plan *pl) {
+    if (a->ids || o->t.mm_split_wgs == ZN_VK_OFF) return 0;
+    const uint64_t tok = a->n_tok < o->t.mm_prep_tok ? a->n_tok : o->t.mm_prep_tok - 1;
+    uint64_t n = pl->kp / o->t.mm_split_k;
+    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
+    return n < 2 ? 0 : n * tok * a->nrows * 4;
+}
+
 uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap) {
     mm_plan pl;
     mm_plan_shape(o, a, &pl);
@@ -170,7 +180,8 @@ uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap
     uint64_t units = a_cap / pl.unit_bytes;
     if (units < min_units) units = min_units;
     if (units > pl.units) units = pl.units;
-    return pl.a_off + align256(units * pl.unit_bytes);
+    const uint64_t a_bytes = align256(units * pl.unit_bytes), part = align256(split_bytes(o, a, &pl));
+    return pl.a_off + (a_bytes > part ? a_bytes : part);
 }
 
 static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, bool direct, mm_plan *pl, zn_err *err) {
@@ -200,12 +211,37 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, bool
  * weights never come here. */
 static bool mm_direct(const vkops *o, const vkop_mm *a) { return a->n_tok < o->t.mm_prep_tok; }
 
+/* Split-K (tuning mm_split_wgs, mm_split_k): a batched decode step's GEMM
+ * has a workgroup per row tile (its tokens fit one tile), each walking all
+ * of k, so a matrix of few row tiles leaves most of the GPU idle with long
+ * serial loops (an 8B's ffn_down at 32 tokens: 128 workgroups, 12,288
+ * deep). Split k into ranges of at least t.mm_split_k until there are
+ * t.mm_split_wgs workgroups; each stores its partial tile in the scratch
+ * after x, and mm_reduce.comp sums them and applies the epilogue. Returns
+ * the splits (1: none) and *kspl, the k per split, whole k tiles of bk;
+ * fewer where the partials would not fit. */
+static uint32_t mm_split(const vkops *o, const vkop_mm *a, const mm_plan *pl, uint32_t bm, uint32_t bn, uint32_t bk,
+                         uint32_t *kspl) {
+    const uint64_t wgs = (uint64_t)((a->nrows + bm - 1) / bm) * ((a->n_tok + bn - 1) / bn);
+    const uint64_t part = 4ull * a->n_tok * a->nrows; /* one split's partials */
+    if (o->t.mm_split_wgs == ZN_VK_OFF || wgs >= o->t.mm_split_wgs || o->mm_scratch_bytes < pl->a_off) return 1;
+    uint64_t n = (o->t.mm_split_wgs + wgs - 1) / wgs;
+    const uint64_t by_k = pl->kp / o->t.mm_split_k, room = (o->mm_scratch_bytes - pl->a_off) / part;
+    if (n > by_k) n = by_k;
+    if (n > room) n = room;
+    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
+    if (n < 2) return 1;
+    const uint32_t k = (uint32_t)((pl->kp + n - 1) / n + bk - 1) / bk * bk;
+    *kspl = k;
+    return (pl->kp + k - 1) / k;
+}
+
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     if (a->xmode == VKX_RMSNORM) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused RMS norm");
     if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
     mm_plan pl;
-    const vkpipe *pp = NULL, *pg = NULL, *pb = NULL;
+    const vkpipe *pp = NULL, *pg = NULL, *pb = NULL, *pr = NULL;
     /* grouped: tokens per expert as if the pairs spread evenly */
     const uint32_t toks = a->ids ? (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert : a->n_tok;
     const uint32_t groups = a->ids ? a->n_expert : 1;
@@ -225,6 +261,9 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     const vkop_kind kf = direct ? (o->coopmat ? VKO_MMQ : VKO_MMQ_EMU) : o->coopmat ? VKO_MMF : VKO_MMF_EMU;
     if (!st && !cm2) st = vkops_pipe(o, kf, (vkvar){.cfg = ci, .type = a->type}, &pg, err);
     if (!st && a->ids) st = vkops_pipe(o, VKO_MOE_BUCKET, (vkvar){0}, &pb, err);
+    uint32_t kspl = 0;
+    const uint32_t nsplit = !st && direct && !a->ids ? mm_split(o, a, &pl, bm, bn, cm2 ? zn_vk_cm2_cfgs[c2].bk : 32, &kspl) : 1;
+    if (!st && nsplit > 1) st = vkops_pipe(o, VKO_MM_REDUCE, (vkvar){0}, &pr, err);
     if (st) return st;
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
     const uint32_t steps = pl.kp / 32;
@@ -270,13 +309,26 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
         struct {
             uint64_t a, b, y, bias, scale, res, bucket, group;
             uint32_t kp, nrows, n_tok, n_slots, y_stride, y_slot_stride, e0, n_expert, r_base, flags;
-            uint32_t row_bytes, expert_bytes, ncols;
+            uint32_t row_bytes, expert_bytes, ncols, kspl;
         } g = {direct ? a->w : sa, sx, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale,
                a->res ? a->res + 4 * r0 : 0, a->ids ? sb : 0, a->group, pl.kp, rows, a->n_tok,
                a->n_slots ? a->n_slots : 1, a->y_stride, a->y_slot_stride, u0, a->n_expert, (uint32_t)r0,
-               a->bias_first ? 1u : 0u, a->row_bytes, (uint32_t)a->expert_bytes, a->ncols};
+               a->bias_first ? 1u : 0u, a->row_bytes, (uint32_t)a->expert_bytes, a->ncols, 0};
         _Static_assert(sizeof g <= ZN_VK_PUSH_MAX, "push constants");
-        vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : 1, name);
+        if (nsplit > 1) { /* the partials go to the scratch after x; the epilogue to mm_reduce.comp */
+            g.y = sa, g.bias = g.scale = g.res = g.group = 0, g.y_stride = rows, g.kspl = kspl;
+        }
+        vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : nsplit, name);
+        if (nsplit > 1) {
+            struct {
+                uint64_t part, y, bias, scale, res, group;
+                uint32_t nrows, n_tok, nsplit, y_stride, r_base, flags;
+            } r = {sa, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
+                   a->group, rows, a->n_tok, nsplit, a->y_stride, (uint32_t)r0, a->bias_first ? 1u : 0u};
+            _Static_assert(sizeof r <= ZN_VK_PUSH_MAX, "push constants");
+            vkcmd_barrier(c);
+            vkops_dispatch_items(o, c, pr, &r, sizeof r, (rows * a->n_tok + 255) / 256, name);
+        }
     }
     return ZN_OK;
 }

@@ -43,6 +43,7 @@ typedef enum vkop_kind {
     VKO_MMQ, VKO_MMQ_EMU, VKO_MMQ_CM2, VKO_MMQ_CM2_MOE,      /* the f16 GEMMs reading the weights directly
                                                                 (per tile config and weight type) */
     VKO_MMI8,                                                /* Q4_K GEMM on int8 dot products (t.mmi_*) */
+    VKO_MM_REDUCE,                                           /* split-K GEMMs' sums and epilogue */
     VKO_COUNT
 } vkop_kind;
 

@@ -52,7 +52,7 @@ zn_status vkspec_quantx(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_er
 zn_status vkspec_mmi8(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_matmul(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);   /* vk_gemm.c */
 zn_status vkspec_mm_prep(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
-zn_status vkspec_moe_bucket(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
+zn_status vkspec_wg256(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_mmf(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_attn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);     /* vk_attn.c */

@@ -62,6 +62,7 @@ typedef struct tune_row {
     uint32_t mmi_min_tok, mmi_max_tok, mmi_bn;
     uint32_t small_wg, norm_wg, merge_wg;
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
+    uint32_t mm_split_wgs, mm_split_k;
     uint32_t attn_dec_min, fa_min_tok;
     bool poll;
 } tune_row;
@@ -140,6 +141,13 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   1,166 tok/s against 880 with the copy, 64 sequences 1,840 / 1,527,
  *   pp512 7,889 / 7,899 (with no copy ever pp512 fell to 4,640); the logits
  *   of a 64-token step are the same bits either way (zinc eval).
+ * - mm_split_wgs off: split-K of the GEMMs that dequantise their tiles
+ *   (vk_gemm.c mm_split) is built and tested (test_vk_ops, lavapipe) but
+ *   not yet timed on a GPU: none was lent the session it was written
+ *   (2026-12-05); bench/results/2026-12-05-s24/c11.sh is the sweep to run.
+ *   Why it should pay: an H200 profile of a 32-sequence 8B step had
+ *   ffn_down (4,096 rows: 128 workgroups of 32 x 32, each 12,288 deep)
+ *   take 10.7 ms of 37.4, nearly as long as gate+up with twice its weights.
  * - attn_dec_min 256: short contexts stay on attn.comp, unsplit (8B tg128
  *   from an empty context, 240 tok/s there against 229 on attn_dec.comp,
  *   which wins from a few hundred keys on: 215 against 177 at depth 4096;
@@ -152,7 +160,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
-     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128}
+     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = ZN_VK_OFF, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -172,7 +180,8 @@ static const tune_row rows[] = {
      .mmi_min_tok = ZN_VK_OFF, .mmi_max_tok = 64, .mmi_bn = 16,
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
-     .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF},
+     .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF, .mm_split_wgs = ZN_VK_OFF,
+     .mm_split_k = 1024},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's and H100's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
     GPU_ROW("amd-rdna3", is_rdna3),   /* unmeasured */
@@ -236,6 +245,8 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     cap = cap < ZN_VK_MM_SCRATCH ? ZN_VK_MM_SCRATCH : cap > ZN_VK_MM_SCRATCH_MAX ? ZN_VK_MM_SCRATCH_MAX : cap;
     t->mm_scratch_mb = (uint32_t)(cap >> 20);
     t->mm_prep_tok = r->mm_prep_tok;
+    t->mm_split_wgs = scaled(r, u, r->mm_split_wgs);
+    t->mm_split_k = r->mm_split_k;
     t->attn_dec = t->fa_cm = t->fa_kv2 = true;
     t->attn_chunk = ZN_VK_AUTO; /* by attn_dec: vktune_init resolves it */
     t->attn_dec_min = r->attn_dec_min;
@@ -305,6 +316,8 @@ static const tune_key keys[] = {
     KU("cm2_long_k", cm2_long_k, 0, 1u << 30, F_OFF),
     KU("mm_scratch_mb", mm_scratch_mb, 0, 1u << 20, 0),
     KU("mm_prep_tok", mm_prep_tok, 1, 1u << 30, F_OFF),
+    KU("mm_split_wgs", mm_split_wgs, 1, 1u << 20, F_OFF),
+    KU("mm_split_k", mm_split_k, 32, 1u << 30, 0),
     KB("attn_dec", attn_dec),
     KU("attn_chunk", attn_chunk, 1, 1u << 20, F_AUTO),
     KU("attn_dec_min", attn_dec_min, 0, 1u << 30, 0),

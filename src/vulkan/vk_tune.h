@@ -76,6 +76,9 @@ typedef struct vktune {
     uint32_t cm2_cfg;         /* zn_vk_cm2_cfgs index, ZN_VK_AUTO: by shape */
     uint32_t cm2_min_wgs, cm2_long_k;
     uint32_t mm_scratch_mb;   /* f16 weights dequantised at a time (0: the f16 GEMM path off) */
+    uint32_t mm_split_wgs;    /* a GEMM dequantising its tiles with fewer workgroups splits k until it has
+                                 about this many (ZN_VK_OFF: never) ... */
+    uint32_t mm_split_k;      /* ... into ranges of at least this many */
     uint32_t mm_prep_tok;     /* from this many tokens the f16 GEMMs multiply a dequantised copy of
                                  the weights (mm_prep.comp); below, they dequantise each tile as they
                                  load it (ZN_VK_OFF: always the latter) */

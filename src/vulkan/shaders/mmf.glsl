@@ -46,6 +46,8 @@ layout(push_constant) uniform PC {
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
     uint row_bytes, expert_bytes, ncols; // AQ: the weights' rows (vk_quant.h), experts, row length
+    uint kspl;           // split-K (dense): workgroup z multiplies k z * kspl .. and stores its partial
+                         // tile at y + z * n_tok * y_stride for mm_reduce.comp; 0: all of k
 } p;
 
 #include "mm_store.glsl"
@@ -129,7 +131,13 @@ void main() {
         const uint i = tid + q * WG, r = min(row0 + i / 4u, p.nrows - 1u);
         ar[q] = AQ ? abase + uint64_t(r) * p.row_bytes : abase + 2ul * uint64_t(r) * p.kp + 16u * (i % 4u);
     }
-    const uint nk = p.kp / BK;
+    uint kt0 = 0, nk = p.kp / BK; // this workgroup's k tiles kt0 .. nk - 1
+    uint yz = 0;                  // split-K: its partial tile's offset in y
+    if (p.bucket == 0 && p.kspl != 0) {
+        kt0 = gl_WorkGroupID.z * (p.kspl / BK);
+        nk = min(nk, kt0 + p.kspl / BK);
+        yz = gl_WorkGroupID.z * p.n_tok * p.y_stride;
+    }
     for (uint tile = gl_WorkGroupID.y; tile * BN < cnt; tile += gl_NumWorkGroups.y) {
         const uint tok0 = tile * BN;
         uint64_t br[BV];
@@ -148,13 +156,13 @@ void main() {
                 for (uint q = 0; q < 8u; q++) acc[i][j][q] = 0.0;
 #endif
         uvec4 ra[AV], rb[BV];
-        for (uint q = 0; q < AV; q++) ra[q] = a_load(ar[q], tid + q * WG, 0u);
-        for (uint q = 0; q < BV; q++) rb[q] = U32x4(br[q]).v[0];
+        for (uint q = 0; q < AV; q++) ra[q] = a_load(ar[q], tid + q * WG, kt0);
+        for (uint q = 0; q < BV; q++) rb[q] = U32x4(br[q] + 64ul * kt0).v[0];
         for (uint q = 0; q < AV; q++) store_tile(0u, tid + q * WG, ra[q], true);
         for (uint q = 0; q < BV; q++) store_tile(0u, tid + q * WG, rb[q], false);
         barrier();
-        for (uint kt = 0; kt < nk; kt++) {
-            const uint cur = kt & 1u;
+        for (uint kt = kt0; kt < nk; kt++) {
+            const uint cur = (kt - kt0) & 1u; // the first tile went to buffer 0
             const bool more = kt + 1u < nk;
             if (more) { // in flight while this k-tile is multiplied
                 for (uint q = 0; q < AV; q++) ra[q] = a_load(ar[q], tid + q * WG, kt + 1u);
@@ -209,7 +217,7 @@ void main() {
                                 group_store(p.group, n, p.r_base + r, st[so + x]);
                                 continue;
                             }
-                            uint yi = n * p.y_stride + r;
+                            uint yi = yz + n * p.y_stride + r;
                             if (p.bucket != 0) {
                                 const uint pr = U32(p.bucket).v[2u * p.n_expert + off + n];
                                 yi = (pr / p.n_slots) * p.y_stride + (pr % p.n_slots) * p.y_slot_stride + r;

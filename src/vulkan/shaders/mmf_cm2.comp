@@ -61,6 +61,7 @@ layout(push_constant) uniform PC {
     uint e0, n_expert, r_base;
     uint flags;          // bit 0: bias before scale
     uint row_bytes, expert_bytes, ncols; // AQ: the weights' rows (vk_quant.h), experts, row length
+    uint kspl;           // split-K (dense), as in mmf.glsl
 } p;
 
 #include "mm_store.glsl"
@@ -79,6 +80,7 @@ layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer H1
 #define DECL_B2(v) MAT_B2 v  // with commas cannot be a macro argument itself)
 
 uint g_e = 0, g_off = 0, g_cnt;  // grouped: this workgroup's expert, its first pair, its pairs
+uint g_yz = 0;                   // split-K: this workgroup's partial tile's offset in y
 shared uint ybase[BN];           // grouped: y index of row 0 for each token of the tile
 
 // Stacked matmuls (p.group): the segment holding all of this workgroup's
@@ -115,7 +117,7 @@ float store_elem(const in uint r, const in uint c, const in float v, const in ui
     } else if (p.group != 0) {
         group_store(p.group, n, p.r_base + R, v);
     } else {
-        mm_store(n * p.y_stride + R, R, g_e, v);
+        mm_store(g_yz + n * p.y_stride + R, R, g_e, v);
     }
     return v;
 }
@@ -131,14 +133,15 @@ float store_elem(const in uint r, const in uint c, const in float v, const in ui
         LOAD_B(KK);                                                                                             \
         ACCV = coopMatMulAdd(ma, mb, ACCV);                                                                     \
     }
-// Over all of kp, UNR steps per iteration (loads of later steps can be
-// issued before earlier products finish), then the rest one at a time.
+// Over this workgroup's k (kb .. ke: all of kp unless split), UNR steps
+// per iteration (loads of later steps can be issued before earlier products
+// finish), then the rest one at a time.
 #define K_LOOP(LA, LOAD_B, MB, ACCV)                                                                            \
     {                                                                                                           \
-        uint k = 0;                                                                                             \
-        for (; k + UNR * BK <= kp; k += UNR * BK)                                                               \
+        uint k = kb;                                                                                            \
+        for (; k + UNR * BK <= ke; k += UNR * BK)                                                               \
             [[unroll]] for (uint u = 0; u < UNR; u++) K_STEP(LA, LOAD_B, MB, ACCV, k + u * BK)                  \
-        for (; k < kp; k += BK) K_STEP(LA, LOAD_B, MB, ACCV, k)                                                 \
+        for (; k < ke; k += BK) K_STEP(LA, LOAD_B, MB, ACCV, k)                                                 \
     }
 // AQ: the A tiles in shared memory, row-major, LQ 16-byte units a row
 // (one of padding against bank conflicts); AU units a thread per tile.
@@ -163,18 +166,18 @@ void aq_put(uint buf) {
 // barrier per tile.
 #define AQ_LOOP(LOAD_B, MB, ACCV)                                                                               \
     {                                                                                                           \
-        const uint nk = (kp + BK - 1u) / BK;                                                                    \
+        const uint nk = (ke - kb + BK - 1u) / BK;                                                               \
         barrier(); /* the previous token tile is done with sq */                                                \
-        aq_fetch(0u, kp);                                                                                       \
+        aq_fetch(kb, kp);                                                                                       \
         aq_put(0u);                                                                                             \
         barrier();                                                                                              \
         for (uint kt = 0; kt < nk; kt++) {                                                                      \
             const bool more = kt + 1u < nk;                                                                     \
-            if (more) aq_fetch((kt + 1u) * BK, kp);                                                             \
+            if (more) aq_fetch(kb + (kt + 1u) * BK, kp);                                                        \
             MAT_A ma;                                                                                           \
             MB(mb);                                                                                             \
             coopMatLoad(ma, sq, (kt & 1u) * BM * LQ, LQ, gl_CooperativeMatrixLayoutRowMajor);                   \
-            LOAD_B(kt * BK);                                                                                    \
+            LOAD_B(kb + kt * BK);                                                                               \
             ACCV = coopMatMulAdd(ma, mb, ACCV);                                                                 \
             if (more) aq_put((kt & 1u) ^ 1u);                                                                   \
             barrier();                                                                                          \
@@ -190,6 +193,12 @@ void main() {
     const uint row0 = gl_WorkGroupID.x * BM;
     uint64_t abase = p.a;
     g_cnt = p.n_tok;
+    uint kb = 0, ke = kp; // this workgroup's k (split-K: the z-th range, its partial tile at y + g_yz)
+    if (!GROUPED && p.kspl != 0) {
+        kb = gl_WorkGroupID.z * p.kspl;
+        ke = min(kp, kb + p.kspl);
+        g_yz = gl_WorkGroupID.z * p.n_tok * p.y_stride;
+    }
     if (GROUPED) {
         g_e = p.e0 + gl_WorkGroupID.z;
         g_cnt = U32(p.bucket).v[g_e];
