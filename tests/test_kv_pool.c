@@ -344,12 +344,16 @@ static void test_share_q8(void) { share_case("models/tiny/llama-dense-q4_k_m.ggu
 static void test_dense_f16(void) { pool_matches_own("models/tiny/qwen3-dense-q8_0.gguf", ZN_KV_F16); }
 static void test_dense_q8(void) { pool_matches_own("models/tiny/llama-dense-q4_k_m.gguf", ZN_KV_Q8_0); }
 static void test_hybrid_q4(void) { pool_matches_own("models/tiny/qwen35-dense-q4_k_m.gguf", ZN_KV_Q4_0); }
+static void test_hybrid_q4r(void) { pool_matches_own("models/tiny/qwen35-dense-q4_k_m.gguf", ZN_KV_Q4_0R); }
+static void test_dense_q3r(void) { pool_matches_own("models/tiny/llama-dense-q4_k_m.gguf", ZN_KV_Q3_0R); }
 static void test_moe(void) { pool_matches_own("models/tiny/qwen35moe-moe-q4_k_m.gguf", ZN_KV_F16); }
 
 int main(void) {
     RUN(test_dense_f16);
     RUN(test_dense_q8);
     RUN(test_hybrid_q4);
+    RUN(test_hybrid_q4r);
+    RUN(test_dense_q3r);
     RUN(test_moe);
     RUN(test_full);
     RUN(test_share_f16);
@@ -364,6 +368,8 @@ int main(void) {
     RUN(test_dense_f16);
     RUN(test_dense_q8);
     RUN(test_hybrid_q4);
+    RUN(test_hybrid_q4r);
+    RUN(test_dense_q3r);
     RUN(test_moe);
     RUN(test_full);
     RUN(test_share_f16);

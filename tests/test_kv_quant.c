@@ -1,6 +1,6 @@
 /* KV cache quantization (--kv-type, backend.h zn_kv_type): every tiny
- * fixture (all have attention layers) and the demo model run with a Q8_0
- * and a Q4_0 cache on the CPU backend, against the same backend with the
+ * fixture (all have attention layers) and the demo model run with a Q8_0,
+ * a Q4_0 and the two rotated caches (q4_0r, q3_0r) on the CPU backend, against the same backend with the
  * f16 cache; then on Vulkan with each against the CPU with the same one
  * (check_vulkan). Each run is a 12-token prompt batch then 12 single-token
  * decode steps (the prefill and the decode attention both read the
@@ -8,10 +8,10 @@
  * longer prompts than the fixtures' contexts, the chunking is checked by
  * test_long_chunks). Bounds on the worst normalised MSE of a position's
  * logits, from the measurements of bench/results/2026-12-02-cpu-kvq.md with
- * margin (worst measured in brackets):
- *                       q8_0             q4_0
- *   f32/f16/bf16 files  1e-5 (1.0e-6)    2e-3 (2.6e-4)
- *   quantized files     2e-3 (6.1e-4)    1e-2 (2.2e-3)
+ * margin (worst measured in brackets; q4_0r and q3_0r: 2026-12-05-s24.md):
+ *                       q8_0             q4_0             q4_0r            q3_0r
+ *   f32/f16/bf16 files  1e-5 (1.0e-6)    2e-3 (2.6e-4)    2e-3 (2.1e-4)    5e-3 (8.6e-4)
+ *   quantized files     2e-3 (6.1e-4)    1e-2 (2.2e-3)    1e-2 (1.6e-3)    2e-2 (3.8e-3)
  * Quantized weights have the higher floor: their matmuls quantize the
  * activations to Q8_0 again, and a small change in the attention output
  * flips some of those roundings (the f16 cache against llama.cpp's shows
@@ -24,6 +24,8 @@
 #include "golden.h"
 #include "graph.h"
 #include "model.h"
+#include "limits.h"
+#include "quant.h"
 #include "vk_device.h"
 
 #define N_PROMPT 12
@@ -31,6 +33,15 @@
 #define N_ALL (N_PROMPT + N_DECODE)
 /* [float weights, quantized weights] */
 static const double bound_q8_0[2] = {1e-5, 2e-3}, bound_q4_0[2] = {2e-3, 1e-2};
+/* q4_0r (heads rotated, then Q4_0): held to q4_0's bounds; what the
+ * rotation buys is measured (ZN_TEST_VERBOSE table), not assumed */
+static const double bound_q4_0r[2] = {2e-3, 1e-2};
+/* q3_0r (rotated, 3-bit codebook): 5e-3 (8.6e-4 measured, qwen3-dense-f32)
+ * and 2e-2 (3.8e-3, the demo model; 4.5e-3 on Vulkan against its own f16
+ * cache) */
+static const double bound_q3_0r[2] = {5e-3, 2e-2};
+#define NKT 4
+static const zn_kv_type kts[NKT] = {ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_Q4_0R, ZN_KV_Q3_0R};
 /* Vulkan against CPU with the same cache format, [q8_0, q4_0][float
  * weights, quantized weights]. Both backends store the same bytes
  * (test_vk_layers checks kv_store.comp's); what differs is the order of
@@ -42,7 +53,7 @@ static const double bound_q8_0[2] = {1e-5, 2e-3}, bound_q4_0[2] = {2e-3, 1e-2};
  * 3.4e-4 / 3.4e-4): the two backends' f16 caches already differ by that
  * floor there (8.5e-4 on the demo, 3.4e-4 on the files), the float files
  * hold the kernels to the tight bound. */
-static const double bound_vk_cpu[2][2] = {{1e-7, 1e-2}, {1e-8, 1e-2}};
+static const double bound_vk_cpu[NKT][2] = {{1e-7, 1e-2}, {1e-8, 1e-2}, {1e-8, 1e-2}, {1e-8, 1e-2}};
 static bool vk_present;
 
 static const char *const fixtures[] = {
@@ -130,10 +141,10 @@ static bool float_weights(const char *name) {
  * costs most of a second on lavapipe) also the prompt on attn_fa.comp
  * (fa_min_tok lowered to the prompt, where the head dims allow it) against
  * the CPU, and the cache against Vulkan's own f16 one. */
-static void check_vulkan(const char *name, const zn_model *m, const run_in *in, float *const ycpu[2], bool vk_ref) {
-    static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0};
+static void check_vulkan(const char *name, const zn_model *m, const run_in *in, float *const ycpu[NKT], bool vk_ref) {
     const int fq = !float_weights(name);
-    const double bounds[2][2] = {{bound_q8_0[0], bound_q8_0[1]}, {bound_q4_0[0], bound_q4_0[1]}};
+    const double bounds[NKT][2] = {{bound_q8_0[0], bound_q8_0[1]}, {bound_q4_0[0], bound_q4_0[1]},
+                                   {bound_q4_0r[0], bound_q4_0r[1]}, {bound_q3_0r[0], bound_q3_0r[1]}};
     const size_t n = (size_t)N_ALL * in->n_vocab, nd = (size_t)N_DECODE * in->n_vocab;
     const int hd = m->hp.head_dim_k;
     const bool fa = vk_ref && hd == m->hp.head_dim_v && hd >= 64 && hd <= 256 && !(hd & (hd - 1));
@@ -142,7 +153,7 @@ static void check_vulkan(const char *name, const zn_model *m, const run_in *in, 
     float *vy = malloc(sizeof(float) * n), *vfa = malloc(sizeof(float) * n), *vref = NULL, *fork = malloc(sizeof(float) * nd);
     zn_err err = {0};
     zn_status st = ZN_OK;
-    for (int k = 0; !st && k < 2; k++) {
+    for (int k = 0; !st && k < NKT; k++) {
         const char *kn = backend_kv_type_name(kts[k]);
         st = run_model(&zn_backend_vulkan, m, kts[k], NULL, in, vy, fork, &err);
         CHECK_MSG(!st, "%s vulkan %s: %s", name, kn, err.msg);
@@ -201,14 +212,14 @@ static void check_model(const char *name, const char *mpath, const run_in *in0, 
     float *ref = malloc(sizeof(float) * n), *fork = malloc(sizeof(float) * (size_t)N_DECODE * in.n_vocab);
     zn_status st = run_model(&zn_backend_cpu, &m, ZN_KV_F16, NULL, &in, ref, NULL, &err);
     CHECK_MSG(!st, "%s f16: %s", name, err.msg);
-    static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0};
     const int fq = !float_weights(name);
-    const double bounds[] = {bound_q8_0[fq], bound_q4_0[fq]};
+    const double bounds[NKT] = {bound_q8_0[fq], bound_q4_0[fq], bound_q4_0r[fq], bound_q3_0r[fq]};
     const bool verbose = getenv("ZN_TEST_VERBOSE");
     if (!st && verbose && gold)
         fprintf(stderr, "  %-22s f16 KV vs llama.cpp: worst nmse %.3g\n", name, worst_nmse(ref, gold, NPOS, in.n_vocab));
-    float *ycpu[2] = {malloc(sizeof(float) * n), malloc(sizeof(float) * n)};
-    for (int k = 0; !st && k < 2; k++) {
+    float *ycpu[NKT];
+    for (int k = 0; k < NKT; k++) ycpu[k] = malloc(sizeof(float) * n);
+    for (int k = 0; !st && k < NKT; k++) {
         float *y = ycpu[k];
         st = run_model(&zn_backend_cpu, &m, kts[k], NULL, &in, y, fork, &err);
         CHECK_MSG(!st, "%s %s: %s", name, backend_kv_type_name(kts[k]), err.msg);
@@ -227,8 +238,7 @@ static void check_model(const char *name, const char *mpath, const run_in *in0, 
                     kv_bytes_per_token(&m, ZN_KV_F16));
     }
     if (!st && vk_present) check_vulkan(name, &m, &in, ycpu, vk_ref);
-    free(ycpu[0]);
-    free(ycpu[1]);
+    for (int k = 0; k < NKT; k++) free(ycpu[k]);
     free(ref);
     free(fork);
     model_free(&m);
@@ -347,7 +357,18 @@ static void test_bad_head_dim(void) {
     err.msg[0] = 0;
     CHECK(zn_backend_vulkan.init(&ctx, &m, &o, &err) == ZN_ERR_UNSUPPORTED && !ctx);
     CHECK_MSG(strstr(err.msg, "multiples of 32") && strstr(err.msg, dims), "vulkan's message: %s", err.msg);
+    /* q4_0r: a multiple of 32 that is not a power of two (96) */
+    m.hp.head_dim_k = 96;
+    err.msg[0] = 0;
+    CHECK(backend_kv_check(&m, ZN_KV_Q4_0, &err) == ZN_OK);
+    CHECK(backend_kv_check(&m, ZN_KV_Q4_0R, &err) == ZN_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "llama-dense-f32") && strstr(err.msg, "powers of two") && strstr(err.msg, "96"),
+              "message: %s", err.msg);
+    o.kv_type = ZN_KV_Q4_0R;
+    CHECK(zn_backend_cpu.init(&ctx, &m, &o, &err) == ZN_ERR_UNSUPPORTED && !ctx);
     m.hp.head_dim_k = hd;
+    CHECK_EQ_INT(backend_kv_type_parse("q4_0r"), ZN_KV_Q4_0R);
+    CHECK_EQ_INT(backend_kv_bytes(ZN_KV_Q4_0R, 64), 36);
     CHECK_EQ_INT(backend_kv_type_parse("q8_0"), ZN_KV_Q8_0);
     CHECK_EQ_INT(backend_kv_type_parse("q4_0"), ZN_KV_Q4_0);
     CHECK_EQ_INT(backend_kv_type_parse("f16"), ZN_KV_F16);
@@ -356,6 +377,55 @@ static void test_bad_head_dim(void) {
     CHECK_EQ_INT(backend_kv_bytes(ZN_KV_Q4_0, 64), 36);
     CHECK_EQ_INT(backend_kv_bytes(ZN_KV_F16, 64), 128);
     model_free(&m);
+}
+
+/* The rotation of q4_0r (backend_kv_rotate) on its own: orthogonal (norms
+ * and dot products kept, the inverse undoes it) at every head dim it
+ * takes; and it does what it is for: a head with one outlier channel (a
+ * value 50x the others, as real models' keys have) loses far less to Q4_0
+ * rounding rotated than as is. */
+static void fill(float *x, int n, float seed) { /* values in [-1, 1), a fixed sequence per seed */
+    uint32_t h = (uint32_t)(seed * 7919.0f) + 12345u;
+    for (int i = 0; i < n; i++) h = h * 1664525u + 1013904223u, x[i] = (float)(h >> 8) / (float)(1u << 23) - 1.0f;
+}
+
+static void test_rotation(void) {
+    static float a[ZN_KV_ROT_MAX_HD], b[ZN_KV_ROT_MAX_HD], a0[ZN_KV_ROT_MAX_HD], b0[ZN_KV_ROT_MAX_HD];
+    for (int hd = 32; hd <= ZN_KV_ROT_MAX_HD; hd *= 2) {
+        fill(a0, hd, 1.0f);
+        fill(b0, hd, 2.0f);
+        memcpy(a, a0, sizeof(float) * hd);
+        memcpy(b, b0, sizeof(float) * hd);
+        backend_kv_rotate(a, hd, false);
+        backend_kv_rotate(b, hd, false);
+        double d0 = 0, d1 = 0, n0 = 0, n1 = 0, moved = 0;
+        for (int i = 0; i < hd; i++) {
+            d0 += (double)a0[i] * b0[i], d1 += (double)a[i] * b[i];
+            n0 += (double)a0[i] * a0[i], n1 += (double)a[i] * a[i];
+            moved += fabs((double)a[i] - a0[i]);
+        }
+        CHECK_MSG(fabs(d1 - d0) <= 1e-5 * sqrt(n0 * n0) && fabs(n1 - n0) <= 1e-5 * n0 && moved > 0.1 * hd * 0.1,
+                  "hd %d: dot %.9g -> %.9g, norm^2 %.9g -> %.9g, moved %.3g", hd, d0, d1, n0, n1, moved);
+        backend_kv_rotate(a, hd, true);
+        double back = 0;
+        for (int i = 0; i < hd; i++) back = fmax(back, fabs((double)a[i] - a0[i]));
+        CHECK_MSG(back <= 1e-6, "hd %d: inverse off by %.3g", hd, back);
+    }
+    const int hd = 128;
+    fill(a0, hd, 1.0f);
+    a0[37] = 50.0f;
+    uint8_t q[ZN_KV_ROT_MAX_HD];
+    double err[2];
+    for (int r = 0; r < 2; r++) {
+        backend_kv_put(r ? ZN_KV_Q4_0R : ZN_KV_Q4_0, a0, q, hd, hd);
+        backend_kv_dequantize(ZN_KV_Q4_0, q, a, hd);
+        if (r) backend_kv_rotate(a, hd, true);
+        double e = 0, n = 0;
+        for (int i = 0; i < hd; i++) e += ((double)a[i] - a0[i]) * ((double)a[i] - a0[i]), n += (double)a0[i] * a0[i];
+        err[r] = e / n;
+    }
+    CHECK_MSG(err[1] < 0.5 * err[0], "a head with an outlier: Q4_0 nmse %.3g, rotated %.3g", err[0], err[1]);
+    if (getenv("ZN_TEST_VERBOSE")) fprintf(stderr, "  outlier head: q4_0 nmse %.3g, q4_0r %.3g\n", err[0], err[1]);
 }
 
 int main(void) {
@@ -368,5 +438,6 @@ int main(void) {
     RUN(test_demo);
     RUN(test_long_chunks);
     RUN(test_bad_head_dim);
+    RUN(test_rotation);
     return harness_report("kv_quant");
 }

@@ -273,6 +273,10 @@ static void test_batched_decode(void) {
     o.kv_type = ZN_KV_Q4_0;
     check_batched_decode("qwen3-dense-f32", o, " (q4_0 cache)");
     check_batched_decode("qwen35-dense-f32", o, " (q4_0 cache)");
+    o.kv_type = ZN_KV_Q4_0R; /* kv_rot.comp on K, V, the queries and the output of every sequence's rows */
+    check_batched_decode("llama-dense-f32", o, " (q4_0r cache)");
+    o.kv_type = ZN_KV_Q3_0R; /* the same, into 3-bit blocks */
+    check_batched_decode("qwen35-dense-f32", o, " (q3_0r cache)");
     /* the integer mat-vec over the step's 8 rows: 3 groups of up to 3
      * tokens per workgroup, x quantised in the workgroups (the default on
      * lavapipe: by quantx.comp first); and a token per workgroup */

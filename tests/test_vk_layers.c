@@ -286,11 +286,11 @@ static double attn_case_kv(zn_kv_type kt, int n_head, int n_kv, int hd_k, int hd
     paged pg = paged_make(rbk, rbv, n_ctx);
     float *kf = malloc(sizeof(float) * n_ctx * kdim), *vf = malloc(sizeof(float) * n_ctx * vdim);
     for (int j = 0; j < n_ctx; j++) {
-        backend_kv_put(kt, kc + (size_t)j * kdim, kb + rbk * j, kdim);
-        backend_kv_put(kt, vc + (size_t)j * vdim, vb + rbv * j, vdim);
+        backend_kv_quantize(kt, kc + (size_t)j * kdim, kb + rbk * j, kdim); /* kv_store.comp does not rotate */
+        backend_kv_quantize(kt, vc + (size_t)j * vdim, vb + rbv * j, vdim);
     }
-    quant_dequantize_row(backend_kv_storage(kt), kb, kf, (int64_t)n_ctx * kdim);
-    quant_dequantize_row(backend_kv_storage(kt), vb, vf, (int64_t)n_ctx * vdim);
+    backend_kv_dequantize(kt, kb, kf, (int64_t)n_ctx * kdim);
+    backend_kv_dequantize(kt, vb, vf, (int64_t)n_ctx * vdim);
     for (int j = 0; j < n_past; j++) {
         memcpy(paged_k(&pg, j), kb + rbk * j, rbk);
         memcpy(paged_v(&pg, j), vb + rbv * j, rbv);
@@ -519,12 +519,13 @@ static void test_attention_mm(void) {
  * anew for E.o.kvq. */
 static void kvq_set(zn_kv_type kt) {
     static const vkop_kind kinds[] = {VKO_KV_STORE, VKO_ATTN, VKO_ATTN_FA};
-    E.o.kvq = (uint32_t)kt;
+    E.o.kvq = vkops_kvq(kt);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (int v = 0; v < ZN_VK_NVAR; v++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][v]);
 }
 
-/* The Q8_0 and Q4_0 caches (vk_ops.h kvq): kv_store.comp writes the CPU's
+/* The Q8_0, Q4_0 and q3_0r caches (vk_ops.h kvq; q3_0r's blocks without
+ * its rotation, which is kv_rot.comp's): kv_store.comp writes the CPU's
  * bytes, attn.comp (prefill rows, decode, split-K, head dims 32..256,
  * hd_k != hd_v) and attn_fa.comp (16+ rows) read them, both exactly: the
  * dequantised values d * q are exact in f32, so the bound is the f32
@@ -546,7 +547,7 @@ static void test_attention_kvq(void) {
         {4, 2, 64, 64, 250, 20, false, "flash prefill hd 64 across a cache block"},
         {2, 1, 128, 32, 530, 3, false, "prefill rows in the third cache block"},
     };
-    static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0};
+    static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_Q3_0R};
     for (size_t t = 0; t < sizeof kts / sizeof *kts; t++) {
         kvq_set(kts[t]);
         for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
@@ -561,6 +562,39 @@ static void test_attention_kvq(void) {
     }
     kvq_set(ZN_KV_F16);
     E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.t.attn_chunk = chunk;
+}
+
+/* kv_rot.comp (the q4_0r cache's rotation) against backend_kv_rotate, bit
+ * for bit (the same float operations in the same order: the caches of the
+ * two backends then hold the same bytes): every head dim it takes, both
+ * ways, 3 rows of heads with a row stride longer than the heads (q's rows
+ * in a gated attention) whose padding must stay untouched. */
+static void test_kv_rot(void) {
+    for (int hd = 32; hd <= ZN_KV_ROT_MAX_HD; hd *= 2)
+        for (int inv = 0; inv < 2; inv++) {
+            const int rows = 3, heads = 2, stride = heads * hd + 5, n = rows * stride;
+            float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+            fill(x, (size_t)n, 2.0f);
+            memcpy(ref, x, sizeof(float) * n);
+            for (int r = 0; r < rows; r++)
+                for (int h = 0; h < heads; h++) backend_kv_rotate(ref + r * stride + h * hd, hd, inv);
+            vkref dx = dev_up(x, sizeof(float) * n);
+            zn_err err = {0};
+            bool ok = false;
+            if (begin()) {
+                zn_status st = vkop_kv_rot(&E.o, &E.c, dx.addr, rows, heads, (uint32_t)hd, (uint32_t)stride, inv, "rot", &err);
+                if (st) fprintf(stderr, "  %s\n", err.msg);
+                ok = run() && !st;
+            }
+            if (ok) dev_down(dx, y, sizeof(float) * n);
+            int bad = -1;
+            for (int i = 0; ok && i < n && bad < 0; i++)
+                if (memcmp(&y[i], &ref[i], sizeof(float))) bad = i;
+            CHECK_MSG(ok && bad < 0, "hd %d%s: element %d is %.9g, the CPU's %.9g", hd, inv ? " (inverse)" : "", bad,
+                      bad >= 0 ? y[bad] : 0.0, bad >= 0 ? ref[bad] : 0.0);
+            free(x); free(y); free(ref);
+            reset();
+        }
 }
 
 static double silu_d(double x) { return x / (1 + exp(-x)); }
@@ -801,6 +835,7 @@ int main(void) {
     RUN(test_attention_dec);
     RUN(test_attention_mm);
     RUN(test_attention_kvq);
+    RUN(test_kv_rot);
     RUN(test_eltwise);
     RUN(test_moe_route);
     RUN(test_argmax);

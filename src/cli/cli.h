@@ -46,7 +46,7 @@ typedef struct cli_engine_args {
     const char *backend;  /* --backend (NULL / "auto": the default) */
     const char *device;   /* --device, as typed (NULL: the backend's choice) */
     const char *tune;     /* --tune key=value,... */
-    const char *kv_type;  /* --kv-type f16|q8_0|q4_0 (NULL: f16) */
+    const char *kv_type;  /* --kv-type f16|q8_0|q4_0|q4_0r|q3_0r (NULL: f16) */
     long threads;         /* --threads (0: all cores) */
     bool profile;         /* --profile */
 } cli_engine_args;

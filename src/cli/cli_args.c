@@ -139,7 +139,7 @@ int cli_engine_opts(const char *cmd, const cli_engine_args *ea, zn_engine_opts *
     if (ea->kv_type) {
         const int kt = backend_kv_type_parse(ea->kv_type);
         if (kt < 0) {
-            fprintf(stderr, "%s: --kv-type '%s': not a KV cache type (f16, q8_0, q4_0)\n", cmd, ea->kv_type);
+            fprintf(stderr, "%s: --kv-type '%s': not a KV cache type (f16, q8_0, q4_0, q4_0r, q3_0r)\n", cmd, ea->kv_type);
             return 2;
         }
         o->be.kv_type = (zn_kv_type)kt;

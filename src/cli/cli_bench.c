@@ -143,7 +143,7 @@ typedef struct bench_args {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
-               "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay] [--kv-type f16|q8_0|q4_0]\n"
+               "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay] [--kv-type f16|q8_0|q4_0|q4_0r|q3_0r]\n"
                "                  (vulkan: device of zinc --list-devices, tuning overrides after ZN_TUNE's, per-op GPU\n"
                "                  times, every decode step recorded anew; --kv-type: the KV cache format)\n"
                "       zinc bench --bandwidth [--threads N] [--json]\n"

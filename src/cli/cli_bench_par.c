@@ -33,7 +33,7 @@ typedef struct par_args {
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench --parallel N [-npp 128] [-ntg 128] [-m MODEL] [--backend %s] [--threads N] [--json]\n"
                "       zinc bench -npl 1,8,32,64 -npp 128 -ntg 128 ...   (lists: every combination, as llama-batched-bench)\n"
-               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0] [--profile] [--no-replay]\n",
+               "                  [--device N] [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0|q4_0r|q3_0r] [--profile] [--no-replay]\n",
             backend_names());
 }
 

@@ -14,7 +14,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc eval [-m MODEL] --tokens ID,ID,... [-n N] [--backend %s] [--threads N] [--device N]\n"
-               "                 [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0]\n",
+               "                 [--tune KEY=VALUE,...] [--kv-type f16|q8_0|q4_0|q4_0r|q3_0r]\n",
             backend_names());
 }
 

@@ -84,7 +84,7 @@ static zn_status cpu_init(void **out, const zn_model *m, const zn_backend_opts *
     c->kvq_hd = hp->head_dim_k > hp->head_dim_v ? hp->head_dim_k : hp->head_dim_v;
     if (c->kv_type != ZN_KV_F16)
         c->kvq_rows = malloc(sizeof *c->kvq_rows * (size_t)o->n_threads * ZN_KV_BLOCK * (size_t)c->kvq_hd);
-    c->kvq_y = malloc(sizeof *c->kvq_y * (size_t)o->n_threads * (CPU_ATT_Q + 1) * (size_t)c->kvq_hd);
+    c->kvq_y = malloc(sizeof *c->kvq_y * (size_t)o->n_threads * CPU_KVQ_Y * (size_t)c->kvq_hd);
     if (!c->arena || !c->xq || !c->tls || !c->rope || !c->attn_index || !c->recr_index || !c->kvq_y ||
         (c->kv_type != ZN_KV_F16 && !c->kvq_rows) || (hp->n_expert > 0 && (!c->moe_slots || !c->moe_count))) {
         cpu_free(c);
@@ -373,7 +373,7 @@ static void cpu_mem(void *ctx, zn_backend_mem *out) {
     uint64_t scratch = c->arena_floats * sizeof(float) + c->xq_bytes + c->att_stride * CPU_ATT_Q * T * sizeof(float) +
                        T * (uint64_t)c->rope_stride * sizeof(float);
     if (hp->n_expert > 0) scratch += (uint64_t)hp->n_expert * ((uint64_t)c->max_tokens * k + 1) * sizeof(int32_t);
-    scratch += T * (uint64_t)c->kvq_hd * (CPU_ATT_Q + 1) * sizeof(float);
+    scratch += T * (uint64_t)c->kvq_hd * CPU_KVQ_Y * sizeof(float);
     if (c->kv_type != ZN_KV_F16) scratch += T * (uint64_t)c->kvq_hd * ZN_KV_BLOCK * sizeof(zn_half);
     *out = (zn_backend_mem){.weights = c->m->weight_bytes + c->packed_bytes, .scratch = scratch, .seqs = c->seq_bytes,
                             .n_seqs = c->n_seqs, .kv_pool = c->kvl.block_bytes * (uint64_t)c->blocks.n_blocks,

@@ -118,6 +118,8 @@ cpu_pack_tile_fn cpu_packed_vnni(zn_type t);
 #endif
 
 /* ---- backend state ---- */
+#define CPU_KVQ_Y (2 * CPU_ATT_Q + 1) /* rows of kvq_y per thread */
+
 typedef struct cpu_ctx {
     const zn_model *m;
     int n_threads;
@@ -158,7 +160,8 @@ typedef struct cpu_ctx {
     zn_kv_type kv_type;
     zn_kv_layout kvl;
     zn_half *kvq_rows;      /* [n_threads][ZN_KV_BLOCK][kvq_hd] (quantized formats) */
-    float *kvq_y;           /* [n_threads][CPU_ATT_Q + 1][kvq_hd]: a block's values, a row dequantized */
+    float *kvq_y;           /* [n_threads][CPU_KVQ_Y][kvq_hd]: a block's values, a row dequantized, the
+                               queries rotated (backend_kv_rotated formats) */
     int kvq_hd;
     /* the shared KV pool (kv_pool_tokens > 0): block i at kv_pool +
      * i * kvl.block_bytes, which are free and how many sequences hold each

@@ -83,11 +83,12 @@ void cpu_op_rope(const cpu_run *r, const zn_node *n, int ith, int nth) {
     }
 }
 
-/* One K or V row into the cache in its format (backend_kv_put, whose
- * bytes kv_store.comp repeats); f16 by the SIMD conversion. */
-static void kv_put(const cpu_ctx *c, uint8_t *dst, const float *x, int64_t n) {
+/* One K or V row (heads of hd) into the cache in its format
+ * (backend_kv_put, whose bytes kv_store.comp repeats); f16 by the SIMD
+ * conversion. */
+static void kv_put(const cpu_ctx *c, uint8_t *dst, const float *x, int64_t n, int hd) {
     if (c->kv_type == ZN_KV_F16) c->vec.to_f16((zn_half *)dst, x, (int)n);
-    else backend_kv_put(c->kv_type, x, dst, n);
+    else backend_kv_put(c->kv_type, x, dst, n, hd);
 }
 
 void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
@@ -98,8 +99,8 @@ void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
     cpu_split(ka->rows, ith, nth, &t0, &t1);
     for (int64_t t = t0; t < t1; t++) {
         uint8_t *row = cpu_kv_row(r->c, r->s[r->g->row_seq[t]], li, r->g->row_pos[t]);
-        kv_put(r->c, row, k + t * ka->cols, ka->cols);
-        kv_put(r->c, row + r->c->kvl.k_bytes, v + t * va->cols, va->cols);
+        kv_put(r->c, row, k + t * ka->cols, ka->cols, r->c->m->hp.head_dim_k);
+        kv_put(r->c, row + r->c->kvl.k_bytes, v + t * va->cols, va->cols, r->c->m->hp.head_dim_v);
     }
 }
 
@@ -107,9 +108,8 @@ void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
  * quantized cache as f16 rows of hd: the f16 kernels then run on them. */
 static void kvq_rows(const cpu_ctx *c, const uint8_t *base, size_t row_bytes, size_t off, int n, int hd, zn_half *out,
                      float *tmp) {
-    const zn_type t = backend_kv_storage(c->kv_type);
     for (int j = 0; j < n; j++) {
-        quant_dequantize_row(t, base + (size_t)j * row_bytes + off, tmp, hd);
+        backend_kv_dequantize(c->kv_type, base + (size_t)j * row_bytes + off, tmp, hd);
         c->vec.to_f16(out + (size_t)j * hd, tmp, hd);
     }
 }
@@ -126,7 +126,7 @@ static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int
     const cpu_vec *vec = &c->vec;
     const bool f16 = c->kv_type == ZN_KV_F16;
     zn_half *rows = f16 ? NULL : c->kvq_rows + (size_t)ith * ZN_KV_BLOCK * c->kvq_hd;
-    float *yc = c->kvq_y + (size_t)ith * (CPU_ATT_Q + 1) * c->kvq_hd, *tmp = yc + (size_t)CPU_ATT_Q * c->kvq_hd;
+    float *yc = c->kvq_y + (size_t)ith * CPU_KVQ_Y * c->kvq_hd, *tmp = yc + (size_t)CPU_ATT_Q * c->kvq_hd;
     const size_t koff = (size_t)li * (c->kvl.k_bytes + c->kvl.v_bytes), voff = koff + c->kvl.k_bytes;
     const size_t khead = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_k);
     const size_t vhead = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_v);
@@ -178,6 +178,9 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     const float *q = cpu_act(r, n->src[0]);
     float *y = cpu_act(r, n->dst);
     float (*sc)[CPU_ATT_Q] = (float (*)[CPU_ATT_Q])(r->c->att + (size_t)ith * r->c->att_stride * CPU_ATT_Q);
+    /* a rotated cache: the queries rotated like its keys, the output back */
+    const bool rot = backend_kv_rotated(r->c->kv_type);
+    float *qr = r->c->kvq_y + ((size_t)ith * CPU_KVQ_Y + CPU_ATT_Q + 1) * r->c->kvq_hd;
     int n_blocks = 0;
     for (int i = 0; i < g->n_seq; i++) n_blocks += (g->seqs[i].n_rows + CPU_ATT_Q - 1) / CPU_ATT_Q;
     /* interleaved so early tokens (short histories) and late ones mix; a
@@ -201,8 +204,15 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
                 qs[i] = q + (int64_t)t * qa->cols + (size_t)h * hd_k;
                 ys[i] = y + (int64_t)t * n_head * hd_v + (size_t)h * hd_v;
                 nk[i] = g->row_pos[t] + 1;
+                if (rot) {
+                    float *qi = qr + (size_t)i * hd_k;
+                    memcpy(qi, qs[i], sizeof(float) * (size_t)hd_k);
+                    backend_kv_rotate(qi, hd_k, false);
+                    qs[i] = qi;
+                }
             }
             attn_blocks(r, s, li, kvh, hd_k, hd_v, scale, qs, ys, nk, nq, sc, ith);
+            for (int i = 0; rot && i < nq; i++) backend_kv_rotate(ys[i], hd_v, true);
         }
     }
 }

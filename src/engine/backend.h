@@ -19,7 +19,12 @@
  * scale per block, quantized per head row on store: 8.5 / 4.5 bits per
  * value instead of 16). Quantized caches need head dims that are multiples
  * of 32 (backend_kv_check). */
-typedef enum zn_kv_type { ZN_KV_F16 = 0, ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_COUNT } zn_kv_type;
+/* ZN_KV_Q4_0R: Q4_0 blocks of each head's K and V after a fixed orthogonal
+ * rotation (random signs, then a Walsh-Hadamard transform: backend_kv_rotate),
+ * the queries rotated alike and the attention output rotated back.
+ * ZN_KV_Q3_0R: the same rotation, then blocks of 32 3-bit codes of a
+ * Gaussian codebook scaled by the block's RMS (backend_kv_quantize). */
+typedef enum zn_kv_type { ZN_KV_F16 = 0, ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_Q4_0R, ZN_KV_Q3_0R, ZN_KV_COUNT } zn_kv_type;
 
 /* The paged KV cache. A sequence's keys and values live in blocks of
  * ZN_KV_BLOCK positions (limits.h); one block holds those positions of
@@ -190,20 +195,40 @@ typedef struct zn_backend_ops {
 /* Options with every field at its default (device -1, no overrides). */
 zn_backend_opts backend_default_opts(void);
 
-/* "f16", "q8_0", "q4_0"; backend_kv_type_parse: -1 for another name. */
+/* "f16", "q8_0", "q4_0", "q4_0r", "q3_0r"; backend_kv_type_parse: -1 for another name. */
 const char *backend_kv_type_name(zn_kv_type t);
 int backend_kv_type_parse(const char *name);
-/* The storage type of a KV format (ZN_TYPE_F16, _Q8_0, _Q4_0) and the
- * bytes of n values in it (n a multiple of its block size). */
-zn_type backend_kv_storage(zn_kv_type t);
+/* The bytes of n values in KV format t (n a multiple of its block size). */
 size_t backend_kv_bytes(zn_kv_type t, int64_t n);
+/* n values (a multiple of 32) in format t's blocks, rotated or not: Q8_0
+ * rounded as the matmuls' activations are, Q4_0 by the reference quantizer
+ * (ggml's arithmetic), f16 to nearest even; q3_0r's blocks are
+ * {f16 d; uint8 lo[8]; uint8 hi[4]}, d the RMS of the 32 values, code c of
+ * value j (2 low bits in lo[j / 4] at bit 2 (j % 4), the high bit in
+ * hi[j / 8] at bit j % 8) the nearest of 8 Lloyd-Max levels for a unit
+ * Gaussian, value d * level[c]. kv_store.comp writes the same bytes. */
+void backend_kv_quantize(zn_kv_type t, const float *x, void *dst, int64_t n);
+/* Back to n floats. */
+void backend_kv_dequantize(zn_kv_type t, const void *src, float *y, int64_t n);
 /* n values (a multiple of the block size) in format t as every backend
- * stores them: Q8_0 rounded as the matmuls' activations are, Q4_0 by the
- * reference quantizer (ggml's arithmetic), f16 to nearest even. The
- * Vulkan kernel (kv_store.comp) writes the same bytes. */
-void backend_kv_put(zn_kv_type t, const float *x, void *dst, int64_t n);
+ * stores them: backend_kv_quantize, a rotated format rotating each head
+ * of hd values first (the Vulkan backend in place, by kv_rot.comp, before
+ * kv_store.comp: the same floats, so the same bytes). */
+void backend_kv_put(zn_kv_type t, const float *x, void *dst, int64_t n, int hd);
+/* Does format t rotate heads (ZN_KV_Q4_0R, ZN_KV_Q3_0R)? */
+bool backend_kv_rotated(zn_kv_type t);
+/* One head of hd values (a power of two, at most ZN_KV_ROT_MAX_HD) in
+ * place: x <- H D x / sqrt(hd), D the fixed signs (a hash bit of the
+ * index), H the Walsh-Hadamard matrix; inverse: x <- D H x / sqrt(hd).
+ * Orthogonal, so q.k is unchanged when both are rotated, while a head's
+ * outlier channels spread over all of it before 4-bit rounding. rot.comp
+ * does the same float operations in the same order. */
+void backend_kv_rotate(float *x, int hd, bool inverse);
+/* 1 / sqrt(hd) as both backends scale by it. */
+float backend_kv_rot_scale(int hd);
 /* Whether model m can keep its KV cache in format t: ZN_ERR_UNSUPPORTED
- * naming the model and the head dim that is not a multiple of 32. */
+ * naming the model and the head dim that is not a multiple of 32 (q4_0r:
+ * not a power of two up to ZN_KV_ROT_MAX_HD). */
 zn_status backend_kv_check(const zn_model *m, zn_kv_type t, zn_err *err);
 
 /* The block layout of model m's KV cache in format t. */

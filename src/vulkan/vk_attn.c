@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
 #include "vk_ops_impl.h"
 
 #define ATTN_MERGE_DIMS 32 /* attn_merge.comp's DS: output dims per workgroup */
@@ -82,6 +83,28 @@ zn_status vkop_kv_store(vkops *o, vkcmd *c, VkDeviceAddress k, VkDeviceAddress v
         uint64_t seqs;
     } pc = {k, v, kv->tab, step, n_tok, kdim, vdim, n_past, kv->koff, kv->voff, kv->pos_bytes, 0, seqs};
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, n_tok, name);
+    return ZN_OK;
+}
+
+uint32_t vkops_kvq(zn_kv_type t) {
+    _Static_assert(ZN_KV_COUNT == 5, "a KVQ for every format");
+    return t == ZN_KV_Q8_0 ? 1u : t == ZN_KV_Q4_0 || t == ZN_KV_Q4_0R ? 2u : t == ZN_KV_Q3_0R ? 3u : 0u;
+}
+
+zn_status vkop_kv_rot(vkops *o, vkcmd *c, VkDeviceAddress x, uint32_t rows, uint32_t heads, uint32_t hd,
+                      uint32_t stride, bool inverse, const char *name, zn_err *err) {
+    const vkpipe *p = NULL;
+    if (hd > ZN_KV_ROT_MAX_HD || hd & (hd - 1))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: KV rotation of heads of %u values", hd);
+    zn_status st = vkops_pipe(o, VKO_KV_ROT, (vkvar){0}, &p, err);
+    if (st) return st;
+    struct {
+        uint64_t x;
+        uint32_t rows, heads, hd, stride;
+        float scale;
+        uint32_t inverse;
+    } pc = {x, rows, heads, hd, stride, backend_kv_rot_scale((int)hd), inverse};
+    vkops_dispatch_items(o, c, p, &pc, sizeof pc, rows * heads, name);
     return ZN_OK;
 }
 

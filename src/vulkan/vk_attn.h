@@ -3,6 +3,7 @@
 #ifndef ZINC_VK_ATTN_H
 #define ZINC_VK_ATTN_H
 
+#include "backend.h"
 #include "vk_ops.h"
 
 /* Tile configurations of prefill attention on matrix products
@@ -79,5 +80,13 @@ uint32_t vkop_attn_shape(const vkops *o, uint32_t n_tok, uint32_t n_kv, bool bat
 bool vkop_attn_batch_ok(const vkops *o, uint32_t n_seq, uint32_t n_kv);
 uint64_t vkop_attn_part_floats(const vkops *o, uint32_t n_tok, uint32_t n_ctx, uint32_t n_head, uint32_t hd_v);
 zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name, zn_err *err);
+/* The shaders' KVQ (kvq.glsl, vkops.kvq) of a KV format: 0 f16, 1 Q8_0,
+ * 2 Q4_0 (also q4_0r: the rotation is kv_rot.comp's), 3 q3_0r's blocks. */
+uint32_t vkops_kvq(zn_kv_type t);
+/* kv_rot.comp: each of `heads` heads of hd values (a power of two) of rows
+ * rows of f32 x (stride floats apart), in place, rotated as
+ * backend_kv_rotate does (inverse: back). */
+zn_status vkop_kv_rot(vkops *o, vkcmd *c, VkDeviceAddress x, uint32_t rows, uint32_t heads, uint32_t hd,
+                      uint32_t stride, bool inverse, const char *name, zn_err *err);
 
 #endif

@@ -79,7 +79,8 @@ typedef struct vk_ctx {
     /* the fusion plan of the graph being recorded (vk_fuse.h), sized for the model's graphs */
     int cap_nodes, cap_acts;
     bool no_fusion;               /* every node on its own (tests) */
-    zn_kv_type kv_type;           /* the caches' format (f16, Q8_0, Q4_0: c->o.kvq) */
+    zn_kv_type kv_type;           /* the caches' format (f16, Q8_0, Q4_0: c->o.kvq; rotated: vk_record.c
+                                     rotates K, V and q before, the output after, by kv_rot.comp) */
     zn_kv_layout kvl;             /* the paged cache's rows and blocks (backend.h) */
     uint32_t *kv_off;             /* [n_layer]: an attention layer's K row in a position's row (V: + kvl.k_bytes) */
     /* The shared KV pool (kv_pool_tokens > 0; else every sequence holds

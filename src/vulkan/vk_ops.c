@@ -48,6 +48,7 @@ static const vkpipe_desc pipe_table[VKO_COUNT] = {
     [VKO_MM_PREP] = {"mm_prep", BY_TYPE, 0, 0, vkspec_mm_prep},
     [VKO_MOE_BUCKET] = {"moe_bucket", BY_NONE, 0, 0, vkspec_wg256},
     [VKO_MM_REDUCE] = {"mm_reduce", BY_NONE, 0, 0, vkspec_wg256},
+    [VKO_KV_ROT] = {"kv_rot", BY_NONE, 0, 0, vkspec_wg256},
     [VKO_MMF] = {"mmf_cm", BY_CFG, ZN_VK_MM_NCFG, 32, vkspec_mmf},
     [VKO_MMF_EMU] = {"mmf_emu", BY_CFG, ZN_VK_MM_NCFG, 0, vkspec_mmf},
     [VKO_MMF_CM2] = {"mmf_cm2", BY_CFG, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},

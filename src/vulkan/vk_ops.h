@@ -44,6 +44,7 @@ typedef enum vkop_kind {
                                                                 (per tile config and weight type) */
     VKO_MMI8,                                                /* Q4_K GEMM on int8 dot products (t.mmi_*) */
     VKO_MM_REDUCE,                                           /* split-K GEMMs' sums and epilogue */
+    VKO_KV_ROT,                                              /* the rotated KV cache's head rotation */
     VKO_COUNT
 } vkop_kind;
 

@@ -306,6 +306,16 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     }
     case ZN_OP_KV_STORE: {
         const vkop_kv kv = vkseq_kv(c, s, L);
+        if (backend_kv_rotated(c->kv_type)) { /* K and V in place: nothing else reads them */
+            const zn_act *va = &g->acts[n->src[1]];
+            const uint32_t hk = (uint32_t)c->m->hp.head_dim_k, hv = (uint32_t)c->m->hp.head_dim_v;
+            zn_status st = vkop_kv_rot(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), sg->n_rows,
+                                       (uint32_t)x->cols / hk, hk, (uint32_t)x->cols, false, n->tag, err);
+            if (!st) st = vkop_kv_rot(&c->o, c->rec, seg_addr(c, g, n->src[1], sg), sg->n_rows,
+                                      (uint32_t)va->cols / hv, hv, (uint32_t)va->cols, false, n->tag, err);
+            if (st) return st;
+            vkcmd_barrier(c->rec);
+        }
         return vkop_kv_store(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->src[1], sg), &kv,
                              sg->n_rows, (uint32_t)x->cols, (uint32_t)g->acts[n->src[1]].cols, sg->n_past, sg->step,
                              sg->batch ? seq_table(c, L) : 0, n->tag, err);
@@ -317,7 +327,16 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
                        .n_tok = sg->batch ? 1 : sg->n_rows, .n_past = sg->n_past, .n_head = (uint32_t)n->attn.n_head,
                        .n_head_kv = (uint32_t)n->attn.n_head_kv, .hd_k = (uint32_t)n->attn.hd_k,
                        .hd_v = (uint32_t)n->attn.hd_v, .scale = n->attn.scale};
-        return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
+        if (!backend_kv_rotated(c->kv_type)) return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
+        /* the queries rotated as the cache's keys were (in place: only the
+         * attention reads them), the output rotated back */
+        zn_status st = vkop_kv_rot(&c->o, c->rec, a.q, sg->n_rows, a.n_head, a.hd_k, (uint32_t)x->cols, false,
+                                   n->tag, err);
+        if (st) return st;
+        vkcmd_barrier(c->rec);
+        if ((st = vkop_attn_run(&c->o, c->rec, &a, n->tag, err))) return st;
+        vkcmd_barrier(c->rec);
+        return vkop_kv_rot(&c->o, c->rec, a.dst, sg->n_rows, a.n_head, a.hd_v, (uint32_t)y->cols, true, n->tag, err);
     }
     case ZN_OP_ADD: {
         vkop_elt e = {.mode = VKELT_ADD, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols};

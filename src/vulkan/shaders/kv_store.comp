@@ -19,6 +19,32 @@ layout(local_size_x_id = 0) in;
 #include "seqs.glsl"
 
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer W8 { int8_t v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer WU8 { uint8_t v[]; };
+
+// q3_0r as kv_type.c q3_put: d = sqrt(sum x^2 / 32) (the sum in index
+// order, unfused), code = the number of edges below x / d. The rotation
+// (kv_rot.comp) ran before.
+void put_q3(uint64_t src, uint64_t row, uint n) {
+    for (uint b = gl_LocalInvocationID.x; b < n / 32u; b += WG) {
+        const uint64_t x = src + 128ul * b;
+        precise float ss = 0.0;
+        for (uint j = 0; j < 32u; j++) ss += F32(x).v[j] * F32(x).v[j];
+        precise float d = sqrt(ss / 32.0);
+        precise float id = d != 0.0 ? 1.0 / d : 0.0;
+        const uint64_t blk = row + uint64_t(b) * kvq_block();
+        F16(blk).v[0] = float16_t(d);
+        uint lo[8] = uint[8](0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u), hi[4] = uint[4](0u, 0u, 0u, 0u);
+        for (uint j = 0; j < 32u; j++) {
+            precise float v = F32(x).v[j] * id;
+            uint c = 0u;
+            for (uint e = 0; e < 7u; e++) c += v > kvq3_edge[e] ? 1u : 0u;
+            lo[j / 4u] |= (c & 3u) << (2u * (j % 4u));
+            hi[j / 8u] |= (c >> 2) << (j % 8u);
+        }
+        for (uint i = 0; i < 8u; i++) WU8(blk).v[2u + i] = uint8_t(lo[i]);
+        for (uint i = 0; i < 4u; i++) WU8(blk).v[10u + i] = uint8_t(hi[i]);
+    }
+}
 
 // Q8_0 as quant.c act_q8_0: d = amax / 127, codes x * 127 / amax to
 // nearest even
@@ -83,6 +109,11 @@ void main() {
     if (KVQ == KVQ_Q4_0) {
         put_q4(p.k + 4ul * r * p.kdim, kr, p.kdim);
         put_q4(p.v + 4ul * r * p.vdim, vr, p.vdim);
+        return;
+    }
+    if (KVQ == KVQ_Q3) {
+        put_q3(p.k + 4ul * r * p.kdim, kr, p.kdim);
+        put_q3(p.v + 4ul * r * p.vdim, vr, p.vdim);
         return;
     }
     for (uint i = gl_LocalInvocationID.x; i < p.kdim; i += WG) F16(kr).v[i] = float16_t(F32(p.k).v[r * p.kdim + i]);
