@@ -518,7 +518,7 @@ static void test_attention_mm(void) {
 /* The kernels with the cache format as a specialisation constant, built
  * anew for E.o.kvq. */
 static void kvq_set(zn_kv_type kt) {
-    static const vkop_kind kinds[] = {VKO_KV_STORE, VKO_ATTN, VKO_ATTN_FA};
+    static const vkop_kind kinds[] = {VKO_KV_STORE, VKO_ATTN, VKO_ATTN_FA, VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256};
     E.o.kvq = vkops_kvq(kt);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (int v = 0; v < ZN_VK_NVAR; v++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][v]);
@@ -529,10 +529,13 @@ static void kvq_set(zn_kv_type kt) {
  * bytes, attn.comp (prefill rows, decode, split-K, head dims 32..256,
  * hd_k != hd_v) and attn_fa.comp (16+ rows) read them, both exactly: the
  * dequantised values d * q are exact in f32, so the bound is the f32
- * kernels' of test_attention. attn_dec.comp and the matrix-product prefill
- * stay off, as the backend has them with such a cache. */
+ * kernels' of test_attention. Then decode past attn_dec_min keys on
+ * attn_dec.comp (head dims 64, 128, 256; several rows; split), which keeps
+ * the dequantised values as f16 (as the CPU backend does): bound 1e-6
+ * (f16 rounding of values exact in f32). The matrix-product prefill stays
+ * off, as the backend has it with such a cache. */
 static void test_attention_kvq(void) {
-    const double tol = 1e-10;
+    const double tol = 1e-10, tol_dec = 1e-6;
     const bool fa_cm = E.o.fa_cm, dec = E.o.attn_dec;
     const uint32_t chunk = E.o.t.attn_chunk;
     E.o.fa_cm = E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
@@ -547,6 +550,11 @@ static void test_attention_kvq(void) {
         {4, 2, 64, 64, 250, 20, false, "flash prefill hd 64 across a cache block"},
         {2, 1, 128, 32, 530, 3, false, "prefill rows in the third cache block"},
     };
+    static const struct { int n_head, n_kv, hd_k, hd_v, n_past, T; bool via_step; const char *what; } dc[] = {
+        {4, 2, 64, 64, 300, 1, false, "decode hd 64 (attn_dec.comp)"},
+        {4, 1, 128, 128, 700, 3, true, "3 decode rows hd 128, position from the step block (attn_dec.comp)"},
+        {2, 1, 256, 256, 1500, 1, false, "decode hd 256 over 1500 keys, split (attn_dec.comp)"},
+    };
     static const zn_kv_type kts[] = {ZN_KV_Q8_0, ZN_KV_Q4_0, ZN_KV_Q3_0R};
     for (size_t t = 0; t < sizeof kts / sizeof *kts; t++) {
         kvq_set(kts[t]);
@@ -559,6 +567,18 @@ static void test_attention_kvq(void) {
         CHECK_MSG(E.o.pipes[VKO_ATTN][0].pipe && E.o.pipes[VKO_ATTN_FA][3].pipe && E.o.pipes[VKO_ATTN_FA][4].pipe &&
                       E.o.pipes[VKO_ATTN_FA][5].pipe,
                   "%s cache: attn.comp or attn_fa.comp (hd 64, 128, 256) not used", backend_kv_type_name(kts[t]));
+        E.o.attn_dec = true, E.o.t.attn_chunk = chunk;
+        for (size_t i = 0; i < sizeof dc / sizeof *dc; i++) {
+            const double e = attn_case_kv(kts[t], dc[i].n_head, dc[i].n_kv, dc[i].hd_k, dc[i].hd_v, dc[i].n_past,
+                                          dc[i].T, dc[i].via_step);
+            CHECK_MSG(e <= tol_dec, "%s cache, %s: nmse %.3g", backend_kv_type_name(kts[t]), dc[i].what, e);
+        }
+        bool dec_used[3] = {false, false, false};
+        for (int k = 0; k < 3; k++)
+            for (int v = 0; v < ZN_VK_NVAR; v++) dec_used[k] |= E.o.pipes[VKO_ATTN_DEC64 + k][v].pipe != VK_NULL_HANDLE;
+        CHECK_MSG(dec_used[0] && dec_used[1] && dec_used[2], "%s cache: attn_dec.comp not used for hd %s%s%s",
+                  backend_kv_type_name(kts[t]), dec_used[0] ? "" : "64 ", dec_used[1] ? "" : "128 ", dec_used[2] ? "" : "256");
+        E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
     }
     kvq_set(ZN_KV_F16);
     E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.t.attn_chunk = chunk;

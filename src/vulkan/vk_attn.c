@@ -169,9 +169,10 @@ static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
 static bool attn_dec_pipe(const vkops *o, const vkop_attn *a, vkop_kind *kind, uint32_t *slot) {
     const uint32_t rows = a->n_tok * (a->n_head / a->n_head_kv), hd = a->hd_k;
     /* more tokens go unsplit: attn.comp's workgroup per (head, token) then
-     * keeps more of the GPU busy than one per KV head */
+     * keeps more of the GPU busy than one per KV head; the f16 cache is read
+     * 16 bytes at a time, a quantized one (kvq) a byte at a time */
     if (!o->attn_dec || a->n_tok > ZN_VK_ATTN_SPLIT_TOK || rows > ZN_VK_ATTN_DEC_MAX_ROWS || hd != a->hd_v ||
-        (hd != 64 && hd != 128 && hd != 256) || (a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16)
+        (hd != 64 && hd != 128 && hd != 256) || (!o->kvq && (a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16))
         return false;
     *kind = hd == 64 ? VKO_ATTN_DEC64 : hd == 128 ? VKO_ATTN_DEC128 : VKO_ATTN_DEC256;
     for (*slot = 0; 1u << *slot < rows; ++*slot) {}
@@ -246,7 +247,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
 /* ---- specialisation constants ---- */
 
 typedef struct spec_wg { uint32_t wg, kvq; } spec_wg;                               /* attn, attn_merge, kv_store */
-typedef struct spec_attn_dec { uint32_t wg, rows, hd; } spec_attn_dec;              /* attn_dec.comp */
+typedef struct spec_attn_dec { uint32_t wg, rows, hd, kvq; } spec_attn_dec;         /* attn_dec.comp */
 typedef struct spec_attn_fa { uint32_t wg, hd, bc, kvq; } spec_attn_fa;             /* attn_fa.comp */
 typedef struct spec_attn_fa_cm { uint32_t wg, hd, br, bc, ssz, kv2, kp; } spec_attn_fa_cm; /* attn_fa_cm.glsl */
 
@@ -264,8 +265,8 @@ zn_status vkspec_kv_store(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_
 
 /* The kind fixes the head dim (64, 128, 256), the variant the query rows. */
 zn_status vkspec_attn_dec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
-    (void)o, (void)err;
-    VKSPEC(out, spec_attn_dec, {.wg = ATTN_WG, .rows = 1u << v.rows_log2, .hd = 64u << (k - VKO_ATTN_DEC64)});
+    (void)err;
+    VKSPEC(out, spec_attn_dec, {.wg = ATTN_WG, .rows = 1u << v.rows_log2, .hd = 64u << (k - VKO_ATTN_DEC64), .kvq = o->kvq});
     return ZN_OK;
 }
 

@@ -22,6 +22,8 @@
 // dispatch holds for any position and the host may pick any split count.
 // seqs set: a batched decode step (seqs.glsl), one token per sequence,
 // unsplit; the workgroup's z is the sequence, q and dst the step's rows.
+// KVQ: a quantized cache (kvq.glsl), each value dequantized as it is loaded
+// and kept as f16 in the same registers (as the CPU backend rounds them).
 #include "common.glsl"
 #include "kvtab.glsl"
 #include "seqs.glsl"
@@ -30,7 +32,10 @@
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint ROWS = 8; // a power of two, at most WG / RL
 layout(constant_id = 2) const uint HD = 128; // 64, 128 or 256
+layout(constant_id = 3) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
+
+#include "kvq.glsl"
 
 #define KL 4u  // lanes per key (scores)
 #define RL 8u  // lanes per row (softmax)
@@ -67,7 +72,14 @@ void load_k(uint kvh, uint jt, uint nk) {
     [[unroll]] for (uint i = 0; i < KPT; i++) {
         const uint key = i * (WG / KL) + tid / KL;
         [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = uvec4(0);
-        if (key < nk) {
+        if (key < nk && KVQ != 0u) {
+            const uint64_t row = kv_row(tab, jt + key, p.pos_bytes, p.koff);
+            [[unroll]] for (uint c = 0; c < CPL; c++) {
+                const uint e = kvh * HD + 8u * (c * KL + sub);
+                const vec4 a = kvq4(row, e), b = kvq4(row, e + 4u);
+                kr[i][c] = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+            }
+        } else if (key < nk) {
             const uint64_t row = kv_row(tab, jt + key, p.pos_bytes, p.koff) + 2ul * kvh * HD;
             [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = U32x4(row + 16ul * (c * KL + sub)).v[0];
         }
@@ -80,7 +92,12 @@ void load_v(uint kvh, uint jt, uint nk) {
     [[unroll]] for (uint i = 0; i < VPT; i++) {
         const uint key = kg + i * KG;
         vr[i] = uvec2(0);
-        if (key < nk) vr[i] = U32x2(kv_row(tab, jt + key, p.pos_bytes, p.voff) + 2ul * (kvh * HD + 4u * dg)).v[0];
+        if (key < nk && KVQ != 0u) {
+            const vec4 v = kvq4(kv_row(tab, jt + key, p.pos_bytes, p.voff), kvh * HD + 4u * dg);
+            vr[i] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
+        } else if (key < nk) {
+            vr[i] = U32x2(kv_row(tab, jt + key, p.pos_bytes, p.voff) + 2ul * (kvh * HD + 4u * dg)).v[0];
+        }
     }
 }
 
