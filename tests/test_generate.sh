@@ -20,6 +20,14 @@ has "decode stats" "$tmp/e1" "zinc: generated: 24 tokens in "
 has "tok/s" "$tmp/e1" "tok/s"
 has "stop reason" "$tmp/e1" "zinc: stop: length"
 
+# a quantized KV cache is named on the load line; a model whose heads the
+# format cannot take is refused, naming the file and its head dims
+D=$(dirname "$0")/../models/zinc-demo-qwen35.gguf
+$zinc -m "$D" -p "Hello" -n 2 --kv-type q3_0r --seed 1 > /dev/null 2> "$tmp/e5"; expect "kv rc" 0 $?
+has "kv on the load line" "$tmp/e5" ", KV cache q3_0r"
+$zinc -m "$M" -p "Hello" -n 2 --kv-type q4_0r > /dev/null 2> "$tmp/e6"; expect "kv refused rc" 1 $?
+has "kv refusal" "$tmp/e6" "--kv-type q4_0r rotates each head and needs head dims that are powers of two from 32 to 512; this model's are 4 (keys) and 4 (values)"
+
 # --temp 0 is greedy: the same tokens `zinc eval` picks, as text
 ids=$($zinc tokenize -m "$M" "Hello world" | tr -d '[] ')
 greedy=$($zinc eval -m "$M" --tokens "$ids" -n 12 | sed -E 's/.*"greedy": \[([^]]*)\].*/\1/' | tr -d ' ')

@@ -221,9 +221,10 @@ static int gen_open(gen *g, const gen_opts *o) {
         memcpy(g->tmpl, t.ptr, t.len);
         g->tmpl[t.len] = 0;
     }
-    fprintf(stderr, "zinc: loaded %s (%s, %.1fM parameters) in %.2f s; backend %s, %d threads, context %d\n",
+    const zn_kv_type kt = o->eo.be.kv_type;
+    fprintf(stderr, "zinc: loaded %s (%s, %.1fM parameters) in %.2f s; backend %s, %d threads, context %d%s%s\n",
             o->model, model_arch_name(g->m.arch), (double)g->m.n_params / 1e6, timer_now() - t0, o->backend,
-            g->e.n_threads, g->n_ctx);
+            g->e.n_threads, g->n_ctx, kt != ZN_KV_F16 ? ", KV cache " : "", kt != ZN_KV_F16 ? backend_kv_type_name(kt) : "");
     return 0;
 }
 
