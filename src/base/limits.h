@@ -47,7 +47,7 @@
 #define ZN_GDN_MAX_CONV       8
 #define ZN_VK_MM_SCRATCH      (128u << 20) /* bytes of f16 weights the Vulkan prefill GEMM dequantises at a time */
 #define ZN_VK_MM_SCRATCH_MAX  (1024ull << 20) /* ... at most, on devices with much memory */
-#define ZN_KV_ROT_MAX_HD      512        /* head dims the rotated KV cache (q4_0r) takes at most: rot.comp's
+#define ZN_KV_ROT_MAX_HD      512        /* head dims the rotated KV caches (q4_0r, q3_0r) take at most: kv_rot.comp's
                                             shared memory, the CPU's stack copy of a head */
 #define ZN_VK_MM_SPLIT_MAX    16         /* k ranges a split-K Vulkan GEMM takes at most (tuning mm_split_wgs) */
 #define ZN_VK_MVT_MAX         16         /* tokens one workgroup of the Vulkan integer mat-vec takes (tuning mvt):

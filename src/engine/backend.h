@@ -221,7 +221,7 @@ bool backend_kv_rotated(zn_kv_type t);
  * place: x <- H D x / sqrt(hd), D the fixed signs (a hash bit of the
  * index), H the Walsh-Hadamard matrix; inverse: x <- D H x / sqrt(hd).
  * Orthogonal, so q.k is unchanged when both are rotated, while a head's
- * outlier channels spread over all of it before 4-bit rounding. rot.comp
+ * outlier channels spread over all of it before 4-bit rounding. kv_rot.comp
  * does the same float operations in the same order. */
 void backend_kv_rotate(float *x, int hd, bool inverse);
 /* 1 / sqrt(hd) as both backends scale by it. */

@@ -71,7 +71,7 @@ void backend_kv_dequantize(zn_kv_type t, const void *src, float *y, int64_t n) {
     else quant_dequantize_row(kv_storage(t), src, y, n);
 }
 
-/* The rotation's sign of index i: a bit of a multiplicative hash (rot.comp
+/* The rotation's sign of index i: a bit of a multiplicative hash (kv_rot.comp
  * kv_sign). Fixed, so caches written by one process read in another. */
 static float kv_sign(uint32_t i) { return ((i * 2654435761u) >> 15) & 1u ? -1.0f : 1.0f; }
 
