@@ -163,13 +163,18 @@ static void mm_plan_shape(const vkops *o, const vkop_mm *a, mm_plan *pl) {
     (void)o;
 }
 
+/* The most splits a padded k of kp allows (mm_split): ranges of at least
+ * t.mm_split_k, at most ZN_VK_MM_SPLIT_MAX of them. */
+static uint64_t split_cap(const vkops *o, uint32_t kp) {
+    const uint64_t n = kp / o->t.mm_split_k;
+    return n < ZN_VK_MM_SPLIT_MAX ? n : ZN_VK_MM_SPLIT_MAX;
+}
+
 /* Split-K partials at most (mm_split): the splits its k allows of every
  * token count that dequantises in the GEMM (below t.mm_prep_tok). */
 static uint64_t split_bytes(const vkops *o, const vkop_mm *a, const mm_plan *pl) {
     if (a->ids || o->t.mm_split_wgs == ZN_VK_OFF) return 0;
-    const uint64_t tok = a->n_tok < o->t.mm_prep_tok ? a->n_tok : o->t.mm_prep_tok - 1;
-    uint64_t n = pl->kp / o->t.mm_split_k;
-    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
+    const uint64_t tok = a->n_tok < o->t.mm_prep_tok ? a->n_tok : o->t.mm_prep_tok - 1, n = split_cap(o, pl->kp);
     return n < 2 ? 0 : n * tok * a->nrows * 4;
 }
 
@@ -226,10 +231,9 @@ static uint32_t mm_split(const vkops *o, const vkop_mm *a, const mm_plan *pl, ui
     const uint64_t part = 4ull * a->n_tok * a->nrows; /* one split's partials */
     if (o->t.mm_split_wgs == ZN_VK_OFF || wgs >= o->t.mm_split_wgs || o->mm_scratch_bytes < pl->a_off) return 1;
     uint64_t n = (o->t.mm_split_wgs + wgs - 1) / wgs;
-    const uint64_t by_k = pl->kp / o->t.mm_split_k, room = (o->mm_scratch_bytes - pl->a_off) / part;
-    if (n > by_k) n = by_k;
+    const uint64_t cap = split_cap(o, pl->kp), room = (o->mm_scratch_bytes - pl->a_off) / part;
+    if (n > cap) n = cap;
     if (n > room) n = room;
-    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
     if (n < 2) return 1;
     const uint32_t k = (uint32_t)((pl->kp + n - 1) / n + bk - 1) / bk * bk;
     *kspl = k;

@@ -306,8 +306,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
     }
     case ZN_OP_KV_STORE: {
         const vkop_kv kv = vkseq_kv(c, s, L);
+        const zn_act *va = &g->acts[n->src[1]];
         if (backend_kv_rotated(c->kv_type)) { /* K and V in place: nothing else reads them */
-            const zn_act *va = &g->acts[n->src[1]];
             const uint32_t hk = (uint32_t)c->m->hp.head_dim_k, hv = (uint32_t)c->m->hp.head_dim_v;
             zn_status st = vkop_kv_rot(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), sg->n_rows,
                                        (uint32_t)x->cols / hk, hk, (uint32_t)x->cols, false, n->tag, err);
@@ -317,7 +317,7 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
             vkcmd_barrier(c->rec);
         }
         return vkop_kv_store(&c->o, c->rec, seg_addr(c, g, n->src[0], sg), seg_addr(c, g, n->src[1], sg), &kv,
-                             sg->n_rows, (uint32_t)x->cols, (uint32_t)g->acts[n->src[1]].cols, sg->n_past, sg->step,
+                             sg->n_rows, (uint32_t)x->cols, (uint32_t)va->cols, sg->n_past, sg->step,
                              sg->batch ? seq_table(c, L) : 0, n->tag, err);
     }
     case ZN_OP_ATTN: {
