@@ -48,6 +48,8 @@ typedef enum mm_kernel { K_AUTO, K_VEC, K_MAT, K_F16 } mm_kernel;
  * when f16_cm, else on their emulation. Its scratch (NaN-poisoned, so a
  * missing zero pad shows) holds half the weights: they go in chunks. */
 static bool f16_cm, f16_cm2; /* f16_cm2: dense GEMMs on mmf_cm2.comp (NV cooperative matrix 2) */
+/* " (coopmat2)", " (coopmat)" or " (emulated)": the f16 GEMM path a failure message is about */
+static const char *f16_path_name(void) { return f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)"; }
 static zn_status f16_matmat(vkop_mm *a, uint64_t weight_bytes, zn_err *err) {
     const vkops saved = E.o;
     E.o.coopmat = f16_cm;
@@ -289,7 +291,7 @@ static void f16_types(void) {
         double e2 = mm_case(t, 33, cols_for(t, 33), 5, true, K_F16);
         double e3 = mm_case(t, 300, cols_for(t, 72), 131, true, K_F16);
         CHECK_MSG(e1 <= 1e-5 && e2 <= 1e-5 && e3 <= 1e-5, "%s%s: nmse %.3g (70x67) %.3g (33x5, extras) %.3g (300x131, chunks)",
-                  zn_type_name(t), f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e1, e2, e3);
+                  zn_type_name(t), f16_path_name(), e1, e2, e3);
     }
 }
 
@@ -418,7 +420,7 @@ static void f16_grouped_case(const int rows[3]) {
             }
         const double e = nmse(y, ref, (size_t)T * ld);
         CHECK_MSG(e <= 1e-5, "segment %d of %d/%d/%d rows%s: nmse %.3g", sg, rows[0], rows[1], rows[2],
-                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+                  f16_path_name(), e);
     }
     free(wf); free(x); free(y); free(ref); free(wq); free(bias);
     reset();
@@ -473,7 +475,7 @@ static void f16_x_reuse(void) {
                 ref[tk * rows + r] = v;
             }
         const double e = nmse(y[i], ref, (size_t)T * rows);
-        CHECK_MSG(e <= 1e-5, "call %d%s: nmse %.3g", i, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        CHECK_MSG(e <= 1e-5, "call %d%s: nmse %.3g", i, f16_path_name(), e);
     }
     free(wq);
     reset();
@@ -524,7 +526,7 @@ static void f16_swiglu(void) {
             }
         }
         CHECK_MSG(e <= 1e-5, "SwiGLU x, %s%s: nmse %.3g", moe ? "grouped MoE" : "dense",
-                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+                  f16_path_name(), e);
         reset();
     }
     free(wf); free(x); free(aux); free(h); free(y); free(ref); free(wq);
@@ -597,7 +599,7 @@ static void moe_types(void) {
         if (t == ZN_TYPE_F32) continue;
         double e0 = moe_case(t, false), e1 = moe_case(t, true);
         CHECK_MSG(e0 <= 1e-5 && e1 <= 1e-5, "%s%s: nmse %.3g (shared x) %.3g (per-slot x)", zn_type_name(t),
-                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e0, e1);
+                  f16_path_name(), e0, e1);
     }
 }
 
@@ -662,7 +664,7 @@ static void moe_x_reuse(void) {
         dev_down(dy[i], y, sizeof(float) * T * k * rows);
         moe_ref(wf[wsel[i]], route[rsel[i]], x, T, k, rows, cols, ref);
         const double e = nmse(y, ref, (size_t)T * k * rows);
-        CHECK_MSG(e <= 1e-5, "grouped call %d%s: nmse %.3g", i, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+        CHECK_MSG(e <= 1e-5, "grouped call %d%s: nmse %.3g", i, f16_path_name(), e);
     }
     for (int i = 0; i < 2; i++) free(wf[i]), free(wq[i]);
     free(x); free(y); free(ref);
@@ -1025,11 +1027,11 @@ static void matmat_split(void) {
         for (size_t i = 0; i < sizeof longk / sizeof *longk; i++) {
             const double e = mm_case(longk[i].t, longk[i].rows, longk[i].cols, longk[i].T, true, K_F16);
             CHECK_MSG(e <= 1e-5, "%s %dx%d, %d tokens, split k%s: nmse %.3g", zn_type_name(longk[i].t), longk[i].rows,
-                      longk[i].cols, longk[i].T, f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)", e);
+                      longk[i].cols, longk[i].T, f16_path_name(), e);
         }
         f16_grouped();
         CHECK_MSG(E.o.pipes[VKO_MM_REDUCE][0].pipe != VK_NULL_HANDLE, "split-K%s: mm_reduce never ran",
-                  f16_cm2 ? " (coopmat2)" : f16_cm ? " (coopmat)" : " (emulated)");
+                  f16_path_name());
     }
     f16_cm = f16_cm2 = false;
 }
