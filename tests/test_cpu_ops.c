@@ -240,6 +240,36 @@ static void test_packed_kernels(void) {
 #endif
 }
 
+/* A quantized KV cache's rows as f16 (what the f16 attention kernels read):
+ * the AVX2 kernel gives each value's backend_kv_dequantize float rounded to
+ * f16, bit for bit, in every format; blocks of very different scales, a
+ * zero block and one of denormal f16 values included. */
+static void test_kv_to_f16(void) {
+#ifdef __x86_64__
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !__builtin_cpu_supports("f16c")) {
+        SKIP("no AVX2/FMA/F16C on this CPU");
+    }
+    enum { N = 32 * 12 };
+    static float x[N], y[N];
+    static uint8_t q[N * 4];
+    static zn_half ref[N], got[N];
+    for (int i = 0; i < N; i++) x[i] = frand() * (i < 32 ? 0.0f : i < 64 ? 1e-6f : (float)(1 << (i / 32 % 8)));
+    for (int t = ZN_KV_Q8_0; t < ZN_KV_COUNT; t++) {
+        backend_kv_quantize((zn_kv_type)t, x, q, N);
+        backend_kv_dequantize((zn_kv_type)t, q, y, N);
+        for (int i = 0; i < N; i++) ref[i] = zn_f32_to_fp16(y[i]);
+        memset(got, 0xff, sizeof got);
+        cpu_kv_to_f16_avx2((zn_kv_type)t, q, got, N);
+        int bad = 0;
+        for (int i = 0; i < N; i++) bad += ref[i] != got[i];
+        CHECK_MSG(bad == 0, "%s: %d of %d values differ from backend_kv_dequantize", backend_kv_type_name(t), bad, N);
+    }
+#else
+    SKIP("not an x86-64 build: no AVX2 kernels");
+#endif
+}
+
 /* ---- norms and element-wise ops ---- */
 
 static void test_rmsnorm(void) {
@@ -563,6 +593,7 @@ int main(void) {
     RUN(test_moe_route);
     RUN(test_moe_ffn);
     RUN(test_packed_kernels);
+    RUN(test_kv_to_f16);
     RUN(test_embed_quantized);
     return harness_report("cpu_ops");
 }

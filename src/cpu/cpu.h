@@ -99,6 +99,9 @@ typedef struct cpu_vec {
     cpu_att_softmax_fn att_softmax;
     cpu_att_values_fn att_values;
     void (*to_f16)(zn_half *dst, const float *src, int n);
+    /* n values (whole blocks of 32) of a quantized KV format as f16: each
+     * the float backend_kv_dequantize gives, rounded to nearest even */
+    void (*kv_to_f16)(zn_kv_type t, const uint8_t *src, zn_half *dst, int n);
     void (*swiglu)(float *y, const float *g, const float *u, int64_t n); /* y = silu(g) * u */
     double (*sum_sq)(const float *x, int64_t n);                           /* in double, as ggml */
 } cpu_vec;
@@ -111,6 +114,7 @@ void cpu_att_softmax_avx2(float (*s)[CPU_ATT_Q], const int *n, int nq);
 void cpu_att_values_avx2(const zn_half *v, size_t stride, const int *n, const float (*s)[CPU_ATT_Q], int nq, int d,
                          float *const *y);
 void cpu_to_f16_avx2(zn_half *dst, const float *src, int n);
+void cpu_kv_to_f16_avx2(zn_kv_type t, const uint8_t *src, zn_half *dst, int n);
 void cpu_swiglu_avx2(float *y, const float *g, const float *u, int64_t n);
 double cpu_sum_sq_avx2(const float *x, int64_t n);
 cpu_pack_tile_fn cpu_packed_avx2(zn_type t);
@@ -118,7 +122,7 @@ cpu_pack_tile_fn cpu_packed_vnni(zn_type t);
 #endif
 
 /* ---- backend state ---- */
-#define CPU_KVQ_Y (2 * CPU_ATT_Q + 1) /* rows of kvq_y per thread */
+#define CPU_KVQ_Y (2 * CPU_ATT_Q) /* rows of kvq_y per thread */
 
 typedef struct cpu_ctx {
     const zn_model *m;
@@ -154,14 +158,14 @@ typedef struct cpu_ctx {
     /* layer -> index among attention / recurrent layers */
     int *attn_index, *recr_index;
     /* KV cache format and block layout (backend.h); attention runs block
-     * by block: per thread the values of a block ([CPU_ATT_Q][hd]) and one
-     * row dequantized, and for a quantized format a block's rows of one
-     * head as f16 (kvq_rows, for the f16 kernels) */
+     * by block: per thread the values of a block ([CPU_ATT_Q][hd]), and
+     * for a quantized format a block's rows of one head as f16 (kvq_rows,
+     * for the f16 kernels) */
     zn_kv_type kv_type;
     zn_kv_layout kvl;
     zn_half *kvq_rows;      /* [n_threads][ZN_KV_BLOCK][kvq_hd] (quantized formats) */
-    float *kvq_y;           /* [n_threads][CPU_KVQ_Y][kvq_hd]: a block's values, a row dequantized, the
-                               queries rotated (backend_kv_rotated formats) */
+    float *kvq_y;           /* [n_threads][CPU_KVQ_Y][kvq_hd]: a block's values, the queries rotated
+                               (backend_kv_rotated formats) */
     int kvq_hd;
     /* the shared KV pool (kv_pool_tokens > 0): block i at kv_pool +
      * i * kvl.block_bytes, which are free and how many sequences hold each

@@ -106,12 +106,8 @@ void cpu_op_kv_store(const cpu_run *r, const zn_node *n, int ith, int nth) {
 
 /* n rows of one head (hd values at byte off of each row_bytes row) of a
  * quantized cache as f16 rows of hd: the f16 kernels then run on them. */
-static void kvq_rows(const cpu_ctx *c, const uint8_t *base, size_t row_bytes, size_t off, int n, int hd, zn_half *out,
-                     float *tmp) {
-    for (int j = 0; j < n; j++) {
-        backend_kv_dequantize(c->kv_type, base + (size_t)j * row_bytes + off, tmp, hd);
-        c->vec.to_f16(out + (size_t)j * hd, tmp, hd);
-    }
+static void kvq_rows(const cpu_ctx *c, const uint8_t *base, size_t row_bytes, size_t off, int n, int hd, zn_half *out) {
+    for (int j = 0; j < n; j++) c->vec.kv_to_f16(c->kv_type, base + (size_t)j * row_bytes + off, out + (size_t)j * hd, hd);
 }
 
 /* The attention of one group of queries (cpu_op_attn) over the cache,
@@ -126,7 +122,7 @@ static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int
     const cpu_vec *vec = &c->vec;
     const bool f16 = c->kv_type == ZN_KV_F16;
     zn_half *rows = f16 ? NULL : c->kvq_rows + (size_t)ith * ZN_KV_BLOCK * c->kvq_hd;
-    float *yc = c->kvq_y + (size_t)ith * CPU_KVQ_Y * c->kvq_hd, *tmp = yc + (size_t)CPU_ATT_Q * c->kvq_hd;
+    float *yc = c->kvq_y + (size_t)ith * CPU_KVQ_Y * c->kvq_hd;
     const size_t koff = (size_t)li * (c->kvl.k_bytes + c->kvl.v_bytes), voff = koff + c->kvl.k_bytes;
     const size_t khead = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_k);
     const size_t vhead = backend_kv_bytes(c->kv_type, (int64_t)kvh * hd_v);
@@ -139,7 +135,7 @@ static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int
             vec->att_scores((const zn_half *)(b + khead), stride, n, qs, nq, hd_k, scale, sc + j0);
             continue;
         }
-        kvq_rows(c, b, c->kvl.pos_bytes, khead, n, hd_k, rows, tmp);
+        kvq_rows(c, b, c->kvl.pos_bytes, khead, n, hd_k, rows);
         vec->att_scores(rows, (size_t)hd_k, n, qs, nq, hd_k, scale, sc + j0);
     }
     vec->att_softmax(sc, nk, nq);
@@ -155,7 +151,7 @@ static void attn_blocks(const cpu_run *r, const cpu_seq *s, int li, int kvh, int
             vec->att_values((const zn_half *)(b + vhead), stride, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v,
                             out);
         } else {
-            kvq_rows(c, b, c->kvl.pos_bytes, vhead, n, hd_v, rows, tmp);
+            kvq_rows(c, b, c->kvl.pos_bytes, vhead, n, hd_v, rows);
             vec->att_values(rows, (size_t)hd_v, nc, (const float (*)[CPU_ATT_Q])(sc + j0), nq, hd_v, out);
         }
         for (int i = 0; j0 > 0 && i < nq; i++)
@@ -180,7 +176,7 @@ void cpu_op_attn(const cpu_run *r, const zn_node *n, int ith, int nth) {
     float (*sc)[CPU_ATT_Q] = (float (*)[CPU_ATT_Q])(r->c->att + (size_t)ith * r->c->att_stride * CPU_ATT_Q);
     /* a rotated cache: the queries rotated like its keys, the output back */
     const bool rot = backend_kv_rotated(r->c->kv_type);
-    float *qr = r->c->kvq_y + ((size_t)ith * CPU_KVQ_Y + CPU_ATT_Q + 1) * r->c->kvq_hd;
+    float *qr = r->c->kvq_y + ((size_t)ith * CPU_KVQ_Y + CPU_ATT_Q) * r->c->kvq_hd;
     int n_blocks = 0;
     for (int i = 0; i < g->n_seq; i++) n_blocks += (g->seqs[i].n_rows + CPU_ATT_Q - 1) / CPU_ATT_Q;
     /* interleaved so early tokens (short histories) and late ones mix; a

@@ -46,6 +46,15 @@ static void to_f16(zn_half *dst, const float *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = zn_f32_to_fp16(src[i]);
 }
 
+static void kv_to_f16(zn_kv_type t, const uint8_t *src, zn_half *dst, int n) {
+    const size_t bb = backend_kv_bytes(t, 32);
+    float y[32];
+    for (int b = 0; b < n / 32; b++) {
+        backend_kv_dequantize(t, src + (size_t)b * bb, y, 32);
+        to_f16(dst + 32 * b, y, 32);
+    }
+}
+
 static void swiglu(float *y, const float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
@@ -76,12 +85,12 @@ static bool has_avxvnni(void) {
 #endif
 
 void cpu_vec_select(cpu_vec *v) {
-    *v = (cpu_vec){no_packed, att_scores, att_softmax, att_values, to_f16, swiglu, sum_sq};
+    *v = (cpu_vec){no_packed, att_scores, att_softmax, att_values, to_f16, kv_to_f16, swiglu, sum_sq};
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         *v = (cpu_vec){cpu_packed_avx2,     cpu_att_scores_avx2, cpu_att_softmax_avx2, cpu_att_values_avx2,
-                       cpu_to_f16_avx2,     cpu_swiglu_avx2,     cpu_sum_sq_avx2};
+                       cpu_to_f16_avx2,     cpu_kv_to_f16_avx2,  cpu_swiglu_avx2,     cpu_sum_sq_avx2};
     if (v->packed == cpu_packed_avx2 && has_avxvnni()) v->packed = cpu_packed_vnni;
 #endif
 }

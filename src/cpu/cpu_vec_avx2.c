@@ -175,6 +175,38 @@ void cpu_to_f16_avx2(zn_half *dst, const float *src, int n) {
     for (; i < n; i++) dst[i] = _cvtss_sh(src[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
+/* The same products as backend_kv_dequantize (d times the code's value,
+ * in float), 8 at a time; q3_0r's codes index its levels in one register. */
+void cpu_kv_to_f16_avx2(zn_kv_type t, const uint8_t *src, zn_half *dst, int n) {
+    const size_t bb = backend_kv_bytes(t, 32);
+    const __m256 lv = _mm256_loadu_ps(backend_kv_q3_level);
+    const __m256i sh2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), sh1 = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int b = 0; b < n / 32; b++, src += bb, dst += 32) {
+        uint16_t h;
+        memcpy(&h, src, 2);
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(h));
+        const uint8_t *q = src + 2;
+        for (int g = 0; g < 4; g++) {
+            __m256 v;
+            if (t == ZN_KV_Q8_0) {
+                v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * g))));
+            } else if (t == ZN_KV_Q3_0R) {
+                const __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32(q[2 * g] | q[2 * g + 1] << 8), sh2);
+                const __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32(q[8 + g]), sh1);
+                const __m256i c = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(3)),
+                                                  _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(1)), 2));
+                v = _mm256_permutevar8x32_ps(lv, c);
+            } else { /* Q4_0: values 0-15 are the low nibbles of qs[0..15], 16-31 the high ones */
+                __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * (g & 1))));
+                if (g >= 2) c = _mm256_srli_epi32(c, 4);
+                c = _mm256_sub_epi32(_mm256_and_si256(c, _mm256_set1_epi32(15)), _mm256_set1_epi32(8));
+                v = _mm256_cvtepi32_ps(c);
+            }
+            _mm_storeu_si128((__m128i *)(dst + 8 * g), _mm256_cvtps_ph(_mm256_mul_ps(v, d), _MM_FROUND_TO_NEAREST_INT));
+        }
+    }
+}
+
 static inline __m256 swiglu8(__m256 g, __m256 u) {
     const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), g));
     return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);

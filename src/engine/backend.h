@@ -210,6 +210,8 @@ size_t backend_kv_bytes(zn_kv_type t, int64_t n);
 void backend_kv_quantize(zn_kv_type t, const float *x, void *dst, int64_t n);
 /* Back to n floats. */
 void backend_kv_dequantize(zn_kv_type t, const void *src, float *y, int64_t n);
+/* q3_0r's 8 levels, code order (for kernels that dequantize themselves). */
+extern const float backend_kv_q3_level[8];
 /* n values (a multiple of the block size) in format t as every backend
  * stores them: backend_kv_quantize, a rotated format rotating each head
  * of hd values first (the Vulkan backend in place, by kv_rot.comp, before

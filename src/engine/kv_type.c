@@ -29,7 +29,7 @@ bool backend_kv_rotated(zn_kv_type t) { return t == ZN_KV_Q4_0R || t == ZN_KV_Q3
  * head's values are close to), and the midpoints between them (kvq.glsl
  * and kv_store.comp have the same numbers). */
 #define Q3_BLOCK 14
-static const float q3_level[8] = {-2.1520f, -1.3440f, -0.7560f, -0.2451f, 0.2451f, 0.7560f, 1.3440f, 2.1520f};
+const float backend_kv_q3_level[8] = {-2.1520f, -1.3440f, -0.7560f, -0.2451f, 0.2451f, 0.7560f, 1.3440f, 2.1520f};
 static const float q3_edge[7] = {-1.7480f, -1.0500f, -0.5006f, 0.0f, 0.5006f, 1.0500f, 1.7480f};
 
 static void q3_put(const float *x, uint8_t *b) {
@@ -54,7 +54,7 @@ static void q3_get(const uint8_t *b, float *y) {
     const float d = zn_fp16_to_f32(h);
     for (int j = 0; j < 32; j++) {
         const int c = ((b[2 + j / 4] >> (2 * (j % 4))) & 3) | (((b[10 + j / 8] >> (j % 8)) & 1) << 2);
-        y[j] = d * q3_level[c];
+        y[j] = d * backend_kv_q3_level[c];
     }
 }
 
