@@ -43,7 +43,7 @@ static int irand(int n) { return (int)((frand() + 1.0f) * 0.5f * (float)n) % n; 
 
 #define TC_TENSORS 64
 #define TC_STEPS 128
-#define TC_INPUTS 4
+#define TC_INPUTS 6
 #define TC_BLOBS 512
 #define TC_NODES 12
 
@@ -202,16 +202,18 @@ typedef struct vkcfg {
     const char *tune;          /* NULL: the device's tuning */
     bool mm_emulate, no_fusion;
     bool changes;
+    bool same;                 /* every result bit for bit as under the first configuration */
 } vkcfg;
-static const vkcfg CFG_DEFAULT = {"default", NULL, false, false, false};
-static const vkcfg CFG_GEMM = {"gemm", NULL, true, false, false}; /* f16 GEMM path from 2 tokens, emulated
+static const vkcfg CFG_DEFAULT = {"default", NULL, false, false, false, false};
+static const vkcfg CFG_GEMM = {"gemm", NULL, true, false, false, false}; /* f16 GEMM path from 2 tokens, emulated
                                                                    where there are no cooperative matrices */
 /* the same, where steps of 2-4 tokens on a matrix of 128+ rows are in the
  * case: every device runs those on the mat-vec by default */
-static const vkcfg CFG_GEMM_MM = {"gemm", NULL, true, false, true};
-static const vkcfg CFG_MVFLOAT = {"mvfloat", "intdot=off", false, false, false}; /* float mat-vec for every type */
-static const vkcfg CFG_QUANTX = {"quantx", "mvx=off", false, false, false};     /* x quantised by its own dispatch */
-static const vkcfg CFG_NOFUSE = {"nofuse", NULL, false, true, false};
+static const vkcfg CFG_GEMM_MM = {"gemm", NULL, true, false, true, false};
+static const vkcfg CFG_MVFLOAT = {"mvfloat", "intdot=off", false, false, false, false}; /* float mat-vec for every type */
+static const vkcfg CFG_QUANTX = {"quantx", "mvx=off", false, false, false, false};     /* x quantised by its own dispatch */
+static const vkcfg CFG_NOFUSE = {"nofuse", NULL, false, true, false, false};
+static const vkcfg CFG_NOFUSE_SAME = {"nofuse", NULL, false, true, false, true};
 
 /* The graph backends prepare: every step's nodes and activations side by
  * side (never run; init reads its weights, shapes and capacity). */
@@ -344,6 +346,8 @@ static void check_case(tcase *tc, const vkcfg *const *cfgs, int n_cfg) {
         for (int i = 0; i < tc->n_steps && c > 0 && !vs; i++) same &= !memcmp(first[i], vk[i], sizeof(float) * n[i]);
         CHECK_MSG(vs || c == 0 || !cfgs[c]->changes || !same, "%s [%s]: every result as under [%s]: the setting had no effect",
                   tc->name, cfgs[c]->name, cfgs[0]->name);
+        CHECK_MSG(vs || c == 0 || !cfgs[c]->same || same, "%s [%s]: results differ from [%s] in their bits", tc->name,
+                  cfgs[c]->name, cfgs[0]->name);
     }
     tc_free(tc);
 }
@@ -1012,6 +1016,60 @@ static void test_fuse_moe(void) {
     tally_print("moe");
 }
 
+/* A MoE layer's tail, folded into its residual ADD (vk_fuse.h
+ * vkfuse_tail): the experts' weighted sum, the shared expert's output
+ * times the sigmoid of its gate (one per row, or one per value), their sum,
+ * the residual; without a shared expert, the sum and the residual (on the
+ * ADD's other side); the experts' outputs written over before the ADD
+ * (the sum then runs on its own). Element-wise only, so fused and one by one must
+ * agree bit for bit. */
+static void test_fuse_moe_tail(void) {
+    tally_reset();
+    enum { E = 8, K = 3, D = 96 };
+    tcase *tc = tc_new(24, "moe tail");
+    tc->m.hp.n_expert = E;
+    tc->m.hp.n_expert_used = K;
+    /* gate cols 0: no shared expert. Step 4 writes over the experts'
+     * outputs after the sum, which then is not folded but read; step 5
+     * reads them and the routing again after the tail, so the ADD's output
+     * cannot take their memory and the whole tail folds. */
+    const int counts[6] = {1, 3, 17, 5, 2, 4}, gate_cols[6] = {1, D, 1, 0, 1, 1};
+    for (int c = 0; c < 6; c++) {
+        const int n = counts[c];
+        step *s = tc_step(tc, n, 0, 1e-10, "moe sum -> shared expert gate -> add -> residual add, gate cols %d",
+                          gate_cols[c]);
+        const int lg = st_input(tc, s, n, E, -2.0f, 2.0f), dn = st_input(tc, s, n * K, D, -1.0f, 1.0f);
+        const int x = st_input(tc, s, n, D, -1.0f, 1.0f);
+        const int r = graph_act(&s->g, n, 2 * K), y = graph_act(&s->g, n, D), o = graph_act(&s->g, n, D);
+        st_node(s, ZN_OP_MOE_ROUTE, r, lg, -1, -1)->route = (zn_route_params){.k = K, .normalise = 1};
+        st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
+        if (c == 4) {
+            const int d2 = st_input(tc, s, n * K, D, -1.0f, 1.0f);
+            st_node(s, ZN_OP_ADD, dn, d2, d2, -1);
+        }
+        if (gate_cols[c]) {
+            const int sh = st_input(tc, s, n, D, -1.0f, 1.0f), gt = st_input(tc, s, n, gate_cols[c], -3.0f, 3.0f);
+            const int sg = graph_act(&s->g, n, D), f = graph_act(&s->g, n, D);
+            st_node(s, ZN_OP_SIGMOID_MUL, sg, sh, gt, -1);
+            st_node(s, ZN_OP_ADD, f, y, sg, -1);
+            st_node(s, ZN_OP_ADD, o, x, f, -1);
+        } else {
+            st_node(s, ZN_OP_ADD, o, y, x, -1);
+        }
+        int out = o;
+        if (c == 5) {
+            const int y2 = graph_act(&s->g, n, D);
+            out = graph_act(&s->g, n, D);
+            st_node(s, ZN_OP_MOE_SUM, y2, dn, r, -1);
+            st_node(s, ZN_OP_ADD, out, o, y2, -1);
+        }
+        st_finish(tc, s, out);
+    }
+    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE_SAME};
+    check_case(tc, cfgs, 2);
+    tally_print("moe tail");
+}
+
 /* Two matmuls of one x that cannot be grouped (different types): the
  * second reuses the quantised x of the first. */
 static void test_fuse_x_reuse(void) {
@@ -1082,6 +1140,7 @@ int main(int argc, char **argv) {
     RUN_IF(test_fuse_matmul_add);
     RUN_IF(test_fuse_rope_norm_kv);
     RUN_IF(test_fuse_moe);
+    RUN_IF(test_fuse_moe_tail);
     RUN_IF(test_fuse_x_reuse);
     return harness_report("backend_ops");
 }

@@ -321,6 +321,58 @@ static void test_moe(void) {
     fx_close(&f);
 }
 
+/* Whether the MoE tail's weighted sum can fold into the layer's last ADD
+ * l: no node between them (but the folded mid / gate) writes over the
+ * experts' outputs or the routing, and l's output overlaps neither. */
+static bool sum_foldable(const fixture *f, int sum, int l, int mid, int gate) {
+    const zn_graph *g = &f->g;
+    for (int k = 0; k < 2; k++) {
+        const int a = g->nodes[sum].src[k];
+        if (acts_overlap(g, g->nodes[l].dst, a)) return false;
+        for (int m = sum + 1; m < l; m++)
+            if (m != mid && m != gate && acts_overlap(g, g->nodes[m].dst, a)) return false;
+    }
+    return true;
+}
+
+/* The MoE tail in decode: qwen35moe's shared-expert gate, the ADD of the
+ * two and the experts' weighted sum go into the residual ADD ending the
+ * layer (l_out); qwen3moe (no shared expert) the sum alone. Fusion off:
+ * none. */
+static void test_moe_tail(void) {
+    const char *names[2] = {"qwen35moe-moe-q4_k_m", "qwen3moe-moe-q4_k_m"};
+    for (int mi = 0; mi < 2; mi++) {
+        fixture f;
+        if (!fx_open(&f, names[mi], 32)) return;
+        for (int off = 0; off < 2; off++) {
+            fx_plan(&f, 1, GPU_DEV, off, 1000);
+            int folded = 0;
+            for (int il = 0; il < f.m.hp.n_layer; il++) {
+                const int l = node(&f, il, "l_out"), sum = node(&f, il, "ffn_moe_out");
+                const int gate = node(&f, il, "ffn_shexp_gated"), mid = node(&f, il, "ffn_out");
+                CHECK(l >= 0 && sum >= 0 && (mi == 1 || (gate >= 0 && mid >= 0)));
+                if (l < 0 || sum < 0) continue;
+                const vkfuse_tail *t = &f.p.tail[l];
+                if (off) {
+                    CHECK(t->sum < 0 && t->gate < 0 && t->mid < 0 && !f.p.skip[sum] && !f.p.skip[l]);
+                    continue;
+                }
+                CHECK_EQ_INT(t->gate, (mi == 0 ? gate : -1));
+                CHECK_EQ_INT(t->mid, (mi == 0 ? mid : -1));
+                const bool fold = sum_foldable(&f, sum, l, t->mid, t->gate);
+                CHECK_EQ_INT(t->sum, (fold ? sum : -1));
+                CHECK_EQ_INT(f.p.skip[sum], fold);
+                CHECK(!f.p.skip[l] && (mi == 1 || (f.p.skip[gate] && f.p.skip[mid])));
+                folded += fold;
+            }
+            CHECK(off || folded > 0);
+            for (int i = 0; i < f.g.n_nodes; i++) /* a node that folds others runs itself */
+                CHECK(!(f.p.skip[i] && (f.p.tail[i].sum >= 0 || f.p.tail[i].gate >= 0)));
+        }
+        fx_close(&f);
+    }
+}
+
 /* qwen35: a recurrent block's four projections of the normed input are one
  * group of 4 in decode; the gated norm's SwiGLU goes into ssm_out. */
 static void test_qwen35(void) {
@@ -502,6 +554,35 @@ static void test_res_add_limits(void) {
     hand_free(&h);
 }
 
+/* The MoE tail's sum is not folded when a node in between writes over the
+ * experts' outputs, or reads the sum itself; the gated shared expert still
+ * is. */
+static void test_moe_tail_limits(void) {
+    for (int c = 0; c < 2; c++) {
+        hand h;
+        hand_init(&h, 1);
+        const int dn = graph_input(&h.g, 2, 64), d2 = graph_input(&h.g, 2, 64), lg = graph_input(&h.g, 1, 4);
+        const int sh = graph_input(&h.g, 1, 64), gt = graph_input(&h.g, 1, 1), x = graph_input(&h.g, 1, 64);
+        const int r = graph_act(&h.g, 1, 4), y = graph_act(&h.g, 1, 64), sg = graph_act(&h.g, 1, 64);
+        const int t = graph_act(&h.g, 1, 64), o = graph_act(&h.g, 1, 64), o2 = graph_act(&h.g, 1, 64);
+        hnode(&h, ZN_OP_MOE_ROUTE, r, lg, -1)->route = (zn_route_params){.k = 2, .normalise = 1};
+        hnode(&h, ZN_OP_MOE_SUM, y, dn, r);
+        if (c == 0) hnode(&h, ZN_OP_ADD, dn, d2, d2); /* the experts' outputs written over */
+        else hnode(&h, ZN_OP_ADD, o2, y, x);           /* the sum read by another node */
+        hnode(&h, ZN_OP_SIGMOID_MUL, sg, sh, gt);
+        hnode(&h, ZN_OP_ADD, t, y, sg);
+        const int l = h.g.n_nodes;
+        hnode(&h, ZN_OP_ADD, o, x, t);
+        if (c == 1) hnode(&h, ZN_OP_ADD, o, o, o2);
+        hand_plan(&h, o);
+        CHECK_EQ_INT(h.p.tail[l].sum, -1);
+        CHECK(!h.p.skip[1]);
+        CHECK_EQ_INT(h.p.tail[l].gate, l - 2); /* the sum is read where it is */
+        CHECK_EQ_INT(h.p.tail[l].mid, l - 1);
+        hand_free(&h);
+    }
+}
+
 /* A group ends where the type, the row length or the bias order changes,
  * or a member folds a residual. */
 static void test_group_breaks(void) {
@@ -538,6 +619,8 @@ int main(void) {
     RUN(test_no_fusion);
     RUN(test_group_limits);
     RUN(test_moe);
+    RUN(test_moe_tail);
+    RUN(test_moe_tail_limits);
     RUN(test_qwen35);
     RUN(test_norm_not_fused);
     RUN(test_norm_rows_rule);

@@ -17,7 +17,8 @@ zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
     p->rope_kv = calloc((size_t)cap_nodes, sizeof *p->rope_kv);
     p->res_add = calloc((size_t)cap_nodes, sizeof *p->res_add);
     p->group = calloc((size_t)cap_nodes, sizeof *p->group);
-    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->res_add || !p->group) {
+    p->tail = calloc((size_t)cap_nodes, sizeof *p->tail);
+    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->res_add || !p->group || !p->tail) {
         vkfuse_free(p);
         return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
@@ -32,6 +33,7 @@ void vkfuse_free(vkfuse *p) {
     free(p->rope_kv);
     free(p->res_add);
     free(p->group);
+    free(p->tail);
     memset(p, 0, sizeof *p);
 }
 
@@ -145,6 +147,76 @@ static void plan_rope(vkfuse *p, const zn_graph *g, int i, bool no_kv) {
     }
 }
 
+/* The node before `before` (at most 16 back) that writes activation a, if
+ * it is one of op `op` that nothing folded away and `before` is the only
+ * node after it that reads a; else -1. */
+static int producer(const vkfuse *p, const zn_graph *g, int a, int before, zn_op op) {
+    for (int j = before - 1; j >= 0 && j >= before - 16; j--) {
+        const zn_node *m = &g->nodes[j];
+        if (m->dst != a) {
+            for (int k = 0; k < ZN_NODE_SRC; k++)
+                if (m->src[k] == a) return -1;
+            continue;
+        }
+        return m->op == op && !p->skip[j] && p->last_use[a] == before ? j : -1;
+    }
+    return -1;
+}
+
+/* Is activation a unwritten by the nodes strictly between `from` and `to`
+ * other than the two named (folded away themselves)? Conservative: a node
+ * counts as writing its dst even when a fold moved its work elsewhere. */
+static bool intact(const zn_graph *g, int a, int from, int to, int fold1, int fold2) {
+    for (int m = from + 1; m < to; m++)
+        if (m != fold1 && m != fold2 && overlap(act_range(g, g->nodes[m].dst), act_range(g, a))) return false;
+    return true;
+}
+
+/* ADD l = x + t ending a MoE layer (vkfuse_tail). The fused dispatch reads
+ * the folded nodes' inputs where they still are, so none may have been
+ * written over since; its output must not overlap what other invocations
+ * read at other indices (the experts' outputs and weights, the gate when
+ * it is one per row). Operand order does not matter: float addition
+ * commutes. */
+static void plan_tail(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int l) {
+    const zn_node *n = &g->nodes[l];
+    p->tail[l] = (vkfuse_tail){-1, -1, -1};
+    if (env->no_fusion || n->op != ZN_OP_ADD || p->skip[l] || n->src[0] == n->src[1]) return;
+    const range out = act_range(g, n->dst);
+    for (int side = 0; side < 2; side++) {
+        const int t = n->src[side];
+        vkfuse_tail tl = {-1, -1, -1};
+        int sum = producer(p, g, t, l, ZN_OP_MOE_SUM), f = -1;
+        if (sum < 0 && (f = producer(p, g, t, l, ZN_OP_ADD)) >= 0) {
+            const zn_node *fn = &g->nodes[f];
+            for (int fs = 0; fs < 2 && tl.gate < 0; fs++) {
+                const int s = producer(p, g, fn->src[fs], f, ZN_OP_SIGMOID_MUL);
+                if (s < 0) continue;
+                const zn_node *sn = &g->nodes[s];
+                const int y = fn->src[1 - fs];
+                if (!intact(g, sn->src[0], s, l, f, -1) || !intact(g, sn->src[1], s, l, f, -1) ||
+                    !intact(g, y, f, l, -1, -1) || overlap(out, act_range(g, sn->src[1])))
+                    continue;
+                tl = (vkfuse_tail){.sum = -1, .gate = s, .mid = f};
+                sum = producer(p, g, y, f, ZN_OP_MOE_SUM);
+            }
+            if (tl.gate < 0) continue;
+        }
+        if (sum >= 0) {
+            const zn_node *sm = &g->nodes[sum];
+            bool ok = true;
+            for (int k = 0; k < 2; k++)
+                ok &= intact(g, sm->src[k], sum, l, tl.mid, tl.gate) && !overlap(out, act_range(g, sm->src[k]));
+            if (ok) tl.sum = sum;
+        }
+        if (tl.sum < 0 && tl.gate < 0) continue;
+        p->tail[l] = tl;
+        if (tl.sum >= 0) p->skip[tl.sum] = true;
+        if (tl.gate >= 0) p->skip[tl.gate] = p->skip[tl.mid] = true;
+        return;
+    }
+}
+
 /* Nodes i .. i+n-1 as one grouped matmul when vkfuse_matmul_run() found
  * them, their weights lie side by side, the kernel takes groups, none of
  * them is folded elsewhere or folds a residual, and a group block is
@@ -192,6 +264,9 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
         if (n->op == ZN_OP_MATMUL) plan_res_add(p, env, g, i);
         if (n->op == ZN_OP_ROPE && !env->no_fusion) plan_rope(p, g, i, env->no_rope_kv);
     }
+    /* last first: the ADD ending a layer claims the whole tail before the
+     * ADD inside it could claim the sum alone */
+    for (int i = g->n_nodes - 1; i >= 0; i--) plan_tail(p, env, g, i);
     /* groups last, in recording order: they need the skips and residual
      * folds of every node they span */
     p->n_groups = 0;

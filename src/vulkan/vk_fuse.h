@@ -13,7 +13,11 @@
  *  - a matmul whose only reader is the next node, an ADD of a residual of
  *    its shape: the matmul stores the sum;
  *  - up to ZN_VK_GROUP_MAX matmuls of one input whose weights lie one after
- *    another in memory: one grouped mat-vec (or GEMM). */
+ *    another in memory: one grouped mat-vec (or GEMM);
+ *  - a MoE block's tail, computed by the residual ADD that ends the layer:
+ *    the experts' weighted sum (MOE_SUM) and, with a shared expert, its
+ *    sigmoid gate (SIGMOID_MUL) and the ADD of the two; each folded when
+ *    its inputs are still intact at the final ADD. */
 #ifndef ZINC_VK_FUSE_H
 #define ZINC_VK_FUSE_H
 
@@ -29,6 +33,14 @@ typedef struct vkfuse_x {
     const gguf_tensor *w;         /* RMS norm weight */
     float eps;
 } vkfuse_x;
+
+/* The nodes a residual ADD (x + t) computes besides itself: t the ADD
+ * `mid` of the MOE_SUM `sum`'s output and the SIGMOID_MUL `gate`'s, or t the
+ * MOE_SUM's output itself (mid, gate -1). sum -1: not folded (mid's other
+ * operand is read as it is). All -1: a plain ADD. */
+typedef struct vkfuse_tail {
+    int sum, gate, mid;
+} vkfuse_tail;
 
 /* What the planner asks of the backend besides the graph. */
 typedef struct vkfuse_env {
@@ -50,6 +62,7 @@ typedef struct vkfuse {
     int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
     int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into it (-1: none) */
     int *group;                   /* [cap_nodes]: matmuls from this node on that run as one (1: alone) */
+    vkfuse_tail *tail;            /* [cap_nodes]: per ADD node, the MoE tail it computes */
     int n_groups;                 /* nodes with group > 1 */
     vkfuse_x *fx;                 /* [cap_acts] */
 } vkfuse;

@@ -258,6 +258,31 @@ static range kv_range(const vk_seg *sg, int L, int v) {
     return (range){lo, lo + 1};
 }
 
+/* The operand of ADD n other than activation t. */
+static int other_src(const zn_node *n, int t) { return n->src[n->src[0] == t ? 1 : 0]; }
+
+/* The residual ADD n with the MoE tail folded into it (vk_fuse.h). */
+static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const vkfuse_tail *t, zn_err *err) {
+    const zn_act *y = &g->acts[n->dst];
+    const int inner = t->mid >= 0 ? g->nodes[t->mid].dst : g->nodes[t->sum].dst; /* what the residual is added to */
+    vkop_elt e = {.mode = VKELT_MOE_TAIL, .dst = act_addr(c, g, n->dst), .res = act_addr(c, g, other_src(n, inner)),
+                  .n = (uint32_t)(y->rows * y->cols), .cols = (uint32_t)y->cols};
+    if (t->sum >= 0) {
+        const zn_node *sm = &g->nodes[t->sum];
+        e.a = act_addr(c, g, sm->src[0]);
+        e.route = act_addr(c, g, sm->src[1]);
+        e.k = (uint32_t)g->acts[sm->src[1]].cols / 2;
+    }
+    if (t->gate >= 0) {
+        const zn_node *sg = &g->nodes[t->gate];
+        e.b = act_addr(c, g, sg->src[0]);
+        e.gate = act_addr(c, g, sg->src[1]);
+        e.b_cols = (uint32_t)g->acts[sg->src[1]].cols;
+        if (t->sum < 0) e.a = act_addr(c, g, other_src(&g->nodes[t->mid], sg->dst));
+    }
+    return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+}
+
 /* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
  * whole step, sg unused). */
 static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -339,6 +364,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
         return vkop_kv_rot(&c->o, c->rec, a.dst, sg->n_rows, a.n_head, a.hd_v, (uint32_t)y->cols, true, n->tag, err);
     }
     case ZN_OP_ADD: {
+        const vkfuse_tail *t = &c->plan.tail[n - g->nodes];
+        if (t->sum >= 0 || t->gate >= 0) return run_tail(c, g, n, t, err);
         vkop_elt e = {.mode = VKELT_ADD, .a = a0, .b = a1, .dst = dst, .n = ny, .cols = (uint32_t)y->cols};
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
@@ -421,6 +448,13 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         const zn_node *add = &g->nodes[c->plan.res_add[i]];
         rd[nr++] = act_range(c, g, add->src[add->src[0] == n->dst ? 1 : 0]);
         wr[0] = act_range(c, g, add->dst);
+    }
+    const vkfuse_tail *tl = n->op == ZN_OP_ADD ? &c->plan.tail[i] : NULL;
+    if (tl && tl->sum >= 0) /* the experts' outputs and the routing */
+        for (int k = 0; k < 2; k++) rd[nr++] = act_range(c, g, g->nodes[tl->sum].src[k]);
+    if (tl && tl->gate >= 0) { /* the shared expert's output and gate, and the sum if not folded */
+        for (int k = 0; k < 2; k++) rd[nr++] = act_range(c, g, g->nodes[tl->gate].src[k]);
+        rd[nr++] = act_range(c, g, other_src(&g->nodes[tl->mid], g->nodes[tl->gate].dst));
     }
     if (n->op == ZN_OP_ROPE && c->plan.rope_norm[i] >= 0) rd[0] = NODE_RANGE(g->nodes[c->plan.rope_norm[i]].src[0]);
     if (n->op == ZN_OP_ROPE && c->plan.rope_kv[i] >= 0) { /* reads V, writes the caches instead of x */

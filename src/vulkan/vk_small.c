@@ -69,8 +69,8 @@ zn_status vkop_eltwise(vkops *o, vkcmd *c, const vkop_elt *e, const char *name, 
     if (!e->cols || e->n % e->cols) return zn_errf(err, ZN_ERR_ARG, "vulkan: eltwise %u elements in rows of %u", e->n, e->cols);
     if (e->mode == VKELT_COPY_COLS && (!e->k || e->cols % e->k))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: copy_cols of width %u into rows of %u", e->k, e->cols);
-    struct { uint64_t a, b, dst, route; uint32_t n, cols, b_cols, k, mode, aux, aux2; } pc = {
-        e->a, e->b, e->dst, e->route, e->n, e->cols, e->b_cols, e->k, e->mode, e->aux, e->aux2};
+    struct { uint64_t a, b, dst, route, gate, res; uint32_t n, cols, b_cols, k, mode, aux, aux2; } pc = {
+        e->a, e->b, e->dst, e->route, e->gate, e->res, e->n, e->cols, e->b_cols, e->k, e->mode, e->aux, e->aux2};
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, (e->n + ELT_WG - 1) / ELT_WG, name);
     return ZN_OK;
 }

@@ -39,14 +39,16 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
 
 typedef enum vkelt_mode {
     VKELT_ADD = 0, VKELT_SWIGLU = 1, VKELT_SWIGLU_CAT = 2, VKELT_SIGMOID_MUL = 3, VKELT_MOE_SUM = 4, VKELT_MUL = 5,
-    VKELT_COPY_COLS = 6,
+    VKELT_COPY_COLS = 6, VKELT_MOE_TAIL = 7,
 } vkelt_mode;
 /* See eltwise.comp: n = elements of dst, rows of cols; b_cols for
  * SIGMOID_MUL (and a's row length for COPY_COLS); route and k for MOE_SUM;
- * k, aux, aux2 = width, stride, offset for COPY_COLS. */
+ * k, aux, aux2 = width, stride, offset for COPY_COLS; MOE_TAIL (vk_fuse.h
+ * vkfuse_tail): res + (MOE_SUM of a, route, k (k = 0: a itself) + b *
+ * sigmoid(gate) when b is set). */
 typedef struct vkop_elt {
     vkelt_mode mode;
-    VkDeviceAddress a, b, dst, route;
+    VkDeviceAddress a, b, dst, route, gate, res;
     uint32_t n, cols, b_cols, k, aux, aux2;
 } vkop_elt;
 zn_status vkop_eltwise(vkops *o, vkcmd *c, const vkop_elt *e, const char *name, zn_err *err);
