@@ -84,11 +84,16 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
 typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                       /* matmul.comp, matmul_cm.comp */
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
-typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split; } spec_mmf_cm2; /* mmf_cm2.comp */
+
+/* The split-K kinds (mm_split). */
+static bool kind_split(vkop_kind k) { return k == VKO_MMQ_SPLIT || k == VKO_MMQ_EMU_SPLIT || k == VKO_MMQ_CM2_SPLIT; }
 
 /* The kinds whose A operand is the weights (dq8h in the tile loads). */
-static bool kind_aq(vkop_kind k) { return k == VKO_MMQ || k == VKO_MMQ_EMU || k == VKO_MMQ_CM2 || k == VKO_MMQ_CM2_MOE; }
+static bool kind_aq(vkop_kind k) {
+    return k == VKO_MMQ || k == VKO_MMQ_EMU || k == VKO_MMQ_CM2 || k == VKO_MMQ_CM2_MOE || kind_split(k);
+}
 
 zn_status vkspec_matmul(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)o, (void)k, (void)err;
@@ -114,7 +119,7 @@ zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     const bool aq = kind_aq(k);
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
                                .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
-                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16});
+                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k)});
     return ZN_OK;
 }
 
@@ -130,7 +135,7 @@ zn_status vkspec_mmf(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *
                              f->bm, f->bn, o->d->info.max_shared);
     const bool aq = kind_aq(k);
     VKSPEC(out, spec_mmf, {.wg = f->wg, .bm = f->bm, .bn = f->bn, .wm = f->wm, .wn = f->wn, .nst = nst, .aq = aq,
-                           .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16});
+                           .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k)});
     return ZN_OK;
 }
 
@@ -268,6 +273,10 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     uint32_t kspl = 0;
     const uint32_t nsplit = !st && direct && !a->ids ? mm_split(o, a, &pl, bm, bn, cm2 ? zn_vk_cm2_cfgs[c2].bk : 32, &kspl) : 1;
     if (!st && nsplit > 1) st = vkops_pipe(o, VKO_MM_REDUCE, (vkvar){0}, &pr, err);
+    /* the split pipeline of the same kernel and config */
+    if (!st && nsplit > 1)
+        st = vkops_pipe(o, cm2 ? VKO_MMQ_CM2_SPLIT : o->coopmat ? VKO_MMQ_SPLIT : VKO_MMQ_EMU_SPLIT,
+                        (vkvar){.cfg = cm2 ? c2 : ci, .type = a->type}, &pg, err);
     if (st) return st;
     const VkDeviceAddress sb = o->mm_scratch, sx = sb + pl.b_off, sa = sb + pl.a_off;
     const uint32_t steps = pl.kp / 32;

@@ -74,6 +74,9 @@ static const vkpipe_desc pipe_table[VKO_COUNT] = {
     [VKO_MMQ_EMU] = {"mmf_emu", BY_CFG_TYPE, ZN_VK_MM_NCFG, 0, vkspec_mmf},
     [VKO_MMQ_CM2] = {"mmf_cm2", BY_CFG_TYPE, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},
     [VKO_MMQ_CM2_MOE] = {"mmf_cm2", BY_CFG_TYPE, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},
+    [VKO_MMQ_SPLIT] = {"mmf_cm", BY_CFG_TYPE, ZN_VK_MM_NCFG, 32, vkspec_mmf},
+    [VKO_MMQ_EMU_SPLIT] = {"mmf_emu", BY_CFG_TYPE, ZN_VK_MM_NCFG, 0, vkspec_mmf},
+    [VKO_MMQ_CM2_SPLIT] = {"mmf_cm2", BY_CFG_TYPE, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},
     [VKO_MMI8] = {"mmi8", BY_NONE, 0, 0, vkspec_mmi8},
 };
 _Static_assert(ZN_VK_MM_NCFG <= ZN_VK_NVAR / ZN_VK_NTYPES && ZN_VK_CM2_NCFG <= ZN_VK_NVAR / ZN_VK_NTYPES &&

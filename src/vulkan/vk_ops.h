@@ -42,6 +42,8 @@ typedef enum vkop_kind {
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_MMQ, VKO_MMQ_EMU, VKO_MMQ_CM2, VKO_MMQ_CM2_MOE,      /* the f16 GEMMs reading the weights directly
                                                                 (per tile config and weight type) */
+    VKO_MMQ_SPLIT, VKO_MMQ_EMU_SPLIT, VKO_MMQ_CM2_SPLIT,     /* the same, split-K (own pipelines: the others'
+                                                                k bounds stay compile-time aligned) */
     VKO_MMI8,                                                /* Q4_K GEMM on int8 dot products (t.mmi_*) */
     VKO_MM_REDUCE,                                           /* split-K GEMMs' sums and epilogue */
     VKO_KV_ROT,                                              /* the rotated KV cache's head rotation */

@@ -142,12 +142,16 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   pp512 7,889 / 7,899 (with no copy ever pp512 fell to 4,640); the logits
  *   of a 64-token step are the same bits either way (zinc eval).
  * - mm_split_wgs off: split-K of the GEMMs that dequantise their tiles
- *   (vk_gemm.c mm_split) is built and tested (test_vk_ops, lavapipe) but
- *   not yet timed on a GPU: none was lent the session it was written
- *   (2026-12-05); bench/results/2026-12-05-s24/c11.sh is the sweep to run.
- *   Why it should pay: an H200 profile of a 32-sequence 8B step had
- *   ffn_down (4,096 rows: 128 workgroups of 32 x 32, each 12,288 deep)
- *   take 10.7 ms of 37.4, nearly as long as gate+up with twice its weights.
+ *   (vk_gemm.c mm_split) pays on NVIDIA: H100, 2026-12-06, zinc bench
+ *   -npp 128 -ntg 32, aggregate decode tok/s off -> 2112: 8B at 32 / 64
+ *   sequences 860 / 1,122 -> 1,033 / 1,341 (528 and 1056 alike), at 48
+ *   1,492 -> 1,794 (1056), at 16 933 -> 953; 2B 2,011 / 2,453 -> 2,410 /
+ *   2,779 (bench/results/2026-12-06-s25.md). Still off: on NVIDIA it runs
+ *   in the coopmat2 kernel, whose split path test_vk_ops
+ *   (test_matmat_split) has only checked where there is no coopmat2
+ *   (lavapipe); the GPU's time ran out before that test ran there. Turn it
+ *   on (2112 at 132 units) once it passes on one. Why it pays: ffn_down of
+ *   the 8B at 32 tokens is 128 workgroups of 32 x 32, each 12,288 deep.
  * - attn_dec_min 256: short contexts stay on attn.comp, unsplit (8B tg128
  *   from an empty context, 240 tok/s there against 229 on attn_dec.comp,
  *   which wins from a few hundred keys on: 215 against 177 at depth 4096;

@@ -8,10 +8,10 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 Z=.dev/zinc P=.dev/zinc-prev
 { echo "date: $(date -u '+%F %T UTC')"; echo "commit: $(cat .dev/commit)"; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader; } > "$O/machine.txt"; cat "$O/machine.txt"
-( for s in qwen3-8b qwen3.5-2b; do $Z synth --like $s --type q4_k_m -o /tmp/$s.gguf > /dev/null 2>> "$O/synth.err"; done
+( for s in qwen3-8b qwen3.5-2b; do $Z synth --like $s --type q4_k_m -o /tmp/$s.gguf > /dev/null 2>> "$O/synth.err"; touch /tmp/done-$s; done
   $Z synth --like qwen3.5-35b-a3b --experts 32 --type q4_k_m -o /tmp/moe32.gguf > /dev/null 2>> "$O/synth.err" ) & sp=$!
 timeout 150 .dev/test_vk_ops > "$O/vk_ops.txt" 2>&1; echo "test_vk_ops rc $? $(tail -1 $O/vk_ops.txt)"; grep -E "FAIL|CHECK" "$O/vk_ops.txt" | head -5
-while [ ! -s /tmp/qwen3.5-2b.gguf ] && kill -0 $sp 2>/dev/null; do sleep 1; done; echo "8B/2B synth done $(date -u +%T)"
+while [ ! -e /tmp/done-qwen3.5-2b ] && kill -0 $sp 2>/dev/null; do sleep 1; done; echo "8B/2B synth done $(date -u +%T)"
 for m in qwen3-8b qwen3.5-2b; do
   for w in off 528 1056 2112; do
     [ $m = qwen3.5-2b ] && [ $w = 528 -o $w = 2112 ] && continue

@@ -33,6 +33,9 @@ layout(constant_id = 5) const uint NST = 4;   // 16x16 f32 staging tiles for the
 // and this kernel re-reads an f16 copy of them.
 layout(constant_id = 6) const bool AQ = false;
 layout(constant_id = 7) const uint TYPE = 1;
+// Split-K (p.kspl): a pipeline of its own (mmf_cm2.comp SPLIT), so that in
+// the others k's tiles are 0 .. kp / BK.
+layout(constant_id = 8) const bool SPLIT = false;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
@@ -133,7 +136,7 @@ void main() {
     }
     uint kt0 = 0, nk = p.kp / BK; // this workgroup's k tiles kt0 .. nk - 1
     uint yz = 0;                  // split-K: its partial tile's offset in y
-    if (p.bucket == 0 && p.kspl != 0) {
+    if (SPLIT && p.bucket == 0) {
         kt0 = gl_WorkGroupID.z * (p.kspl / BK);
         nk = min(nk, kt0 + p.kspl / BK);
         yz = gl_WorkGroupID.z * p.n_tok * p.y_stride;

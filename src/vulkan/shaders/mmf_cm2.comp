@@ -46,6 +46,9 @@ layout(constant_id = 5) const bool GROUPED = false;
 // cost a write and a read of 2 bytes per weight for a single pass.
 layout(constant_id = 6) const bool AQ = false;
 layout(constant_id = 7) const uint TYPE = 1;
+// Split-K (p.kspl): a pipeline of its own, so that in the others k's bounds
+// are 0 and kp, known multiples of 32, and the tile loads stay aligned.
+layout(constant_id = 8) const bool SPLIT = false;
 const uint BNH = BN / 2;
 layout(local_size_x_id = 0) in;
 
@@ -194,9 +197,9 @@ void main() {
     uint64_t abase = p.a;
     g_cnt = p.n_tok;
     uint kb = 0, ke = kp; // this workgroup's k (split-K: the z-th range, its partial tile at y + g_yz)
-    if (!GROUPED && p.kspl != 0) {
-        kb = gl_WorkGroupID.z * p.kspl;
-        ke = min(kp, kb + p.kspl);
+    if (SPLIT && !GROUPED) { /* kspl: whole k tiles (vk_gemm.c mm_split), so the masks change nothing */
+        kb = (gl_WorkGroupID.z * p.kspl) & ~31u;
+        ke = min(kp, kb + (p.kspl & ~31u));
         g_yz = gl_WorkGroupID.z * p.n_tok * p.y_stride;
     }
     if (GROUPED) {
