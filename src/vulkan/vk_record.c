@@ -57,6 +57,9 @@ static range act_range(const vk_ctx *c, const zn_graph *g, int a) {
     return (range){lo, lo + sizeof(float) * (uint64_t)g->acts[a].rows * (uint64_t)g->acts[a].cols};
 }
 
+/* The operand of ADD n other than activation t. */
+static int other_src(const zn_node *n, int t) { return n->src[n->src[0] == t ? 1 : 0]; }
+
 static VkDeviceAddress waddr(const vk_ctx *c, const gguf_tensor *t) {
     return t ? c->w[model_weight_id(c->m, t)].addr[0] : 0;
 }
@@ -81,7 +84,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     const int ra = c->plan.res_add[n - g->nodes];
     const zn_node *add = ra >= 0 ? &g->nodes[ra] : NULL;
     const VkDeviceAddress ya = act_addr(c, g, add ? add->dst : n->dst);
-    const VkDeviceAddress res = add ? act_addr(c, g, add->src[add->src[0] == n->dst ? 1 : 0]) : 0;
+    const VkDeviceAddress res = add ? act_addr(c, g, other_src(add, n->dst)) : 0;
     for (uint32_t ch = 0; ch < w->n_chunks; ch++) {
         const uint32_t r0 = ch * w->chunk_rows, nr = rows - r0 < w->chunk_rows ? rows - r0 : w->chunk_rows;
         vkop_mm a = {.type = t->type, .w = w->addr[ch], .y = ya + sizeof(float) * r0,
@@ -257,9 +260,6 @@ static range kv_range(const vk_seg *sg, int L, int v) {
     const uint64_t lo = VK_KV_STANDIN + (sg->s->id << 24) + 2ull * (uint64_t)L + (uint64_t)v;
     return (range){lo, lo + 1};
 }
-
-/* The operand of ADD n other than activation t. */
-static int other_src(const zn_node *n, int t) { return n->src[n->src[0] == t ? 1 : 0]; }
 
 /* The residual ADD n with the MoE tail folded into it (vk_fuse.h). */
 static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const vkfuse_tail *t, zn_err *err) {
@@ -446,7 +446,7 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
     const int i = (int)(n - g->nodes);
     if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
         const zn_node *add = &g->nodes[c->plan.res_add[i]];
-        rd[nr++] = act_range(c, g, add->src[add->src[0] == n->dst ? 1 : 0]);
+        rd[nr++] = act_range(c, g, other_src(add, n->dst));
         wr[0] = act_range(c, g, add->dst);
     }
     const vkfuse_tail *tl = n->op == ZN_OP_ADD ? &c->plan.tail[i] : NULL;
