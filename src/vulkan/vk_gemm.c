@@ -62,17 +62,16 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
     /* Batched decode with the A tiles dequantised in the GEMM (tuning
      * mm_prep_tok; a token tile or less, experts a few tokens each): the
      * weights are read once whatever the tile, so the tokens get the
-     * narrowest tile that holds them, and the rows one that still gives two
-     * workgroups per SM (an 8B's 1,024-row attn_k: 32 workgroups of 32
-     * rows). Up to 32 tokens 32 x 32 whatever the rows: on the H200
-     * (vk-matmul, 2026-12-05, bench/results/2026-12-05-s23.md) an 8B's
-     * 24,576-row gate+up at 32 tokens took 312 us in 32 x 32 tiles against
-     * 389 in 64 x 32, and its 32-sequence decode 1,323 tok/s against 1,159.
+     * narrowest tile that holds them and the rows 32 whatever their number
+     * (the most workgroups). H200 (vk-matmul, 2026-12-05,
+     * bench/results/2026-12-05-s23.md): an 8B's 24,576-row gate+up at 32
+     * tokens took 312 us in 32 x 32 tiles against 389 in 64 x 32. H100,
+     * 2026-12-06, with B through shared memory (mmf_cm2.comp AQS): 8B at
+     * 64 sequences 2,220 tok/s in 32 x 64 everywhere against 2,050 with
+     * 64 x 64 for the matrices of 12,288 rows and more; at 32, 32 x 32
+     * 1,452 against 32 x 64 1,385 (bench/results/2026-12-06-s26.md).
      * The dequantised copy keeps the choice below, measured on the H200. */
-    if (direct && toks <= 64) {
-        if (toks <= 32) return 4;
-        return groups == 1 && rows / 64 >= 2 * o->t.cm2_min_wgs ? 3 : 5;
-    }
+    if (direct && toks <= 64) return toks <= 32 ? 4 : 5;
     const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
     const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
     if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;

@@ -142,20 +142,21 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   pp512 7,889 / 7,899 (with no copy ever pp512 fell to 4,640); the logits
  *   of a 64-token step are the same bits either way (zinc eval).
  * - mm_split_wgs off: split-K of the GEMMs that dequantise their tiles
- *   (vk_gemm.c mm_split) pays on NVIDIA: H100, 2026-12-06, zinc bench
- *   -npp 128 -ntg 32, aggregate decode tok/s off -> 2112: 8B at 32 / 64
- *   sequences 860 / 1,122 -> 1,033 / 1,341 (528 and 1056 alike), at 48
- *   1,492 -> 1,794 (1056), at 16 933 -> 953; 2B 2,011 / 2,453 -> 2,410 /
- *   2,779 (bench/results/2026-12-06-s25.md). Still off: on NVIDIA it runs
- *   in the coopmat2 kernel, whose split path test_vk_ops
- *   (test_matmat_split) has only checked where there is no coopmat2
- *   (lavapipe); the GPU's time ran out before that test ran there. Turn it
- *   on (2112 at 132 units) once it passes on one. Why it pays: ffn_down of
- *   the 8B at 32 tokens is 128 workgroups of 32 x 32, each 12,288 deep.
- * - attn_dec_min 256: short contexts stay on attn.comp, unsplit (8B tg128
- *   from an empty context, 240 tok/s there against 229 on attn_dec.comp,
- *   which wins from a few hundred keys on: 215 against 177 at depth 4096;
- *   run 12). */
+ *   (vk_gemm.c mm_split) loses on NVIDIA now that the unsplit GEMM has
+ *   its compile-time k bounds back (dfcc651): H100, 2026-12-06, 8B at 32
+ *   sequences 1,356 tok/s off against 1,078 at 2112 (zinc bench -npp 128
+ *   -ntg 32; bench/results/2026-12-06-s26.md). Its earlier gains (+15-21 %
+ *   at 32-64 sequences, 2026-12-06-s25.md) were measured against the
+ *   slowed-down unsplit kernel. test_matmat_split passes on an H100's
+ *   coopmat2 kernel, so it is a tuning choice, not a correctness one.
+ * - attn_dec_min 64: contexts of up to 64 keys stay on attn.comp,
+ *   unsplit; longer ones split over attn_dec.comp. H100, 8B, 2026-12-06
+ *   (bench/results/2026-12-06-s26.md): at 256, one workgroup per head
+ *   made attention 1.0 ms of a 5.7 ms decode step at depth 130 (0.25 ms
+ *   at depth 8); one sequence at depth 128-192 190 -> 205 tok/s at 64,
+ *   8 sequences 807 -> 848, tg128 from an empty context 212.6 either way
+ *   (16 and 1: 203 / 211). Earlier (run 12) 256 had won at depth 0
+ *   (240 tok/s against 229), and attn_dec.comp 215 against 177 at 4096. */
 #define GPU_ROW(name, fn)                                                                                          \
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
@@ -163,7 +164,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(8), ALL(2), ALL(2), ALL(0), ALL(0), ALL(264)}, \
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
-     .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 256,           \
+     .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 64,            \
      .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = ZN_VK_OFF, .mm_split_k = 1024}
 
 static const tune_row rows[] = {

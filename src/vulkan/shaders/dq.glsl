@@ -225,48 +225,80 @@ uvec4 pack8h(vec4 a, vec4 b) {
     return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
 
-uvec4 dq8h(uint64_t row, uint k, uint n) {
+// dq8h in two halves: dq8h_load issues the loads (raw words, nothing
+// computed from them), dq8h_conv turns them into the eight f16, so a GEMM
+// can have the next tile's loads in flight while it multiplies this one.
+struct dq8raw { uvec4 a, b; };
+
+dq8raw dq8h_load(uint64_t row, uint k, uint n) {
+    dq8raw r = dq8raw(uvec4(0), uvec4(0));
+    if (TYPE == T_F16 || TYPE == T_BF16) {
+        r.a = U32x4(row + 2ul * k).v[0];
+    } else if (TYPE == T_Q4_0) {
+        const uint nb = n / 32u, b = k >> 5, j = k & 31u;
+        r.a.xy = U32x2(row + 16ul * b + (j & 15u)).v[0];
+        r.a.z = uint(U16(row + 16ul * nb + 2ul * b).v[0]);
+    } else if (TYPE == T_Q8_0) {
+        const uint nb = n / 32u, b = k >> 5;
+        r.a.xy = U32x2(row + 32ul * b + (k & 31u)).v[0];
+        r.a.z = uint(U16(row + 32ul * nb + 2ul * b).v[0]);
+    } else if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
+        const uint l = k & 255u, g = l >> 6, i = l & 31u;
+        const uint64_t b = row + uint64_t(k >> 8) * (TYPE == T_Q4_K ? 144u : 176u);
+        r.a = U32x4(b).v[0];
+        r.b.xy = U32x2(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * g + i).v[0];
+        if (TYPE == T_Q5_K) r.b.zw = U32x2(b + 16u + i).v[0];
+    } else {
+        const uint nb = n / 256u, ib = k >> 8, l = k & 255u, h = l >> 7, q = (l >> 5) & 3u, i = l & 31u;
+        r.a.xy = U32x2(row + 128ul * ib + 64u * h + 32u * (q & 1u) + i).v[0];
+        r.a.zw = U32x2(row + 128ul * nb + 64ul * ib + 32u * h + i).v[0];
+        r.b.x = uint(U16(row + 208ul * nb + 2ul * ib).v[0]);
+        r.b.y = uint(int(I8(row + 192ul * nb + 16ul * ib + 8u * h + 2u * q + (i >> 4)).v[0]));
+    }
+    return r;
+}
+
+// an f16 held in the low half of a word, converted as an F16 load would
+float h16(uint w) { return float(uint16BitsToFloat16(uint16_t(w))); }
+
+uvec4 dq8h_conv(dq8raw r, uint k) {
     const uint M4 = 0x0f0f0f0fu;
-    if (TYPE == T_F16) return U32x4(row + 2ul * k).v[0];
+    if (TYPE == T_F16) return r.a;
     if (TYPE == T_BF16) {
-        const uvec4 w = U32x4(row + 2ul * k).v[0];
+        const uvec4 w = r.a;
         return pack8h(vec4(bf16_to_f32(w.x & 0xffffu), bf16_to_f32(w.x >> 16), bf16_to_f32(w.y & 0xffffu), bf16_to_f32(w.y >> 16)),
                       vec4(bf16_to_f32(w.z & 0xffffu), bf16_to_f32(w.z >> 16), bf16_to_f32(w.w & 0xffffu), bf16_to_f32(w.w >> 16)));
     }
     if (TYPE == T_Q4_0) { // value j of a block: low nibble of byte j (j < 16), else high nibble of byte j - 16
-        const uint nb = n / 32u, b = k >> 5, j = k & 31u;
-        const uvec2 w = (U32x2(row + 16ul * b + (j & 15u)).v[0] >> (j >= 16u ? 4u : 0u)) & M4;
-        const float d = float(F16(row + 16ul * nb + 2ul * b).v[0]);
+        const uvec2 w = (r.a.xy >> ((k & 31u) >= 16u ? 4u : 0u)) & M4;
+        const float d = h16(r.a.z);
         return pack8h(d * (u8x4(w.x) - 8.0), d * (u8x4(w.y) - 8.0));
     }
     if (TYPE == T_Q8_0) {
-        const uint nb = n / 32u, b = k >> 5;
-        const uvec2 w = U32x2(row + 32ul * b + (k & 31u)).v[0];
-        const float d = float(F16(row + 32ul * nb + 2ul * b).v[0]);
-        return pack8h(d * i8x4(w.x), d * i8x4(w.y));
+        const float d = h16(r.a.z);
+        return pack8h(d * i8x4(r.a.x), d * i8x4(r.a.y));
     }
     if (TYPE == T_Q4_K || TYPE == T_Q5_K) {
         // value l of a super-block: 64-value group g, sub-block 2 g + hi;
         // nibble hi of byte 32 g + i (i = l % 32), Q5_K's fifth bit in bit
         // 2 g + hi of qh[i]
-        const uint l = k & 255u, g = l >> 6, hi = (l >> 5) & 1u, i = l & 31u;
-        const uint64_t b = row + uint64_t(k >> 8) * (TYPE == T_Q4_K ? 144u : 176u);
-        const uvec4 hd = U32x4(b).v[0];
-        const vec2 dm = unpackHalf2x16(hd.x);
+        const uint l = k & 255u, g = l >> 6, hi = (l >> 5) & 1u;
+        const vec2 dm = unpackHalf2x16(r.a.x);
         float sc, m;
-        scale_min_k4w(hd.yzw, 2u * g + hi, sc, m);
-        uvec2 w = (U32x2(b + (TYPE == T_Q4_K ? 16u : 48u) + 32u * g + i).v[0] >> (4u * hi)) & M4;
-        if (TYPE == T_Q5_K) w |= ((U32x2(b + 16u + i).v[0] >> (2u * g + hi)) & 0x01010101u) << 4;
+        scale_min_k4w(r.a.yzw, 2u * g + hi, sc, m);
+        uvec2 w = (r.b.xy >> (4u * hi)) & M4;
+        if (TYPE == T_Q5_K) w |= ((r.b.zw >> (2u * g + hi)) & 0x01010101u) << 4;
         const float d = dm.x * sc, mn = dm.y * m;
         return pack8h(d * u8x4(w.x) - mn, d * u8x4(w.y) - mn);
     }
     // Q6_K planes: value l of super-block ib: half h, quarter q, i = l % 32;
     // low bits: nibble q / 2 of ql[64 h + 32 (q % 2) + i], high bits:
     // bits 2 q of qh[32 h + i], scale scales[8 h + 2 q + i / 16]
-    const uint nb = n / 256u, ib = k >> 8, l = k & 255u, h = l >> 7, q = (l >> 5) & 3u, i = l & 31u;
-    const uvec2 ql = (U32x2(row + 128ul * ib + 64u * h + 32u * (q & 1u) + i).v[0] >> (4u * (q >> 1))) & M4;
-    const uvec2 qh = (U32x2(row + 128ul * nb + 64ul * ib + 32u * h + i).v[0] >> (2u * q)) & 0x03030303u;
-    const float d = float(F16(row + 208ul * nb + 2ul * ib).v[0]) *
-                    float(I8(row + 192ul * nb + 16ul * ib + 8u * h + 2u * q + (i >> 4)).v[0]);
+    const uint q = (k >> 5) & 3u;
+    const uvec2 ql = (r.a.xy >> (4u * (q >> 1))) & M4;
+    const uvec2 qh = (r.a.zw >> (2u * q)) & 0x03030303u;
+    const float d = h16(r.b.x) * float(int(r.b.y));
     return pack8h(d * (u8x4(ql.x | (qh.x << 4)) - 32.0), d * (u8x4(ql.y | (qh.y << 4)) - 32.0));
 }
+
+uvec4 dq8h(uint64_t row, uint k, uint n) { return dq8h_conv(dq8h_load(row, k, n), k); }
