@@ -4,7 +4,8 @@
  * slot reused by a new sequence after a reset, a step budget that makes
  * some wait a step -- and every logits row a step returns is compared with
  * the same sequence's logits when it runs alone (engine_decode of all its
- * tokens in one go). */
+ * tokens in one go). Every other item takes its logits in place
+ * (logits_at): those are compared the same way. */
 #ifndef ZN_TEST_BATCH_CHECK_H
 #define ZN_TEST_BATCH_CHECK_H
 
@@ -36,6 +37,7 @@ typedef struct bc_result {
     int multi_steps;     /* steps with more than one sequence */
     int mixed_steps;     /* ... holding a prompt chunk and a one-token item together */
     long allocs;         /* allocations counted during the batched steps (-1: not counted) */
+    int in_place;        /* items that took their logits in place (zn_step_item.logits_at, not a copy) */
     /* with bc_hooks.keep: every logits row the batched steps returned,
      * [BC_SEQS][BC_MAX_LEN][n_vocab] (rows where have[q][i]); the caller
      * frees got */
@@ -93,6 +95,7 @@ static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
     int done[BC_SEQS] = {0}, owner[BC_SLOTS];
     for (int i = 0; i < BC_SLOTS; i++) owner[i] = -1;
     zn_step_item items[BC_SEQS];
+    const float *at[BC_SEQS];
     int item_seq[BC_SEQS];
     if (ok && hooks && hooks->count_start) hooks->count_start();
     for (int k = 0; ok && k < 200; k++) {
@@ -126,6 +129,8 @@ static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
                                       .logits = mode == 2 && c > 1 ? NULL : got + ((size_t)q * BC_MAX_LEN + done[q]) * V,
                                       .all_logits = mode == 0};
             if (items[n].logits && !items[n].all_logits) items[n].logits += (size_t)(c - 1) * V;
+            at[n] = NULL;
+            if ((k + q) % 2) items[n].logits_at = &at[n];
             item_seq[n++] = q;
             n_one += c == 1;
             n_chunk += c > 1;
@@ -142,6 +147,13 @@ static inline int bc_run(zn_engine *e, const bc_hooks *hooks, bc_result *r) {
         CHECK_MSG(ok, "step %d: %s", k, err.msg);
         for (int i = 0; ok && i < n; i++) {
             const int q = item_seq[i];
+            if (items[i].logits && items[i].logits_at) { /* where they are, or the copy in logits */
+                CHECK_MSG(at[i] != NULL, "step %d: no logits_at", k);
+                if (at[i] && at[i] != items[i].logits) {
+                    memcpy(items[i].logits, at[i], sizeof *at[i] * (size_t)V * (items[i].all_logits ? items[i].n : 1));
+                    r->in_place++;
+                }
+            }
             for (int j = 0; items[i].logits && j < items[i].n; j++)
                 if (items[i].all_logits || j == items[i].n - 1) have[q][done[q] + j] = true;
             done[q] += items[i].n;

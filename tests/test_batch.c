@@ -103,8 +103,8 @@ static void check_fixture(const char *dir, const char *name) {
         CHECK_MSG(r.exact == r.compared, "%s: %ld of %ld rows differ from the sequence alone (worst NMSE %.3g)", name,
                   r.compared - r.exact, r.compared, r.worst);
         CHECK_MSG(r.compared >= 80, "%s: only %ld rows compared", name, r.compared);
-        CHECK_MSG(r.multi_steps >= 10 && r.mixed_steps >= 5, "%s: %d steps of several sequences, %d mixed", name,
-                  r.multi_steps, r.mixed_steps);
+        CHECK_MSG(r.multi_steps >= 10 && r.mixed_steps >= 5 && r.in_place > 0, "%s: %d steps of several sequences, %d mixed, %d logits in place", name,
+                  r.multi_steps, r.mixed_steps, r.in_place);
         if (r.allocs >= 0) {
             CHECK_MSG(r.allocs == 0, "%s: %ld allocations in the step loop", name, r.allocs);
             total_allocs = total_allocs < 0 ? r.allocs : total_allocs + r.allocs;

@@ -117,7 +117,8 @@ typedef struct par_result {
  * backend counts (vulkan: every row, a step of B sequences one token each):
  * waiting for the device vs the host's own work (preparing: recording the
  * step, or for a replayed one checking that its recording fits and
- * writing the positions; reading: the logits of the B sequences; the rest:
+ * writing the positions; reading: copying the logits of the B sequences,
+ * none where the backend has them in host memory (zn_backend.view); the rest:
  * the engine building the step's graph, sampling-free here), how many
  * replayed a recording and (B > 1) how many ran batched. */
 static void print_steps(const par_result *all, int n) {
@@ -159,6 +160,9 @@ static zn_status run_one(zn_engine *e, long pp, long tg, long pl, par_result *r,
     zn_seq *seqs = calloc((size_t)pl, sizeof *seqs);
     int32_t *toks = malloc(sizeof *toks * (size_t)pl * (size_t)n_ctx);
     float *logits = malloc(sizeof *logits * (size_t)pl * (size_t)V);
+    /* decode steps take their logits in place where the backend has them in
+     * host memory (as a server's sampler does), else copied to logits */
+    const float *at = NULL;
     zn_step_item *items = malloc(sizeof *items * (size_t)pl);
     double *t_first = calloc((size_t)pl, sizeof *t_first);
     zn_status st = ZN_OK;
@@ -191,7 +195,8 @@ static zn_status run_one(zn_engine *e, long pp, long tg, long pl, par_result *r,
     /* decode: every sequence one token per step */
     for (long s = 0; !st && s < tg; s++) {
         for (long i = 0; i < pl; i++)
-            items[i] = (zn_step_item){.seq = &seqs[i], .tokens = toks + i * n_ctx + pp + s, .n = 1, .logits = logits + i * V};
+            items[i] = (zn_step_item){.seq = &seqs[i], .tokens = toks + i * n_ctx + pp + s, .n = 1, .logits = logits + i * V,
+                                      .logits_at = &at};
         st = engine_step(e, items, (int)pl, err);
     }
     const double t2 = timer_now();

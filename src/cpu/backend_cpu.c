@@ -352,6 +352,14 @@ static zn_status cpu_read(void *ctx, const zn_graph *g, int act, int row0, int n
     return ZN_OK;
 }
 
+static const float *cpu_view(void *ctx, const zn_graph *g, int act, int row0, int n_rows) {
+    const cpu_ctx *c = ctx;
+    if (act < 0 || act >= g->n_acts) return NULL;
+    const zn_act *a = &g->acts[act];
+    if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0) return NULL;
+    return c->arena + a->off + (size_t)row0 * a->cols;
+}
+
 static zn_status cpu_write(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err) {
     cpu_ctx *c = ctx;
     if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "cpu: no activation %d", act);
@@ -393,6 +401,7 @@ const zn_backend_ops zn_backend_cpu = {
     .seq_copy = cpu_seq_copy,
     .run = cpu_run_graph,
     .read = cpu_read,
+    .view = cpu_view,
     .write = cpu_write,
     .mem = cpu_mem,
 };

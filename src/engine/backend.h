@@ -177,6 +177,12 @@ typedef struct zn_backend_ops {
     /* Copies rows [row0, row0 + n_rows) of activation act of the last run
      * to out ([n_rows][cols] f32). */
     zn_status (*read)(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err);
+    /* Optional: rows [row0, row0 + n_rows) of activation act of the last
+     * run where they already are in host memory, valid until the next run
+     * or free; NULL where they are not (read copies them then). Saves the
+     * copy of a batched step's logits: 64 rows of a 151,936-word vocab are
+     * 39 MB, 5.5 ms of a 27 ms step on an H100 host. */
+    const float *(*view)(void *ctx, const zn_graph *g, int act, int row0, int n_rows);
     /* Copies in ([rows][cols] f32) into activation act of g, an input no
      * node writes (graph_input), for the next run of g. */
     zn_status (*write)(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err);

@@ -112,10 +112,19 @@ zn_status seq_truncate(zn_seq *s, int n, zn_err *err) {
 
 bool engine_is_recurrent(const zn_engine *e) { return model_n_attn_layers(e->model) < e->model->hp.n_layer; }
 
+/* Rows [row0, +n_rows) of the last run's logits for an item: in place
+ * when it takes them so (logits_at) and the backend has them in host
+ * memory, else copied to logits. */
+static zn_status read_logits(zn_engine *e, int row0, int n_rows, float *logits, const float **logits_at, zn_err *err) {
+    const float *v = logits_at && e->be->view ? e->be->view(e->be_ctx, &e->graph, e->graph.logits, row0, n_rows) : NULL;
+    if (logits_at) *logits_at = v ? v : logits;
+    return v ? ZN_OK : e->be->read(e->be_ctx, &e->graph, e->graph.logits, row0, n_rows, logits, err);
+}
+
 /* One step of one sequence: n <= max_tokens tokens; logits: NULL, or
- * all_logits ? [n][n_vocab] : [n_vocab]. */
+ * all_logits ? [n][n_vocab] : [n_vocab] (logits_at: as zn_step_item's). */
 static zn_status step_one(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, float *logits, bool all_logits,
-                          zn_err *err) {
+                          const float **logits_at, zn_err *err) {
     zn_status st = ZN_OK;
     /* a graph's nodes do not depend on the position (graph_build checks its range) */
     if (n == 1 && e->graph_one == (int)all_logits && s->n_past < ZN_MAX_CTX) {
@@ -126,8 +135,7 @@ static zn_status step_one(zn_engine *e, zn_seq *s, const int32_t *tokens, int n,
         if (st == ZN_OK && n == 1) e->graph_one = (int)all_logits;
     }
     if (st == ZN_OK) st = e->be->run(e->be_ctx, &s->state, &e->graph, err);
-    if (st == ZN_OK && logits)
-        st = e->be->read(e->be_ctx, &e->graph, e->graph.logits, 0, e->graph.n_out, logits, err);
+    if (st == ZN_OK && logits) st = read_logits(e, 0, e->graph.n_out, logits, logits_at, err);
     if (st == ZN_OK) s->n_past += n;
     return st;
 }
@@ -148,7 +156,7 @@ zn_status engine_decode(zn_engine *e, zn_seq *s, const int32_t *tokens, int n, f
         const bool last_step = done + step == n;
         /* rows of logits this step produces: all of them, or the final one */
         float *out = !logits ? NULL : all_logits ? logits + (size_t)done * n_vocab : last_step ? logits : NULL;
-        st = step_one(e, s, tokens + done, step, out, all_logits, err);
+        st = step_one(e, s, tokens + done, step, out, all_logits, NULL, err);
         if (st != ZN_OK) return st;
         done += step;
     }
@@ -185,7 +193,7 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
     if (n_items == 1 || !e->be->multi_seq) { /* the one-sequence step (backends record and replay it) */
         for (int i = 0; i < n_items; i++) {
             const zn_step_item *it = &items[i];
-            zn_status st = step_one(e, it->seq, it->tokens, it->n, it->logits, it->all_logits, err);
+            zn_status st = step_one(e, it->seq, it->tokens, it->n, it->logits, it->all_logits, it->logits_at, err);
             if (st != ZN_OK) return st;
         }
         return ZN_OK;
@@ -205,8 +213,7 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
     for (int i = 0; st == ZN_OK && i < n_items; i++) {
         const zn_step_item *it = &items[i];
         if (it->logits)
-            st = e->be->read(e->be_ctx, &e->graph, e->graph.logits, e->step_seqs[i].out0, it->all_logits ? it->n : 1,
-                             it->logits, err);
+            st = read_logits(e, e->step_seqs[i].out0, it->all_logits ? it->n : 1, it->logits, it->logits_at, err);
     }
     if (st != ZN_OK) return st;
     for (int i = 0; i < n_items; i++) items[i].seq->n_past += items[i].n;

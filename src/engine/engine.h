@@ -98,6 +98,10 @@ typedef struct zn_step_item {
     int n;                    /* >= 1 */
     float *logits;            /* NULL: none; all_logits ? [n][n_vocab] : its last token's [n_vocab] */
     bool all_logits;
+    /* Optional, with logits: set to where the step left them, the
+     * backend's host memory in place when it has them there (no copy;
+     * valid until e's next step), else logits, which they were copied to. */
+    const float **logits_at;
 } zn_step_item;
 
 /* One step over several sequences: every item's n tokens evaluated in one

@@ -18,7 +18,8 @@ struct zn_slot {
     int ckpt_from;            /* where the running job's prompt resumed (a prefix proven shared), 0: none */
     int32_t *cache;           /* [n_ctx]: the tokens seq holds */
     int n_cache;
-    float *logits;            /* [n_vocab] of the last evaluated token */
+    float *logits;            /* [n_vocab]: where the last evaluated token's logits are copied when the */
+    const float *lg;          /* backend has them nowhere else; lg: where they are (valid until the next step) */
     zn_sampler smp;
     bool smp_ok;
     zn_detok detok;
@@ -406,7 +407,8 @@ static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step
         if (n > budget) n = budget;
         if (n <= 0) return 0;
         const bool last = sl->pos + n == sl->recomp;
-        *it = (zn_step_item){.seq = &sl->seq, .tokens = sl->cache + sl->pos, .n = n, .logits = last ? sl->logits : NULL};
+        *it = (zn_step_item){.seq = &sl->seq, .tokens = sl->cache + sl->pos, .n = n, .logits = last ? sl->logits : NULL,
+                             .logits_at = &sl->lg};
         return n;
     }
     int end = j->n_prompt;
@@ -420,7 +422,8 @@ static int slot_prefill_plan(const zn_sched *s, zn_slot *sl, int budget, zn_step
     if (n > budget) n = budget;
     if (n <= 0) return 0;
     const bool last = sl->pos + n == j->n_prompt;
-    *it = (zn_step_item){.seq = &sl->seq, .tokens = j->prompt + sl->pos, .n = n, .logits = last ? sl->logits : NULL};
+    *it = (zn_step_item){.seq = &sl->seq, .tokens = j->prompt + sl->pos, .n = n, .logits = last ? sl->logits : NULL,
+                             .logits_at = &sl->lg};
     return n;
 }
 
@@ -510,10 +513,10 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         id = j->think_close[sl->n_forced++];
     } else if (j->gm) {
         const long inl = j->gm->n_inline;
-        id = gmask_sample(j->gm, &sl->smp, sl->logits, &gerr);
+        id = gmask_sample(j->gm, &sl->smp, sl->lg, &gerr);
         if (j->gm->n_inline != inl) atomic_fetch_add(&s->masks_inline, 1);
     } else {
-        id = sampler_sample(&sl->smp, sl->logits);
+        id = sampler_sample(&sl->smp, sl->lg);
     }
     if (id < 0) { /* the grammar cannot go on: a request error, not the server's */
         slot_finish(s, sl, NULL, &gerr);
@@ -540,7 +543,7 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         return false;
     }
     zn_tok_lp lp;
-    if (j->top_logprobs >= 0) sched_logprobs(sl->logits, s->n_vocab, id, j->top_logprobs, &lp);
+    if (j->top_logprobs >= 0) sched_logprobs(sl->lg, s->n_vocab, id, j->top_logprobs, &lp);
     sampler_accept(&sl->smp, id);
     size_t k = detok_push(&sl->detok, id, sl->raw);
     thinkcount_push(&sl->tcount, sl->raw, k);
@@ -733,7 +736,8 @@ static int sched_round(zn_sched *s) {
             zn_errf(&e, ZN_ERR_ARG, "cancelled");
             slot_finish(s, sl, NULL, &e);
         } else if (sl->state == SLOT_GEN && slot_generate(s, sl)) {
-            items[n] = (zn_step_item){.seq = &sl->seq, .tokens = &sl->next, .n = 1, .logits = sl->logits};
+            items[n] = (zn_step_item){.seq = &sl->seq, .tokens = &sl->next, .n = 1, .logits = sl->logits,
+                                      .logits_at = &sl->lg};
             owner[n++] = sl;
             sl->n_step = 1;
             budget--;

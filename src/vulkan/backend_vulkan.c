@@ -458,6 +458,17 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     return st;
 }
 
+/* The logits of the last run in host memory, where record copied them. */
+static const float *vk_view(void *ctx, const zn_graph *g, int act, int row0, int n_rows) {
+    const vk_ctx *c = ctx;
+    if (act < 0 || act >= g->n_acts) return NULL;
+    const zn_act *a = &g->acts[act];
+    if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0) return NULL;
+    const uint64_t nf = (uint64_t)a->rows * (uint64_t)a->cols;
+    if (!c->out_floats || a->off != c->out_off || nf != c->out_floats) return NULL;
+    return (const float *)c->out.map + (uint64_t)row0 * (uint64_t)a->cols;
+}
+
 /* The logits of the last run are already in host memory (record copied
  * them); anything else is downloaded. */
 static zn_status vk_read(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err) {
@@ -467,11 +478,11 @@ static zn_status vk_read(void *ctx, const zn_graph *g, int act, int row0, int n_
     const zn_act *a = &g->acts[act];
     if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: rows [%d, +%d) of an activation of %d", row0, n_rows, a->rows);
-    const uint64_t nf = (uint64_t)a->rows * (uint64_t)a->cols, skip = (uint64_t)row0 * (uint64_t)a->cols;
-    const uint64_t want = (uint64_t)n_rows * (uint64_t)a->cols;
+    const uint64_t skip = (uint64_t)row0 * (uint64_t)a->cols, want = (uint64_t)n_rows * (uint64_t)a->cols;
+    const float *v = vk_view(ctx, g, act, row0, n_rows);
     zn_status st = ZN_OK;
-    if (c->out_floats && a->off == c->out_off && nf == c->out_floats)
-        memcpy(out, (const float *)c->out.map + skip, sizeof(float) * want);
+    if (v)
+        memcpy(out, v, sizeof(float) * want);
     else
         st = vkxfer_download(&c->x, vkref_sub(c->act, sizeof(float) * (a->off + skip), sizeof(float) * want), out,
                              sizeof(float) * want, err);
@@ -569,6 +580,7 @@ const zn_backend_ops zn_backend_vulkan = {
     .seq_copy = vk_seq_copy,
     .run = vk_run,
     .read = vk_read,
+    .view = vk_view,
     .write = vk_write,
     .stats = vk_stats,
     .mem = vk_mem,
