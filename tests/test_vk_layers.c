@@ -518,7 +518,8 @@ static void test_attention_mm(void) {
 /* The kernels with the cache format as a specialisation constant, built
  * anew for E.o.kvq. */
 static void kvq_set(zn_kv_type kt) {
-    static const vkop_kind kinds[] = {VKO_KV_STORE, VKO_ATTN, VKO_ATTN_FA, VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256};
+    static const vkop_kind kinds[] = {VKO_KV_STORE,   VKO_ATTN,        VKO_ATTN_FA,     VKO_ATTN_DEC64,
+                                      VKO_ATTN_DEC128, VKO_ATTN_DEC256, VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU};
     E.o.kvq = vkops_kvq(kt);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (int v = 0; v < ZN_VK_NVAR; v++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][v]);
@@ -532,10 +533,12 @@ static void kvq_set(zn_kv_type kt) {
  * kernels' of test_attention. Then decode past attn_dec_min keys on
  * attn_dec.comp (head dims 64, 128, 256; several rows; split), which keeps
  * the dequantised values as f16 (as the CPU backend does): bound 1e-6
- * (f16 rounding of values exact in f32). The matrix-product prefill stays
- * off, as the backend has it with such a cache. */
+ * (f16 rounding of values exact in f32). Then the flash prefill cases on
+ * matrix products (attn_fa_cm.glsl, or its emulation), which also round
+ * the dequantised values to f16: test_attention_mm's bound. */
 static void test_attention_kvq(void) {
-    const double tol = 1e-10, tol_dec = 1e-6;
+    const double tol = 1e-10, tol_dec = 1e-6, tol_mm = 5e-7;
+    int n_mm = 0;
     const bool fa_cm = E.o.fa_cm, dec = E.o.attn_dec;
     const uint32_t chunk = E.o.t.attn_chunk;
     E.o.fa_cm = E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
@@ -579,7 +582,24 @@ static void test_attention_kvq(void) {
         CHECK_MSG(dec_used[0] && dec_used[1] && dec_used[2], "%s cache: attn_dec.comp not used for hd %s%s%s",
                   backend_kv_type_name(kts[t]), dec_used[0] ? "" : "64 ", dec_used[1] ? "" : "128 ", dec_used[2] ? "" : "256");
         E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
+        const vkop_kind mk = E.o.coopmat ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
+        const bool emu = E.o.mm_emulate;
+        E.o.fa_cm = true, E.o.mm_emulate = !E.o.coopmat;
+        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+            if (cs[i].T < 16 || cs[i].hd_k != cs[i].hd_v) continue;
+            const uint32_t ci = vkops_fa_cfg_for(&E.o, (uint32_t)cs[i].hd_k);
+            if (ci == ZN_VK_MM_AUTO) continue; /* no tile config fits this head dim here */
+            const double e = attn_case_kv(kts[t], cs[i].n_head, cs[i].n_kv, cs[i].hd_k, cs[i].hd_v, cs[i].n_past,
+                                          cs[i].T, cs[i].via_step);
+            CHECK_MSG(e <= tol_mm, "%s cache, %s, on matrix products: nmse %.3g", backend_kv_type_name(kts[t]),
+                      cs[i].what, e);
+            CHECK_MSG(E.o.pipes[mk][ci].pipe != VK_NULL_HANDLE && E.o.fa_cm, "%s cache, %s: attn_fa_cm.glsl not used (%s)",
+                      backend_kv_type_name(kts[t]), cs[i].what, E.o.fa_err);
+            n_mm++;
+        }
+        E.o.fa_cm = false, E.o.mm_emulate = emu;
     }
+    CHECK_MSG(n_mm >= 6, "%d flash prefill cases on matrix products", n_mm);
     kvq_set(ZN_KV_F16);
     E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.t.attn_chunk = chunk;
 }

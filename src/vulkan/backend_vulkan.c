@@ -78,8 +78,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         st = zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %zu bytes of KV cache per position", c->kvl.pos_bytes);
     for (int il = 0, li = 0; !st && il < m->hp.n_layer; il++)
         if (!m->layers[il].recurrent) c->kv_off[il] = (uint32_t)(li++ * (c->kvl.k_bytes + c->kvl.v_bytes));
-    /* a quantized cache: the matrix-product flash attention does not read one */
-    if (!st && opt->kv_type != ZN_KV_F16) c->o.kvq = vkops_kvq(opt->kv_type), c->o.fa_cm = false;
+    if (!st && opt->kv_type != ZN_KV_F16) c->o.kvq = vkops_kvq(opt->kv_type);
     /* profiling times ops (every step recorded anew) */
     if (!st) st = vkcmd_init(&c->c, &c->d, c->o.ps.layout, opt->profile, err);
     if (!st) st = vkxfer_init(&c->x, &c->d, 64ull << 20, err);

@@ -193,11 +193,12 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     const bool fa = !a->seqs && a->n_tok >= o->t.fa_min_tok && a->hd_k == a->hd_v && a->hd_k >= 64 && a->hd_k <= 256 &&
                     !(a->hd_k & (a->hd_k - 1));
     /* on matrix products (or their emulation) where a tile config fits and
-     * the rows are 16-byte aligned */
+     * the rows are 16-byte aligned (a quantized cache's are read a byte at
+     * a time: only Q's) */
     const vkop_kind fk = !o->fa_cm ? VKO_ATTN_FA : o->coopmat ? VKO_ATTN_FA_CM : o->mm_emulate ? VKO_ATTN_FA_EMU : VKO_ATTN_FA;
     const uint32_t ci = fa && fk != VKO_ATTN_FA ? vkops_fa_cfg_for(o, a->hd_k) : ZN_VK_MM_AUTO;
     const uint32_t G = a->n_head / a->n_head_kv;
-    if (ci != ZN_VK_MM_AUTO && !((a->q | a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16)) {
+    if (ci != ZN_VK_MM_AUTO && !(a->q % 16) && (o->kvq || !((a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16))) {
         const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
         /* should the driver refuse that pipeline, the scalar kernel from
          * then on (the op tests check every config is built) */
@@ -249,7 +250,7 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
 typedef struct spec_wg { uint32_t wg, kvq; } spec_wg;                               /* attn, attn_merge, kv_store */
 typedef struct spec_attn_dec { uint32_t wg, rows, hd, kvq; } spec_attn_dec;         /* attn_dec.comp */
 typedef struct spec_attn_fa { uint32_t wg, hd, bc, kvq; } spec_attn_fa;             /* attn_fa.comp */
-typedef struct spec_attn_fa_cm { uint32_t wg, hd, br, bc, ssz, kv2, kp; } spec_attn_fa_cm; /* attn_fa_cm.glsl */
+typedef struct spec_attn_fa_cm { uint32_t wg, hd, br, bc, ssz, kv2, kp, kvq; } spec_attn_fa_cm; /* attn_fa_cm.glsl */
 
 zn_status vkspec_attn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)v, (void)err;
@@ -281,6 +282,6 @@ zn_status vkspec_attn_fa_cm(const vkops *o, vkop_kind k, vkvar v, vkspec *out, z
     (void)k, (void)err;
     const vkfa_cfg *f = &zn_vk_fa_cfgs[v.cfg];
     VKSPEC(out, spec_attn_fa_cm, {.wg = FA_WG, .hd = f->hd, .br = f->br, .bc = f->bc, .ssz = fa_ss_floats(f),
-                                  .kv2 = fa_kv2(o, f), .kp = fa_kparts(f)});
+                                  .kv2 = fa_kv2(o, f), .kp = fa_kparts(f), .kvq = o->kvq});
     return ZN_OK;
 }

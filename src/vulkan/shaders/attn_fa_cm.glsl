@@ -38,7 +38,9 @@ layout(constant_id = 3) const uint BC = 32;    // keys per tile (multiple of 16)
 layout(constant_id = 4) const uint SSZ = 1152; // floats of ss: max(KP * BR * LS, 4 * 256) (vk_ops.c fa_ss_floats)
 layout(constant_id = 5) const uint KV2 = 0;    // 1: separate K and V buffers
 layout(constant_id = 6) const uint KP = 1;     // parts of an S tile's head dims: max(1, 4 / S tiles)
+layout(constant_id = 7) const uint KVQ = 0;    // the cache's format (kvq.glsl), 0: f16
 layout(local_size_x_id = 0) in;
+#include "kvq.glsl"
 
 layout(push_constant) uniform PC {
     uint64_t q, tab, dst, part, step;  // step: vk_ops.h vkop_step (0: n_past below); tab: kvtab.glsl
@@ -76,7 +78,9 @@ float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
 #endif
 
 // K or V rows jt.. of this KV head, 16 bytes per load, into registers
-// (in flight while products run), then into kv at offset o. Keys past
+// (in flight while products run), then into kv at offset o; a quantized
+// cache's 8 values dequantized (kvq.glsl) and rounded to f16 there, as the
+// CPU backend's attention keeps them. Keys past
 // kv_end are zeroed (the cache holds garbage there, and 0 * NaN would
 // poison O) and their block table entries not read (there may be no
 // block); each key's row is looked up on its own (tiles may span blocks).
@@ -87,7 +91,13 @@ void fetch(bool is_v, uint jt, uint kv_end, uint kvh) {
     for (uint i = 0; i < NLD; i++) {
         const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
         uvec4 v = uvec4(0);
-        if (jt + key < kv_end) v = U32x4(kv_row(p.tab, jt + key, p.pos_bytes, off) + 2ul * (kvh * HD + 8u * c8)).v[0];
+        if (jt + key < kv_end && KVQ != 0u) {
+            const uint64_t row = kv_row(p.tab, jt + key, p.pos_bytes, off);
+            const vec4 a = kvq4(row, kvh * HD + 8u * c8), b = kvq4(row, kvh * HD + 8u * c8 + 4u);
+            v = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+        } else if (jt + key < kv_end) {
+            v = U32x4(kv_row(p.tab, jt + key, p.pos_bytes, off) + 2ul * (kvh * HD + 8u * c8)).v[0];
+        }
         if (is_v) rv[i] = v;
         else rk[i] = v;
     }
