@@ -141,14 +141,16 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   1,166 tok/s against 880 with the copy, 64 sequences 1,840 / 1,527,
  *   pp512 7,889 / 7,899 (with no copy ever pp512 fell to 4,640); the logits
  *   of a 64-token step are the same bits either way (zinc eval).
- * - mm_split_wgs off: split-K of the GEMMs that dequantise their tiles
- *   (vk_gemm.c mm_split) loses on NVIDIA now that the unsplit GEMM has
- *   its compile-time k bounds back (dfcc651): H100, 2026-12-06, 8B at 32
- *   sequences 1,356 tok/s off against 1,078 at 2112 (zinc bench -npp 128
- *   -ntg 32; bench/results/2026-12-06-s26.md). Its earlier gains (+15-21 %
- *   at 32-64 sequences, 2026-12-06-s25.md) were measured against the
- *   slowed-down unsplit kernel. test_matmat_split passes on an H100's
- *   coopmat2 kernel, so it is a tuning choice, not a correctness one.
+ * - mm_split_wgs 1056 (8 workgroups per SM), mm_split_k 1024: split-K of
+ *   the GEMMs that dequantise their tiles (vk_gemm.c mm_split) over the
+ *   AQS GEMM (9a525be). H100, 2026-12-06 (bench/results/2026-12-06-s27.md,
+ *   zinc bench -npp 128 -ntg 32, one call), aggregate tok/s at 32 / 48 / 64
+ *   sequences, off -> 264 / 528 / 1056 / 2112: 8B 1,951 / 2,648 / 3,344 ->
+ *   2,522 / 3,228 / 4,013, 2,475 / 3,061 / 3,770, 2,581 / 3,087 / 3,790,
+ *   2,547 / 3,005 / 3,695; 2B 4,312 / 5,645 / 6,833 -> 5,076 / 6,431 /
+ *   7,738, 5,258 / 6,532 / 7,771, 5,263 / 6,532 / 7,786, 5,279 / 6,529 /
+ *   7,794; mm_split_k 512 no better. It had lost against the unsplit GEMM
+ *   before AQS (1,078 at 2112 against 1,356 off, s26).
  * - attn_dec_min 64: contexts of up to 64 keys stay on attn.comp,
  *   unsplit; longer ones split over attn_dec.comp. H100, 8B, 2026-12-06
  *   (bench/results/2026-12-06-s26.md): at 256, one workgroup per head
@@ -165,7 +167,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 64,            \
-     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = ZN_VK_OFF, .mm_split_k = 1024}
+     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
