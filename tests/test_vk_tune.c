@@ -46,12 +46,12 @@ static vkdev_info lavapipe(void) {
  * mmi_* (the int8 GEMM, off where the device has NV cooperative matrix 2: test_mmi_without_cm2). */
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
-    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_unroll=2,mvx_wgs=528,mvx_pf=0,"
+    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=7,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_rows.q6_k=1,mvx_unroll=2,mvx_unroll.q6_k=1,mvx_wgs=528,mvx_pf=0,"
     "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
     "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
     "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,mmi_min_tok=off,mmi_max_tok=64,mmi_bn=32,small_wg=64,norm_wg=256,"
     "mm_min_tok=32,moe_min_tok=65,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
-    "cm2_min_wgs=96,cm2_long_k=8192,mm_scratch_mb=1024,mm_prep_tok=128,mm_split_wgs=1056,mm_split_k=1024,attn_dec=on,attn_chunk=64,attn_dec_min=64,merge_wg=256,"
+    "cm2_min_wgs=96,cm2_long_k=0,mm_scratch_mb=1024,mm_prep_tok=128,mm_split_wgs=1056,mm_split_k=1024,attn_dec=on,attn_chunk=64,attn_dec_min=64,merge_wg=256,"
     "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,poll=on";
 
 /* A GPU of the same class without NV cooperative matrix 2 (the f16 GEMM
@@ -114,7 +114,8 @@ static void test_scaled(void) {
     CHECK_EQ_INT(t.mvt_t.wgs[7], 132); /* 2 per SM */
     CHECK_EQ_INT(t.mvt_t.wg[7], 256);
     CHECK_EQ_INT(t.mvt, 8); /* a count of tokens, not scaled */
-    CHECK_EQ_INT(t.cm2_long_k, 8192);
+    CHECK_EQ_INT(t.mm_split_wgs, 528); /* 8 per SM */
+    CHECK_EQ_INT(t.mm_split_k, 1024);  /* a depth, not scaled */
 }
 
 static void test_lavapipe(void) {

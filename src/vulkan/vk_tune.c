@@ -89,6 +89,10 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   bytes of quants per step for Q4_0 and the 4/5-bit K-quants, 32 for
  *   Q8_0, 48 for Q6_K); 1 x 4 was +1.7 % on an 8B decode and even on a 2B
  *   one, per-shape sweeps disagreed by type, so 2 x 2 for all (s2).
+ * - mvx rows and unroll 1 for Q6_K (the fused mat-vec of one token):
+ *   H100, 2026-12-06 (bench/results/2026-12-06-s27.md, one call), tg128
+ *   8B 210.3 -> 213.7 tok/s (rows 1 alone 214.8, unroll 1 alone 215.7),
+ *   2B 410.1 -> 454.3 (423.3, 441.4); rows 1 with unroll 4 lost (190, 402).
  * - qx_sk 1: quantx in slices of one vec4 per thread: an 8B's gate+up 32.9
  *   -> 28.5 us with its barrier and mat-vec, down 34.5 -> 22.7 (s3 run 10).
  * - mvx: each workgroup quantises x itself (up to 96 KB of f32 x and aux
@@ -133,6 +137,11 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   that 64 x 128 is the fastest or within 5 % on every dense shape of the
  *   three models and on the grouped MoE GEMM, and 64 x 64 wins where 64 x
  *   128 gives too few workgroups (s3 runs 7-8).
+ *   cm2_long_k 0 on GPUs: 128 x 128 at every k where it gives cm2_min_wgs.
+ *   H100, 2026-12-06 (bench/results/2026-12-06-s27.md, one call), pp512 /
+ *   pp4096 tok/s at 8192 -> 0: 8B 7,987 / 6,294 -> 8,907 / 6,832, 2B
+ *   10,279 / 20,420 -> 20,347 / 19,219 (128 x 128 everywhere, cm2_cfg 1:
+ *   8B 8,732 / 6,745, 2B 18,678 / 17,400).
  * - mm_prep_tok 128: GEMMs of fewer than 128 tokens (batched decode of
  *   16-127 sequences, short prompt chunks) dequantise each A tile as it is
  *   loaded, saving the write and read of 2 bytes per weight per call that
@@ -162,11 +171,11 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
 #define GPU_ROW(name, fn)                                                                                          \
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
-     .mvx = {{ALL(4), ALL(2), ALL(2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
+     .mvx = {{ALL(4), Q6(1, 2), Q6(1, 2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(8), ALL(2), ALL(2), ALL(0), ALL(0), ALL(264)}, \
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
-     .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192, .attn_dec_min = 64,            \
+     .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 0, .attn_dec_min = 64,            \
      .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
