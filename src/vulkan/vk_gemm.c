@@ -72,6 +72,11 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
      * 1,452 against 32 x 64 1,385 (bench/results/2026-12-06-s26.md).
      * The dequantised copy keeps the choice below, measured on the H200. */
     if (direct && toks <= 64) return toks <= 32 ? 4 : 5;
+    /* Grouped: toks is the tokens per expert if they spread evenly; the
+     * narrowest token tile that holds them. H100, 2026-12-06, 35B-A3B shape
+     * with 256 experts (16 tokens each at pp512): 4,260 tok/s in 64 x 32
+     * tiles against 3,467 in 64 x 128 (bench/results/2026-12-06-s27.md). */
+    if (groups > 1 && toks <= 64) return toks <= 32 ? 6 : 3;
     const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
     const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
     if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;
