@@ -342,22 +342,21 @@ static zn_status cpu_run_graph(void *ctx, void *const *states, const zn_graph *g
     return ZN_OK;
 }
 
-static zn_status cpu_read(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err) {
-    cpu_ctx *c = ctx;
-    if (act < 0 || act >= g->n_acts) return zn_errf(err, ZN_ERR_ARG, "cpu: no activation %d", act);
-    const zn_act *a = &g->acts[act];
-    if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0)
-        return zn_errf(err, ZN_ERR_ARG, "cpu: rows [%d, +%d) of an activation of %d", row0, n_rows, a->rows);
-    memcpy(out, c->arena + a->off + (size_t)row0 * a->cols, sizeof(float) * (size_t)n_rows * a->cols);
-    return ZN_OK;
-}
-
 static const float *cpu_view(void *ctx, const zn_graph *g, int act, int row0, int n_rows) {
     const cpu_ctx *c = ctx;
     if (act < 0 || act >= g->n_acts) return NULL;
     const zn_act *a = &g->acts[act];
     if (row0 < 0 || n_rows < 0 || n_rows > a->rows - row0) return NULL;
     return c->arena + a->off + (size_t)row0 * a->cols;
+}
+
+static zn_status cpu_read(void *ctx, const zn_graph *g, int act, int row0, int n_rows, float *out, zn_err *err) {
+    const float *p = cpu_view(ctx, g, act, row0, n_rows);
+    if (!p && (act < 0 || act >= g->n_acts)) return zn_errf(err, ZN_ERR_ARG, "cpu: no activation %d", act);
+    if (!p)
+        return zn_errf(err, ZN_ERR_ARG, "cpu: rows [%d, +%d) of an activation of %d", row0, n_rows, g->acts[act].rows);
+    memcpy(out, p, sizeof(float) * (size_t)n_rows * g->acts[act].cols);
+    return ZN_OK;
 }
 
 static zn_status cpu_write(void *ctx, const zn_graph *g, int act, const float *in, zn_err *err) {
