@@ -3,7 +3,8 @@
 # (1) the cold first row (s27 call 5: the 2B's -npl 1 row at 311 tok/s and prefill 2,840 on a fresh machine,
 #     458 / 10,900 warm): persistence mode, clocks, and the SM clock sampled every 50 ms while it runs;
 # (2) batched-decode token tiles over split-K (64 x 32 / 64 x 64 / 128 x 64 against the auto 32 x 32 / 32 x 64);
-# (3) where the 8B's pp4096 (0.70 of llama.cpp) and the 35B's decode (0.82) spend their time.
+# (3) decode attention at depth (8B tg128@4096 0.82, tg64@32768 0.80 of llama.cpp): keys per split (attn_chunk);
+# (4) where the 8B's pp4096 (0.70 of llama.cpp) and the 35B's decode (0.82) spend their time.
 # Build .dev first (bash .dev/mk.sh, as bench/results/2026-12-06-s26/mk.sh); carry [".dev", ".gl"].
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -18,6 +19,9 @@ sleep 0.5; kill $np; awk -F', ' '{print $2, $4, $5, $6}' /tmp/clk.txt | uniq -c 
 $Z synth --like qwen3-8b --type q4_k_m -o /tmp/q8b.gguf > /dev/null 2>&1
 for t in cm2_cfg=auto cm2_cfg=6 cm2_cfg=3 cm2_cfg=7; do
   echo "8B $t: $(timeout 50 $Z bench -m /tmp/q8b.gguf --backend vulkan -npl 32,64 -npp 128 -ntg 32 --tune $t 2>&1 | grep -E '^\|   128' | awk -F'|' '{printf "npl%s TG %s | ", $4, $10}')"
+done
+for c in 64 32 128 256; do
+  echo "8B attn_chunk $c: $(timeout 90 $Z bench -m /tmp/q8b.gguf --backend vulkan -p 0 -n 64 -r 2 --depth 4096 --tune attn_chunk=$c 2>&1 | grep -E '^tg' | tr -s ' ') $(timeout 120 $Z bench -m /tmp/q8b.gguf --backend vulkan -p 0 -n 32 -r 1 --depth 32768 --tune attn_chunk=$c 2>&1 | grep -E '^tg' | tr -s ' ')"
 done
 timeout 60 $Z bench -m /tmp/q8b.gguf --backend vulkan -p 4096 -n 0 -r 1 --profile > /tmp/p4096.txt 2>&1
 grep -A16 'prefill of 4096' /tmp/p4096.txt | tail -17
