@@ -26,5 +26,8 @@ done
 timeout 60 $Z bench -m /tmp/q8b.gguf --backend vulkan -p 4096 -n 0 -r 1 --profile > /tmp/p4096.txt 2>&1
 grep -A16 'prefill of 4096' /tmp/p4096.txt | tail -17
 $Z synth --like qwen3.5-35b-a3b --type q4_k_m -o /tmp/q35.gguf > /dev/null 2>&1
+# s27 call 6: the 35B's first tg128 repetition 167.8 tok/s, then 211.7 / 212.0 (a new process per test; llama.cpp's
+# first repetitions 3-8 % slow, its pp512 ones 22-30 %): each repetition, twice, with the GPU idle 10 s before the second
+for i in 1 2; do timeout 90 $Z bench -m /tmp/q35.gguf --backend vulkan -p 0 -n 128 -r 5 --json 2>/dev/null | grep -o '"tg_each": \[[^]]*\]'; sleep 10; done
 timeout 90 $Z bench -m /tmp/q35.gguf --backend vulkan -p 16 -n 4 -r 1 --profile > /tmp/p35.txt 2>&1
 grep -A30 'decode of 1 token(s) at position 18' /tmp/p35.txt | head -31
