@@ -200,17 +200,16 @@ static void check_qwen3_layer(const fixture *f, int il, bool norm_fused, bool sw
     CHECK_EQ_INT(f->p.rope_kv[rk], kv);
     CHECK_EQ_INT(f->p.rope_kv[rq], -1);
     CHECK(f->p.skip[kv]);
-    /* residual adds into the output projections; not into the down
-     * projection when it reads gate and up itself (fused SwiGLU) and the
-     * sum would land on one of them: they died one node earlier and the
-     * arena may have given their memory to the sum */
+    /* residual adds into the output projections, also into the down
+     * projection that reads gate and up itself (fused SwiGLU): they died
+     * one node before it, and the arena keeps their memory from the sum
+     * (ZN_GRAPH_FOLD) */
     CHECK_EQ_INT(f->p.res_add[wo], res);
     CHECK(f->p.skip[res]);
     const zn_node *s = &f->g.nodes[sw];
-    const bool clash = swiglu_fused && (acts_overlap(&f->g, f->g.nodes[lout].dst, s->src[0]) ||
-                                        acts_overlap(&f->g, f->g.nodes[lout].dst, s->src[1]));
-    CHECK_EQ_INT(f->p.res_add[down], clash ? -1 : lout);
-    CHECK_EQ_INT(f->p.skip[lout], !clash);
+    CHECK(!acts_overlap(&f->g, f->g.nodes[lout].dst, s->src[0]) && !acts_overlap(&f->g, f->g.nodes[lout].dst, s->src[1]));
+    CHECK_EQ_INT(f->p.res_add[down], lout);
+    CHECK(f->p.skip[lout]);
     /* SwiGLU into the down projection's x */
     CHECK_EQ_INT(f->p.skip[sw], swiglu_fused);
     CHECK_EQ_INT(xmode(f, down), swiglu_fused ? VKX_SWIGLU : VKX_PLAIN);
@@ -360,6 +359,7 @@ static void test_moe_tail(void) {
                 CHECK_EQ_INT(t->gate, (mi == 0 ? gate : -1));
                 CHECK_EQ_INT(t->mid, (mi == 0 ? mid : -1));
                 const bool fold = sum_foldable(&f, sum, l, t->mid, t->gate);
+                CHECK(fold || mi == 1); /* qwen35moe: the whole tail at every layer (ZN_GRAPH_FOLD) */
                 CHECK_EQ_INT(t->sum, (fold ? sum : -1));
                 CHECK_EQ_INT(f.p.skip[sum], fold);
                 CHECK(!f.p.skip[l] && (mi == 1 || (f.p.skip[gate] && f.p.skip[mid])));
@@ -374,7 +374,8 @@ static void test_moe_tail(void) {
 }
 
 /* qwen35: a recurrent block's four projections of the normed input are one
- * group of 4 in decode; the gated norm's SwiGLU goes into ssm_out. */
+ * group of 4 in decode; the gated norm's SwiGLU goes into ssm_out, the
+ * residual ADD into its store. */
 static void test_qwen35(void) {
     fixture f;
     if (!fx_open(&f, "qwen35-dense-f16", 32)) return;
@@ -387,6 +388,9 @@ static void test_qwen35(void) {
         CHECK_EQ_INT(f.p.group[node(&f, il, "attn_qkv")], 4);
         CHECK(f.p.skip[node(&f, il, "gdn_gated")]);
         CHECK_EQ_INT(xmode(&f, node(&f, il, "ssm_out")), VKX_SWIGLU);
+        /* and the residual ADD after it into its store (ZN_GRAPH_FOLD keeps
+         * the gated norm's inputs from the sum) */
+        CHECK_EQ_INT(f.p.res_add[node(&f, il, "ssm_out")], node(&f, il, "ffn_inp"));
     }
     CHECK(recurrent > 0);
     fx_close(&f);

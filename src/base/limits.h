@@ -37,6 +37,10 @@
 #define ZN_MAX_THREADS        256
 #define ZN_MAX_DEVICES        16         /* devices a backend lists (zinc --list-devices, --device N) */
 #define ZN_MAX_GRAPH_NODES    16384
+#define ZN_GRAPH_FOLD         4          /* an activation's memory is reused only this many nodes after its last
+                                            reader (graph.c plan_arena), so a backend may fold the next nodes into
+                                            one dispatch (Vulkan: a MoE layer's tail; a matmul, the SwiGLU of its
+                                            x and its residual ADD) */
 #define ZN_MAX_VOCAB          (1 << 22)
 /* Gated DeltaNet shapes both backends run (the loader refuses others): key
  * head dims are powers of two in [MIN, MAX] (the CPU kernel's stack

@@ -162,20 +162,28 @@ static void plan_arena(zn_graph *g) {
             g->acts[a].off = arena_alloc(p, act_size(&g->acts[a]));
             p->first[a] = -2; /* placed */
         }
-    /* Activations dying at node i are released only after node i + 1's dst
-     * is placed: an op never writes over an input it is still reading, nor
-     * over one of the node before it, so a backend may fold node i + 1 into
-     * node i (the Vulkan backend stores a matmul + residual ADD in one go). */
-    for (int i = 0; i <= g->n_nodes; i++) {
+    /* Activations dying at node i are released only after node i +
+     * ZN_GRAPH_FOLD's dst is placed: an op never writes over an input it is
+     * still reading, nor over one of the ZN_GRAPH_FOLD nodes before it, so a
+     * backend may fold the next nodes into a node. The Vulkan backend
+     * stores a matmul + residual ADD in one go, with the SwiGLU before the
+     * matmul folded into its x (3 nodes); runs a MoE layer's tail (the
+     * shared expert's sigmoid gate, the ADD to the experts' sum, the
+     * residual ADD: 3 nodes) in one dispatch that reads the gate until the
+     * last; and the shared expert's grouped gate + up in the stage of the
+     * experts' down matmul, whose x (the SwiGLU folded into it) the up
+     * output must not overwrite (4 nodes after the SwiGLU). A 35B-A3B-shape
+     * decode step: 59 -> 48 barriers over 4 layers, arena +23 %. */
+    for (int i = 0; i < g->n_nodes + ZN_GRAPH_FOLD; i++) {
         if (i < g->n_nodes) {
             int d = g->nodes[i].dst;
             if (p->first[d] == i) g->acts[d].off = arena_alloc(p, act_size(&g->acts[d]));
         }
-        if (i == 0) continue;
-        const zn_node *pn = &g->nodes[i - 1];
+        if (i < ZN_GRAPH_FOLD) continue;
+        const zn_node *pn = &g->nodes[i - ZN_GRAPH_FOLD];
         for (int s = -1; s < ZN_NODE_SRC; s++) {
             int a = s < 0 ? pn->dst : pn->src[s];
-            if (a < 0 || p->last[a] != i - 1) continue;
+            if (a < 0 || p->last[a] != i - ZN_GRAPH_FOLD) continue;
             p->last[a] = -2; /* released once even when read twice */
             arena_release(p, g->acts[a].off, act_size(&g->acts[a]));
         }
