@@ -5,6 +5,8 @@
 # (2) batched-decode token tiles over split-K (64 x 32 / 64 x 64 / 128 x 64 against the auto 32 x 32 / 32 x 64);
 # (3) decode attention at depth (8B tg128@4096 0.82, tg64@32768 0.80 of llama.cpp): keys per split (attn_chunk);
 # (4) where the 8B's pp4096 (0.70 of llama.cpp) and the 35B's decode (0.82) spend their time.
+# (5) f7ce2a5 (ZN_GRAPH_FOLD 4: Qwen3.5 decode 11-15 % fewer dispatches and barriers) against the build before it,
+#     .dev/zinc-base (mk.sh at e93ce77, copied to .dev/zinc-base): 2B and 35B tg128, alternated.
 # Build .dev first (bash .dev/mk.sh, as bench/results/2026-12-06-s26/mk.sh); carry [".dev", ".gl"].
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -31,3 +33,8 @@ $Z synth --like qwen3.5-35b-a3b --type q4_k_m -o /tmp/q35.gguf > /dev/null 2>&1
 for i in 1 2; do timeout 90 $Z bench -m /tmp/q35.gguf --backend vulkan -p 0 -n 128 -r 5 --json 2>/dev/null | grep -o '"tg_each": \[[^]]*\]'; sleep 10; done
 timeout 90 $Z bench -m /tmp/q35.gguf --backend vulkan -p 16 -n 4 -r 1 --profile > /tmp/p35.txt 2>&1
 grep -A30 'decode of 1 token(s) at position 18' /tmp/p35.txt | head -31
+if [ -x .dev/zinc-base ]; then
+  for r in 1 2; do for b in zinc-base zinc; do for m in q2b q35; do
+    echo "fold A/B $b $m: $(timeout 90 .dev/$b bench -m /tmp/$m.gguf --backend vulkan -p 0 -n 128 -r 3 2>&1 | grep -E '^tg' | tr -s ' ')"
+  done; done; done
+fi
