@@ -422,6 +422,19 @@ static void test_attention_dec(void) {
           vkop_attn_splits(&E.o, ZN_VK_ATTN_SPLIT_TOK + 1, 4097) == 1 &&
           vkop_attn_splits(&E.o, 1, 1u << 24) == ZN_VK_ATTN_MAX_SPLIT);
     CHECK(vkop_attn_part_floats(&E.o, 1, 4097, 8, 64) == 128ull * 8 * 66 * ZN_VK_ATTN_SPLIT_TOK);
+    /* the GPU rows' cap (t.attn_wgs): KV heads x splits at most 264, not below 2 splits */
+    const uint32_t wgs = E.o.t.attn_wgs, nkv = E.o.n_head_kv;
+    E.o.t.attn_wgs = 264, E.o.n_head_kv = 8;
+    CHECK(vkop_attn_splits(&E.o, 1, 4097) == 32 && vkop_attn_splits(&E.o, 1, 1u << 24) == 32 &&
+          vkop_attn_splits(&E.o, 1, 129) == 4 && vkop_attn_splits(&E.o, 1, 64) == 1);
+    CHECK(vkop_attn_part_floats(&E.o, 1, 4097, 64, 64) == 32ull * 64 * 66 * ZN_VK_ATTN_SPLIT_TOK);
+    E.o.n_head_kv = 2;
+    CHECK(vkop_attn_splits(&E.o, 1, 4097) == 128 && vkop_attn_splits(&E.o, 1, 1u << 24) == 128);
+    E.o.n_head_kv = 200;
+    CHECK(vkop_attn_splits(&E.o, 1, 4097) == 2);
+    E.o.t.attn_wgs = ZN_VK_OFF;
+    CHECK(vkop_attn_splits(&E.o, 1, 4097) == 128);
+    E.o.t.attn_wgs = wgs, E.o.n_head_kv = nkv;
     static const struct { int n_head, n_kv, n_past, T; uint32_t chunk; bool via_step; } cs[] = {
         {4, 4, 0, 1, 0, false},      /* one key, GQA 1 */
         {4, 2, 36, 1, 0, false},     /* 37 keys, GQA 2, one split */

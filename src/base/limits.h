@@ -158,6 +158,14 @@
 #define ZN_SRV_THINK_BUDGET_MEDIUM  4096
 #define ZN_SRV_THINK_CLOSE_TOKENS   16     /* tokens of the text that closes a <think> block (textstream.h) */
 
+/* zinc bench: its warm-up lasts at least this long. A GPU idle for seconds
+ * comes back slowly: on an H100 the first ~0.3 s of work after a minute's
+ * idle ran decode steps 3.6x slower (7.2 ms against 2.0), whichever
+ * process ran it; one 3 s later ran at full speed from its first step
+ * (bench/results/2026-12-06-s28.md). */
+#define ZN_BENCH_WARM_MS    500
+#define ZN_BENCH_WARM_STEPS 512 /* decode steps the warm-up adds at most (their positions: the context holds them) */
+
 _Static_assert(ZN_MAX_BATCH <= ZN_MAX_CTX, "a batch must fit in a context");
 _Static_assert(ZN_STEP_TOKENS <= ZN_MAX_BATCH, "a step is one graph run");
 _Static_assert((ZN_KV_BLOCK & (ZN_KV_BLOCK - 1)) == 0, "KV blocks are a power of two (shaders shift)");

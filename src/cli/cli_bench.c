@@ -26,6 +26,7 @@
 #define PROBE_BYTES (512u << 20) /* well past any cache */
 #define PROBE_REPS 5
 #define MAX_REPS 100
+#define FIRST_STEPS 32 /* the first repetition's decode steps timed one by one (--json tg_first_ms) */
 
 /* ---- memory bandwidth: every thread sums its slice of a large buffer ---- */
 
@@ -224,16 +225,18 @@ int cli_bench(int argc, char **argv) {
         fprintf(stderr, "zinc bench: %s\n", err.msg);
         return 1;
     }
-    const long n_toks = a.depth + a.p + a.n + 8;
+    const long n_need = a.depth + a.p + a.n + 8;
+    const long n_toks = n_need + ZN_BENCH_WARM_STEPS < ZN_MAX_CTX ? n_need + ZN_BENCH_WARM_STEPS : ZN_MAX_CTX;
     int32_t *toks = malloc(sizeof *toks * (size_t)n_toks);
     float *logits = malloc(sizeof *logits * (size_t)m.hp.n_vocab);
-    double pp[MAX_REPS], tg[MAX_REPS], tg_wall = 0;
+    double pp[MAX_REPS], tg[MAX_REPS], tg_wall = 0, first[FIRST_STEPS];
     zn_backend_stats bs0 = {0}, bs1 = {0};
     if (!toks || !logits) goto done;
     fill_tokens(toks, n_toks, m.hp.n_vocab);
     if (engine_init(&e, &m, &eo, &err) != ZN_OK || seq_init(&s, &e, (int)n_toks, &err) != ZN_OK) goto fail;
     zn_tuning tn = {0};
     if (e.be->tuning && e.be->tuning(e.be_ctx, -1, NULL, &tn, &err) != ZN_OK) goto fail;
+    const double t_warm = timer_now();
     /* warm-up: page the weights in, start the threads, and run one prefill
      * of the measured size (first runs of a shape pay for cold caches and
      * first submissions: not what a repetition should time) */
@@ -249,6 +252,10 @@ int cli_bench(int argc, char **argv) {
         (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK ||
          engine_decode(&e, &s, toks + a.depth, 1, logits, false, &err) != ZN_OK))
         goto fail;
+    /* then decode on for ZN_BENCH_WARM_MS in all: a GPU idle for seconds
+     * runs its first fraction of a second of work slowly (limits.h) */
+    while (s.n_past < n_toks && timer_now() - t_warm < ZN_BENCH_WARM_MS / 1e3)
+        if (engine_decode(&e, &s, toks + s.n_past, 1, logits, false, &err) != ZN_OK) goto fail;
     if (e.be->stats) e.be->stats(e.be_ctx, &bs0);
     /* all prefill repetitions, then all decode ones, as llama-bench runs
      * its pp and tg tests */
@@ -262,8 +269,11 @@ int cli_bench(int argc, char **argv) {
         if (a.n > 0) {
             if (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK) goto fail;
             double t0 = timer_now();
-            for (long i = 0; i < a.n; i++)
+            for (long i = 0; i < a.n; i++) {
+                const double ts = timer_now();
                 if (engine_decode(&e, &s, toks + a.depth + i, 1, logits, false, &err) != ZN_OK) goto fail;
+                if (r == 0 && i < FIRST_STEPS) first[i] = 1e3 * (timer_now() - ts);
+            }
             tg_wall += timer_now() - t0;
             tg[r] = a.n / (timer_now() - t0);
         }
@@ -285,6 +295,8 @@ int cli_bench(int argc, char **argv) {
         if (a.n > 0) {
             printf(", \"tg\": %ld, \"tg_tps\": %.2f, \"tg_sd\": %.2f, \"decode_gbs\": %.2f", a.n, sg.mean, sg.sd, dec_gbs);
             print_reps("tg_each", tg, a.reps);
+            /* is a slow first repetition slow throughout or in a few steps? */
+            print_reps("tg_first_ms", first, a.n < FIRST_STEPS ? a.n : FIRST_STEPS);
         }
         if (costs)
             printf(", \"tg_step_us\": %.1f, \"tg_wait_us\": %.1f, \"tg_prepare_us\": %.1f, \"tg_submit_us\": %.1f, "

@@ -247,8 +247,13 @@ int cli_bench_parallel(int argc, char **argv) {
         return 1;
     }
     if (engine_init(&e, &m, &eo, &err) != ZN_OK) goto fail;
-    /* warm-up: page the weights in, start the threads, first submissions */
-    if (run_one(&e, 8, 2, a.npl[0], &r, &err) != ZN_OK) goto fail;
+    /* warm-up: page the weights in, start the threads, first submissions,
+     * for ZN_BENCH_WARM_MS at least (a GPU idle for seconds runs its first
+     * fraction of a second of work slowly: limits.h) */
+    const double t_warm = timer_now();
+    do {
+        if (run_one(&e, 8, 8, a.npl[0], &r, &err) != ZN_OK) goto fail;
+    } while (timer_now() - t_warm < ZN_BENCH_WARM_MS / 1e3);
     if (!a.json) {
         printf("model    %s (%s, %.1fM params, %.1f MiB)\n", a.model, model_arch_name(m.arch), m.n_params / 1e6,
                m.weight_bytes / 1048576.0);

@@ -69,6 +69,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     st = vktune_init(&t, &c->d.info, opt->tune, err);
     if (st) zn_err_prefix(err, "vulkan");
     if (!st) st = vkops_init(&c->o, &c->d, &t, cache, err);
+    c->o.n_head_kv = (uint32_t)m->hp.n_head_kv;
     c->kv_type = opt->kv_type;
     c->kvl = backend_kv_layout(m, opt->kv_type);
     c->kv_off = calloc((size_t)m->hp.n_layer, sizeof *c->kv_off);

@@ -121,6 +121,11 @@ uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv) {
     const uint32_t need = (n_kv + o->t.attn_chunk - 1) / o->t.attn_chunk;
     uint32_t s = 2;
     while (s < need && !(o->attn_dec && s >= ZN_VK_ATTN_MAX_SPLIT)) s *= 2;
+    /* attn_dec.comp's workgroups are KV heads x splits: past about two per
+     * SM, more splits only shorten each workgroup's run of keys and lengthen
+     * the merge */
+    if (o->attn_dec && o->n_head_kv && o->t.attn_wgs != ZN_VK_OFF)
+        while (s > 2 && s * o->n_head_kv > o->t.attn_wgs) s /= 2;
     return s;
 }
 

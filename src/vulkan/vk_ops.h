@@ -89,6 +89,7 @@ typedef struct vkops {
     uint32_t kvq;
     bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies:
                                  t.attn_dec on a device with subgroups of 8 or more */
+    uint32_t n_head_kv;       /* the model's KV heads: its split count's cap (t.attn_wgs); 0 none */
     bool intdot;              /* quantised weights: mat-vec on integer dot products of
                                  int8-quantised x (needs xq); tests clear it to check the
                                  float kernel */

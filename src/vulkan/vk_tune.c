@@ -63,7 +63,7 @@ typedef struct tune_row {
     uint32_t small_wg, norm_wg, merge_wg;
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
     uint32_t mm_split_wgs, mm_split_k;
-    uint32_t attn_dec_min, fa_min_tok;
+    uint32_t attn_dec_min, attn_wgs, fa_min_tok;
     bool poll;
 } tune_row;
 
@@ -167,7 +167,15 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   at depth 8); one sequence at depth 128-192 190 -> 205 tok/s at 64,
  *   8 sequences 807 -> 848, tg128 from an empty context 212.6 either way
  *   (16 and 1: 203 / 211). Earlier (run 12) 256 had won at depth 0
- *   (240 tok/s against 229), and attn_dec.comp 215 against 177 at 4096. */
+ *   (240 tok/s against 229), and attn_dec.comp 215 against 177 at 4096.
+ * - attn_wgs 264 (2 workgroups per SM): split decode attention keeps KV
+ *   heads x splits at most that. H100, 2026-12-06
+ *   (bench/results/2026-12-06-s28.md), 8B (8 KV heads) tg64 at depth 4096
+ *   / tg32 at 32768, off -> 264 (256 -> 32 splits), twice in one call:
+ *   188.7 / 127.4 -> 195.2 / 141.0, 184.8 / 125.1 -> 192.7 / 138.8; split
+ *   counts forced by attn_chunk: 32 the best of 8-256 at 4096, 16384 and
+ *   32768; 2 KV heads (2B, 35B-A3B): 128 splits as good as 256 at 32768
+ *   (2B 424 / 429, 35B 190 / 190), fewer lose (32: 394 / 187). */
 #define GPU_ROW(name, fn)                                                                                          \
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
@@ -176,7 +184,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 0, .attn_dec_min = 64,            \
-     .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
+     .attn_wgs = 264, .fa_min_tok = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -196,7 +204,7 @@ static const tune_row rows[] = {
      .mmi_min_tok = ZN_VK_OFF, .mmi_max_tok = 64, .mmi_bn = 16,
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
-     .attn_dec_min = 256, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF, .mm_split_wgs = ZN_VK_OFF,
+     .attn_dec_min = 256, .attn_wgs = ZN_VK_OFF, .fa_min_tok = 16, .poll = false, .mm_prep_tok = ZN_VK_OFF, .mm_split_wgs = ZN_VK_OFF,
      .mm_split_k = 1024},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's and H100's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
@@ -266,6 +274,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->attn_dec = t->fa_cm = t->fa_kv2 = true;
     t->attn_chunk = ZN_VK_AUTO; /* by attn_dec: vktune_init resolves it */
     t->attn_dec_min = r->attn_dec_min;
+    t->attn_wgs = scaled(r, u, r->attn_wgs);
     t->fa_min_tok = r->fa_min_tok;
     t->poll = r->poll;
 }
@@ -337,6 +346,7 @@ static const tune_key keys[] = {
     KB("attn_dec", attn_dec),
     KU("attn_chunk", attn_chunk, 1, 1u << 20, F_AUTO),
     KU("attn_dec_min", attn_dec_min, 0, 1u << 30, 0),
+    KU("attn_wgs", attn_wgs, 1, 1u << 20, F_OFF),
     KU("merge_wg", merge_wg, 1, 1024, F_SG),
     KB("fa_cm", fa_cm),
     KU("fa_cfg", fa_cfg, 0, ZN_VK_FA_NCFG - 1, F_AUTO),
