@@ -174,8 +174,9 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   / tg32 at 32768, off -> 264 (256 -> 32 splits), twice in one call:
  *   188.7 / 127.4 -> 195.2 / 141.0, 184.8 / 125.1 -> 192.7 / 138.8; split
  *   counts forced by attn_chunk: 32 the best of 8-256 at 4096, 16384 and
- *   32768; 2 KV heads (2B, 35B-A3B): 128 splits as good as 256 at 32768
- *   (2B 424 / 429, 35B 190 / 190), fewer lose (32: 394 / 187). */
+ *   32768; 2 KV heads (2B, 35B-A3B): 128 the best at 4096 (unchanged
+ *   here); at 32768 they go from 256 to 128 splits, unmeasured (64: 2B
+ *   394 against 424-429, 35B 187 against 190). */
 #define GPU_ROW(name, fn)                                                                                          \
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
