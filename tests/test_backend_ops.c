@@ -921,6 +921,26 @@ static void test_fuse_swiglu_matmul(void) {
             st_finish(tc, s, y);
         }
     }
+    /* gate and up as one matmul: a SwiGLU of one input, which the mat-vec
+     * reads with up at column f of each row (aux + x's offset); f 262 puts
+     * up 8 bytes off a 16-byte boundary (the unaligned loads) */
+    const struct { zn_type t; int f; } mg[] = {{ZN_TYPE_Q4_K, F}, {ZN_TYPE_F16, 262}};
+    for (size_t mi = 0; mi < sizeof mg / sizeof mg[0]; mi++) {
+        const int f = mg[mi].f;
+        gguf_tensor *wgu = tc_weight(tc, mg[mi].t, E, 2 * f, 1, 1.0f), *wd = tc_weight(tc, mg[mi].t, f, E, 1, 1.0f);
+        const int counts[2] = {1, 7};
+        for (int c = 0; c < 2; c++) {
+            const int n = counts[c];
+            step *s = tc_step(tc, n, 0, mm2_tol(mg[mi].t), "ffn gate_up -> swiglu of one input -> down %s, f %d",
+                              zn_type_name(mg[mi].t), f);
+            const int x = st_input(tc, s, n, E, -1.0f, 1.0f), gu = graph_act(&s->g, n, 2 * f);
+            const int h = graph_act(&s->g, n, f), y = graph_act(&s->g, n, E);
+            st_node(s, ZN_OP_MATMUL, gu, x, -1, -1)->w[0] = wgu;
+            st_node(s, ZN_OP_SWIGLU, h, gu, -1, -1);
+            st_node(s, ZN_OP_MATMUL, y, h, -1, -1)->w[0] = wd;
+            st_finish(tc, s, y);
+        }
+    }
     check_case(tc, fuse_gemm_cfgs, 3);
     tally_print("swiglu+matmul");
 }
@@ -1008,6 +1028,25 @@ static void test_fuse_moe(void) {
         st_node(s, ZN_OP_MOE_MATMUL, g, h, r, -1)->w[0] = wg;
         st_node(s, ZN_OP_MOE_MATMUL, u, h, r, -1)->w[0] = wu;
         st_node(s, ZN_OP_SWIGLU, sw, g, u, -1);
+        st_node(s, ZN_OP_MOE_MATMUL, dn, sw, r, -1)->w[0] = wd;
+        st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
+        st_finish(tc, s, y);
+    }
+    /* the experts' gate and up merged (qwen35moe's ffn_gate_up_exps): the
+     * SwiGLU of one input read by the down experts' mat-vec, x's rows
+     * [n * K][2F] */
+    gguf_tensor *wgu = tc_weight(tc, type, D, 2 * F, E, 1.0f);
+    for (int c = 0; c < 3; c++) {
+        const int n = counts[c];
+        step *s = tc_step(tc, n, 0, mm2_tol(type), "moe: norm -> route -> gate_up experts -> swiglu -> down -> sum");
+        const int x = st_input(tc, s, n, D, -2.0f, 2.0f), h = graph_act(&s->g, n, D), lg = graph_act(&s->g, n, E);
+        const int r = graph_act(&s->g, n, 2 * K), gu = graph_act(&s->g, n * K, 2 * F);
+        const int sw = graph_act(&s->g, n * K, F), dn = graph_act(&s->g, n * K, D), y = graph_act(&s->g, n, D);
+        norm_node(s, h, x, nw, D);
+        st_node(s, ZN_OP_MATMUL, lg, h, -1, -1)->w[0] = router;
+        st_node(s, ZN_OP_MOE_ROUTE, r, lg, -1, -1)->route = (zn_route_params){.k = K, .normalise = 1};
+        st_node(s, ZN_OP_MOE_MATMUL, gu, h, r, -1)->w[0] = wgu;
+        st_node(s, ZN_OP_SWIGLU, sw, gu, -1, -1);
         st_node(s, ZN_OP_MOE_MATMUL, dn, sw, r, -1)->w[0] = wd;
         st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
         st_finish(tc, s, y);

@@ -209,6 +209,51 @@ static void test_pipelines_at_init(void) {
     pipelines_case("llama-moe-q8_0", false);
 }
 
+/* The barriers of a recorded decode step (zn_backend_stats.step_barriers):
+ * what the graph's order and the fusions leave. A Qwen3.5-MoE layer's FFN
+ * runs in 5 levels (the router's logits beside the shared expert's
+ * gate+up, the routing beside its down, the experts' gate+up, their down,
+ * the tail), a sixth when the shared expert comes after the routed ones;
+ * the bound is what this order gives, printed by zinc bench too. */
+static void test_step_barriers(void) {
+    const char *name = "qwen35moe-moe-q4_k_m";
+    char mpath[512], gpath[512];
+    golden_paths(name, mpath, gpath, sizeof mpath);
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, mpath, &err)) {
+        CHECK_MSG(false, "%s", err.msg);
+        return;
+    }
+    zn_engine_opts o = engine_default_opts();
+    o.backend = "vulkan";
+    o.be.n_threads = 1;
+    zn_engine e = {0};
+    zn_seq s = {0};
+    float *lg = malloc(sizeof(float) * (size_t)m.hp.n_vocab);
+    const int32_t toks[3] = {1, 2, 3};
+    zn_status st = lg ? engine_init(&e, &m, &o, &err) : ZN_ERR_NOMEM;
+    if (!st) st = seq_init(&s, &e, 8, &err);
+    for (int i = 0; !st && i < 3; i++) st = engine_decode(&e, &s, toks + i, 1, lg, false, &err);
+    CHECK_MSG(!st, "%s: %s", name, err.msg);
+    zn_backend_stats bs = {0};
+    if (!st && e.be->stats) e.be->stats(e.be_ctx, &bs);
+    int rec = 0, att = 0;
+    for (int il = 0; il < m.hp.n_layer; il++) rec += m.layers[il].recurrent, att += !m.layers[il].recurrent;
+    /* per layer: DeltaNet 5 levels (projections, conv, delta rule, gated
+     * norm, output) or gated attention 6 (q, k, v; the splits; the ropes;
+     * attention; the gate; output), then the FFN's 5; the embedding and the
+     * output head 3 */
+    const uint32_t bound = (uint32_t)(5 * rec + 6 * att + 5 * m.hp.n_layer + 3);
+    CHECK_MSG(!st && bs.step_dispatches > 0 && bs.step_barriers <= bound,
+              "%s: a decode step of %u dispatches, %u barriers (at most %u: %d DeltaNet layers, %d attention)", name,
+              bs.step_dispatches, bs.step_barriers, bound, rec, att);
+    if (!st) seq_free(&s);
+    if (e.be) engine_free(&e);
+    free(lg);
+    model_free(&m);
+}
+
 int main(void) {
     zn_device_info d[16];
     int n = 0, def = -1;
@@ -222,5 +267,6 @@ int main(void) {
     RUN(test_side_by_side);
     RUN(test_tunings_differ);
     RUN(test_pipelines_at_init);
+    RUN(test_step_barriers);
     return harness_report("vk_engines");
 }

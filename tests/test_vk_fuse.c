@@ -320,6 +320,32 @@ static void test_moe(void) {
     fx_close(&f);
 }
 
+/* The merged experts' gate_up (qwen35moe): the SwiGLU of one input goes
+ * into the down experts' mat-vec, which reads up at column n_ff of each
+ * gate_up row, in decode on either device; the grouped GEMM of a GPU
+ * prefill takes a SwiGLU of two inputs only: not there. */
+static void test_moe_merged_swiglu(void) {
+    fixture f;
+    if (!fx_open(&f, "qwen35moe-moe-q4_k_m", 128)) return;
+    for (int pol = CPU_DEV; pol <= GPU_DEV; pol++) {
+        fx_plan(&f, 1, (enum policy)pol, false, 1000);
+        for (int il = 0; il < f.m.hp.n_layer; il++) {
+            const int sw = node(&f, il, "ffn_moe_swiglu"), down = node(&f, il, "ffn_moe_down");
+            CHECK(sw >= 0 && down >= 0 && f.g.nodes[sw].src[1] < 0);
+            if (sw < 0 || down < 0) continue;
+            CHECK(f.p.skip[sw]);
+            const vkfuse_x *x = &f.p.fx[f.g.nodes[down].src[0]];
+            CHECK_EQ_INT(x->mode, VKX_SWIGLU);
+            CHECK_EQ_INT(x->src, f.g.nodes[sw].src[0]);
+            CHECK_EQ_INT(x->aux, f.g.nodes[sw].src[0]);
+            CHECK_EQ_INT(x->aux_off, f.g.acts[f.g.nodes[sw].dst].cols);
+        }
+    }
+    fx_plan(&f, 128, GPU_DEV, false, 1000); /* the last layer's FFN runs on the last row alone: a mat-vec */
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) CHECK(!f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
+    fx_close(&f);
+}
+
 /* Whether the MoE tail's weighted sum can fold into the layer's last ADD
  * l: no node between them (but the folded mid / gate) writes over the
  * experts' outputs or the routing, and l's output overlaps neither. */
@@ -623,6 +649,7 @@ int main(void) {
     RUN(test_no_fusion);
     RUN(test_group_limits);
     RUN(test_moe);
+    RUN(test_moe_merged_swiglu);
     RUN(test_moe_tail);
     RUN(test_moe_tail_limits);
     RUN(test_qwen35);

@@ -305,8 +305,9 @@ int cli_bench(int argc, char **argv) {
         if (e.be->tuning)
             printf(", \"tuning_class\": \"%s\", \"tuning_units\": %u, \"tuning\": \"%s\"", tn.cls, tn.units, tn.spec);
         if (e.be->stats)
-            printf(", \"pipelines\": %llu, \"pipelines_late\": %llu", (unsigned long long)bs1.pipelines,
-                   (unsigned long long)bs1.pipelines_late);
+            printf(", \"pipelines\": %llu, \"pipelines_late\": %llu, \"step_dispatches\": %u, \"step_barriers\": %u",
+                   (unsigned long long)bs1.pipelines, (unsigned long long)bs1.pipelines_late, bs1.step_dispatches,
+                   bs1.step_barriers);
         printf(", \"bandwidth_gbs\": %.2f}\n", bw);
     } else {
         printf("model    %s (%s, %.1fM params, %.1f MiB)\n", a.model, model_arch_name(m.arch), m.n_params / 1e6,
@@ -322,6 +323,9 @@ int cli_bench(int argc, char **argv) {
             printf("step     %.1f us = %.1f us waiting for the device + %.1f us on the host (prepare %.1f, submit %.1f, "
                    "read %.1f, engine/graph %.1f); %.0f%% of steps replayed\n",
                    sc.wall, sc.wait, sc.wall - sc.wait, sc.prepare, sc.submit, sc.read, sc.rest, 100 * sc.replayed);
+        if (costs && bs1.step_dispatches)
+            printf("step     %u dispatches, %u barriers (the last decode step recorded)\n", bs1.step_dispatches,
+                   bs1.step_barriers);
         if (e.be->stats)
             printf("pipelines %llu, %llu of them created after init (inside a timed step)\n",
                    (unsigned long long)bs1.pipelines, (unsigned long long)bs1.pipelines_late);

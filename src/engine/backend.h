@@ -117,6 +117,8 @@ typedef struct zn_backend_stats {
     double prepare_s, submit_s, wait_s, read_s;
     uint64_t batched;             /* decode steps of several sequences whose per-sequence ops ran once for
                                      all of them (vulkan: vk_record.c batch_step), replayed or not */
+    uint32_t step_dispatches, step_barriers; /* the last decode step recorded: its dispatches and the
+                                                barriers between them (vulkan; 0 elsewhere) */
 } zn_backend_stats;
 
 /* Memory a backend context holds now, in bytes (zinc bench -npl, zinc

@@ -520,6 +520,16 @@ int graph_moe(zn_graph *g, int x, const zn_layer *L, int layer) {
     /* the shared expert's gate reads x too: next to the router, a backend can
      * run both in one pass over x (Vulkan: one grouped mat-vec in decode) */
     const int sh_gate = L->ffn_gate_inp_shexp.w ? graph_linear(g, x, &L->ffn_gate_inp_shexp, false, layer, "ffn_gate_inp_shexp") : -1;
+    /* the shared expert before the routed ones: its gate+up beside the
+     * router and its down beside the routing, instead of both after the
+     * experts (a Vulkan decode step: one barrier fewer per layer) */
+    int sh = -1;
+    if (L->ffn_gate_inp_shexp.w) {
+        int a = graph_linear(g, x, &L->ffn_gate_shexp, true, layer, "ffn_gate_shexp");
+        int b = graph_linear(g, x, &L->ffn_up_shexp, true, layer, "ffn_up_shexp");
+        int h = graph_swiglu(g, a, b, layer, "ffn_swiglu_shexp");
+        sh = graph_linear(g, h, &L->ffn_down_shexp, true, layer, "ffn_down_shexp");
+    }
     int route = graph_act(g, g->acts[x].rows, 2 * k);
     zn_node *n = graph_node(g, ZN_OP_MOE_ROUTE, route, "ffn_moe_route", layer);
     n->src[0] = logits;
@@ -538,11 +548,7 @@ int graph_moe(zn_graph *g, int x, const zn_layer *L, int layer) {
     n = graph_node(g, ZN_OP_MOE_SUM, y, "ffn_moe_out", layer);
     n->src[0] = down;
     n->src[1] = route;
-    if (L->ffn_gate_inp_shexp.w) {
-        int a = graph_linear(g, x, &L->ffn_gate_shexp, true, layer, "ffn_gate_shexp");
-        int b = graph_linear(g, x, &L->ffn_up_shexp, true, layer, "ffn_up_shexp");
-        int h = graph_swiglu(g, a, b, layer, "ffn_swiglu_shexp");
-        int sh = graph_linear(g, h, &L->ffn_down_shexp, true, layer, "ffn_down_shexp");
+    if (sh >= 0) {
         sh = graph_sigmoid_mul(g, sh, sh_gate, layer, "ffn_shexp_gated");
         y = graph_add(g, y, sh, layer, "ffn_out");
     }

@@ -438,6 +438,10 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
             rp->out_floats = c->out_floats;
         }
     }
+    if (!st && decode && !replay) {
+        c->stats.step_dispatches = cmd->n_dispatch;
+        c->stats.step_barriers = cmd->n_barrier;
+    }
     if (!st) vkrecord_positions(c, g, region, c->batch);
     const double t1 = timer_now();
     if (!st) st = vkcmd_submit(cmd, err);

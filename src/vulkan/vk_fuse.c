@@ -66,9 +66,11 @@ static vkmm_kernel kernel_of(const vkfuse_env *env, const zn_graph *g, const zn_
 }
 
 /* Can node i's result be computed inside each of its consumers instead? An
- * RMS norm over whole rows (with a weight) or a two-input SwiGLU can, when
- * every reader is a matmul whose kernel reads x in that mode (vkops_mm_takes:
- * the mat-vec either, the f16 GEMM a SwiGLU), and the producer's inputs are
+ * RMS norm over whole rows (with a weight) or a SwiGLU can, when every
+ * reader is a matmul whose kernel reads x in that mode (vkops_mm_takes: the
+ * mat-vec either, the f16 GEMM a SwiGLU of two inputs; a SwiGLU of one, the
+ * merged experts' gate_up, the mat-vec alone: it reads up at a column
+ * offset in x's own rows, as aux + x's offset), and the producer's inputs are
  * still intact when those matmuls run: the norm's input must outlive them
  * (the planner then keeps it), the SwiGLU's single reader must come right
  * after it and not write over its inputs. */
@@ -78,9 +80,10 @@ static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
     if (n->op == ZN_OP_RMSNORM) {
         if (!n->w[0] || n->norm.group != y->cols || p->last_use[n->src[0]] <= p->last_use[n->dst]) return false;
     } else if (n->op == ZN_OP_SWIGLU) {
-        if (n->src[1] < 0 || p->last_use[n->dst] != i + 1) return false;
+        if (p->last_use[n->dst] != i + 1) return false;
         range out = act_range(g, g->nodes[i + 1].dst);
-        if (overlap(out, act_range(g, n->src[0])) || overlap(out, act_range(g, n->src[1]))) return false;
+        if (overlap(out, act_range(g, n->src[0])) || (n->src[1] >= 0 && overlap(out, act_range(g, n->src[1]))))
+            return false;
     } else {
         return false;
     }
@@ -93,7 +96,9 @@ static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
         if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
         const int mode = n->op == ZN_OP_RMSNORM ? VKX_RMSNORM : VKX_SWIGLU;
-        if (!vkops_mm_takes(kernel_of(env, g, m, (uint32_t)m->w[0]->ne[1]), mode, false)) return false;
+        const vkmm_kernel k = kernel_of(env, g, m, (uint32_t)m->w[0]->ne[1]);
+        if (!vkops_mm_takes(k, mode, false)) return false;
+        if (n->op == ZN_OP_SWIGLU && n->src[1] < 0 && k != VKMM_MATVEC) return false;
     }
     return true;
 }
@@ -256,7 +261,8 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
         vkfuse_x *f = &p->fx[n->dst];
         f->src = n->src[0];
         if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->norm.eps;
-        else f->mode = VKX_SWIGLU, f->aux = n->src[1];
+        else if (n->src[1] >= 0) f->mode = VKX_SWIGLU, f->aux = n->src[1];
+        else f->mode = VKX_SWIGLU, f->aux = n->src[0], f->aux_off = g->acts[n->dst].cols;
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const zn_node *n = &g->nodes[i];

@@ -4,7 +4,8 @@
  * only decides (no device, no allocation per plan); backend_vulkan.c
  * records what it decided:
  *
- *  - an RMS norm over whole rows (with a weight), or a two-input SwiGLU,
+ *  - an RMS norm over whole rows (with a weight), or a SwiGLU (of two
+ *    inputs, or, for the mat-vecs, of one: gate and up halves of each row),
  *    computed by each matmul reading it as it loads x (vkop_mm.xmode):
  *    when every reader is a matmul on a kernel that takes that x mode and
  *    the producer's inputs are still intact when they run;
@@ -30,6 +31,8 @@
 typedef struct vkfuse_x {
     int mode;                     /* vkop_mm.xmode: VKX_PLAIN (not fused), VKX_RMSNORM, VKX_SWIGLU */
     int src, aux;                 /* the producer's inputs (aux: SwiGLU's "up" activation) */
+    int aux_off;                  /* a SwiGLU of one input (gate and up halves of each row of src):
+                                     up's first column; aux is src, and x's rows are src's */
     const gguf_tensor *w;         /* RMS norm weight */
     float eps;
 } vkfuse_x;

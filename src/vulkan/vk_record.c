@@ -64,13 +64,23 @@ static VkDeviceAddress waddr(const vk_ctx *c, const gguf_tensor *t) {
     return t ? c->w[model_weight_id(c->m, t)].addr[0] : 0;
 }
 
+/* The activation a matmul node reads as x: its src[0], or the input of the
+ * skipped RMS norm / SwiGLU that produced it, whose rows x's stride counts
+ * (a SwiGLU of one input: twice src[0]'s). */
+static const zn_act *x_act(const vk_ctx *c, const zn_graph *g, const zn_node *n) {
+    const vkfuse_x *f = &c->plan.fx[n->src[0]];
+    return &g->acts[f->mode ? f->src : n->src[0]];
+}
+
 /* The x operand of a matmul node: its src[0], or the inputs of the skipped
  * RMS norm / SwiGLU that produced it (plan_fusions). */
 static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a) {
     const vkfuse_x *f = &c->plan.fx[n->src[0]];
     a->x = act_addr(c, g, f->mode ? f->src : n->src[0]);
     a->xmode = f->mode;
-    a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w) : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) : 0;
+    a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w)
+             : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) + sizeof(float) * (uint64_t)f->aux_off
+                                     : 0;
     a->eps = f->eps;
     a->x_reuse = c->x_reuse;
 }
@@ -78,7 +88,7 @@ static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_
 static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
     const gguf_tensor *t = n->w[0];
     const vk_weight *w = &c->w[model_weight_id(c->m, t)];
-    const zn_act *x = &g->acts[n->src[0]], *y = &g->acts[n->dst];
+    const zn_act *x = x_act(c, g, n), *y = &g->acts[n->dst];
     const uint32_t rows = (uint32_t)t->ne[1];
     /* a folded residual ADD: the sum goes straight to the ADD's output */
     const int ra = c->plan.res_add[n - g->nodes];
@@ -118,7 +128,7 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
         gb->y_stride[k] = (uint32_t)g->acts[b->dst].cols;
     }
     gb->n_seg = (uint32_t)n;
-    const zn_act *x = &g->acts[a->src[0]];
+    const zn_act *x = x_act(c, g, a);
     vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
                  .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
                  .bias_first = a->matmul.bias_first != 0, .group = c->groups.addr + sizeof(vkop_group) * slot};
@@ -130,7 +140,7 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
 static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
     const gguf_tensor *t = n->w[0];
     const vk_weight *w = &c->w[model_weight_id(c->m, t)];
-    const zn_act *x = &g->acts[n->src[0]], *route = &g->acts[n->src[1]];
+    const zn_act *x = x_act(c, g, n), *route = &g->acts[n->src[1]];
     const uint32_t k = (uint32_t)route->cols / 2, T = (uint32_t)route->rows, cols = (uint32_t)x->cols;
     const uint32_t rows = (uint32_t)t->ne[1];
     const bool shared = (uint32_t)x->rows == T;
