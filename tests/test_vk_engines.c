@@ -161,18 +161,26 @@ static long pipelines_during(const zn_model *m, zn_engine_opts o, int n_pre, int
     return st ? -1 : (long)bs.pipelines_late;
 }
 
-static void pipelines_case(const char *name, bool all) {
+/* Fixture `name` into m (false: a failed check) and the options of a
+ * one-thread Vulkan engine with the device's tuning into o. */
+static bool vk_fixture(const char *name, zn_model *m, zn_engine_opts *o) {
     char mpath[512], gpath[512];
     golden_paths(name, mpath, gpath, sizeof mpath);
-    zn_model m;
     zn_err err = {0};
-    if (model_load(&m, mpath, &err)) {
+    if (model_load(m, mpath, &err)) {
         CHECK_MSG(false, "%s", err.msg);
-        return;
+        return false;
     }
-    zn_engine_opts o = engine_default_opts();
-    o.backend = "vulkan";
-    o.be.n_threads = 1;
+    *o = engine_default_opts();
+    o->backend = "vulkan";
+    o->be.n_threads = 1;
+    return true;
+}
+
+static void pipelines_case(const char *name, bool all) {
+    zn_model m;
+    zn_engine_opts o;
+    if (!vk_fixture(name, &m, &o)) return;
     /* small thresholds: splits from 9 keys, attn_dec.comp from 25 */
     o.be.tune = "attn_chunk=8,attn_dec_min=24";
     long late = pipelines_during(&m, o, 0, 30);
@@ -217,17 +225,10 @@ static void test_pipelines_at_init(void) {
  * the bound is what this order gives, printed by zinc bench too. */
 static void test_step_barriers(void) {
     const char *name = "qwen35moe-moe-q4_k_m";
-    char mpath[512], gpath[512];
-    golden_paths(name, mpath, gpath, sizeof mpath);
     zn_model m;
+    zn_engine_opts o;
+    if (!vk_fixture(name, &m, &o)) return;
     zn_err err = {0};
-    if (model_load(&m, mpath, &err)) {
-        CHECK_MSG(false, "%s", err.msg);
-        return;
-    }
-    zn_engine_opts o = engine_default_opts();
-    o.backend = "vulkan";
-    o.be.n_threads = 1;
     zn_engine e = {0};
     zn_seq s = {0};
     float *lg = malloc(sizeof(float) * (size_t)m.hp.n_vocab);
