@@ -366,6 +366,23 @@ static void test_write_hybrid_moe(void) {
         CHECK(m.layers[0].recurrent && m.layers[1].recurrent && m.layers[2].recurrent && !m.layers[3].recurrent);
         CHECK(!m.tied_output);
         CHECK(m.layers[3].ffn_down_exps.w && m.layers[3].ffn_down_exps.w->ne[2] == 2);
+        CHECK(m.layers[3].ffn_gate_exps.w && !m.layers[3].ffn_gate_up_exps.w);
+        model_free(&m);
+    }
+    remove(p);
+    /* --gate-up: the experts' gate and up as one tensor of twice the rows,
+     * as the tiny qwen35moe fixtures (llama.cpp's) have them */
+    o.gate_up = true;
+    CHECK_MSG(synth_write(&o, p, NULL, &err) == ZN_OK, "%s", err.msg);
+    check_written(p, &o);
+    ls = model_load(&m, p, &err);
+    CHECK_MSG(ls == ZN_OK, "%s", err.msg);
+    if (ls == ZN_OK) {
+        for (int il = 0; il < m.hp.n_layer; il++) {
+            const gguf_tensor *gu = m.layers[il].ffn_gate_up_exps.w;
+            CHECK(gu && gu->ne[0] == 2048 && gu->ne[1] == 1024 && gu->ne[2] == 2 && !m.layers[il].ffn_gate_exps.w &&
+                  !m.layers[il].ffn_up_exps.w);
+        }
         model_free(&m);
     }
     remove(p);
@@ -468,6 +485,8 @@ static void test_cli(void) {
     /* library errors name the problem */
     synth_opts o = {.like = "qwen3-8b", .n_expert = 4};
     CHECK(synth_write(&o, p, NULL, &err) == ZN_ERR_ARG && strstr(err.msg, "no experts"));
+    o = (synth_opts){.like = "qwen3-8b", .gate_up = true};
+    CHECK(synth_write(&o, p, NULL, &err) == ZN_ERR_ARG && strstr(err.msg, "--gate-up"));
     o = (synth_opts){.like = "qwen3-8b", .ftype = "q3_k_m"};
     CHECK(synth_write(&o, p, NULL, &err) == ZN_ERR_ARG && strstr(err.msg, "q3_k_m"));
     o = (synth_opts){.like = "qwen3-125m", .n_layer = 1, .n_vocab = 256};

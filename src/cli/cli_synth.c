@@ -10,9 +10,11 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: zinc synth --like MODEL [--type TYPE] -o FILE [--layers N] [--experts N] [--vocab N] [--seed S]\n"
+            "                  [--gate-up]\n"
             "  writes a GGUF with MODEL's tensor names, shapes, metadata and llama-quantize's per-tensor types for\n"
             "  TYPE (default q4_k_m), filled with random weights (~N(0, 0.02)); streamed, any size fits in memory.\n"
             "  --layers/--experts/--vocab shrink the model (0 or absent: the real value).\n"
+            "  --gate-up: MoE experts' gate and up as one tensor, ffn_gate_up_exps (llama.cpp's merged layout).\n"
             "  MODEL: %s\n  TYPE:  %s\n",
             synth_model_list(), synth_ftype_list());
 }
@@ -37,6 +39,10 @@ int cli_synth(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--gate-up")) {
+            o.gate_up = true;
+            continue;
         }
         bool num = !strcmp(a, "--layers") || !strcmp(a, "--experts") || !strcmp(a, "--vocab") || !strcmp(a, "--seed");
         bool str = !strcmp(a, "--like") || !strcmp(a, "--type") || !strcmp(a, "-o");

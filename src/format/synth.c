@@ -35,6 +35,7 @@ typedef struct shape {
     int n_rot;             /* rotary dims per head */
     bool llama3_rope;      /* rope_freqs.weight from rope_scaling (llama3) */
     int n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool gate_up;          /* the experts' gate and up merged (synth_opts.gate_up) */
     int full_attn_interval, ssm_conv, ssm_state, ssm_groups, ssm_v_heads; /* qwen35 */
     int sections[4];
 } shape;
@@ -269,8 +270,12 @@ static void add_layer(tlist *L, const shape *s, int il) {
     if (s->n_expert > 0) {
         const uint64_t ne = (uint64_t)s->n_expert, fe = (uint64_t)s->n_ff_exp, fs = (uint64_t)s->n_ff_shexp;
         add(L, il, "ffn_gate_inp.weight", 2, e, ne, 1);
-        add(L, il, "ffn_gate_exps.weight", 3, e, fe, ne);
-        add(L, il, "ffn_up_exps.weight", 3, e, fe, ne);
+        if (s->gate_up) {
+            add(L, il, "ffn_gate_up_exps.weight", 3, e, 2 * fe, ne);
+        } else {
+            add(L, il, "ffn_gate_exps.weight", 3, e, fe, ne);
+            add(L, il, "ffn_up_exps.weight", 3, e, fe, ne);
+        }
         add(L, il, "ffn_down_exps.weight", 3, fe, e, ne);
         if (fs) {
             add(L, il, "ffn_gate_inp_shexp.weight", 1, e, 1, 1);
@@ -597,6 +602,8 @@ static zn_status resolve(const synth_opts *o, shape *s, const ftype_info **ft, z
         s->n_expert = o->n_expert;
         if (s->n_expert_used > s->n_expert) s->n_expert_used = s->n_expert;
     }
+    if (o->gate_up && s->n_expert == 0) return zn_errf(err, ZN_ERR_ARG, "synth: %s has no experts (--gate-up)", s->like);
+    s->gate_up = o->gate_up;
     return ZN_OK;
 }
 

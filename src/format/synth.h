@@ -20,6 +20,7 @@ typedef struct synth_opts {
     int n_layer;        /* 0: the model's */
     int n_expert;       /* 0: the model's (MoE only) */
     int n_vocab;        /* 0: the model's */
+    bool gate_up;       /* MoE: the experts' gate and up as one ffn_gate_up_exps (llama.cpp's merged layout) */
     uint64_t seed;
 } synth_opts;
 
