@@ -6,7 +6,10 @@
 #     unmeasured (s28: 64 splits cost the 2B 8 %, the 35B 1.5 %). off / 264 / 528, alternated.
 # (2) the 8B's tg64@32768 side by side with llama.cpp CUDA (s27: 0.80; s28 call 4: attn_wgs +11 % on zinc alone).
 # (3) c003d32 (Qwen3.5-MoE: the shared expert before the routed ones, 1 barrier fewer per layer) untimed: the 35B's
-#     tg128, .dev/zinc-base (mk.sh at 49bb5d4's parent c003d32^ = 4b92864) against .dev/zinc, alternated.
+#     tg128, .dev/zinc-base (mk.sh at c003d32^ = 4b92864) against .dev/zinc, alternated.
+# (4) the merged layout (zinc synth --gate-up, as llama.cpp's qwen35moe fixtures): the 35B's tg128 and pp512 against
+#     the separate gate and up of (3) (decode: the same barriers, 2 dispatches fewer per layer; prefill: the merged
+#     gate_up's SwiGLU still a dispatch of its own on the GEMM path).
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -18,7 +21,7 @@ $Z synth --like qwen3.5-35b-a3b --type q4_k_m -o /tmp/q35.gguf > /dev/null 2>&1 
 $Z synth --like qwen3-8b --type q4_k_m -o /tmp/q8b.gguf > /dev/null 2>&1 &
 wait
 L=$(dirname "$(find /tmp/ll -name llama-bench | head -1)")
-for r in 1 2; do for m in q2b q35; do for t in attn_wgs=off attn_wgs=264 attn_wgs=528; do
+for r in 1; do for m in q2b q35; do for t in attn_wgs=off attn_wgs=264 attn_wgs=528; do
   echo "$m $t: $(timeout 60 $Z bench -m /tmp/$m.gguf --backend vulkan -p 0 -n 32 -r 1 --depth 32768 --tune $t 2>&1 | grep -E '^tg' | tr -s ' ')"
 done; done; done
 echo "8B zinc: $(timeout 60 $Z bench -m /tmp/q8b.gguf --backend vulkan -p 0 -n 64 -r 2 --depth 32768 2>&1 | grep -E '^tg' | tr -s ' ')"
@@ -28,3 +31,8 @@ if [ -x .dev/zinc-base ]; then
     echo "35B $b: $(timeout 90 .dev/$b bench -m /tmp/q35.gguf --backend vulkan -p 0 -n 128 -r 3 2>&1 | grep -E '^tg|^step .*barriers' | tr -s ' ' | tr '\n' ' ')"
   done; done
 fi
+rm -f /tmp/q2b.gguf /tmp/q8b.gguf
+$Z synth --like qwen3.5-35b-a3b --type q4_k_m --gate-up -o /tmp/q35gu.gguf > /dev/null 2>&1
+for m in q35 q35gu; do
+  echo "$m: $(timeout 90 $Z bench -m /tmp/$m.gguf --backend vulkan -p 512 -n 128 -r 3 2>&1 | grep -E '^tg|^pp' | tr -s ' ' | tr '\n' ' ')"
+done
