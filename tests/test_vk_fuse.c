@@ -321,14 +321,15 @@ static void test_moe(void) {
 }
 
 /* The merged experts' gate_up (qwen35moe): the SwiGLU of one input goes
- * into the down experts' mat-vec, which reads up at column n_ff of each
- * gate_up row, in decode on either device; the grouped GEMM of a GPU
- * prefill takes a SwiGLU of two inputs only: not there. */
+ * into the down experts' matmul, which reads up at column n_ff of each
+ * gate_up row: the mat-vec in decode on either device, the grouped GEMM in
+ * a GPU prefill (its x conversion, mm_prep.comp, reads aux like x). */
 static void test_moe_merged_swiglu(void) {
     fixture f;
     if (!fx_open(&f, "qwen35moe-moe-q4_k_m", 128)) return;
-    for (int pol = CPU_DEV; pol <= GPU_DEV; pol++) {
-        fx_plan(&f, 1, (enum policy)pol, false, 1000);
+    const struct { int n; enum policy pol; } at[] = {{1, CPU_DEV}, {1, GPU_DEV}, {128, GPU_DEV}};
+    for (int c = 0; c < 3; c++) {
+        fx_plan(&f, at[c].n, at[c].pol, false, 1000);
         for (int il = 0; il < f.m.hp.n_layer; il++) {
             const int sw = node(&f, il, "ffn_moe_swiglu"), down = node(&f, il, "ffn_moe_down");
             CHECK(sw >= 0 && down >= 0 && f.g.nodes[sw].src[1] < 0);
@@ -341,8 +342,10 @@ static void test_moe_merged_swiglu(void) {
             CHECK_EQ_INT(x->aux_off, f.g.acts[f.g.nodes[sw].dst].cols);
         }
     }
-    fx_plan(&f, 128, GPU_DEV, false, 1000); /* the last layer's FFN runs on the last row alone: a mat-vec */
-    for (int il = 0; il < f.m.hp.n_layer - 1; il++) CHECK(!f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
+    /* the prefill's down experts took the grouped GEMM */
+    const zn_node *d0 = &f.g.nodes[node(&f, 0, "ffn_moe_down")];
+    CHECK_EQ_INT(vkops_mm_kernel(&f.o, d0->w[0]->type, (uint32_t)f.g.acts[d0->src[1]].rows, (uint32_t)d0->w[0]->ne[1], true),
+                 VKMM_GEMM);
     fx_close(&f);
 }
 

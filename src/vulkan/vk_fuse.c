@@ -66,11 +66,11 @@ static vkmm_kernel kernel_of(const vkfuse_env *env, const zn_graph *g, const zn_
 }
 
 /* Can node i's result be computed inside each of its consumers instead? An
- * RMS norm over whole rows (with a weight) or a SwiGLU can, when every
+ * RMS norm over whole rows (with a weight) or a SwiGLU (of two inputs, or of
+ * one, the merged experts' gate_up: up then sits at a column offset in x's
+ * own rows, read as aux + x's offset like a second input) can, when every
  * reader is a matmul whose kernel reads x in that mode (vkops_mm_takes: the
- * mat-vec either, the f16 GEMM a SwiGLU of two inputs; a SwiGLU of one, the
- * merged experts' gate_up, the mat-vec alone: it reads up at a column
- * offset in x's own rows, as aux + x's offset), and the producer's inputs are
+ * mat-vec either, the f16 GEMM a SwiGLU), and the producer's inputs are
  * still intact when those matmuls run: the norm's input must outlive them
  * (the planner then keeps it), the SwiGLU's single reader must come right
  * after it and not write over its inputs. */
@@ -96,9 +96,7 @@ static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
         if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
         const int mode = n->op == ZN_OP_RMSNORM ? VKX_RMSNORM : VKX_SWIGLU;
-        const vkmm_kernel k = kernel_of(env, g, m, (uint32_t)m->w[0]->ne[1]);
-        if (!vkops_mm_takes(k, mode, false)) return false;
-        if (n->op == ZN_OP_SWIGLU && n->src[1] < 0 && k != VKMM_MATVEC) return false;
+        if (!vkops_mm_takes(kernel_of(env, g, m, (uint32_t)m->w[0]->ne[1]), mode, false)) return false;
     }
     return true;
 }

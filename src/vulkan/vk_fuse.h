@@ -5,7 +5,7 @@
  * records what it decided:
  *
  *  - an RMS norm over whole rows (with a weight), or a SwiGLU (of two
- *    inputs, or, for the mat-vecs, of one: gate and up halves of each row),
+ *    inputs, or of one: gate and up halves of each row),
  *    computed by each matmul reading it as it loads x (vkop_mm.xmode):
  *    when every reader is a matmul on a kernel that takes that x mode and
  *    the producer's inputs are still intact when they run;
