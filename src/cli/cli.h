@@ -49,6 +49,7 @@ typedef struct cli_engine_args {
     const char *kv_type;  /* --kv-type f16|q8_0|q4_0|q4_0r|q3_0r (NULL: f16) */
     long threads;         /* --threads (0: all cores) */
     bool profile;         /* --profile */
+    bool trace;           /* --trace */
 } cli_engine_args;
 /* $ZN_TUNE, the Vulkan tuning overrides every run starts from (NULL: unset). */
 const char *cli_tune_env(void);                        /* cli_args.c */

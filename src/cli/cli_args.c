@@ -136,6 +136,7 @@ int cli_engine_opts(const char *cmd, const cli_engine_args *ea, zn_engine_opts *
     o->backend = ea->device && (!ea->backend || !strcmp(ea->backend, "auto")) ? "vulkan" : cli_backend_or_default(ea->backend);
     o->be.n_threads = (int)ea->threads;
     o->be.profile = ea->profile;
+    o->be.trace = ea->trace;
     if (ea->kv_type) {
         const int kt = backend_kv_type_parse(ea->kv_type);
         if (kt < 0) {

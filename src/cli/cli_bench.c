@@ -144,9 +144,11 @@ typedef struct bench_args {
 
 static void usage(FILE *f) {
     fprintf(f, "usage: zinc bench [-m MODEL] [-p 512] [-n 128] [-r 3] [--depth D] [--backend %s] [--threads N] [--json]\n"
-               "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay] [--kv-type f16|q8_0|q4_0|q4_0r|q3_0r]\n"
+               "                  [--device N] [--tune KEY=VALUE,...] [--profile] [--no-replay] [--trace]\n"
+               "                  [--kv-type f16|q8_0|q4_0|q4_0r|q3_0r]\n"
                "                  (vulkan: device of zinc --list-devices, tuning overrides after ZN_TUNE's, per-op GPU\n"
-               "                  times, every decode step recorded anew; --kv-type: the KV cache format)\n"
+               "                  times, every decode step recorded anew, each recorded decode step's dispatches in order\n"
+               "                  with | at barriers; --kv-type: the KV cache format)\n"
                "       zinc bench --bandwidth [--threads N] [--json]\n"
                "       zinc bench --parallel N | -npl 1,8,32 [-npp 128] [-ntg 128] ...  (zinc bench --parallel 1 --help)\n",
                backend_names());
@@ -160,6 +162,7 @@ static int parse_args(int argc, char **argv, bench_args *a) {
         if (!strcmp(k, "--json")) { a->json = 1; continue; }
         if (!strcmp(k, "--bandwidth")) { a->bandwidth_only = 1; continue; }
         if (!strcmp(k, "--profile")) { a->ea.profile = true; continue; }
+        if (!strcmp(k, "--trace")) { a->ea.trace = true; continue; }
         if (!strcmp(k, "--no-replay")) { a->no_replay = 1; continue; }
         if (!strcmp(k, "-h") || !strcmp(k, "--help")) return usage(stdout), 0;
         /* the option is matched before its value is looked at, so an unknown

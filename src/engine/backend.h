@@ -64,6 +64,7 @@ typedef struct zn_backend_opts {
     const char *tune;     /* tuning overrides "key=value,..." (vulkan: the keys of vk_tune.c); NULL: none */
     bool profile;         /* GPU time per op on stderr after every step (each step recorded anew) */
     bool profile_kernels; /* ... split by shader too */
+    bool trace;           /* vulkan: each decode step recorded, its dispatches in order on stderr, "|" at barriers */
     /* test hooks (vulkan) */
     bool no_fusion;       /* every graph node on its own */
     bool no_replay;       /* record every decode step anew instead of replaying the recorded one */

@@ -126,6 +126,11 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     /* poll for the end of a step (vkcmd_wait) or block on the fence */
     c->c.poll = c->o.t.poll;
     for (int i = 0; i < VK_REPLAYS; i++) c->rp[i].cmd.poll = c->o.t.poll;
+    /* --trace: each recording's dispatch names */
+    for (int i = -1; i < VK_REPLAYS && !st && opt->trace; i++) {
+        vkcmd *k = i < 0 ? &c->c : &c->rp[i].cmd;
+        if (k->d && !(k->trace = calloc(ZN_VK_TRACE_BYTES, 1))) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+    }
     if (!st && (!c->step.map || !c->seqtab.map || !c->out.map))
         st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
@@ -441,6 +446,9 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     if (!st && decode && !replay) {
         c->stats.step_dispatches = cmd->n_dispatch;
         c->stats.step_barriers = cmd->n_barrier;
+        if (cmd->trace)
+            fprintf(stderr, "vulkan trace: decode step of %d sequence(s), %u dispatches, %u barriers:%s\n", g->n_seq,
+                    cmd->n_dispatch, cmd->n_barrier, cmd->trace);
     }
     if (!st) vkrecord_positions(c, g, region, c->batch);
     const double t1 = timer_now();

@@ -1,5 +1,6 @@
 /* Command buffer recording and submission (see vk_cmd.h). */
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,7 @@ void vkcmd_free(vkcmd *c) {
     if (c->pool) fn->vkDestroyCommandPool(c->d->dev, c->pool, NULL);
     free(c->ts_name);
     free(c->ts_kernel);
+    free(c->trace);
     memset(c, 0, sizeof *c);
 }
 
@@ -58,12 +60,20 @@ zn_status vkcmd_begin(vkcmd *c, zn_err *err) {
     c->copied = false;
     c->bound = VK_NULL_HANDLE;
     c->n_dispatch = c->n_barrier = 0;
+    c->trace_len = 0;
+    if (c->trace) c->trace[0] = 0;
     c->n_ts = 0;
     if (c->profile) {
         c->d->fn.vkCmdResetQueryPool(c->cb, c->qp, 0, ZN_VK_MAX_TIMESTAMPS);
         c->d->fn.vkCmdWriteTimestamp(c->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, c->qp, c->n_ts++);
     }
     return ZN_OK;
+}
+
+static void trace_add(vkcmd *c, const char *s) {
+    if (!c->trace || c->trace_len + 1 >= ZN_VK_TRACE_BYTES) return;
+    const int n = snprintf(c->trace + c->trace_len, ZN_VK_TRACE_BYTES - c->trace_len, " %s", s);
+    if (n > 0) c->trace_len += (size_t)n < ZN_VK_TRACE_BYTES - c->trace_len ? (size_t)n : ZN_VK_TRACE_BYTES - c->trace_len - 1;
 }
 
 void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_size, uint32_t gx, uint32_t gy,
@@ -77,6 +87,7 @@ void vkcmd_dispatch(vkcmd *c, const vkpipe *p, const void *push, uint32_t push_s
     if (push_size) fn->vkCmdPushConstants(c->cb, c->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, push_size, push);
     fn->vkCmdDispatch(c->cb, gx, gy, gz);
     c->n_dispatch++;
+    trace_add(c, name ? name : p->shader);
     if (c->profile && c->n_ts < ZN_VK_MAX_TIMESTAMPS) {
         c->ts_name[c->n_ts] = name ? name : p->shader;
         c->ts_kernel[c->n_ts] = p->shader;
@@ -98,6 +109,7 @@ static void barrier(vkcmd *c, bool transfer) {
                           .dstAccessMask = acc};
     c->d->fn.vkCmdPipelineBarrier(c->cb, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
     c->n_barrier++;
+    trace_add(c, "|");
     c->copied = false;
 }
 

@@ -14,6 +14,7 @@
 #include "vk_pipeline.h"
 
 #define ZN_VK_MAX_TIMESTAMPS 8192
+#define ZN_VK_TRACE_BYTES    (1 << 16) /* --trace: a recording's dispatch names (the rest cut) */
 
 typedef struct vkprof_entry {
     const char *name;
@@ -41,6 +42,8 @@ typedef struct vkcmd {
     const char **ts_name;         /* [ZN_VK_MAX_TIMESTAMPS]: name of the dispatch ending at timestamp i */
     const char **ts_kernel;       /* [ZN_VK_MAX_TIMESTAMPS]: its shader */
     uint32_t n_dispatch, n_barrier;
+    char *trace;                  /* [ZN_VK_TRACE_BYTES] or NULL: the recording's dispatch names, " |" at barriers */
+    size_t trace_len;
 } vkcmd;
 
 zn_status vkcmd_init(vkcmd *c, vkdev *d, VkPipelineLayout layout, bool profile, zn_err *err);
