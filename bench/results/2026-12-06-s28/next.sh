@@ -10,10 +10,7 @@
 # (4) the merged layout (zinc synth --gate-up, as llama.cpp's qwen35moe fixtures): the 35B's tg128 and pp512 against
 #     the separate gate and up of (3) (decode: the same barriers, 2 dispatches fewer per layer; prefill: the merged
 #     gate_up's SwiGLU still a dispatch of its own on the GEMM path).
-set -u
-O=${OUT:-/tmp/out}; mkdir -p "$O"
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+. bench/device-env.sh
 Z=.dev/zinc
 mkdir -p /tmp/ll && cat .ll/llama-cuda-sm90.tar.xz.part* | tar -xJ -C /tmp/ll &
 $Z synth --like qwen3.5-2b --type q4_k_m -o /tmp/q2b.gguf > /dev/null 2>&1 &
