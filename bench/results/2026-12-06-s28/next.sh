@@ -8,8 +8,8 @@
 # (3) c003d32 (Qwen3.5-MoE: the shared expert before the routed ones, 1 barrier fewer per layer) untimed: the 35B's
 #     tg128, .dev/zinc-base (mk.sh at c003d32^ = 4b92864) against .dev/zinc, alternated.
 # (4) the merged layout (zinc synth --gate-up, as llama.cpp's qwen35moe fixtures): the 35B's tg128 and pp512 against
-#     the separate gate and up of (3) (decode: the same barriers, 2 dispatches fewer per layer; prefill: the merged
-#     gate_up's SwiGLU still a dispatch of its own on the GEMM path).
+#     the separate gate and up of (3) (decode: the same barriers, one gate_up dispatch instead of two per layer; the
+#     merged SwiGLU goes into the down experts' mat-vec and grouped GEMM alike, 09de73f).
 . bench/device-env.sh
 Z=.dev/zinc
 mkdir -p /tmp/ll && cat .ll/llama-cuda-sm90.tar.xz.part* | tar -xJ -C /tmp/ll &
