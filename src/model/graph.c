@@ -170,10 +170,14 @@ static void plan_arena(zn_graph *g) {
      * matmul folded into its x (3 nodes); runs a MoE layer's tail (the
      * shared expert's sigmoid gate, the ADD to the experts' sum, the
      * residual ADD: 3 nodes) in one dispatch that reads the gate until the
-     * last; and the shared expert's grouped gate + up in the stage of the
-     * experts' down matmul, whose x (the SwiGLU folded into it) the up
-     * output must not overwrite (4 nodes after the SwiGLU). A 35B-A3B-shape
-     * decode step: 59 -> 48 barriers over 4 layers, arena +23 %. */
+     * last; and, while graph_moe built the shared expert after the routed
+     * ones, its grouped gate + up in the stage of the experts' down matmul,
+     * whose x (the SwiGLU folded into it) the up output must not overwrite
+     * (4 nodes after the SwiGLU). A 35B-A3B-shape decode step: 59 -> 48
+     * barriers over 4 layers, arena +23 %. With the shared expert first
+     * (c003d32) that last case is gone: 3 gives the same dispatches and
+     * barriers on the 35B-A3B synth and the qwen35moe fixtures (lavapipe),
+     * but is not yet checked on every fixture and shape. */
     for (int i = 0; i < g->n_nodes + ZN_GRAPH_FOLD; i++) {
         if (i < g->n_nodes) {
             int d = g->nodes[i].dst;
