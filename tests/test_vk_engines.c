@@ -242,10 +242,10 @@ static void test_step_barriers(void) {
     int rec = 0, att = 0;
     for (int il = 0; il < m.hp.n_layer; il++) rec += m.layers[il].recurrent, att += !m.layers[il].recurrent;
     /* per layer: DeltaNet 5 levels (projections, conv, delta rule, gated
-     * norm, output) or gated attention 6 (q, k, v; the splits; the ropes;
-     * attention; the gate; output), then the FFN's 5; the embedding and the
-     * output head 3 */
-    const uint32_t bound = (uint32_t)(5 * rec + 6 * att + 5 * m.hp.n_layer + 3);
+     * norm, output) or gated attention 5 (q, k, v; the splits; attention
+     * with the ropes taken in; the gate; output), then the FFN's 5; the
+     * embedding and the output head 3 */
+    const uint32_t bound = (uint32_t)(5 * rec + 5 * att + 5 * m.hp.n_layer + 3);
     CHECK_MSG(!st && bs.step_dispatches > 0 && bs.step_barriers <= bound,
               "%s: a decode step of %u dispatches, %u barriers (at most %u: %d DeltaNet layers, %d attention)", name,
               bs.step_dispatches, bs.step_barriers, bound, rec, att);
@@ -253,6 +253,88 @@ static void test_step_barriers(void) {
     if (e.be) engine_free(&e);
     free(lg);
     model_free(&m);
+}
+
+/* Decode attention taking in the ropes before it (tuning attn_rope,
+ * attn_rope.glsl) against the rope dispatches, on the same prompts and
+ * tokens: on attn.comp and attn_dec.comp, split and unsplit, for one
+ * sequence and for a step of three (batched, or per sequence where the
+ * splits forbid a batch); with per-head norms and without, NEOX and NORM
+ * rotation, IMRoPE with partial rotation (qwen35's gated attention). Each
+ * attention layer runs its two ropes' dispatches fewer; the logits differ
+ * only by the norms' summation order. */
+#define AR_SEQS 3
+#define AR_DEC 6
+
+static void attn_rope_case(const char *name, const char *tune) {
+    zn_model m;
+    zn_engine_opts o;
+    if (!vk_fixture(name, &m, &o)) return;
+    const int V = m.hp.n_vocab;
+    int n_att = 0;
+    for (int il = 0; il < m.hp.n_layer; il++) n_att += !m.layers[il].recurrent;
+    float *lg[2] = {malloc(sizeof(float) * AR_SEQS * AR_DEC * (size_t)V), malloc(sizeof(float) * AR_SEQS * AR_DEC * (size_t)V)};
+    uint32_t one[2] = {0}, many[2] = {0}; /* dispatches of a one-sequence and a three-sequence decode step */
+    int32_t tok[AR_SEQS][32];
+    for (int q = 0; q < AR_SEQS; q++)
+        for (int i = 0; i < 32; i++) tok[q][i] = (int32_t)((7 * i + 13 * q + 1) % V);
+    zn_err err = {0};
+    bool ok = lg[0] && lg[1];
+    for (int f = 0; f < 2 && ok; f++) {
+        char spec[160];
+        snprintf(spec, sizeof spec, "%s%sattn_rope=%s", tune, *tune ? "," : "", f ? "off" : "on");
+        o.be.tune = spec;
+        zn_engine e;
+        zn_seq s[AR_SEQS];
+        memset(s, 0, sizeof s);
+        ok = engine_init(&e, &m, &o, &err) == ZN_OK;
+        const int pre[AR_SEQS] = {3, 9, 17};
+        for (int q = 0; ok && q < AR_SEQS; q++)
+            ok = seq_init(&s[q], &e, 32, &err) == ZN_OK && engine_decode(&e, &s[q], tok[q], pre[q], NULL, false, &err) == ZN_OK;
+        zn_backend_stats bs = {0};
+        for (int k = 0; ok && k < AR_DEC; k++) {
+            if (k < AR_DEC / 2) /* each sequence alone */
+                for (int q = 0; ok && q < AR_SEQS; q++)
+                    ok = engine_decode(&e, &s[q], tok[q] + pre[q] + k, 1, lg[f] + ((size_t)q * AR_DEC + (size_t)k) * (size_t)V,
+                                       false, &err) == ZN_OK;
+            else {
+                zn_step_item it[AR_SEQS];
+                for (int q = 0; q < AR_SEQS; q++)
+                    it[q] = (zn_step_item){.seq = &s[q], .tokens = tok[q] + pre[q] + k, .n = 1,
+                                           .logits = lg[f] + ((size_t)q * AR_DEC + (size_t)k) * (size_t)V};
+                ok = engine_step(&e, it, AR_SEQS, &err) == ZN_OK;
+            }
+            if (ok && (k == 0 || k == AR_DEC / 2)) {
+                e.be->stats(e.be_ctx, &bs);
+                (k ? many : one)[f] = bs.step_dispatches;
+            }
+        }
+        CHECK_MSG(ok, "%s, %s: %s", name, spec, err.msg);
+        for (int q = 0; q < AR_SEQS; q++) seq_free(&s[q]);
+        if (e.be) engine_free(&e);
+    }
+    if (ok) {
+        double worst = 0;
+        for (int r = 0; r < AR_SEQS * AR_DEC; r++) {
+            const double d = nmse(lg[0] + (size_t)r * (size_t)V, lg[1] + (size_t)r * (size_t)V, V);
+            worst = d > worst ? d : worst;
+        }
+        CHECK_MSG(worst <= 1e-8, "%s, %s: worst decode nmse %.3g taking the ropes in", name, tune, worst);
+        CHECK_MSG(one[1] - one[0] == 2u * (uint32_t)n_att && many[1] - many[0] >= 2u * (uint32_t)n_att,
+                  "%s, %s: %u / %u dispatches of a decode step with the ropes taken in, %u / %u without (%d attention layers)",
+                  name, tune, one[0], many[0], one[1], many[1], n_att);
+    }
+    free(lg[0]);
+    free(lg[1]);
+    model_free(&m);
+}
+
+static void test_attn_rope(void) {
+    static const char *const fixtures[] = {"qwen3-dense-f32", "llama-dense-f32", "qwen35-dense-f32", "qwen2-dense-q8_0",
+                                           "qwen3moe-moe-q8_0"};
+    static const char *const tunes[] = {"", "attn_dec=off,attn_chunk=4", "attn_dec_min=0", "attn_dec_min=0,attn_chunk=8"};
+    for (size_t i = 0; i < sizeof fixtures / sizeof *fixtures; i++)
+        for (size_t t = 0; t < sizeof tunes / sizeof *tunes; t++) attn_rope_case(fixtures[i], tunes[t]);
 }
 
 int main(void) {
@@ -269,5 +351,6 @@ int main(void) {
     RUN(test_tunings_differ);
     RUN(test_pipelines_at_init);
     RUN(test_step_barriers);
+    RUN(test_attn_rope);
     return harness_report("vk_engines");
 }

@@ -140,6 +140,23 @@ static void arena_release(plan *p, size_t off, size_t size) {
     }
 }
 
+/* A decode step's attention may take in the ropes before it (the Vulkan
+ * backend: vk_fuse.h): the ropes' inputs, those of the
+ * per-head norms before them and the KV store's V then are read by the
+ * attention, so they live until it. */
+static void keep_rope_inputs(zn_graph *g, plan *p) {
+    if (g->n_tokens != g->n_seq) return; /* not a decode step: one token per sequence */
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op != ZN_OP_ATTN) continue;
+        for (int j = i - 1; j >= 0 && j >= i - 16 && g->nodes[j].layer == g->nodes[i].layer; j--) {
+            const zn_node *n = &g->nodes[j];
+            const bool head_norm = n->op == ZN_OP_RMSNORM && n->norm.group < g->acts[n->dst].cols;
+            const int a = n->op == ZN_OP_KV_STORE ? n->src[1] : n->op == ZN_OP_ROPE || head_norm ? n->src[0] : -1;
+            if (a >= 0 && p->last[a] >= 0 && p->last[a] < i) p->last[a] = i;
+        }
+    }
+}
+
 static void plan_arena(zn_graph *g) {
     plan *p = g->plan;
     for (int a = 0; a < g->n_acts; a++) p->first[a] = p->last[a] = -1;
@@ -150,6 +167,7 @@ static void plan_arena(zn_graph *g) {
         for (int s = 0; s < ZN_NODE_SRC; s++)
             if (n->src[s] >= 0) p->last[n->src[s]] = i;
     }
+    keep_rope_inputs(g, p);
     p->last[g->logits] = g->n_nodes; /* read after the run */
     p->n_free = 0;
     p->top = p->peak = 0;
@@ -255,12 +273,17 @@ zn_status graph_init(zn_graph *g, const zn_model *m, int max_tokens, zn_err *err
     plan *p = g->plan;
     /* size the arena for the largest steps of every kind: all rows' logits,
      * the last row's, and max_tokens - 1 rows' of several sequences (shapes
-     * grow with the rows kept, so that is the largest such step) */
-    const int sizes[4][2] = {{max_tokens, 1}, {max_tokens, 0}, {1, 0}, {max_tokens, 2}};
+     * grow with the rows kept, so that is the largest such step), and a
+     * decode step of the most sequences (keep_rope_inputs keeps more alive) */
+    const int sizes[5][2] = {{max_tokens, 1}, {max_tokens, 0}, {1, 0}, {max_tokens, 2}, {g->max_seqs, 3}};
     size_t arena = 0;
     g->arena_floats = (size_t)-1;
-    for (int i = 0; i < 4; i++) {
-        if (sizes[i][1] == 2) {
+    for (int i = 0; i < 5; i++) {
+        if (sizes[i][1] == 3) {
+            zn_step_seq one[ZN_MAX_STEP_SEQS];
+            for (int q = 0; q < g->max_seqs; q++) one[q] = (zn_step_seq){.n_rows = 1, .out = ZN_OUT_ALL};
+            st = graph_build_step(g, p->dummy_tokens, one, g->max_seqs, err);
+        } else if (sizes[i][1] == 2) {
             if (max_tokens < 2) continue;
             zn_step_seq two[2] = {{.n_rows = max_tokens - 1, .out = ZN_OUT_ALL}, {.n_rows = 1, .out = ZN_OUT_NONE}};
             st = graph_build_step(g, p->dummy_tokens, two, 2, err);

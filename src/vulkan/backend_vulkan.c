@@ -117,6 +117,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         st = vkbuf_create(&c->d, &c->seqtab,
                           sizeof(vkop_seq_ent) * ZN_MAX_STEP_SEQS * (size_t)m->hp.n_layer * VK_REGIONS, VKMEM_SHARED,
                           err);
+    if (!st) st = vkbuf_create(&c->d, &c->ropep, sizeof(vkop_rope_p) * (size_t)m->hp.n_layer, VKMEM_SHARED, err);
     /* logits of every row of the largest step */
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
     c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
@@ -131,7 +132,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         vkcmd *k = i < 0 ? &c->c : &c->rp[i].cmd;
         if (k->d && !(k->trace = calloc(ZN_VK_TRACE_BYTES, 1))) st = zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
-    if (!st && (!c->step.map || !c->seqtab.map || !c->out.map))
+    if (!st && (!c->step.map || !c->seqtab.map || !c->ropep.map || !c->out.map))
         st = zn_errf(err, ZN_ERR_DEVICE, "vulkan: host-visible buffers are not mapped");
     if (st) {
         vk_free(c);
@@ -161,6 +162,7 @@ static void vk_free(void *ctx) {
         vkbuf_destroy(&c->d, &c->io);
         vkbuf_destroy(&c->d, &c->step);
         vkbuf_destroy(&c->d, &c->seqtab);
+        vkbuf_destroy(&c->d, &c->ropep);
         vkbuf_destroy(&c->d, &c->out);
         vkbuf_destroy(&c->d, &c->groups);
         vkarena_free(&c->smem);

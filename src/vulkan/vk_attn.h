@@ -58,7 +58,19 @@ typedef struct vkop_attn {
     vkop_kv kv;
     uint32_t n_tok, n_past, n_head, n_head_kv, hd_k, hd_v, n_seq;
     float scale;
+    /* rp set: the ropes before it taken in (attn_rope.glsl), for one token
+     * per sequence and an f16 cache: q holds the query rows before their
+     * norm, kraw / vraw the token's K and V rows, rp the address of the
+     * layer's vkop_rope_p; the kernel stores K and V into the cache. */
+    VkDeviceAddress rp, kraw, vraw;
 } vkop_attn;
+/* attn_rope.glsl's RopeP: the per-head norms' weights (0: none) and eps,
+ * and the rope's parameters as rope.comp takes them (vkop_rope_params). */
+typedef struct vkop_rope_p {
+    uint64_t nwq, nwk, ff;
+    float theta_scale, freq_scale, eps_q, eps_k;
+    uint32_t n_rot, mode, secs, pad;
+} vkop_rope_p;
 /* Shared memory bytes of tile config ci on this device, and whether the
  * device runs it; the config prefill attention of head dim hd takes
  * (ZN_VK_MM_AUTO: the scalar kernel). */

@@ -52,6 +52,8 @@ typedef struct vk_ctx {
                                      per region (the positions, rewritten before every submit) */
     vkbuf seqtab;                 /* host-written sequence tables of a batched decode step (vkop_seq_ent):
                                      ZN_MAX_STEP_SEQS entries per layer, n_layer tables per region */
+    vkbuf ropep;                  /* host-written vkop_rope_p per layer: the ropes attention takes in
+                                     (written as steps are recorded; a layer's never changes) */
     vkbuf out;                    /* host-visible: the logits of a run, copied at its end */
     uint64_t out_off, out_floats; /* which activation out holds now (0 floats: none) */
     bool batch;                   /* the last step run is a batched decode step (vk_record.c) */

@@ -15,10 +15,13 @@ zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
     p->skip = calloc((size_t)cap_nodes, sizeof *p->skip);
     p->rope_norm = calloc((size_t)cap_nodes, sizeof *p->rope_norm);
     p->rope_kv = calloc((size_t)cap_nodes, sizeof *p->rope_kv);
+    p->rope_attn = calloc((size_t)cap_nodes, sizeof *p->rope_attn);
+    p->attn_rq = calloc((size_t)cap_nodes, sizeof *p->attn_rq);
+    p->attn_rk = calloc((size_t)cap_nodes, sizeof *p->attn_rk);
     p->res_add = calloc((size_t)cap_nodes, sizeof *p->res_add);
     p->group = calloc((size_t)cap_nodes, sizeof *p->group);
     p->tail = calloc((size_t)cap_nodes, sizeof *p->tail);
-    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->res_add || !p->group || !p->tail) {
+    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq || !p->attn_rk || !p->res_add || !p->group || !p->tail) {
         vkfuse_free(p);
         return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
@@ -31,6 +34,9 @@ void vkfuse_free(vkfuse *p) {
     free(p->skip);
     free(p->rope_norm);
     free(p->rope_kv);
+    free(p->rope_attn);
+    free(p->attn_rq);
+    free(p->attn_rk);
     free(p->res_add);
     free(p->group);
     free(p->tail);
@@ -150,6 +156,44 @@ static void plan_rope(vkfuse *p, const zn_graph *g, int i, bool no_kv) {
     }
 }
 
+/* The unrotated input of ROPE i: its norm's input where it took one in. */
+static int rope_input(const vkfuse *p, const zn_graph *g, int i) {
+    return p->rope_norm[i] >= 0 ? g->nodes[p->rope_norm[i]].src[0] : g->nodes[i].src[0];
+}
+
+/* ATTN i right after the KV store taken in by the ROPE of K, its q the
+ * output of another ROPE of the layer that nothing else reads: the
+ * attention can take both ropes in. The unrotated q, K and V must stay
+ * intact from the first of those nodes to the attention, which must not
+ * write over them either (its output is planned after their last reader,
+ * the ropes). */
+static void plan_attn_rope(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    if (env->no_fusion || env->no_rope_kv || env->no_attn_rope || i < 3) return;
+    const int ik = i - 2, q = n->src[0];
+    if (g->nodes[ik].op != ZN_OP_ROPE || p->rope_kv[ik] != i - 1 || g->nodes[ik].layer != n->layer) return;
+    int iq = -1;
+    for (int j = ik - 1; j >= 0 && j >= i - 16 && iq < 0; j--)
+        if (g->nodes[j].dst == q) iq = j;
+    if (iq < 0 || g->nodes[iq].op != ZN_OP_ROPE || p->rope_kv[iq] >= 0 || g->nodes[iq].layer != n->layer ||
+        p->last_use[q] != i)
+        return;
+    const int raw[3] = {rope_input(p, g, iq), rope_input(p, g, ik), g->nodes[i - 1].src[1]};
+    int first = iq < ik ? iq : ik;
+    if (p->rope_norm[iq] >= 0 && p->rope_norm[iq] < first) first = p->rope_norm[iq];
+    if (p->rope_norm[ik] >= 0 && p->rope_norm[ik] < first) first = p->rope_norm[ik];
+    for (int m = first; m <= i; m++) {
+        if (m == iq || m == ik || m == i - 1 || m == p->rope_norm[iq] || m == p->rope_norm[ik]) continue;
+        for (int r = 0; r < 3; r++)
+            if (overlap(act_range(g, g->nodes[m].dst), act_range(g, raw[r]))) return;
+        for (int k = 0; k < ZN_NODE_SRC && m < i; k++)
+            if (g->nodes[m].src[k] == q) return;
+    }
+    p->rope_attn[iq] = p->rope_attn[ik] = i;
+    p->attn_rq[i] = iq;
+    p->attn_rk[i] = ik;
+}
+
 /* The node before `before` (at most 16 back) that writes activation a, if
  * it is one of op `op` that nothing folded away and `before` is the only
  * node after it that reads a; else -1. */
@@ -264,10 +308,12 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const zn_node *n = &g->nodes[i];
-        p->rope_norm[i] = p->rope_kv[i] = p->res_add[i] = -1;
+        p->rope_norm[i] = p->rope_kv[i] = p->res_add[i] = p->rope_attn[i] = p->attn_rq[i] = p->attn_rk[i] = -1;
         if (n->op == ZN_OP_MATMUL) plan_res_add(p, env, g, i);
         if (n->op == ZN_OP_ROPE && !env->no_fusion) plan_rope(p, g, i, env->no_rope_kv);
     }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == ZN_OP_ATTN) plan_attn_rope(p, env, g, i);
     /* last first: the ADD ending a layer claims the whole tail before the
      * ADD inside it could claim the sum alone */
     for (int i = g->n_nodes - 1; i >= 0; i--) plan_tail(p, env, g, i);

@@ -11,6 +11,9 @@
  *    the producer's inputs are still intact when they run;
  *  - a ROPE with the per-head RMS norm that produced its input and the
  *    KV store after it (one dispatch for the three);
+ *  - the ropes of a layer's q and K (with their norms and the KV store),
+ *    taken in by the attention after them (vk_attn.h vkop_attn.rp) in the
+ *    steps where it can (the recorder decides per sequence: one token);
  *  - a matmul whose only reader is the next node, an ADD of a residual of
  *    its shape: the matmul stores the sum;
  *  - up to ZN_VK_GROUP_MAX matmuls of one input whose weights lie one after
@@ -50,6 +53,7 @@ typedef struct vkfuse_env {
     const vkops *o;               /* the kernel each matmul takes */
     bool no_fusion;               /* every node on its own */
     bool no_rope_kv;              /* no KV store into the rope (rope.comp writes f16 caches only) */
+    bool no_attn_rope;            /* no ropes into the attention (tuning attn_rope off) */
     int max_groups;               /* grouped matmuls one plan may hold (their blocks) */
     /* Does weight b lie in one piece right after weight a (a NULL: is b in
      * one piece)? Grouped matmuls read such weights as one matrix. */
@@ -63,6 +67,8 @@ typedef struct vkfuse {
     int *last_use;                /* [cap_acts]: last node reading each activation (n_nodes: the logits) */
     bool *skip;                   /* [cap_nodes]: node folded into another (not recorded itself) */
     int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
+    int *rope_attn;               /* [cap_nodes]: per ROPE node, the ATTN that may take it in (-1: none) */
+    int *attn_rq, *attn_rk;       /* [cap_nodes]: per ATTN node, the ROPE nodes of q and K it may take in */
     int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into it (-1: none) */
     int *group;                   /* [cap_nodes]: matmuls from this node on that run as one (1: alone) */
     vkfuse_tail *tail;            /* [cap_nodes]: per ADD node, the MoE tail it computes */

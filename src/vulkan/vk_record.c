@@ -295,6 +295,45 @@ static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const 
 
 /* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
  * whole step, sg unused). */
+/* ROPE node i's arguments, with the norm and KV store it takes in. */
+static vkop_rope rope_args(const vk_ctx *c, const vk_seg *sg, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    const zn_rope_params *rp = &n->rope;
+    const zn_act *y = &g->acts[n->dst];
+    const int L = n->layer;
+    /* batched: kv.tab (s the first sequence's) only says "store" */
+    vkop_rope a = {.x = seg_addr(c, g, n->dst, sg), .ff = waddr(c, n->w[0]), .n_tok = sg->n_rows,
+                   .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
+                   .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
+                   .n_past = sg->n_past, .step = sg->step, .seqs = sg->batch ? seq_table(c, L) : 0,
+                   .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
+                   .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
+    if (c->plan.rope_norm[i] >= 0) {
+        const zn_node *nn = &g->nodes[c->plan.rope_norm[i]];
+        a.src = seg_addr(c, g, nn->src[0], sg);
+        a.nw = waddr(c, nn->w[0]);
+        a.eps = nn->norm.eps;
+    }
+    if (c->plan.rope_kv[i] >= 0) {
+        const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
+        a.kv = vkseq_kv(c, sg->s, L);
+        a.v = seg_addr(c, g, kv->src[1], sg);
+        a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
+    }
+    return a;
+}
+
+/* Does ATTN node i take in the ropes before it (vk_fuse.h attn_rq) for
+ * segment sg? Decode only: one token per sequence. */
+static bool attn_takes_ropes(const vk_ctx *c, int i, const vk_seg *sg) {
+    return c->plan.attn_rq[i] >= 0 && (sg->batch || sg->n_rows == 1);
+}
+
+/* Does ROPE node i run inside the attention after it for segment sg? */
+static bool rope_in_attn(const vk_ctx *c, int i, const vk_seg *sg) {
+    return c->plan.rope_attn[i] >= 0 && attn_takes_ropes(c, c->plan.rope_attn[i], sg);
+}
+
 static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n, zn_err *err) {
     vk_seq *s = sg->s;
     const zn_act *y = &g->acts[n->dst];
@@ -316,27 +355,8 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
                          ny / (uint32_t)n->norm.group, n->norm.eps, n->tag, err);
     case ZN_OP_MATMUL: return run_matmul(c, g, n, err);
     case ZN_OP_ROPE: {
-        const zn_rope_params *rp = &n->rope;
-        /* batched: kv.tab (s the first sequence's) only says "store" */
-        vkop_rope a = {.x = seg_addr(c, g, n->dst, sg), .ff = waddr(c, n->w[0]), .n_tok = sg->n_rows,
-                       .n_heads = (uint32_t)(y->cols / rp->head_dim), .head_dim = (uint32_t)rp->head_dim,
-                       .n_rot = (uint32_t)rp->n_rot, .row_stride = (uint32_t)y->cols, .mode = (uint32_t)rp->mode,
-                       .n_past = sg->n_past, .step = sg->step, .seqs = sg->batch ? seq_table(c, L) : 0,
-                       .sections = {rp->sections[0], rp->sections[1], rp->sections[2], rp->sections[3]},
-                       .freq_base = rp->freq_base, .freq_scale = rp->freq_scale};
-        const int i = (int)(n - g->nodes);
-        if (c->plan.rope_norm[i] >= 0) {
-            const zn_node *nn = &g->nodes[c->plan.rope_norm[i]];
-            a.src = seg_addr(c, g, nn->src[0], sg);
-            a.nw = waddr(c, nn->w[0]);
-            a.eps = nn->norm.eps;
-        }
-        if (c->plan.rope_kv[i] >= 0) {
-            const zn_node *kv = &g->nodes[c->plan.rope_kv[i]];
-            a.kv = vkseq_kv(c, s, L);
-            a.v = seg_addr(c, g, kv->src[1], sg);
-            a.vdim = (uint32_t)g->acts[kv->src[1]].cols;
-        }
+        if (rope_in_attn(c, (int)(n - g->nodes), sg)) return ZN_OK;
+        const vkop_rope a = rope_args(c, sg, g, (int)(n - g->nodes));
         return vkop_rope_run(&c->o, c->rec, &a, n->tag, err);
     }
     case ZN_OP_KV_STORE: {
@@ -362,6 +382,18 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
                        .n_tok = sg->batch ? 1 : sg->n_rows, .n_past = sg->n_past, .n_head = (uint32_t)n->attn.n_head,
                        .n_head_kv = (uint32_t)n->attn.n_head_kv, .hd_k = (uint32_t)n->attn.hd_k,
                        .hd_v = (uint32_t)n->attn.hd_v, .scale = n->attn.scale};
+        const int i = (int)(n - g->nodes);
+        if (attn_takes_ropes(c, i, sg)) { /* q before its rope, K and V from the ropes' inputs */
+            const vkop_rope rq = rope_args(c, sg, g, c->plan.attn_rq[i]), rk = rope_args(c, sg, g, c->plan.attn_rk[i]);
+            vkop_rope_p rp;
+            zn_status st = vkop_rope_params(&rq, &rk, &rp, err);
+            if (st) return st;
+            memcpy(c->ropep.map + sizeof rp * (size_t)L, &rp, sizeof rp);
+            a.rp = c->ropep.addr + sizeof rp * (uint64_t)L;
+            a.q = rq.src ? rq.src : rq.x;
+            a.kraw = rk.src ? rk.src : rk.x;
+            a.vraw = rk.v;
+        }
         if (!backend_kv_rotated(c->kv_type)) return vkop_attn_run(&c->o, c->rec, &a, n->tag, err);
         /* the queries rotated as the cache's keys were (in place: only the
          * attention reads them), the output rotated back */
@@ -441,19 +473,20 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
 /* What node n reads and writes (per_seq ops: for segment sg, its rows and
  * state), for the barrier placement. */
 static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n) {
-    range rd[2 * ZN_NODE_SRC + 3], wr[3];
+    range rd[2 * ZN_NODE_SRC + 6], wr[5];
     int nr = 0, nw = 0;
     vk_seq *s = sg->s;
     const bool ps = per_seq(n->op);
 #define NODE_RANGE(a) (ps ? seg_range(c, g, (a), sg) : act_range(c, g, (a)))
-    for (int i = 0; i < ZN_NODE_SRC; i++) {
-        if (n->src[i] < 0) continue;
-        const vkfuse_x *f = &c->plan.fx[n->src[i]];
-        rd[nr++] = NODE_RANGE(f->mode ? f->src : n->src[i]);
+    const int i = (int)(n - g->nodes);
+    if (n->op == ZN_OP_ROPE && rope_in_attn(c, i, sg)) return; /* not run */
+    for (int k = 0; k < ZN_NODE_SRC; k++) {
+        if (n->src[k] < 0) continue;
+        const vkfuse_x *f = &c->plan.fx[n->src[k]];
+        rd[nr++] = NODE_RANGE(f->mode ? f->src : n->src[k]);
         if (f->mode == VKX_SWIGLU) rd[nr++] = NODE_RANGE(f->aux);
     }
     wr[nw++] = NODE_RANGE(n->dst);
-    const int i = (int)(n - g->nodes);
     if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
         const zn_node *add = &g->nodes[c->plan.res_add[i]];
         rd[nr++] = act_range(c, g, other_src(add, n->dst));
@@ -485,6 +518,15 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         } else {
             rd[nr++] = kr;
             rd[nr++] = vr;
+            if (attn_takes_ropes(c, i, sg)) { /* the ropes' inputs; stores the new K and V rows */
+                const zn_node *rq = &g->nodes[c->plan.attn_rq[i]], *rk = &g->nodes[c->plan.attn_rk[i]];
+                const int nq = c->plan.rope_norm[rq - g->nodes], nk = c->plan.rope_norm[rk - g->nodes];
+                rd[0] = seg_range(c, g, nq >= 0 ? g->nodes[nq].src[0] : rq->src[0], sg);
+                rd[nr++] = seg_range(c, g, nk >= 0 ? g->nodes[nk].src[0] : rk->src[0], sg);
+                rd[nr++] = seg_range(c, g, g->nodes[c->plan.rope_kv[rk - g->nodes]].src[1], sg);
+                wr[nw++] = kr;
+                wr[nw++] = vr;
+            }
         }
     }
     /* split-K partials: one scratch for all the step's sequences, so a
@@ -529,7 +571,8 @@ static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_ten
 }
 
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
-    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq != 0, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
+    const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq != 0,
+                            .no_attn_rope = !c->o.t.attn_rope, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
                             .follows = weight_follows, .ctx = c};
     vkfuse_plan(&c->plan, &env, g);
 }

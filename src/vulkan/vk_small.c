@@ -29,6 +29,36 @@ zn_status vkop_norm(vkops *o, vkcmd *c, vknorm_mode mode, VkDeviceAddress x, VkD
     return ZN_OK;
 }
 
+/* IMRoPE's sections a byte each: the push constants have no room for four
+ * words and the sequence table */
+static zn_status rope_secs(const vkop_rope *a, uint32_t *secs, zn_err *err) {
+    *secs = 0;
+    for (int i = 0; i < 4; i++) {
+        if (a->sections[i] < 0 || a->sections[i] > 255)
+            return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: rope section of %d", a->sections[i]);
+        *secs |= (uint32_t)a->sections[i] << (8 * i);
+    }
+    if (a->mode == 2 && !*secs) return zn_errf(err, ZN_ERR_ARG, "vulkan: IMRoPE without sections");
+    return ZN_OK;
+}
+
+/* computed here with the C library's powf, as ggml does */
+static float rope_theta_scale(const vkop_rope *a) { return powf(a->freq_base, -2.0f / (float)a->n_rot); }
+
+zn_status vkop_rope_params(const vkop_rope *q, const vkop_rope *k, vkop_rope_p *out, zn_err *err) {
+    if (q->n_rot != k->n_rot || q->mode != k->mode || q->head_dim != k->head_dim || q->ff != k->ff ||
+        q->freq_base != k->freq_base || q->freq_scale != k->freq_scale || memcmp(q->sections, k->sections, sizeof q->sections))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: the q and k ropes differ");
+    if (!q->n_rot || q->n_rot > q->head_dim || q->n_rot % 2) return zn_errf(err, ZN_ERR_ARG, "vulkan: rope n_rot %u", q->n_rot);
+    uint32_t secs = 0;
+    zn_status st = rope_secs(q, &secs, err);
+    if (st) return st;
+    *out = (vkop_rope_p){.nwq = q->nw, .nwk = k->nw, .ff = q->ff, .theta_scale = rope_theta_scale(q),
+                         .freq_scale = q->freq_scale, .eps_q = q->eps, .eps_k = k->eps, .n_rot = q->n_rot,
+                         .mode = q->mode, .secs = secs};
+    return ZN_OK;
+}
+
 zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, VKO_ROPE, (vkvar){0}, &p, err);
@@ -37,14 +67,9 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
     if (a->kv.tab && a->row_stride != a->n_heads * a->head_dim)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: rope into the cache needs packed heads");
     if (a->kv.tab && (!a->n_heads || a->vdim % a->n_heads)) return zn_errf(err, ZN_ERR_ARG, "vulkan: V rows of %u", a->vdim);
-    /* a byte each: the push constants have no room for four words and the
-     * sequence table */
     uint32_t secs = 0;
-    for (int i = 0; i < 4; i++) {
-        if (a->sections[i] < 0 || a->sections[i] > 255)
-            return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: rope section of %d", a->sections[i]);
-        secs |= (uint32_t)a->sections[i] << (8 * i);
-    }
+    st = rope_secs(a, &secs, err);
+    if (st) return st;
     struct {
         uint64_t x, src, ff, nw, tab, v, step;
         uint32_t n_tok, n_heads, head_dim, n_rot, row_stride, mode, n_past, secs, vdim;
@@ -53,11 +78,9 @@ zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name
         uint64_t seqs;
     } pc = {a->x, a->src ? a->src : a->x, a->ff, a->nw, a->kv.tab, a->v, a->step, a->n_tok, a->n_heads, a->head_dim, a->n_rot,
             a->row_stride, a->mode, a->n_past, secs, a->vdim,
-            /* computed here with the C library's powf, as ggml does */
-            powf(a->freq_base, -2.0f / (float)a->n_rot), a->freq_scale, a->eps, a->kv.koff, a->kv.voff, a->kv.pos_bytes,
+            rope_theta_scale(a), a->freq_scale, a->eps, a->kv.koff, a->kv.voff, a->kv.pos_bytes,
             a->seqs};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
-    if (a->mode == 2 && !secs) return zn_errf(err, ZN_ERR_ARG, "vulkan: IMRoPE without sections");
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, a->n_tok * a->n_heads, name);
     return ZN_OK;
 }

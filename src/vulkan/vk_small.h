@@ -3,6 +3,7 @@
 #ifndef ZINC_VK_SMALL_H
 #define ZINC_VK_SMALL_H
 
+#include "vk_attn.h"
 #include "vk_ops.h"
 
 /* dst[r] = dequantised row tokens[r] (int32) of w ([n_vocab][ncols], GPU
@@ -36,6 +37,10 @@ typedef struct vkop_rope {
     float freq_base, freq_scale, eps;
 } vkop_rope;
 zn_status vkop_rope_run(vkops *o, vkcmd *c, const vkop_rope *a, const char *name, zn_err *err);
+/* The parameters of a layer's q and k ropes (their norms in src / nw / eps)
+ * as attention takes them in (vk_attn.h vkop_attn.rp); an error where the
+ * two rotate differently. */
+zn_status vkop_rope_params(const vkop_rope *q, const vkop_rope *k, vkop_rope_p *out, zn_err *err);
 
 typedef enum vkelt_mode {
     VKELT_ADD = 0, VKELT_SWIGLU = 1, VKELT_SWIGLU_CAT = 2, VKELT_SIGMOID_MUL = 3, VKELT_MOE_SUM = 4, VKELT_MUL = 5,

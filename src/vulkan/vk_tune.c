@@ -272,7 +272,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mm_prep_tok = r->mm_prep_tok;
     t->mm_split_wgs = scaled(r, u, r->mm_split_wgs);
     t->mm_split_k = r->mm_split_k;
-    t->attn_dec = t->fa_cm = t->fa_kv2 = true;
+    t->attn_dec = t->attn_rope = t->fa_cm = t->fa_kv2 = true;
     t->attn_chunk = ZN_VK_AUTO; /* by attn_dec: vktune_init resolves it */
     t->attn_dec_min = r->attn_dec_min;
     t->attn_wgs = scaled(r, u, r->attn_wgs);
@@ -348,6 +348,7 @@ static const tune_key keys[] = {
     KU("attn_chunk", attn_chunk, 1, 1u << 20, F_AUTO),
     KU("attn_dec_min", attn_dec_min, 0, 1u << 30, 0),
     KU("attn_wgs", attn_wgs, 1, 1u << 20, F_OFF),
+    KB("attn_rope", attn_rope),
     KU("merge_wg", merge_wg, 1, 1024, F_SG),
     KB("fa_cm", fa_cm),
     KU("fa_cfg", fa_cfg, 0, ZN_VK_FA_NCFG - 1, F_AUTO),

@@ -87,6 +87,7 @@ typedef struct vktune {
     uint32_t attn_chunk;      /* split-K: keys per split at most */
     uint32_t attn_dec_min;    /* contexts of at most this many keys stay on attn.comp, unsplit */
     uint32_t attn_wgs;        /* split decode attention (attn_dec): KV heads x splits at most (off: no cap) */
+    bool attn_rope;           /* decode attention takes in the ropes of q and K and the KV store (attn_rope.glsl) */
     uint32_t merge_wg;
     bool fa_cm;               /* prefill attention on matrix products (attn_fa_cm.glsl) */
     uint32_t fa_cfg;          /* zn_vk_fa_cfgs index, ZN_VK_AUTO: the first that fits */

@@ -17,6 +17,8 @@
 // seqs set: a batched decode step (seqs.glsl), one token per sequence,
 // unsplit; the workgroup's z is the sequence, q and dst are the step's
 // whole rows.
+// rp set: one token per sequence, the ropes taken in (attn_rope.glsl); of
+// a KV head's G query heads the first stores the new key.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 128;
@@ -26,6 +28,7 @@ layout(local_size_x_id = 0) in;
 #include "kvq.glsl"
 #include "kvtab.glsl"
 #include "seqs.glsl"
+#include "attn_rope.glsl"
 
 #define MAXD 256
 
@@ -36,12 +39,14 @@ layout(push_constant) uniform PC {
     float scale;
     uint koff, voff, pos_bytes;           // the layer's K / V rows in a position's row
     uint64_t seqs;                        // 0: one sequence (the fields above)
+    uint64_t rp, kraw, vraw;              // rp 0: q is rotated, K and V are in the cache
 } p;
 
 shared float qs[MAXD];
 shared float ps[WG];
 shared float red[32];
 shared vec4 osum[WG];
+shared float kn[MAXD], vn[MAXD]; // rp set: the new key and value (f16 values)
 
 float wg_max(float v) {
     v = subgroupMax(v);
@@ -84,7 +89,34 @@ void main() {
     const uint chunk = p.chunk != 0u ? p.chunk : (n_past + p.n_tok + p.n_split - 1u) / p.n_split;
     const uint j0 = sp * chunk, j1 = min(j0 + chunk, end);
 
-    for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[qr * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
+    const uint npos = p.rp != 0 ? n_past + r : 0xffffffffu; // rp set: the new key's position
+    if (p.rp != 0) {
+        const RopeP rp = RopePs(p.rp).v[0];
+        const float pos = float(npos);
+        const uint64_t qh = p.q + 4ul * (qr * p.n_head + h) * p.hd_k;
+        const float qi = ar_inv(qh, rp.nwq, p.hd_k, rp.eps_q);
+        for (uint d = tid; d < p.hd_k; d += WG) qs[d] = ar_val(qh, rp.nwq, qi, d, pos, rp) * p.scale;
+        if (j0 <= npos && npos < j1) { // this workgroup reads the new key
+            const uint64_t kh = p.kraw + 4ul * (qr * p.n_head_kv + kvh) * p.hd_k;
+            const uint64_t vh = p.vraw + 4ul * (qr * p.n_head_kv + kvh) * p.hd_v;
+            const float ki = ar_inv(kh, rp.nwk, p.hd_k, rp.eps_k);
+            const bool store = h % (p.n_head / p.n_head_kv) == 0u;
+            const uint64_t kc = kv_row(tab, npos, p.pos_bytes, p.koff) + 2ul * kvh * p.hd_k;
+            const uint64_t vc = kv_row(tab, npos, p.pos_bytes, p.voff) + 2ul * kvh * p.hd_v;
+            for (uint d = tid; d < p.hd_k; d += WG) {
+                const float16_t v = float16_t(ar_val(kh, rp.nwk, ki, d, pos, rp));
+                kn[d] = float(v);
+                if (store) F16(kc).v[d] = v;
+            }
+            for (uint d = tid; d < p.hd_v; d += WG) {
+                const float16_t v = float16_t(F32(vh).v[d]);
+                vn[d] = float(v);
+                if (store) F16(vc).v[d] = v;
+            }
+        }
+    } else {
+        for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[qr * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
+    }
     barrier();
 
     const uint DG = p.hd_v / 4u, KG = WG / DG, kg = tid / DG, dg = tid % DG; // output split (hd_v % 4 == 0)
@@ -96,7 +128,13 @@ void main() {
         for (uint kb = 0; kb < WG; kb += WG / 8u) {
             const uint key = kb + tid / 8u;
             float a = 0.0;
-            if (key < nk) {
+            if (key < nk && jt + key == npos) {
+                for (uint d = 0; d < per; d += 4u) {
+                    const uint qd = sub * per + d;
+                    a += dot(vec4(kn[qd], kn[qd + 1u], kn[qd + 2u], kn[qd + 3u]),
+                             vec4(qs[qd], qs[qd + 1u], qs[qd + 2u], qs[qd + 3u]));
+                }
+            } else if (key < nk) {
                 const uint64_t kq = kv_row(tab, jt + key, p.pos_bytes, p.koff);
                 const uint64_t kr = kq + 2ul * (kvh * p.hd_k + sub * per);
                 for (uint d = 0; d < per; d += 4u) {
@@ -122,6 +160,10 @@ void main() {
         barrier();
         if (kg < KG) {
             for (uint jj = kg; jj < nk; jj += KG) {
+                if (jt + jj == npos) {
+                    o += ps[jj] * vec4(vn[4u * dg], vn[4u * dg + 1u], vn[4u * dg + 2u], vn[4u * dg + 3u]);
+                    continue;
+                }
                 const uint64_t vr = kv_row(tab, jt + jj, p.pos_bytes, p.voff);
                 o += ps[jj] * (KVQ != 0u ? kvq4(vr, kvh * p.hd_v + 4u * dg) : h4(vr + 2ul * (kvh * p.hd_v + 4u * dg)));
             }

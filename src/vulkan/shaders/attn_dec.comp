@@ -24,6 +24,9 @@
 // unsplit; the workgroup's z is the sequence, q and dst the step's rows.
 // KVQ: a quantized cache (kvq.glsl), each value dequantized as it is loaded
 // and kept as f16 in the same registers (as the CPU backend rounds them).
+// rp set: one token per sequence, the ropes taken in (attn_rope.glsl); the
+// new key's registers are filled from shared memory, those of the first
+// tile once it is there.
 #include "common.glsl"
 #include "kvtab.glsl"
 #include "seqs.glsl"
@@ -36,6 +39,7 @@ layout(constant_id = 3) const uint KVQ = 0;
 layout(local_size_x_id = 0) in;
 
 #include "kvq.glsl"
+#include "attn_rope.glsl"
 
 #define KL 4u  // lanes per key (scores)
 #define RL 8u  // lanes per row (softmax)
@@ -52,15 +56,20 @@ layout(push_constant) uniform PC {
     float scale;
     uint koff, voff, pos_bytes; // the layer's K / V rows in a position's row
     uint64_t seqs;       // 0: one sequence (the fields above)
+    uint64_t rp, kraw, vraw; // rp 0: q is rotated, K and V are in the cache
 } p;
 
 uint64_t tab;    // the block table: p's, or the sequence's
 uint row0;       // the first row of q and dst
+uint npos;       // rp set: the new key's position, else past every key
 
 shared vec4 qs[ROWS * QS]; // scaled query rows; at the end the output sums
 shared float ss[ROWS * TK]; // scores, then probabilities
 shared float alph[ROWS];    // this tile's rescale per row
 shared float mrow[ROWS], lrow[ROWS];
+shared uvec4 kn[HD / 8u]; // rp set: the new key (f16), as load_k holds a row
+shared uvec2 vn[HD / 4u]; // and its value, as load_v does
+shared float rinv[ROWS + 1u]; // the query rows' and the new key's 1 / RMS
 
 uvec4 kr[KPT][CPL];
 uvec2 vr[VPT];
@@ -72,7 +81,9 @@ void load_k(uint kvh, uint jt, uint nk) {
     [[unroll]] for (uint i = 0; i < KPT; i++) {
         const uint key = i * (WG / KL) + tid / KL;
         [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = uvec4(0);
-        if (key < nk && KVQ != 0u) {
+        if (key < nk && jt + key == npos) {
+            [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = kn[c * KL + sub];
+        } else if (key < nk && KVQ != 0u) {
             const uint64_t row = kv_row(tab, jt + key, p.pos_bytes, p.koff);
             [[unroll]] for (uint c = 0; c < CPL; c++) {
                 const uint e = kvh * HD + 8u * (c * KL + sub);
@@ -92,12 +103,69 @@ void load_v(uint kvh, uint jt, uint nk) {
     [[unroll]] for (uint i = 0; i < VPT; i++) {
         const uint key = kg + i * KG;
         vr[i] = uvec2(0);
-        if (key < nk && KVQ != 0u) {
+        if (key < nk && jt + key == npos) {
+            vr[i] = vn[dg];
+        } else if (key < nk && KVQ != 0u) {
             const vec4 v = kvq4(kv_row(tab, jt + key, p.pos_bytes, p.voff), kvh * HD + 4u * dg);
             vr[i] = uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw));
         } else if (key < nk) {
             vr[i] = U32x2(kv_row(tab, jt + key, p.pos_bytes, p.voff) + 2ul * (kvh * HD + 4u * dg)).v[0];
         }
+    }
+}
+
+// rp set (one token): the query rows normed, rotated and scaled into qs;
+// the new key (normed, rotated) and value into kn / vn where this
+// workgroup's keys hold it (own), and into the cache by this workgroup,
+// the only one of its KV head that reads that position. The caller's
+// barrier makes them visible.
+void rope_in(uint kvh, bool own) {
+    const RopeP rp = RopePs(p.rp).v[0];
+    const uint tid = gl_LocalInvocationID.x, G = p.n_head / p.n_head_kv;
+    const float pos = float(npos);
+    const uint64_t kh = p.kraw + 4ul * (row0 * p.n_head_kv + kvh) * HD;
+    // rows 0 .. G - 1 the query heads, G the key: RL lanes each
+    for (uint r = tid / RL; r <= G; r += WG / RL) {
+        const bool k = r == G;
+        const uint64_t src = k ? kh : p.q + 4ul * (row0 * p.n_head + kvh * G + r) * HD, nw = k ? rp.nwk : rp.nwq;
+        float s = 0.0;
+        for (uint d = tid % RL; d < HD; d += RL) {
+            const float a = F32(src).v[d];
+            s = fma(a, a, s);
+        }
+        s += subgroupShuffleXor(s, 1u);
+        s += subgroupShuffleXor(s, 2u);
+        s += subgroupShuffleXor(s, 4u);
+        if (tid % RL == 0u) rinv[r] = nw == 0 ? 1.0 : 1.0 / sqrt(s / float(HD) + (k ? rp.eps_k : rp.eps_q));
+    }
+    barrier();
+    for (uint i = tid; i < ROWS * QS; i += WG) {
+        const uint r = i / QS, c = i % QS;
+        vec4 v = vec4(0.0);
+        if (r < G) {
+            const uint64_t src = p.q + 4ul * (row0 * p.n_head + kvh * G + r) * HD;
+            for (uint e = 0; e < 4u; e++) v[e] = ar_val(src, rp.nwq, rinv[r], 4u * c + e, pos, rp);
+        }
+        qs[i] = v * p.scale;
+    }
+    if (!own) return;
+    const uint64_t kc = kv_row(tab, npos, p.pos_bytes, p.koff) + 2ul * kvh * HD;
+    const uint64_t vc = kv_row(tab, npos, p.pos_bytes, p.voff) + 2ul * kvh * HD;
+    for (uint i = tid; i < HD / 8u; i += WG) {
+        uint w[4];
+        for (uint e = 0; e < 4u; e++) {
+            const vec2 a = vec2(ar_val(kh, rp.nwk, rinv[G], 8u * i + 2u * e, pos, rp),
+                                ar_val(kh, rp.nwk, rinv[G], 8u * i + 2u * e + 1u, pos, rp));
+            w[e] = packHalf2x16(a);
+        }
+        kn[i] = uvec4(w[0], w[1], w[2], w[3]);
+        W32x4(kc + 16ul * i).v[0] = kn[i];
+    }
+    const uint64_t vh = p.vraw + 4ul * (row0 * p.n_head_kv + kvh) * HD;
+    for (uint i = tid; i < HD / 4u; i += WG) {
+        const vec4 a = F32x4(vh + 16ul * i).v[0];
+        vn[i] = uvec2(packHalf2x16(a.xy), packHalf2x16(a.zw));
+        W32x2(vc + 8ul * i).v[0] = vn[i];
     }
 }
 
@@ -111,6 +179,7 @@ void main() {
         tab = e.a, row0 = e.row, n_past = e.n_past;
     }
     const uint n_kv = n_past + p.n_tok;
+    npos = p.rp != 0 ? n_past : 0xffffffffu;
     const uint chunk = (n_kv + p.n_split - 1u) / p.n_split;
     const uint j0 = sp * chunk, j1 = min(j0 + chunk, n_kv);
     if (j0 < j1) {
@@ -119,16 +188,28 @@ void main() {
     }
 
     // row r: token r / G, head kvh * G + r % G
-    for (uint i = tid; i < ROWS * QS; i += WG) {
-        const uint r = i / QS, c = i % QS;
-        vec4 v = vec4(0.0);
-        if (r < R) {
-            const uint b = ((row0 + r / G) * p.n_head + kvh * G + r % G) * HD + 4u * c;
-            v = vec4(F32(p.q).v[b], F32(p.q).v[b + 1u], F32(p.q).v[b + 2u], F32(p.q).v[b + 3u]) * p.scale;
+    if (p.rp != 0) {
+        rope_in(kvh, j0 <= npos && npos < j1);
+        barrier();
+    } else {
+        for (uint i = tid; i < ROWS * QS; i += WG) {
+            const uint r = i / QS, c = i % QS;
+            vec4 v = vec4(0.0);
+            if (r < R) {
+                const uint b = ((row0 + r / G) * p.n_head + kvh * G + r % G) * HD + 4u * c;
+                v = vec4(F32(p.q).v[b], F32(p.q).v[b + 1u], F32(p.q).v[b + 2u], F32(p.q).v[b + 3u]) * p.scale;
+            }
+            qs[i] = v;
         }
-        qs[i] = v;
+        barrier();
     }
-    barrier();
+    if (p.rp != 0 && j0 <= npos && npos < j1) { // the first tile's registers of the new key
+        [[unroll]] for (uint i = 0; i < KPT; i++)
+            if (j0 + i * (WG / KL) + tid / KL == npos)
+                [[unroll]] for (uint c = 0; c < CPL; c++) kr[i][c] = kn[c * KL + tid % KL];
+        [[unroll]] for (uint i = 0; i < VPT; i++)
+            if (j0 + tid / DG + i * KG == npos) vr[i] = vn[tid % DG];
+    }
 
     const uint kg = tid / DG, dg = tid % DG, sub = tid % KL, rr = tid / RL, rl = tid % RL;
     float m = -1.0 / 0.0, l = 0.0; // row rr's running max and sum (softmax lanes)

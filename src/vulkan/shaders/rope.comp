@@ -1,7 +1,6 @@
 #version 450
-// ZN_OP_ROPE: one workgroup per (token, head), one thread per rotated pair.
-// theta_i = p * theta_scale^i by repeated multiplication (as ggml does),
-// divided by the frequency factor, times freq_scale. Fusions (vk_ops.h
+// ZN_OP_ROPE: one workgroup per (token, head), one thread per rotated pair
+// (the angle: rope.glsl). Fusions (vk_ops.h
 // vkop_rope): the per-head RMS norm that produced x (read src, scale by
 // 1/sqrt(mean(x^2) + eps) * nw[d] first), and the KV store that consumes it
 // (write the head as f16 into the K cache row n_past + r instead of back to
@@ -15,6 +14,7 @@
 #include "common.glsl"
 #include "kvtab.glsl"
 #include "seqs.glsl"
+#include "rope.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
@@ -33,10 +33,6 @@ layout(push_constant) uniform PC {
 } p;
 
 uint64_t kc, vc; // the position's K and V rows of the layer (0: not stored)
-
-#define ROPE_NORM 0u
-#define ROPE_NEOX 1u
-#define ROPE_IMROPE 2u
 
 void put(uint r, uint h, uint d, float val) {
     if (kc != 0) F16(kc).v[h * p.head_dim + d] = float16_t(val);
@@ -68,19 +64,8 @@ void main() {
         inv[0] = 1.0 / sqrt(inv[0] / float(p.head_dim) + p.eps);
     }
     for (uint i = tid; i < half_; i += WG) {
-        float pos = float(row_pos);
-        if (p.mode == ROPE_IMROPE) {
-            const uint sec0 = p.secs & 255u, sec1 = (p.secs >> 8) & 255u, sec2 = (p.secs >> 16) & 255u;
-            const uint sec3 = p.secs >> 24;
-            uint s = i % (sec0 + sec1 + sec2 + sec3), m = s % 3u;
-            bool live = (m == 0u && s < 3u * sec0) || (m == 1u && s < 3u * sec1) || (m == 2u && s < 3u * sec2);
-            if (!live) pos = 0.0;
-        }
-        float th = pos;
-        for (uint k = 0; k < i; k++) th *= p.theta_scale;
-        if (p.ff != 0) th /= F32(p.ff).v[i];
-        th *= p.freq_scale;
-        const float c = cos(th), sn = sin(th);
+        const vec2 cs = rope_cs(i, float(row_pos), p.mode, p.secs, p.theta_scale, p.freq_scale, p.ff);
+        const float c = cs.x, sn = cs.y;
         uint d0 = p.mode == ROPE_NORM ? 2u * i : i;
         uint d1 = p.mode == ROPE_NORM ? d0 + 1u : i + half_;
         float a = F32(p.src).v[base + d0], b = F32(p.src).v[base + d1];

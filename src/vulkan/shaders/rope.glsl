@@ -1,0 +1,23 @@
+// The rotation angle of RoPE (rope.comp, and the attention kernels that
+// take in their query's and new key's rope: attn_rope.glsl).
+// theta_i = p * theta_scale^i by repeated multiplication (as ggml does),
+// divided by the frequency factor, times freq_scale.
+#define ROPE_NORM 0u
+#define ROPE_NEOX 1u
+#define ROPE_IMROPE 2u
+
+// (cos, sin) of pair i's angle at position pos. secs: the 4 IMRoPE
+// sections, 8 bits each; ff: the frequency factors (0: none).
+vec2 rope_cs(uint i, float pos, uint mode, uint secs, float theta_scale, float freq_scale, uint64_t ff) {
+    if (mode == ROPE_IMROPE) {
+        const uint sec0 = secs & 255u, sec1 = (secs >> 8) & 255u, sec2 = (secs >> 16) & 255u, sec3 = secs >> 24;
+        const uint s = i % (sec0 + sec1 + sec2 + sec3), m = s % 3u;
+        const bool live = (m == 0u && s < 3u * sec0) || (m == 1u && s < 3u * sec1) || (m == 2u && s < 3u * sec2);
+        if (!live) pos = 0.0;
+    }
+    float th = pos;
+    for (uint k = 0; k < i; k++) th *= theta_scale;
+    if (ff != 0) th /= F32(ff).v[i];
+    th *= freq_scale;
+    return vec2(cos(th), sin(th));
+}
