@@ -142,8 +142,8 @@ static void arena_release(plan *p, size_t off, size_t size) {
 
 /* A decode step's attention may take in the ropes before it (the Vulkan
  * backend: vk_fuse.h): the ropes' inputs, those of the
- * per-head norms before them and the KV store's V then are read by the
- * attention, so they live until it. */
+ * per-head norms before them (or the projection q was gathered from) and
+ * the KV store's V then are read by the attention, so they live until it. */
 static void keep_rope_inputs(zn_graph *g, plan *p) {
     if (g->n_tokens != g->n_seq) return; /* not a decode step: one token per sequence */
     for (int i = 0; i < g->n_nodes; i++) {
@@ -152,7 +152,16 @@ static void keep_rope_inputs(zn_graph *g, plan *p) {
             const zn_node *n = &g->nodes[j];
             const bool head_norm = n->op == ZN_OP_RMSNORM && n->norm.group < g->acts[n->dst].cols;
             const int a = n->op == ZN_OP_KV_STORE ? n->src[1] : n->op == ZN_OP_ROPE || head_norm ? n->src[0] : -1;
-            if (a >= 0 && p->last[a] >= 0 && p->last[a] < i) p->last[a] = i;
+            if (a < 0) continue;
+            if (p->last[a] >= 0 && p->last[a] < i) p->last[a] = i;
+            /* q gathered from a wider projection (qwen35's [q | gate] heads):
+             * the attention may read it there */
+            for (int c = j - 1; c >= 0 && c >= i - 16; c--)
+                if (g->nodes[c].dst == a) {
+                    const int w = g->nodes[c].src[0];
+                    if (g->nodes[c].op == ZN_OP_COPY_COLS && p->last[w] >= 0 && p->last[w] < i) p->last[w] = i;
+                    break;
+                }
         }
     }
 }

@@ -20,11 +20,13 @@ static int copy_cols(zn_graph *g, int x, int blocks, int width, int stride, int 
 static int gated_attention(zn_graph *g, int x, const zn_layer *L, int il) {
     const zn_hparams *hp = &g->model->hp;
     const int hd = hp->head_dim_k;
+    /* the three projections first: a backend can run them as one (Vulkan:
+     * a grouped mat-vec), and a decode step's attention reads q from qg */
     int qg = graph_linear(g, x, &L->wq, false, il, "attn_q");
-    int q = copy_cols(g, qg, hp->n_head, hd, 2 * hd, 0, il, "attn_q_split");
-    int gate = copy_cols(g, qg, hp->n_head, hd, 2 * hd, hd, il, "attn_gate_split");
     int k = graph_linear(g, x, &L->wk, false, il, "attn_k");
     int v = graph_linear(g, x, &L->wv, false, il, "attn_v");
+    int q = copy_cols(g, qg, hp->n_head, hd, 2 * hd, 0, il, "attn_q_split");
+    int gate = copy_cols(g, qg, hp->n_head, hd, 2 * hd, hd, il, "attn_gate_split");
     q = graph_rmsnorm(g, q, L->q_norm, hd, il, "attn_q_norm");
     k = graph_rmsnorm(g, k, L->k_norm, hd, il, "attn_k_norm");
     graph_rope(g, q, hd, il, "rope_q");

@@ -157,8 +157,9 @@ typedef struct attn_push {
     uint32_t koff, voff, pos_bytes;
     uint64_t seqs;           /* attn.comp, attn_dec.comp */
     uint64_t rp, kraw, vraw; /* attn.comp, attn_dec.comp (attn_rope.glsl) */
+    uint32_t q_hs, q_rs;
 } attn_push;
-_Static_assert(sizeof(attn_push) == 120 && sizeof(attn_push) <= ZN_VK_PUSH_MAX, "attn*.comp's push constants");
+_Static_assert(sizeof(attn_push) == 128 && sizeof(attn_push) <= ZN_VK_PUSH_MAX, "attn*.comp's push constants");
 _Static_assert(sizeof(vkop_rope_p) == 56, "attn_rope.glsl's RopeP");
 
 /* One split: every key (UINT32_MAX); more: attn_chunk keys each, or (0,
@@ -167,7 +168,7 @@ static attn_push attn_pc(const vkops *o, const vkop_attn *a, uint32_t n_split) {
     const uint32_t chunk = n_split == 1 ? UINT32_MAX : o->attn_dec ? 0 : o->t.attn_chunk;
     return (attn_push){a->q, a->kv.tab, a->dst, n_split > 1 ? a->part : 0, a->step, a->n_tok, a->n_past,
                        a->n_head, a->n_head_kv, a->hd_k, a->hd_v, chunk, n_split, a->scale, a->kv.koff, a->kv.voff,
-                       a->kv.pos_bytes, a->seqs, a->rp, a->kraw, a->vraw};
+                       a->kv.pos_bytes, a->seqs, a->rp, a->kraw, a->vraw, a->q_hs, a->q_rs};
 }
 
 /* attn_dec.comp's pipeline for this call: the kind by head dim, the slot
@@ -196,6 +197,8 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     if (a->seqs && (a->n_tok != 1 || !a->n_seq))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: batched attention of %u sequences, %u tokens each", a->n_seq,
                        a->n_tok);
+    if ((a->q_hs || a->q_rs) && (!a->rp || a->q_hs < a->hd_k || a->q_rs < a->n_head * a->q_hs))
+        return zn_errf(err, ZN_ERR_ARG, "vulkan: attention q heads %u floats apart in rows of %u", a->q_hs, a->q_rs);
     if (a->rp && (a->n_tok != 1 || o->kvq || !a->kraw || !a->vraw))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: attention taking in the ropes of %u tokens%s", a->n_tok,
                        o->kvq ? " into a quantized cache" : "");

@@ -61,8 +61,10 @@ typedef struct vkop_attn {
     /* rp set: the ropes before it taken in (attn_rope.glsl), for one token
      * per sequence and an f16 cache: q holds the query rows before their
      * norm, kraw / vraw the token's K and V rows, rp the address of the
-     * layer's vkop_rope_p; the kernel stores K and V into the cache. */
+     * layer's vkop_rope_p; the kernel stores K and V into the cache. q_hs,
+     * q_rs: q's head and row strides in floats (0: packed heads). */
     VkDeviceAddress rp, kraw, vraw;
+    uint32_t q_hs, q_rs;
 } vkop_attn;
 /* attn_rope.glsl's RopeP: the per-head norms' weights (0: none) and eps,
  * and the rope's parameters as rope.comp takes them (vkop_rope_params). */

@@ -18,10 +18,12 @@ zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
     p->rope_attn = calloc((size_t)cap_nodes, sizeof *p->rope_attn);
     p->attn_rq = calloc((size_t)cap_nodes, sizeof *p->attn_rq);
     p->attn_rk = calloc((size_t)cap_nodes, sizeof *p->attn_rk);
+    p->attn_qcopy = calloc((size_t)cap_nodes, sizeof *p->attn_qcopy);
+    p->copy_attn = calloc((size_t)cap_nodes, sizeof *p->copy_attn);
     p->res_add = calloc((size_t)cap_nodes, sizeof *p->res_add);
     p->group = calloc((size_t)cap_nodes, sizeof *p->group);
     p->tail = calloc((size_t)cap_nodes, sizeof *p->tail);
-    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq || !p->attn_rk || !p->res_add || !p->group || !p->tail) {
+    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq || !p->attn_rk || !p->attn_qcopy || !p->copy_attn || !p->res_add || !p->group || !p->tail) {
         vkfuse_free(p);
         return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
@@ -37,6 +39,8 @@ void vkfuse_free(vkfuse *p) {
     free(p->rope_attn);
     free(p->attn_rq);
     free(p->attn_rk);
+    free(p->attn_qcopy);
+    free(p->copy_attn);
     free(p->res_add);
     free(p->group);
     free(p->tail);
@@ -178,12 +182,28 @@ static void plan_attn_rope(vkfuse *p, const vkfuse_env *env, const zn_graph *g, 
     if (iq < 0 || g->nodes[iq].op != ZN_OP_ROPE || p->rope_kv[iq] >= 0 || g->nodes[iq].layer != n->layer ||
         p->last_use[q] != i)
         return;
-    const int raw[3] = {rope_input(p, g, iq), rope_input(p, g, ik), g->nodes[i - 1].src[1]};
+    int raw[3] = {rope_input(p, g, iq), rope_input(p, g, ik), g->nodes[i - 1].src[1]};
     int first = iq < ik ? iq : ik;
     if (p->rope_norm[iq] >= 0 && p->rope_norm[iq] < first) first = p->rope_norm[iq];
     if (p->rope_norm[ik] >= 0 && p->rope_norm[ik] < first) first = p->rope_norm[ik];
+    /* q heads gathered from a wider projection (qwen35's [q | gate]) and
+     * read by the norm or rope alone: the attention reads them there */
+    int cq = -1;
+    for (int j = first - 1; j >= 0 && j >= i - 16 && cq < 0; j--)
+        if (g->nodes[j].dst == raw[0]) cq = j;
+    if (cq >= 0) {
+        const zn_node *c = &g->nodes[cq];
+        const int reader = p->rope_norm[iq] >= 0 ? p->rope_norm[iq] : iq;
+        if (c->op == ZN_OP_COPY_COLS && c->layer == n->layer && c->copy_cols.width == n->attn.hd_k &&
+            g->acts[c->dst].cols == n->attn.n_head * n->attn.hd_k && p->last_use[raw[0]] == reader) {
+            raw[0] = c->src[0];
+            first = cq;
+        } else {
+            cq = -1;
+        }
+    }
     for (int m = first; m <= i; m++) {
-        if (m == iq || m == ik || m == i - 1 || m == p->rope_norm[iq] || m == p->rope_norm[ik]) continue;
+        if (m == iq || m == ik || m == i - 1 || m == p->rope_norm[iq] || m == p->rope_norm[ik] || m == cq) continue;
         for (int r = 0; r < 3; r++)
             if (overlap(act_range(g, g->nodes[m].dst), act_range(g, raw[r]))) return;
         for (int k = 0; k < ZN_NODE_SRC && m < i; k++)
@@ -192,6 +212,8 @@ static void plan_attn_rope(vkfuse *p, const vkfuse_env *env, const zn_graph *g, 
     p->rope_attn[iq] = p->rope_attn[ik] = i;
     p->attn_rq[i] = iq;
     p->attn_rk[i] = ik;
+    p->attn_qcopy[i] = cq;
+    if (cq >= 0) p->copy_attn[cq] = i;
 }
 
 /* The node before `before` (at most 16 back) that writes activation a, if
@@ -308,7 +330,8 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const zn_node *n = &g->nodes[i];
-        p->rope_norm[i] = p->rope_kv[i] = p->res_add[i] = p->rope_attn[i] = p->attn_rq[i] = p->attn_rk[i] = -1;
+        p->rope_norm[i] = p->rope_kv[i] = p->res_add[i] = p->rope_attn[i] = p->attn_rq[i] = p->attn_rk[i] =
+            p->attn_qcopy[i] = p->copy_attn[i] = -1;
         if (n->op == ZN_OP_MATMUL) plan_res_add(p, env, g, i);
         if (n->op == ZN_OP_ROPE && !env->no_fusion) plan_rope(p, g, i, env->no_rope_kv);
     }

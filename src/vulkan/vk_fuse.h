@@ -69,6 +69,8 @@ typedef struct vkfuse {
     int *rope_norm, *rope_kv;     /* [cap_nodes]: per ROPE node, the fused head norm / KV store node (-1: none) */
     int *rope_attn;               /* [cap_nodes]: per ROPE node, the ATTN that may take it in (-1: none) */
     int *attn_rq, *attn_rk;       /* [cap_nodes]: per ATTN node, the ROPE nodes of q and K it may take in */
+    int *attn_qcopy, *copy_attn;  /* [cap_nodes]: per ATTN node, the COPY_COLS that gathered its q heads from a
+                                     wider projection, read there instead (-1: none); per COPY_COLS, that ATTN */
     int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into it (-1: none) */
     int *group;                   /* [cap_nodes]: matmuls from this node on that run as one (1: alone) */
     vkfuse_tail *tail;            /* [cap_nodes]: per ADD node, the MoE tail it computes */

@@ -329,6 +329,13 @@ static bool attn_takes_ropes(const vk_ctx *c, int i, const vk_seg *sg) {
     return c->plan.attn_rq[i] >= 0 && (sg->batch || sg->n_rows == 1);
 }
 
+/* Does COPY_COLS node i go unrun, its ATTN reading q from its source? In
+ * a decode step (every sequence one token), where every segment's
+ * attention takes the ropes in. */
+static bool copy_in_attn(const vk_ctx *c, const zn_graph *g, int i) {
+    return c->plan.copy_attn[i] >= 0 && g->n_tokens == g->n_seq;
+}
+
 /* Does ROPE node i run inside the attention after it for segment sg? */
 static bool rope_in_attn(const vk_ctx *c, int i, const vk_seg *sg) {
     return c->plan.rope_attn[i] >= 0 && attn_takes_ropes(c, c->plan.rope_attn[i], sg);
@@ -391,6 +398,13 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
             memcpy(c->ropep.map + sizeof rp * (size_t)L, &rp, sizeof rp);
             a.rp = c->ropep.addr + sizeof rp * (uint64_t)L;
             a.q = rq.src ? rq.src : rq.x;
+            const int cq = c->plan.attn_qcopy[i];
+            if (cq >= 0) { /* the q heads where the COPY_COLS would have gathered them */
+                const zn_node *cp = &g->nodes[cq];
+                a.q = seg_addr(c, g, cp->src[0], sg) + sizeof(float) * (uint64_t)cp->copy_cols.off;
+                a.q_hs = (uint32_t)cp->copy_cols.stride;
+                a.q_rs = (uint32_t)g->acts[cp->src[0]].cols;
+            }
             a.kraw = rk.src ? rk.src : rk.x;
             a.vraw = rk.v;
         }
@@ -431,6 +445,7 @@ static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const 
         return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
     }
     case ZN_OP_COPY_COLS: {
+        if (copy_in_attn(c, g, (int)(n - g->nodes))) return ZN_OK;
         vkop_elt e = {.mode = VKELT_COPY_COLS, .a = a0, .dst = dst, .n = ny, .cols = (uint32_t)y->cols,
                       .b_cols = (uint32_t)x->cols, .k = (uint32_t)n->copy_cols.width,
                       .aux = (uint32_t)n->copy_cols.stride, .aux2 = (uint32_t)n->copy_cols.off};
@@ -479,7 +494,8 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
     const bool ps = per_seq(n->op);
 #define NODE_RANGE(a) (ps ? seg_range(c, g, (a), sg) : act_range(c, g, (a)))
     const int i = (int)(n - g->nodes);
-    if (n->op == ZN_OP_ROPE && rope_in_attn(c, i, sg)) return; /* not run */
+    if ((n->op == ZN_OP_ROPE && rope_in_attn(c, i, sg)) || (n->op == ZN_OP_COPY_COLS && copy_in_attn(c, g, i)))
+        return; /* not run */
     for (int k = 0; k < ZN_NODE_SRC; k++) {
         if (n->src[k] < 0) continue;
         const vkfuse_x *f = &c->plan.fx[n->src[k]];
@@ -521,7 +537,8 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
             if (attn_takes_ropes(c, i, sg)) { /* the ropes' inputs; stores the new K and V rows */
                 const zn_node *rq = &g->nodes[c->plan.attn_rq[i]], *rk = &g->nodes[c->plan.attn_rk[i]];
                 const int nq = c->plan.rope_norm[rq - g->nodes], nk = c->plan.rope_norm[rk - g->nodes];
-                rd[0] = seg_range(c, g, nq >= 0 ? g->nodes[nq].src[0] : rq->src[0], sg);
+                const int cq = c->plan.attn_qcopy[i];
+                rd[0] = seg_range(c, g, cq >= 0 ? g->nodes[cq].src[0] : nq >= 0 ? g->nodes[nq].src[0] : rq->src[0], sg);
                 rd[nr++] = seg_range(c, g, nk >= 0 ? g->nodes[nk].src[0] : rk->src[0], sg);
                 rd[nr++] = seg_range(c, g, g->nodes[c->plan.rope_kv[rk - g->nodes]].src[1], sg);
                 wr[nw++] = kr;

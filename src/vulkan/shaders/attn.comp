@@ -40,6 +40,7 @@ layout(push_constant) uniform PC {
     uint koff, voff, pos_bytes;           // the layer's K / V rows in a position's row
     uint64_t seqs;                        // 0: one sequence (the fields above)
     uint64_t rp, kraw, vraw;              // rp 0: q is rotated, K and V are in the cache
+    uint q_hs, q_rs;                      // rp set: q's head and row strides in floats (0: packed)
 } p;
 
 shared float qs[MAXD];
@@ -93,7 +94,7 @@ void main() {
     if (p.rp != 0) {
         const RopeP rp = RopePs(p.rp).v[0];
         const float pos = float(npos);
-        const uint64_t qh = p.q + 4ul * (qr * p.n_head + h) * p.hd_k;
+        const uint64_t qh = ar_qhead(p.q, qr, h, p.hd_k, p.n_head, p.q_hs, p.q_rs);
         const float qi = ar_inv(qh, rp.nwq, p.hd_k, rp.eps_q);
         for (uint d = tid; d < p.hd_k; d += WG) qs[d] = ar_val(qh, rp.nwq, qi, d, pos, rp) * p.scale;
         if (j0 <= npos && npos < j1) { // this workgroup reads the new key

@@ -57,6 +57,7 @@ layout(push_constant) uniform PC {
     uint koff, voff, pos_bytes; // the layer's K / V rows in a position's row
     uint64_t seqs;       // 0: one sequence (the fields above)
     uint64_t rp, kraw, vraw; // rp 0: q is rotated, K and V are in the cache
+    uint q_hs, q_rs;         // rp set: q's head and row strides in floats (0: packed)
 } p;
 
 uint64_t tab;    // the block table: p's, or the sequence's
@@ -127,7 +128,7 @@ void rope_in(uint kvh, bool own) {
     // rows 0 .. G - 1 the query heads, G the key: RL lanes each
     for (uint r = tid / RL; r <= G; r += WG / RL) {
         const bool k = r == G;
-        const uint64_t src = k ? kh : p.q + 4ul * (row0 * p.n_head + kvh * G + r) * HD, nw = k ? rp.nwk : rp.nwq;
+        const uint64_t src = k ? kh : ar_qhead(p.q, row0, kvh * G + r, HD, p.n_head, p.q_hs, p.q_rs), nw = k ? rp.nwk : rp.nwq;
         float s = 0.0;
         for (uint d = tid % RL; d < HD; d += RL) {
             const float a = F32(src).v[d];
@@ -143,7 +144,7 @@ void rope_in(uint kvh, bool own) {
         const uint r = i / QS, c = i % QS;
         vec4 v = vec4(0.0);
         if (r < G) {
-            const uint64_t src = p.q + 4ul * (row0 * p.n_head + kvh * G + r) * HD;
+            const uint64_t src = ar_qhead(p.q, row0, kvh * G + r, HD, p.n_head, p.q_hs, p.q_rs);
             for (uint e = 0; e < 4u; e++) v[e] = ar_val(src, rp.nwq, rinv[r], 4u * c + e, pos, rp);
         }
         qs[i] = v * p.scale;

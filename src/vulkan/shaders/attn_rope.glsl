@@ -20,6 +20,13 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Rop
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer W32x4 { uvec4 v[]; };
 layout(buffer_reference, std430, buffer_reference_align = 8) writeonly buffer W32x2 { uvec2 v[]; };
 
+// The query head h of row r before its norm: q_hs / q_rs floats apart
+// (0: heads of hd packed in rows of n_head of them).
+uint64_t ar_qhead(uint64_t q, uint r, uint h, uint hd, uint n_head, uint q_hs, uint q_rs) {
+    const uint hs = q_hs != 0u ? q_hs : hd, rs = q_rs != 0u ? q_rs : n_head * hd;
+    return q + 4ul * (uint64_t(r) * rs + uint64_t(h) * hs);
+}
+
 // 1 / RMS of the hd floats at src (1 without a norm), by the calling
 // subgroup alone (no barrier: every subgroup that needs it computes it).
 float ar_inv(uint64_t src, uint64_t nw, uint hd, float eps) {
