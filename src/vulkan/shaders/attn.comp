@@ -96,7 +96,8 @@ void main() {
         const float pos = float(npos);
         const uint64_t qh = ar_qhead(p.q, qr, h, p.hd_k, p.n_head, p.q_hs, p.q_rs);
         const float qi = ar_inv(qh, rp.nwq, p.hd_k, rp.eps_q);
-        for (uint d = tid; d < p.hd_k; d += WG) qs[d] = ar_val(qh, rp.nwq, qi, d, pos, rp) * p.scale;
+        RopeTh th = ROPE_TH0;
+        for (uint d = tid; d < p.hd_k; d += WG) qs[d] = ar_val(qh, rp.nwq, qi, d, pos, rp, th) * p.scale;
         if (j0 <= npos && npos < j1) { // this workgroup reads the new key
             const uint64_t kh = p.kraw + 4ul * (qr * p.n_head_kv + kvh) * p.hd_k;
             const uint64_t vh = p.vraw + 4ul * (qr * p.n_head_kv + kvh) * p.hd_v;
@@ -105,7 +106,7 @@ void main() {
             const uint64_t kc = kv_row(tab, npos, p.pos_bytes, p.koff) + 2ul * kvh * p.hd_k;
             const uint64_t vc = kv_row(tab, npos, p.pos_bytes, p.voff) + 2ul * kvh * p.hd_v;
             for (uint d = tid; d < p.hd_k; d += WG) {
-                const float16_t v = float16_t(ar_val(kh, rp.nwk, ki, d, pos, rp));
+                const float16_t v = float16_t(ar_val(kh, rp.nwk, ki, d, pos, rp, th));
                 kn[d] = float(v);
                 if (store) F16(kc).v[d] = v;
             }

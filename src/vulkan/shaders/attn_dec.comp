@@ -145,7 +145,8 @@ void rope_in(uint kvh, bool own) {
         vec4 v = vec4(0.0);
         if (r < G) {
             const uint64_t src = ar_qhead(p.q, row0, kvh * G + r, HD, p.n_head, p.q_hs, p.q_rs);
-            for (uint e = 0; e < 4u; e++) v[e] = ar_val(src, rp.nwq, rinv[r], 4u * c + e, pos, rp);
+            RopeTh th = ROPE_TH0;
+            for (uint e = 0; e < 4u; e++) v[e] = ar_val(src, rp.nwq, rinv[r], 4u * c + e, pos, rp, th);
         }
         qs[i] = v * p.scale;
     }
@@ -154,9 +155,10 @@ void rope_in(uint kvh, bool own) {
     const uint64_t vc = kv_row(tab, npos, p.pos_bytes, p.voff) + 2ul * kvh * HD;
     for (uint i = tid; i < HD / 8u; i += WG) {
         uint w[4];
+        RopeTh th = ROPE_TH0;
         for (uint e = 0; e < 4u; e++) {
-            const vec2 a = vec2(ar_val(kh, rp.nwk, rinv[G], 8u * i + 2u * e, pos, rp),
-                                ar_val(kh, rp.nwk, rinv[G], 8u * i + 2u * e + 1u, pos, rp));
+            const float a0 = ar_val(kh, rp.nwk, rinv[G], 8u * i + 2u * e, pos, rp, th);
+            const vec2 a = vec2(a0, ar_val(kh, rp.nwk, rinv[G], 8u * i + 2u * e + 1u, pos, rp, th));
             w[e] = packHalf2x16(a);
         }
         kn[i] = uvec4(w[0], w[1], w[2], w[3]);

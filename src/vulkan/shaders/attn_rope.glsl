@@ -40,8 +40,8 @@ float ar_inv(uint64_t src, uint64_t nw, uint hd, float eps) {
 }
 
 // Dim d of the head at src, normed (inv * nw) and rotated at pos: as
-// rope.comp writes it.
-float ar_val(uint64_t src, uint64_t nw, float inv, uint d, float pos, RopeP rp) {
+// rope.comp writes it. th carries the angle between a thread's dims.
+float ar_val(uint64_t src, uint64_t nw, float inv, uint d, float pos, RopeP rp, inout RopeTh th) {
     float a = F32(src).v[d];
     if (nw != 0) a *= inv * F32(nw).v[d];
     if (d >= rp.n_rot) return a;
@@ -51,6 +51,6 @@ float ar_val(uint64_t src, uint64_t nw, float inv, uint d, float pos, RopeP rp) 
     const uint o = rp.mode == ROPE_NORM ? d ^ 1u : first ? d + half_ : d - half_;
     float b = F32(src).v[o];
     if (nw != 0) b *= inv * F32(nw).v[o];
-    const vec2 cs = rope_cs(i, pos, rp.mode, rp.secs, rp.theta_scale, rp.freq_scale, rp.ff);
+    const vec2 cs = rope_cs_at(th, i, pos, rp.mode, rp.secs, rp.theta_scale, rp.freq_scale, rp.ff);
     return first ? a * cs.x - b * cs.y : b * cs.y + a * cs.x;
 }
