@@ -13,7 +13,8 @@
  *    KV store after it (one dispatch for the three);
  *  - the ropes of a layer's q and K (with their norms and the KV store),
  *    taken in by the attention after them (vk_attn.h vkop_attn.rp) in the
- *    steps where it can (the recorder decides per sequence: one token);
+ *    steps where it can (the recorder decides per sequence: one token),
+ *    reading q where a COPY_COLS gathered its heads from (qwen35);
  *  - a matmul whose only reader is the next node, an ADD of a residual of
  *    its shape: the matmul stores the sum;
  *  - up to ZN_VK_GROUP_MAX matmuls of one input whose weights lie one after
