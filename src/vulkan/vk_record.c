@@ -293,8 +293,6 @@ static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const 
     return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
 }
 
-/* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
- * whole step, sg unused). */
 /* ROPE node i's arguments, with the norm and KV store it takes in. */
 static vkop_rope rope_args(const vk_ctx *c, const vk_seg *sg, const zn_graph *g, int i) {
     const zn_node *n = &g->nodes[i];
@@ -341,6 +339,8 @@ static bool rope_in_attn(const vk_ctx *c, int i, const vk_seg *sg) {
     return c->plan.rope_attn[i] >= 0 && attn_takes_ropes(c, c->plan.rope_attn[i], sg);
 }
 
+/* Node n for segment sg (per_seq ops: sg's rows and state; the others: the
+ * whole step, sg unused). */
 static zn_status run_node(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n, zn_err *err) {
     vk_seq *s = sg->s;
     const zn_act *y = &g->acts[n->dst];
