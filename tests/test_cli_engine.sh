@@ -60,13 +60,18 @@ if [ "$n_dev" -gt 0 ]; then
   $zinc bench -m "$M" -p 4 -n 2 -r 1 --backend vulkan --json > "$tmp/j" 2>/dev/null; expect "bench --json rc" 0 $?
   if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["tuning_class"] and "attn_chunk=" in d["tuning"]; assert d["pipelines"] > 0 and d["pipelines_late"] == 0' "$tmp/j"
   then ok; else bad "bench --json: no tuning, or pipelines created in the token loop: $(tail -c 300 "$tmp/j")"; fi
-  # the recorded decode step's dispatches and barriers: counted in --json, listed in order by --trace
-  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["step_dispatches"] > d["step_barriers"] > 0' "$tmp/j"
+  # the recorded decode step's dispatches and barriers: counted in --json, listed in order by --trace (a
+  # barrier after each level: with every level one dispatch, as this model's since the attention takes in
+  # the ropes, as many barriers as dispatches)
+  if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["step_dispatches"] >= d["step_barriers"] > 0' "$tmp/j"
   then ok; else bad "bench --json: no step_dispatches / step_barriers: $(tail -c 300 "$tmp/j")"; fi
   $zinc bench -m "$M" -p 4 -n 2 -r 1 --backend vulkan --trace > /dev/null 2> "$tmp/e"; expect "bench --trace rc" 0 $?
   nd=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_dispatches"])' "$tmp/j" 2>/dev/null)
-  if grep -q "^vulkan trace: decode step of 1 sequence(s), $nd dispatches, .*: embed | .* | output |\$" "$tmp/e" &&
-     [ "$(grep -m1 '^vulkan trace' "$tmp/e" | sed 's/^[^:]*: [^:]*://' | wc -w)" -gt "$nd" ]
+  nb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_barriers"])' "$tmp/j" 2>/dev/null)
+  line=$(grep -m1 '^vulkan trace' "$tmp/e")
+  if grep -q "^vulkan trace: decode step of 1 sequence(s), $nd dispatches, $nb barriers: embed | .* | output |\$" "$tmp/e" &&
+     [ "$(echo "$line" | sed 's/^[^:]*: [^:]*://' | tr -d '|' | wc -w)" -eq "$nd" ] &&
+     [ "$(echo "$line" | sed 's/^[^:]*: [^:]*://' | tr -cd '|' | wc -c)" -eq "$nb" ]
   then ok; else bad "bench --trace: $(head -c 300 "$tmp/e")"; fi
   # --profile says it on stderr; the tuning printed parses back as --tune
   spec=$(sed -n 's/^tuning   [^:]*: //p' "$tmp/b")
