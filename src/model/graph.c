@@ -42,6 +42,8 @@ const char *graph_op_name(zn_op op) {
     return (unsigned)op < ZN_OP_COUNT && op_names[op] ? op_names[op] : "?";
 }
 
+bool graph_is_decode(const zn_graph *g) { return g->n_tokens == g->n_seq; }
+
 void graph_node_name(const zn_node *n, char *buf, size_t cap) {
     if (n->layer >= 0) snprintf(buf, cap, "blk.%d.%s", n->layer, n->tag ? n->tag : "?");
     else snprintf(buf, cap, "%s", n->tag ? n->tag : "?");
@@ -145,7 +147,7 @@ static void arena_release(plan *p, size_t off, size_t size) {
  * per-head norms before them (or the projection q was gathered from) and
  * the KV store's V then are read by the attention, so they live until it. */
 static void keep_rope_inputs(zn_graph *g, plan *p) {
-    if (g->n_tokens != g->n_seq) return; /* not a decode step: one token per sequence */
+    if (!graph_is_decode(g)) return;
     for (int i = 0; i < g->n_nodes; i++) {
         if (g->nodes[i].op != ZN_OP_ATTN) continue;
         for (int j = i - 1; j >= 0 && j >= i - 16 && g->nodes[j].layer == g->nodes[i].layer; j--) {

@@ -289,6 +289,8 @@ zn_status graph_finish(zn_graph *g, int out, zn_err *err);
 const char *graph_op_name(zn_op op);
 /* "blk.3.attn_q" / "output". */
 void graph_node_name(const zn_node *n, char *buf, size_t cap);
+/* Is g a decode step: every sequence one token? */
+bool graph_is_decode(const zn_graph *g);
 /* Writes one line per node ("name op dst<-srcs [rows x cols]") for debugging. */
 void graph_dump(const zn_graph *g, void *file /* FILE* */);
 

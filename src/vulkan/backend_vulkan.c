@@ -419,7 +419,7 @@ static zn_status vk_run(void *ctx, void *const *states, const zn_graph *g, zn_er
     if (g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
         return zn_errf(err, ZN_ERR_ARG, "vulkan: graph of %d nodes / %d activations", g->n_nodes, g->n_acts);
     const double t0 = timer_now();
-    const bool decode = g->n_tokens == g->n_seq;
+    const bool decode = graph_is_decode(g);
     vkreplay *rp = decode && c->rp[0].cmd.d ? &c->rp[g->n_seq > 1] : NULL;
     const uint32_t region = rp ? 1 + (uint32_t)(rp - c->rp) : 0;
     vkcmd *cmd = rp ? &rp->cmd : &c->c;

@@ -160,62 +160,6 @@ static void plan_rope(vkfuse *p, const zn_graph *g, int i, bool no_kv) {
     }
 }
 
-/* The unrotated input of ROPE i: its norm's input where it took one in. */
-static int rope_input(const vkfuse *p, const zn_graph *g, int i) {
-    return p->rope_norm[i] >= 0 ? g->nodes[p->rope_norm[i]].src[0] : g->nodes[i].src[0];
-}
-
-/* ATTN i right after the KV store taken in by the ROPE of K, its q the
- * output of another ROPE of the layer that nothing else reads: the
- * attention can take both ropes in. The unrotated q, K and V must stay
- * intact from the first of those nodes to the attention, which must not
- * write over them either (its output is planned after their last reader,
- * the ropes). */
-static void plan_attn_rope(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
-    const zn_node *n = &g->nodes[i];
-    if (env->no_fusion || env->no_rope_kv || env->no_attn_rope || i < 3) return;
-    const int ik = i - 2, q = n->src[0];
-    if (g->nodes[ik].op != ZN_OP_ROPE || p->rope_kv[ik] != i - 1 || g->nodes[ik].layer != n->layer) return;
-    int iq = -1;
-    for (int j = ik - 1; j >= 0 && j >= i - 16 && iq < 0; j--)
-        if (g->nodes[j].dst == q) iq = j;
-    if (iq < 0 || g->nodes[iq].op != ZN_OP_ROPE || p->rope_kv[iq] >= 0 || g->nodes[iq].layer != n->layer ||
-        p->last_use[q] != i)
-        return;
-    int raw[3] = {rope_input(p, g, iq), rope_input(p, g, ik), g->nodes[i - 1].src[1]};
-    int first = iq < ik ? iq : ik;
-    if (p->rope_norm[iq] >= 0 && p->rope_norm[iq] < first) first = p->rope_norm[iq];
-    if (p->rope_norm[ik] >= 0 && p->rope_norm[ik] < first) first = p->rope_norm[ik];
-    /* q heads gathered from a wider projection (qwen35's [q | gate]) and
-     * read by the norm or rope alone: the attention reads them there */
-    int cq = -1;
-    for (int j = first - 1; j >= 0 && j >= i - 16 && cq < 0; j--)
-        if (g->nodes[j].dst == raw[0]) cq = j;
-    if (cq >= 0) {
-        const zn_node *c = &g->nodes[cq];
-        const int reader = p->rope_norm[iq] >= 0 ? p->rope_norm[iq] : iq;
-        if (c->op == ZN_OP_COPY_COLS && c->layer == n->layer && c->copy_cols.width == n->attn.hd_k &&
-            g->acts[c->dst].cols == n->attn.n_head * n->attn.hd_k && p->last_use[raw[0]] == reader) {
-            raw[0] = c->src[0];
-            first = cq;
-        } else {
-            cq = -1;
-        }
-    }
-    for (int m = first; m <= i; m++) {
-        if (m == iq || m == ik || m == i - 1 || m == p->rope_norm[iq] || m == p->rope_norm[ik] || m == cq) continue;
-        for (int r = 0; r < 3; r++)
-            if (overlap(act_range(g, g->nodes[m].dst), act_range(g, raw[r]))) return;
-        for (int k = 0; k < ZN_NODE_SRC && m < i; k++)
-            if (g->nodes[m].src[k] == q) return;
-    }
-    p->rope_attn[iq] = p->rope_attn[ik] = i;
-    p->attn_rq[i] = iq;
-    p->attn_rk[i] = ik;
-    p->attn_qcopy[i] = cq;
-    if (cq >= 0) p->copy_attn[cq] = i;
-}
-
 /* The node before `before` (at most 16 back) that writes activation a, if
  * it is one of op `op` that nothing folded away and `before` is the only
  * node after it that reads a; else -1. */
@@ -239,6 +183,55 @@ static bool intact(const zn_graph *g, int a, int from, int to, int fold1, int fo
     for (int m = from + 1; m < to; m++)
         if (m != fold1 && m != fold2 && overlap(act_range(g, g->nodes[m].dst), act_range(g, a))) return false;
     return true;
+}
+
+/* The unrotated input of ROPE i: its norm's input where it took one in. */
+static int rope_input(const vkfuse *p, const zn_graph *g, int i) {
+    return p->rope_norm[i] >= 0 ? g->nodes[p->rope_norm[i]].src[0] : g->nodes[i].src[0];
+}
+
+/* ATTN i right after the KV store taken in by the ROPE of K, its q the
+ * output of another ROPE of the layer that nothing else reads: the
+ * attention can take both ropes in. The unrotated q, K and V must stay
+ * intact from the first of those nodes to the attention, which must not
+ * write over them either (its output is planned after their last reader,
+ * the ropes). */
+static void plan_attn_rope(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    if (env->no_fusion || env->no_rope_kv || env->no_attn_rope || i < 3) return;
+    const int ik = i - 2, q = n->src[0];
+    if (g->nodes[ik].op != ZN_OP_ROPE || p->rope_kv[ik] != i - 1 || g->nodes[ik].layer != n->layer) return;
+    const int iq = producer(p, g, q, i, ZN_OP_ROPE);
+    if (iq < 0 || p->rope_kv[iq] >= 0 || g->nodes[iq].layer != n->layer) return;
+    int raw[3] = {rope_input(p, g, iq), rope_input(p, g, ik), g->nodes[i - 1].src[1]};
+    int first = iq < ik ? iq : ik;
+    if (p->rope_norm[iq] >= 0 && p->rope_norm[iq] < first) first = p->rope_norm[iq];
+    if (p->rope_norm[ik] >= 0 && p->rope_norm[ik] < first) first = p->rope_norm[ik];
+    /* q heads gathered from a wider projection (qwen35's [q | gate]) and
+     * read by the norm or rope alone: the attention reads them there */
+    int cq = producer(p, g, raw[0], p->rope_norm[iq] >= 0 ? p->rope_norm[iq] : iq, ZN_OP_COPY_COLS);
+    if (cq >= 0) {
+        const zn_node *c = &g->nodes[cq];
+        if (c->layer == n->layer && c->copy_cols.width == n->attn.hd_k &&
+            g->acts[c->dst].cols == n->attn.n_head * n->attn.hd_k) {
+            raw[0] = c->src[0];
+            first = cq;
+        } else {
+            cq = -1;
+        }
+    }
+    for (int m = first; m <= i; m++) {
+        if (m == iq || m == ik || m == i - 1 || m == p->rope_norm[iq] || m == p->rope_norm[ik] || m == cq) continue;
+        for (int r = 0; r < 3; r++)
+            if (overlap(act_range(g, g->nodes[m].dst), act_range(g, raw[r]))) return;
+        for (int k = 0; k < ZN_NODE_SRC && m < i; k++)
+            if (g->nodes[m].src[k] == q) return;
+    }
+    p->rope_attn[iq] = p->rope_attn[ik] = i;
+    p->attn_rq[i] = iq;
+    p->attn_rk[i] = ik;
+    p->attn_qcopy[i] = cq;
+    if (cq >= 0) p->copy_attn[cq] = i;
 }
 
 /* ADD l = x + t ending a MoE layer (vkfuse_tail). The fused dispatch reads

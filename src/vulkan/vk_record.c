@@ -331,7 +331,7 @@ static bool attn_takes_ropes(const vk_ctx *c, int i, const vk_seg *sg) {
  * a decode step (every sequence one token), where every segment's
  * attention takes the ropes in. */
 static bool copy_in_attn(const vk_ctx *c, const zn_graph *g, int i) {
-    return c->plan.copy_attn[i] >= 0 && g->n_tokens == g->n_seq;
+    return c->plan.copy_attn[i] >= 0 && graph_is_decode(g);
 }
 
 /* Does ROPE node i run inside the attention after it for segment sg? */
