@@ -91,10 +91,10 @@ void main() {
     const uint j0 = sp * chunk, j1 = min(j0 + chunk, end);
 
     const uint npos = p.rp != 0 ? n_past + r : 0xffffffffu; // rp set: the new key's position
+    const uint64_t qh = ar_qhead(p.q, qr, h, p.hd_k, p.n_head, p.q_hs, p.q_rs);
     if (p.rp != 0) {
         const RopeP rp = RopePs(p.rp).v[0];
         const float pos = float(npos);
-        const uint64_t qh = ar_qhead(p.q, qr, h, p.hd_k, p.n_head, p.q_hs, p.q_rs);
         const float qi = ar_inv(qh, rp.nwq, p.hd_k, rp.eps_q);
         RopeTh th = ROPE_TH0;
         for (uint d = tid; d < p.hd_k; d += WG) qs[d] = ar_val(qh, rp.nwq, qi, d, pos, rp, th) * p.scale;
@@ -117,7 +117,7 @@ void main() {
             }
         }
     } else {
-        for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(p.q).v[qr * p.n_head * p.hd_k + h * p.hd_k + d] * p.scale;
+        for (uint d = tid; d < p.hd_k; d += WG) qs[d] = F32(qh).v[d] * p.scale;
     }
     barrier();
 

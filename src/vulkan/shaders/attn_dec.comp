@@ -125,19 +125,12 @@ void rope_in(uint kvh, bool own) {
     const uint tid = gl_LocalInvocationID.x, G = p.n_head / p.n_head_kv;
     const float pos = float(npos);
     const uint64_t kh = p.kraw + 4ul * (row0 * p.n_head_kv + kvh) * HD;
-    // rows 0 .. G - 1 the query heads, G the key: RL lanes each
-    for (uint r = tid / RL; r <= G; r += WG / RL) {
+    // rows 0 .. G - 1 the query heads, G the key: a subgroup each
+    for (uint r = gl_SubgroupID; r <= G; r += gl_NumSubgroups) {
         const bool k = r == G;
-        const uint64_t src = k ? kh : ar_qhead(p.q, row0, kvh * G + r, HD, p.n_head, p.q_hs, p.q_rs), nw = k ? rp.nwk : rp.nwq;
-        float s = 0.0;
-        for (uint d = tid % RL; d < HD; d += RL) {
-            const float a = F32(src).v[d];
-            s = fma(a, a, s);
-        }
-        s += subgroupShuffleXor(s, 1u);
-        s += subgroupShuffleXor(s, 2u);
-        s += subgroupShuffleXor(s, 4u);
-        if (tid % RL == 0u) rinv[r] = nw == 0 ? 1.0 : 1.0 / sqrt(s / float(HD) + (k ? rp.eps_k : rp.eps_q));
+        const float inv = k ? ar_inv(kh, rp.nwk, HD, rp.eps_k)
+                            : ar_inv(ar_qhead(p.q, row0, kvh * G + r, HD, p.n_head, p.q_hs, p.q_rs), rp.nwq, HD, rp.eps_q);
+        if (subgroupElect()) rinv[r] = inv;
     }
     barrier();
     for (uint i = tid; i < ROWS * QS; i += WG) {

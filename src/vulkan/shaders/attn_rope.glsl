@@ -28,7 +28,7 @@ uint64_t ar_qhead(uint64_t q, uint r, uint h, uint hd, uint n_head, uint q_hs, u
 }
 
 // 1 / RMS of the hd floats at src (1 without a norm), by the calling
-// subgroup alone (no barrier: every subgroup that needs it computes it).
+// subgroup alone (no barrier): each subgroup computes those it needs.
 float ar_inv(uint64_t src, uint64_t nw, uint hd, float eps) {
     if (nw == 0) return 1.0;
     float s = 0.0;
