@@ -1,8 +1,9 @@
 /* Several engines in one process, each with its own backend, device and
  * tuning (zn_engine_opts: configuration is data, nothing process-wide):
- * a CPU engine, a Vulkan engine with the device's tuning and one with
+ * a CPU engine, a Vulkan engine with the device's tuning, one with
  * another (the float mat-vec, attn.comp decode with 4-key splits, the
- * scalar prefill attention, no fusion), on the same model at once, stepped
+ * scalar prefill attention, no fusion) and one whose prompts take the f16
+ * GEMM (emulated without cooperative matrices), on the same model at once, stepped
  * in turns: each must give llama.cpp's golden logits at every prompt
  * position and, on F32 files, the golden greedy tokens.
  *
@@ -30,10 +31,14 @@ static zn_engine_opts side_opts(int i) {
         o.be.tune = "intdot=off,attn_dec=off,attn_chunk=4,fa_cm=off,mv_rows=1";
         o.be.no_fusion = true;
     }
+    if (i == 3) { /* the prompt's matmuls on the f16 GEMM (however few rows), the norms and SwiGLUs in its x */
+        o.be.mm_emulate = true;
+        o.be.tune = "mm_min_rows=0";
+    }
     return o;
 }
 
-#define N_SIDE 3
+#define N_SIDE 4
 
 static void side_by_side(const char *name, double tol, bool greedy) {
     char mpath[512], gpath[512];

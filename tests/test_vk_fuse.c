@@ -57,7 +57,7 @@ static void test_kernel_choice(void) {
     CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, true), VKMM_MATVEC);
     for (int x = VKX_PLAIN; x <= VKX_SWIGLU; x++) {
         CHECK(vkops_mm_takes(VKMM_MATVEC, x, true));
-        CHECK_EQ_INT(vkops_mm_takes(VKMM_GEMM, x, true), x != VKX_RMSNORM);
+        CHECK(vkops_mm_takes(VKMM_GEMM, x, true));
         CHECK_EQ_INT(vkops_mm_takes(VKMM_TILED, x, false), x == VKX_PLAIN);
         CHECK(!vkops_mm_takes(VKMM_TILED, x, true));
     }
@@ -235,13 +235,13 @@ static void test_qwen3_decode(void) {
 }
 
 /* Prefill: on a GPU the GEMM takes the matmuls of mm_min_tok (32)+ tokens; it converts
- * x with a SwiGLU applied but not with an RMS norm, and takes groups. On
- * lavapipe everything stays on the mat-vec. */
+ * x with a SwiGLU or an RMS norm applied, and takes groups. On lavapipe
+ * everything stays on the mat-vec. */
 static void test_qwen3_prefill(void) {
     fixture f;
     if (!fx_open(&f, "qwen3-dense-q4_k_m", 32)) return;
     fx_plan(&f, 32, GPU_DEV, false, 1000);
-    for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, false, true);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, true, true);
     fx_plan(&f, 32, CPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, true, true);
     /* 4 tokens: still the mat-vec on the GPU */
@@ -301,7 +301,7 @@ static void test_group_limits(void) {
 /* MoE decode (llama-moe): the FFN norm into the router and the expert
  * mat-vecs; the experts' SwiGLU into the down experts. Prefill on a GPU:
  * 128 tokens (beyond moe_min_tok) take the grouped GEMM, which converts x
- * with a SwiGLU but not a norm. */
+ * with either applied: the same fusions. */
 static void test_moe(void) {
     fixture f;
     if (!fx_open(&f, "llama-moe-q4_k_m", 128)) return;
@@ -314,7 +314,8 @@ static void test_moe(void) {
     }
     fx_plan(&f, 128, GPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer - 1; il++) {
-        CHECK(!f.p.skip[node(&f, il, "ffn_norm")]);
+        CHECK(f.p.skip[node(&f, il, "ffn_norm")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, il, "ffn_moe_gate")), VKX_RMSNORM);
         CHECK(f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
     }
     fx_close(&f);
@@ -508,16 +509,19 @@ static void test_norm_not_fused(void) {
     hand_free(&h);
 }
 
-/* Many tokens on a GPU: a norm read only by matrices of few rows (the
- * mat-vec takes them at any token count) is fused; by a GEMM-sized one it
- * is not. */
+/* Many tokens on a GPU: a norm read by a matrix of few rows (the mat-vec
+ * takes them at any token count) or by a GEMM-sized one of a quantised
+ * type (the f16 GEMM normalises x as it converts it) is fused; by an F32
+ * one (the tiled f32 kernel reads plain x) it is not. */
 static void test_norm_rows_rule(void) {
     /* 32 tokens: more than the GPU row's mm_min_tok, below which every matrix is on the mat-vec */
-    for (int big = 0; big < 2; big++) {
+    static const struct { zn_type t; int rows; bool fused; } cases[] = {
+        {ZN_TYPE_Q4_K, 16, true}, {ZN_TYPE_Q4_K, 4096, true}, {ZN_TYPE_F32, 4096, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         hand h;
         hand_init(&h, 32);
-        gguf_tensor *nw = hand_w(&h, ZN_TYPE_F32, 256, 1), *w = hand_w(&h, ZN_TYPE_Q4_K, 256, big ? 4096 : 16);
-        int x = graph_input(&h.g, 32, 256), y = graph_act(&h.g, 32, 256), m = graph_act(&h.g, 32, big ? 4096 : 16);
+        gguf_tensor *nw = hand_w(&h, ZN_TYPE_F32, 256, 1), *w = hand_w(&h, cases[c].t, 256, cases[c].rows);
+        int x = graph_input(&h.g, 32, 256), y = graph_act(&h.g, 32, 256), m = graph_act(&h.g, 32, cases[c].rows);
         int o = graph_act(&h.g, 32, 256);
         zn_node *n = hnode(&h, ZN_OP_RMSNORM, y, x, -1);
         n->w[0] = nw;
@@ -525,7 +529,9 @@ static void test_norm_rows_rule(void) {
         hnode(&h, ZN_OP_MATMUL, m, y, -1)->w[0] = w;
         hnode(&h, ZN_OP_ADD, o, x, x); /* x read after the matmul */
         hand_plan_pol(&h, m, GPU_DEV);
-        CHECK_EQ_INT(h.p.skip[0], !big);
+        CHECK_MSG(h.p.skip[0] == cases[c].fused, "%s, %d rows: norm %sfused", zn_type_name(cases[c].t), cases[c].rows,
+                  h.p.skip[0] ? "" : "not ");
+        CHECK_EQ_INT(h.p.fx[y].mode, cases[c].fused ? VKX_RMSNORM : VKX_PLAIN);
         hand_free(&h);
     }
 }

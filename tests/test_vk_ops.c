@@ -481,12 +481,15 @@ static void f16_x_reuse(void) {
     reset();
 }
 
-/* A SwiGLU fused into the f16 GEMM's x conversion (mm_prep.comp): dense,
- * and the grouped MoE GEMM with per-slot x (gathered in bucket order, aux
- * with it), against silu(x) * aux then the matmul in double precision. */
-static void f16_swiglu(void) {
+/* A SwiGLU or an RMS norm fused into the f16 GEMM's x conversion
+ * (mm_prep.comp): dense, and the grouped MoE GEMM with per-slot x
+ * (gathered in bucket order, a SwiGLU's aux with it), against silu(x) *
+ * aux, or x / rms(x) * aux (aux the norm's weight), then the matmul in
+ * double precision. Rows of 256 (a workgroup's threads more than a norm's
+ * row has steps) and of 8448 (fewer: each thread takes several). */
+static void f16_xmode(int mode, int cols) {
     const zn_type t = ZN_TYPE_Q4_K;
-    const int ne = 3, rows = 37, cols = 256, T = 21, k = 2;
+    const int ne = 3, rows = 37, T = 21, k = 2;
     const size_t rb = vkq_row_bytes(t, cols);
     float *wf = malloc(sizeof(float) * ne * rows * cols), *x = malloc(sizeof(float) * T * k * cols);
     float *aux = malloc(sizeof(float) * T * k * cols), *h = malloc(sizeof(float) * T * k * cols);
@@ -495,7 +498,13 @@ static void f16_swiglu(void) {
     uint8_t *wq = make_experts(t, ne, rows, cols, wf);
     fill(x, (size_t)T * k * cols, 3.0f);
     fill(aux, (size_t)T * k * cols, 1.0f);
-    for (int i = 0; i < T * k * cols; i++) h[i] = x[i] / (1.0f + expf(-x[i])) * aux[i];
+    for (int r = 0; r < T * k; r++) {
+        double ss = 0;
+        for (int c = 0; c < cols; c++) ss += (double)x[r * cols + c] * x[r * cols + c];
+        const double inv = 1.0 / sqrt(ss / cols + 1e-5);
+        for (int c = 0, i = r * cols; c < cols; c++, i++)
+            h[i] = mode == VKX_SWIGLU ? x[i] / (1.0f + expf(-x[i])) * aux[i] : (float)(x[i] * inv * aux[c]);
+    }
     for (int tk = 0; tk < T; tk++)
         for (int j = 0; j < k; j++) route[tk * 2 * k + j] = (float)((tk + 2 * j) % ne), route[tk * 2 * k + k + j] = 0.5f;
     for (int moe = 0; moe < 2; moe++) { /* (reset() frees the device buffers) */
@@ -505,7 +514,7 @@ static void f16_swiglu(void) {
         vkop_mm a = moe ? moe_args(t, ne, rows, cols, T, k, true, dw, dx, dr, ds, dy)
                         : (vkop_mm){.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = cols, .nrows = rows,
                                     .row_bytes = (uint32_t)rb, .n_tok = T * k, .x_stride = cols, .y_stride = rows};
-        a.xmode = VKX_SWIGLU, a.aux = da.addr;
+        a.xmode = mode, a.aux = da.addr, a.eps = 1e-5f;
         for (int tk = 0; tk < T; tk++) /* dense: T * k rows of x; MoE: token tk, slot j reads its own row too */
             for (int j = 0; j < k; j++)
                 for (int r = 0; r < rows; r++) {
@@ -525,8 +534,8 @@ static void f16_swiglu(void) {
                 e = nmse(y, ref, (size_t)T * k * rows);
             }
         }
-        CHECK_MSG(e <= 1e-5, "SwiGLU x, %s%s: nmse %.3g", moe ? "grouped MoE" : "dense",
-                  f16_path_name(), e);
+        CHECK_MSG(e <= 1e-5, "%s x of %d, %s%s: nmse %.3g", mode == VKX_SWIGLU ? "SwiGLU" : "RMS-normed", cols,
+                  moe ? "grouped MoE" : "dense", f16_path_name(), e);
         reset();
     }
     free(wf); free(x); free(aux); free(h); free(y); free(ref); free(wq);
@@ -538,7 +547,9 @@ static void matmat_f16_grouped(void) {
         f16_cm = cm > 0, f16_cm2 = cm == 2;
         f16_grouped();
         f16_x_reuse();
-        f16_swiglu();
+        f16_xmode(VKX_SWIGLU, 256);
+        f16_xmode(VKX_RMSNORM, 256);
+        f16_xmode(VKX_RMSNORM, 8448);
     }
     f16_cm2 = false;
 }
@@ -1024,11 +1035,20 @@ static void matmat_split(void) {
         f16_cm = cm > 0, f16_cm2 = cm == 2;
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MM_REDUCE][0]);
         f16_types();
-        for (size_t i = 0; i < sizeof longk / sizeof *longk; i++) {
-            const double e = mm_case(longk[i].t, longk[i].rows, longk[i].cols, longk[i].T, true, K_F16);
-            CHECK_MSG(e <= 1e-5, "%s %dx%d, %d tokens, split k%s: nmse %.3g", zn_type_name(longk[i].t), longk[i].rows,
-                      longk[i].cols, longk[i].T, f16_path_name(), e);
+        /* coopmat2: the tiles its shape picks, then each with several k
+         * tiles in flight (ranges of fewer tiles than that, and not a
+         * multiple of it) */
+        const uint32_t cfg = E.o.t.cm2_cfg;
+        for (uint32_t ci = ZN_VK_AUTO, next = 0; ci != ZN_VK_CM2_NCFG; ci = next++) {
+            if (ci != ZN_VK_AUTO && (cm < 2 || zn_vk_cm2_cfgs[ci].ahead < 2)) continue;
+            E.o.t.cm2_cfg = ci;
+            for (size_t i = 0; i < sizeof longk / sizeof *longk; i++) {
+                const double e = mm_case(longk[i].t, longk[i].rows, longk[i].cols, longk[i].T, true, K_F16);
+                CHECK_MSG(e <= 1e-5, "%s %dx%d, %d tokens, split k%s, cm2 config %d: nmse %.3g", zn_type_name(longk[i].t),
+                          longk[i].rows, longk[i].cols, longk[i].T, f16_path_name(), (int)ci, e);
+            }
         }
+        E.o.t.cm2_cfg = cfg;
         f16_grouped();
         CHECK_MSG(E.o.pipes[VKO_MM_REDUCE][0].pipe != VK_NULL_HANDLE, "split-K%s: mm_reduce never ran",
                   f16_path_name());

@@ -42,12 +42,14 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, and 3 to 6 for
- * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 7
- * are for sweeps (tuning key cm2_cfg). */
+ * k steps per loop iteration, AQS k tiles in flight); cm2_cfg() picks 1, 2
+ * or 3, and 3 to 6 for batched decode steps whose A tiles are dequantised
+ * in the GEMM; 0, 7 and 8 to 11 (4 and 5 with more tiles in flight) are
+ * for sweeps (tuning key cm2_cfg). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
-    {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
-    {32, 32, 64, 4},   {32, 64, 64, 4},   {64, 32, 64, 4},  {128, 64, 64, 4},
+    {128, 256, 64, 4, 1}, {128, 128, 64, 4, 1}, {64, 128, 64, 4, 1}, {64, 64, 64, 4, 1},
+    {32, 32, 64, 4, 1},   {32, 64, 64, 4, 1},   {64, 32, 64, 4, 1},  {128, 64, 64, 4, 1},
+    {32, 32, 64, 4, 2},   {32, 32, 64, 4, 3},   {32, 64, 64, 4, 2},  {32, 64, 64, 4, 3},
 };
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
@@ -89,7 +91,7 @@ typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                  
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, ahead; } spec_mmf_cm2; /* mmf_cm2.comp */
 
 /* The split-K kinds (mm_split). */
 static bool kind_split(vkop_kind k) { return k == VKO_MMQ_SPLIT || k == VKO_MMQ_EMU_SPLIT || k == VKO_MMQ_CM2_SPLIT; }
@@ -123,7 +125,8 @@ zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     const bool aq = kind_aq(k);
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
                                .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
-                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k)});
+                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k),
+                               .ahead = f->ahead});
     return ZN_OK;
 }
 
@@ -250,7 +253,6 @@ static uint32_t mm_split(const vkops *o, const vkop_mm *a, const mm_plan *pl, ui
 }
 
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
-    if (a->xmode == VKX_RMSNORM) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: tiled matmul with a fused RMS norm");
     if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
     mm_plan pl;
@@ -304,22 +306,26 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
         const uint32_t rows = a->ids ? a->nrows : nu; /* rows per expert / of this chunk */
         const uint64_t r0 = a->ids ? 0 : u0;      /* dense: the chunk's first row */
         if (ch) vkcmd_barrier(c);
-        const bool swiglu = a->xmode == VKX_SWIGLU;
+        const bool swiglu = a->xmode == VKX_SWIGLU, norm = a->xmode == VKX_RMSNORM;
         struct {
             uint64_t w, x, da, db, bucket, aux;
             uint32_t row_bytes, expert_bytes, nrows, n_a, n_b, ncols, kp, xs, x_stride, x_slot_stride, e0;
             uint32_t wg_a, n_expert, flags;
+            float eps;
         } pp_pc = {a->w + (a->ids ? (uint64_t)u0 * a->expert_bytes : r0 * a->row_bytes), a->x, sa, sx,
-                   a->ids ? sb : 0, swiglu ? a->aux : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows,
+                   a->ids ? sb : 0, swiglu || norm ? a->aux : 0, a->row_bytes, (uint32_t)a->expert_bytes, rows,
                    direct ? 0 : nu * (a->ids ? a->nrows : 1) * steps, ch || have_x ? 0 : pl.xrows * steps, a->ncols, pl.kp, pl.xs,
                    a->x_stride, a->x_slot_stride, u0, 0, a->n_expert,
-                   (a->x % 16 == 0 && (!swiglu || a->aux % 16 == 0) && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0)
-                       | (swiglu ? 2u : 0u)};
+                   (a->x % 16 == 0 && (a->xmode == VKX_PLAIN || a->aux % 16 == 0) && a->x_stride % 4 == 0 &&
+                    a->x_slot_stride % 4 == 0) | (swiglu ? 2u : 0u) | (norm ? 4u : 0u),
+                   a->eps};
         _Static_assert(sizeof pp_pc <= ZN_VK_PUSH_MAX, "push constants");
         pp_pc.wg_a = (pp_pc.n_a + MM_PREP_WG - 1) / MM_PREP_WG;
         uint32_t gx, gy;
         if (pp_pc.n_a || pp_pc.n_b) { /* direct, with x converted by the previous call: nothing to prepare */
-            vkops_grid2(o, pp_pc.wg_a + (pp_pc.n_b + MM_PREP_WG - 1) / MM_PREP_WG, &gx, &gy);
+            /* B: a workgroup per row with a norm (mm_prep.comp norm_row), else per MM_PREP_WG steps */
+            const uint32_t wg_b = norm ? pp_pc.n_b / steps : (pp_pc.n_b + MM_PREP_WG - 1) / MM_PREP_WG;
+            vkops_grid2(o, pp_pc.wg_a + wg_b, &gx, &gy);
             vkcmd_dispatch(c, pp, &pp_pc, sizeof pp_pc, gx, gy, 1, name);
             vkcmd_barrier(c);
         }
@@ -383,8 +389,7 @@ vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t 
 }
 
 bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group) {
-    if (k == VKMM_MATVEC) return true;
-    if (k == VKMM_GEMM) return xmode != VKX_RMSNORM;
+    if (k == VKMM_MATVEC || k == VKMM_GEMM) return true;
     return xmode == VKX_PLAIN && !group;
 }
 

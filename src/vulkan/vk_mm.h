@@ -15,9 +15,10 @@ extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
 /* Tile configurations of the f16 GEMM on NV cooperative matrix 2
  * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k
- * step, k steps per loop iteration. */
-typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll; } vkcm2_cfg;
-#define ZN_VK_CM2_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
+ * step, k steps per loop iteration, and for the dense token tiles that
+ * dequantise their weights (AQS) the k tiles whose loads are in flight. */
+typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll, ahead; } vkcm2_cfg;
+#define ZN_VK_CM2_NCFG 12 /* at most ZN_VK_NVAR / ZN_VK_NTYPES: one pipeline slot per type each */
 extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
 
 /* y[t][slot][r] = (sum_k W_e[r][k] x[t][slot][k]) * scale[e] + bias[e][r] + res[t][slot][r]
@@ -95,8 +96,8 @@ vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t 
  * tiles fit the device's shared memory)? */
 bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok);
 /* Does kernel k read x in mode xmode (vkop_mm.xmode) / take a group? The
- * mat-vec takes every mode and groups; the f16 GEMM applies a SwiGLU while
- * converting x (not an RMS norm) and takes groups; the tiled kernel
+ * mat-vec takes every mode and groups; the f16 GEMM applies either mode
+ * while converting x (mm_prep.comp) and takes groups; the tiled kernel
  * neither. */
 bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at

@@ -9,7 +9,10 @@
 // activation row of the i-th (token, slot) pair in the bucket's order, so
 // each expert's tokens are consecutive rows (plain tile loads in the GEMM).
 // With flags bit 1, the activations are silu(x) * aux (a SwiGLU fused into
-// the matmul that reads it; aux laid out like x).
+// the matmul that reads it; aux laid out like x). With flags bit 2 they are
+// x / sqrt(mean(x^2) + eps) * aux (an RMS norm fused in, aux the norm's
+// weight of ncols): then each B workgroup converts one whole row, whose sum
+// of squares it reduces first (norm_row).
 //
 // A workgroup's steps are consecutive and start at a multiple of 8 (the
 // eight steps of a 256-value super-block cover it whole), so together they
@@ -28,10 +31,13 @@ layout(push_constant) uniform PC {
     uint ncols, kp, xs, x_stride, x_slot_stride, e0;
     uint wg_a;       // workgroups of A steps (the rest: B steps)
     uint n_expert;   // grouped: the bucket's experts
-    uint flags;      // bit 0: x (and aux) rows 16-byte aligned; bit 1: SwiGLU
+    uint flags;      // bit 0: x (and aux) rows 16-byte aligned; bit 1: SwiGLU; bit 2: RMS norm
+    float eps;       // the RMS norm's
 } p;
 
 #include "dq.glsl"
+#define NV 1
+#include "reduce.glsl"
 
 layout(buffer_reference, std430, buffer_reference_align = 16) writeonly buffer W32x4 { uvec4 v[]; };
 
@@ -50,9 +56,56 @@ float elem(uint64_t row, uint i) {
     return F32(row + 4ul * i).v[0];
 }
 
+// The activation row of B row R: its (token, slot) pair's x.
+uint64_t x_off(uint R) {
+    const uint pr = p.bucket != 0 ? U32(p.bucket).v[2u * p.n_expert + R] : R; // (token, slot) pair
+    return 4ul * (uint64_t(pr / p.xs) * p.x_stride + uint64_t(pr % p.xs) * p.x_slot_stride);
+}
+
+// 32 values of x from step s of the row at src (zeros past ncols).
+void x_step(uint64_t src, uint s, out float v[32]) {
+    if ((p.flags & 1u) != 0u && 32u * (s + 1u) <= p.ncols)
+        for (uint j = 0; j < 8u; j++) {
+            const vec4 f = F32x4(src + 128ul * s + 16u * j).v[0];
+            for (uint k = 0; k < 4u; k++) v[4u * j + k] = f[k];
+        }
+    else
+        for (uint j = 0; j < 32u; j++) v[j] = 32u * s + j < p.ncols ? F32(src).v[32u * s + j] : 0.0;
+}
+
+// RMS norm mode: B row R, normalised and scaled by the weight, as f16 (the
+// workgroup's threads take its steps in turn, reading x twice: the sum of
+// squares first, from L1/L2 the second time).
+void norm_row(uint R) {
+    const uint S = p.kp / 32u, tid = gl_LocalInvocationID.x;
+    const uint64_t src = p.x + x_off(R);
+    float v[32], ss[1];
+    ss[0] = 0.0;
+    for (uint s = tid; s < S; s += WG) {
+        x_step(src, s, v);
+        for (uint j = 0; j < 32u; j++) ss[0] += v[j] * v[j];
+    }
+    wg_sum(ss);
+    const float inv = 1.0 / sqrt(ss[0] / float(p.ncols) + p.eps);
+    for (uint s = tid; s < S; s += WG) {
+        x_step(src, s, v);
+        float w[32];
+        x_step(p.aux, s, w); // the weight: a row of ncols, aligned as x is
+        for (uint j = 0; j < 32u; j++) v[j] *= inv * w[j];
+        const uint64_t o = p.db + 64ul * (uint64_t(R) * S + s);
+        for (uint c = 0; c < 4u; c++)
+            W32x4(o).v[c] = uvec4(packHalf2x16(vec2(v[8u * c], v[8u * c + 1u])), packHalf2x16(vec2(v[8u * c + 2u], v[8u * c + 3u])),
+                                  packHalf2x16(vec2(v[8u * c + 4u], v[8u * c + 5u])), packHalf2x16(vec2(v[8u * c + 6u], v[8u * c + 7u])));
+    }
+}
+
 void main() {
     const uint wg = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, tid = gl_LocalInvocationID.x;
     const bool is_a = wg < p.wg_a;
+    if (!is_a && (p.flags & 4u) != 0u) { // a workgroup per B row (the whole workgroup returns)
+        if (wg - p.wg_a < p.n_b / (p.kp / 32u)) norm_row(wg - p.wg_a);
+        return;
+    }
     const uint g0 = (is_a ? wg : wg - p.wg_a) * WG, n = is_a ? p.n_a : p.n_b;
     if (g0 >= n) return; // the whole workgroup
     const uint g = g0 + tid, S = p.kp / 32u;
@@ -72,9 +125,7 @@ void main() {
                      v[i + 6u], v[i + 7u]);
             }
     } else if (g < n) {
-        const uint pr = p.bucket != 0 ? U32(p.bucket).v[2u * p.n_expert + R] : R; // (token, slot) pair
-        const uint64_t off = 4ul * (uint64_t(pr / p.xs) * p.x_stride + uint64_t(pr % p.xs) * p.x_slot_stride);
-        const uint64_t src = p.x + off, aux = p.aux + off;
+        const uint64_t off = x_off(R), src = p.x + off, aux = p.aux + off;
         const bool swiglu = (p.flags & 2u) != 0u;
         if ((p.flags & 1u) != 0u && 32u * (s + 1u) <= p.ncols)
             for (uint j = 0; j < 8u; j++) {
