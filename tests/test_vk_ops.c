@@ -1035,20 +1035,11 @@ static void matmat_split(void) {
         f16_cm = cm > 0, f16_cm2 = cm == 2;
         vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MM_REDUCE][0]);
         f16_types();
-        /* coopmat2: the tiles its shape picks, then each with several k
-         * tiles in flight (ranges of fewer tiles than that, and not a
-         * multiple of it) */
-        const uint32_t cfg = E.o.t.cm2_cfg;
-        for (uint32_t ci = ZN_VK_AUTO, next = 0; ci != ZN_VK_CM2_NCFG; ci = next++) {
-            if (ci != ZN_VK_AUTO && (cm < 2 || zn_vk_cm2_cfgs[ci].ahead < 2)) continue;
-            E.o.t.cm2_cfg = ci;
-            for (size_t i = 0; i < sizeof longk / sizeof *longk; i++) {
-                const double e = mm_case(longk[i].t, longk[i].rows, longk[i].cols, longk[i].T, true, K_F16);
-                CHECK_MSG(e <= 1e-5, "%s %dx%d, %d tokens, split k%s, cm2 config %d: nmse %.3g", zn_type_name(longk[i].t),
-                          longk[i].rows, longk[i].cols, longk[i].T, f16_path_name(), (int)ci, e);
-            }
+        for (size_t i = 0; i < sizeof longk / sizeof *longk; i++) {
+            const double e = mm_case(longk[i].t, longk[i].rows, longk[i].cols, longk[i].T, true, K_F16);
+            CHECK_MSG(e <= 1e-5, "%s %dx%d, %d tokens, split k%s: nmse %.3g", zn_type_name(longk[i].t), longk[i].rows,
+                      longk[i].cols, longk[i].T, f16_path_name(), e);
         }
-        E.o.t.cm2_cfg = cfg;
         f16_grouped();
         CHECK_MSG(E.o.pipes[VKO_MM_REDUCE][0].pipe != VK_NULL_HANDLE, "split-K%s: mm_reduce never ran",
                   f16_path_name());

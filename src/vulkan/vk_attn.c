@@ -17,13 +17,16 @@ _Static_assert(1 << (VK_ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS &&
 /* Per head dim, the default first. Prefill's whole grid is resident at
  * once on a large GPU (132 SMs where they were measured), so a layer takes about as long as
  * its longest workgroup: rows per workgroup small enough for several
- * workgroups per SM (8B: 512 of 32 rows; the hd 256 shapes have 2 KV
+ * workgroups per SM (8B: 1,024 of 16 rows; the hd 256 shapes have 2 KV
  * heads: 256 / 512 of 16 rows), K/V tiles shared by as many rows as that
- * allows. The defaults fit 32 KiB of shared memory (lavapipe), so the op
- * tests there run them; the rest (up to 48 KiB) are for sweeps
- * (tools/vk-bench/attn.c). */
+ * allows. 16 rows for hd 128: H100, 2026-12-06 (bench/results/
+ * 2026-12-06-s30.md), 8B pp512 at depth 3584 5,551 / 5,539 -> 5,841 /
+ * 5,773 tok/s against 32 rows, pp4096 6,762 / 6,764 -> 7,009 / 7,007,
+ * pp512 at depth 0 8,685 / 8,732 -> 8,741 (64 rows: 8,645). The defaults
+ * fit 32 KiB of shared memory (lavapipe), so the op tests there run them;
+ * the rest (up to 48 KiB) are for sweeps (tools/vk-bench/attn.c). */
 const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
-    {64, 64, 32},  {128, 32, 32}, {128, 64, 32}, {128, 16, 32},
+    {64, 64, 32},  {128, 16, 32}, {128, 64, 32}, {128, 32, 32},
     {128, 32, 64}, {256, 16, 32}, {256, 32, 32}, {256, 16, 64},
 };
 #define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */

@@ -42,14 +42,12 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration, AQS k tiles in flight); cm2_cfg() picks 1, 2
- * or 3, and 3 to 6 for batched decode steps whose A tiles are dequantised
- * in the GEMM; 0, 7 and 8 to 11 (4 and 5 with more tiles in flight) are
- * for sweeps (tuning key cm2_cfg). */
+ * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, and 3 to 6 for
+ * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 7
+ * are for sweeps (tuning key cm2_cfg). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
-    {128, 256, 64, 4, 1}, {128, 128, 64, 4, 1}, {64, 128, 64, 4, 1}, {64, 64, 64, 4, 1},
-    {32, 32, 64, 4, 1},   {32, 64, 64, 4, 1},   {64, 32, 64, 4, 1},  {128, 64, 64, 4, 1},
-    {32, 32, 64, 4, 2},   {32, 32, 64, 4, 3},   {32, 64, 64, 4, 2},  {32, 64, 64, 4, 3},
+    {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
+    {32, 32, 64, 4},   {32, 64, 64, 4},   {64, 32, 64, 4},  {128, 64, 64, 4},
 };
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
@@ -91,7 +89,7 @@ typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                  
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, ahead; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split; } spec_mmf_cm2; /* mmf_cm2.comp */
 
 /* The split-K kinds (mm_split). */
 static bool kind_split(vkop_kind k) { return k == VKO_MMQ_SPLIT || k == VKO_MMQ_EMU_SPLIT || k == VKO_MMQ_CM2_SPLIT; }
@@ -125,8 +123,7 @@ zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     const bool aq = kind_aq(k);
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
                                .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
-                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k),
-                               .ahead = f->ahead});
+                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k)});
     return ZN_OK;
 }
 

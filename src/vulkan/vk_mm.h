@@ -15,10 +15,9 @@ extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 
 /* Tile configurations of the f16 GEMM on NV cooperative matrix 2
  * (mmf_cm2.comp, ZN_VK_CM2_WG threads): rows x tokens per workgroup, k
- * step, k steps per loop iteration, and for the dense token tiles that
- * dequantise their weights (AQS) the k tiles whose loads are in flight. */
-typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll, ahead; } vkcm2_cfg;
-#define ZN_VK_CM2_NCFG 12 /* at most ZN_VK_NVAR / ZN_VK_NTYPES: one pipeline slot per type each */
+ * step, k steps per loop iteration. */
+typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll; } vkcm2_cfg;
+#define ZN_VK_CM2_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
 extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
 
 /* y[t][slot][r] = (sum_k W_e[r][k] x[t][slot][k]) * scale[e] + bias[e][r] + res[t][slot][r]

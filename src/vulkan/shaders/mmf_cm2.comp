@@ -53,12 +53,6 @@ layout(constant_id = 7) const uint TYPE = 1;
 // Split-K (p.kspl): a pipeline of its own, so that in the others k's bounds
 // are 0 and kp, known multiples of 32, and the tile loads stay aligned.
 layout(constant_id = 8) const bool SPLIT = false;
-// AQS: the k tiles whose loads are in flight (1: the next one). The loop
-// holds AHEAD tiles' raw loads in registers (dq8raw, B's f16), so each
-// thread keeps that many tiles' bytes on their way from memory: with few
-// workgroups resident per SM (registers), one tile ahead left the batched
-// decode GEMMs reading a fraction of the memory bandwidth.
-layout(constant_id = 9) const uint AHEAD = 1;
 const uint BNH = BN / 2;
 layout(local_size_x_id = 0) in;
 
@@ -159,30 +153,28 @@ float store_elem(const in uint r, const in uint c, const in float v, const in ui
 // AQ: the A tiles in shared memory, row-major, LQ 16-byte units a row
 // (one of padding against bank conflicts); AU units a thread per tile.
 const uint LQ = BK / 8u + 1u, AU = BM * BK / 8u / WG;
-// AQS keeps AHEAD slots of raw loads (slot s: units s * AU ..); AQ uses slot 0
-const uint AS = AQ && !GROUPED && BN <= 64u ? AHEAD : 1u;
 shared uvec4 sq[AQ ? 2u * BM * LQ : 1u];
 uint64_t aq_row[AQ ? AU : 1u];
-dq8raw aq_r[AQ ? AS * AU : 1u];
-uint aq_k0[AS]; // the k of the tile each slot holds
+dq8raw aq_r[AQ ? AU : 1u];
+uint aq_k0; // the k of the tile aq_r holds
 
-void aq_load(uint s, uint k0, uint kp) { // this thread's units of the tile at k0 into slot s: the loads only
-    aq_k0[s] = k0;
+void aq_load(uint k0, uint kp) { // this thread's units of the tile at k0: the loads only
+    aq_k0 = k0;
     for (uint u = 0; u < AU; u++) {
         const uint k = k0 + 8u * ((gl_LocalInvocationID.x + u * WG) % (BK / 8u));
-        if (k < kp) aq_r[s * AU + u] = dq8h_load(aq_row[u], k, p.ncols);
+        if (k < kp) aq_r[u] = dq8h_load(aq_row[u], k, p.ncols);
     }
 }
 uvec4 aq_v[AQ ? AU : 1u];
-void aq_conv(uint s, uint kp) { // ... slot s dequantised (zeros past kp)
+void aq_conv(uint kp) { // ... dequantised (zeros past kp)
     for (uint u = 0; u < AU; u++) {
-        const uint k = aq_k0[s] + 8u * ((gl_LocalInvocationID.x + u * WG) % (BK / 8u));
-        aq_v[u] = k < kp ? dq8h_conv(aq_r[s * AU + u], k) : uvec4(0);
+        const uint k = aq_k0 + 8u * ((gl_LocalInvocationID.x + u * WG) % (BK / 8u));
+        aq_v[u] = k < kp ? dq8h_conv(aq_r[u], k) : uvec4(0);
     }
 }
 void aq_fetch(uint k0, uint kp) {
-    aq_load(0u, k0, kp);
-    aq_conv(0u, kp);
+    aq_load(k0, kp);
+    aq_conv(kp);
 }
 void aq_put(uint buf) {
     for (uint u = 0; u < AU; u++) {
@@ -212,7 +204,7 @@ void aq_put(uint buf) {
         }                                                                                                       \
     }
 // Dense AQ: the B tile (BN tokens x BK, token-major f16 rows of p.b) goes
-// through shared memory too, fetched with A's AHEAD tiles ahead, so neither
+// through shared memory too, fetched with A's one tile ahead, so neither
 // operand's load latency sits between two products (the tensor-layout load
 // of B issued at each step left a batched decode step's GEMMs latency-bound).
 // Token tiles of up to 64 (the ones batched decode uses): a 256-token tile
@@ -220,57 +212,47 @@ void aq_put(uint buf) {
 const bool AQS = AQ && !GROUPED && BN <= 64u;
 const uint BU = (BN * BK / 8u + WG - 1u) / WG;
 shared uvec4 sb[AQS ? 2u * BN * LQ : 1u];
-uvec4 bq_v[AQS ? AS * BU : 1u];
+uvec4 bq_v[AQS ? BU : 1u];
 
-void bq_fetch(uint s, uint tok0, uint k0, uint kp) { // into slot s; zeros past the tokens and kp
+void bq_fetch(uint tok0, uint k0, uint kp) { // zeros past the tokens and kp
     for (uint u = 0; u < BU; u++) {
         const uint i = gl_LocalInvocationID.x + u * WG, t = tok0 + i / (BK / 8u), k = k0 + 8u * (i % (BK / 8u));
-        bq_v[s * BU + u] = i < BN * BK / 8u && t < p.n_tok && k < kp ? U32x4(p.b + 2ul * (uint64_t(t) * kp + k)).v[0] : uvec4(0);
+        bq_v[u] = i < BN * BK / 8u && t < p.n_tok && k < kp ? U32x4(p.b + 2ul * (uint64_t(t) * kp + k)).v[0] : uvec4(0);
     }
 }
-void bq_put(uint s, uint buf) {
+void bq_put(uint buf) {
     for (uint u = 0; u < BU; u++) {
         const uint i = gl_LocalInvocationID.x + u * WG;
-        if (i < BN * BK / 8u) sb[(buf * BN + i / (BK / 8u)) * LQ + i % (BK / 8u)] = bq_v[s * BU + u];
+        if (i < BN * BK / 8u) sb[(buf * BN + i / (BK / 8u)) * LQ + i % (BK / 8u)] = bq_v[u];
     }
 }
-// Slot j % AS holds tile kt's loads until they are converted into shared
-// memory buffer kt & 1 (a tile before its product), then takes tile kt +
-// AS's. The body is unrolled AS times so that every slot index is a
-// constant (registers, not local memory).
 #define AQS_LOOP(ACCV)                                                                                          \
     {                                                                                                           \
         const uint nk = (ke - kb + BK - 1u) / BK;                                                               \
         barrier(); /* the previous token tile is done with sq, sb */                                            \
-        [[unroll]] for (uint j = 0; j < AS; j++)                                                                \
-            if (j < nk) {                                                                                       \
-                aq_load(j, kb + j * BK, kp);                                                                    \
-                bq_fetch(j, tok0, kb + j * BK, kp);                                                             \
-            }                                                                                                   \
-        aq_conv(0u, kp);                                                                                        \
+        aq_fetch(kb, kp);                                                                                       \
+        bq_fetch(tok0, kb, kp);                                                                                 \
         aq_put(0u);                                                                                             \
-        bq_put(0u, 0u);                                                                                         \
+        bq_put(0u);                                                                                             \
         barrier();                                                                                              \
-        for (uint kt0 = 0; kt0 < nk; kt0 += AS)                                                                 \
-            [[unroll]] for (uint j = 0; j < AS; j++) {                                                          \
-                const uint kt = kt0 + j, j1 = (j + 1u) % AS;                                                    \
-                if (kt >= nk) break;                                                                            \
-                if (kt + AS < nk) { /* loads only: they land while this and later tiles are multiplied */   \
-                    aq_load(j, kb + (kt + AS) * BK, kp);                                                        \
-                    bq_fetch(j, tok0, kb + (kt + AS) * BK, kp);                                                 \
-                }                                                                                               \
-                MAT_A ma;                                                                                       \
-                MAT_B mb;                                                                                       \
-                coopMatLoad(ma, sq, (kt & 1u) * BM * LQ, LQ, gl_CooperativeMatrixLayoutRowMajor);               \
-                coopMatLoad(mb, sb, (kt & 1u) * BN * LQ, LQ, gl_CooperativeMatrixLayoutColumnMajor);            \
-                ACCV = coopMatMulAdd(ma, mb, ACCV);                                                             \
-                if (kt + 1u < nk) {                                                                             \
-                    aq_conv(j1, kp);                                                                            \
-                    aq_put((kt & 1u) ^ 1u);                                                                     \
-                    bq_put(j1, (kt & 1u) ^ 1u);                                                                 \
-                }                                                                                               \
-                barrier();                                                                                      \
+        for (uint kt = 0; kt < nk; kt++) {                                                                      \
+            const bool more = kt + 1u < nk;                                                                     \
+            if (more) { /* loads only: they land while this tile is multiplied */                            \
+                aq_load(kb + (kt + 1u) * BK, kp);                                                               \
+                bq_fetch(tok0, kb + (kt + 1u) * BK, kp);                                                        \
             }                                                                                                   \
+            MAT_A ma;                                                                                           \
+            MAT_B mb;                                                                                           \
+            coopMatLoad(ma, sq, (kt & 1u) * BM * LQ, LQ, gl_CooperativeMatrixLayoutRowMajor);                   \
+            coopMatLoad(mb, sb, (kt & 1u) * BN * LQ, LQ, gl_CooperativeMatrixLayoutColumnMajor);                \
+            ACCV = coopMatMulAdd(ma, mb, ACCV);                                                                 \
+            if (more) {                                                                                         \
+                aq_conv(kp);                                                                                    \
+                aq_put((kt & 1u) ^ 1u);                                                                         \
+                bq_put((kt & 1u) ^ 1u);                                                                         \
+            }                                                                                                   \
+            barrier();                                                                                          \
+        }                                                                                                       \
     }
 #define B_PLAIN(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lb, tok0, BN, KK, BK), tr)
 #define B_CLAMP(KK) coopMatLoadTensorNV(mb, H16(p.b).v, 0, sliceTensorLayoutNV(lbc, tok0, BN, KK, BK), tr)
