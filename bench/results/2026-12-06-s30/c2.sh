@@ -15,5 +15,6 @@ for s in "$@"; do
   cat /tmp/z-$s.txt /tmp/l-$s.txt > "$O/batched-$s.txt"
 done
 s=$1
+[ "${SBS:-1}" = 0 ] && exit 0
 REPS=2 LLAMA_DIR=$L OUTDIR=$O/sbs-$s timeout ${SBS_LIMIT:-240} bash .dev/side-by-side.sh $Z $s > /dev/null 2>&1
 cat $O/sbs-$s/table.md
