@@ -55,11 +55,15 @@ static void test_kernel_choice(void) {
     o.mm_scratch = 0;                                                              /* no f16 path */
     CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, false), VKMM_TILED);
     CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, true), VKMM_MATVEC);
+    /* the f16 GEMM takes a norm only where it dequantises its tiles (below mm_prep_tok) */
+    const uint32_t prep = o.t.mm_prep_tok;
+    CHECK(prep > 1 && prep != ZN_VK_OFF);
     for (int x = VKX_PLAIN; x <= VKX_SWIGLU; x++) {
-        CHECK(vkops_mm_takes(VKMM_MATVEC, x, true));
-        CHECK(vkops_mm_takes(VKMM_GEMM, x, true));
-        CHECK_EQ_INT(vkops_mm_takes(VKMM_TILED, x, false), x == VKX_PLAIN);
-        CHECK(!vkops_mm_takes(VKMM_TILED, x, true));
+        CHECK(vkops_mm_takes(&o, VKMM_MATVEC, x, true, 512));
+        CHECK(vkops_mm_takes(&o, VKMM_GEMM, x, true, prep - 1));
+        CHECK_EQ_INT(vkops_mm_takes(&o, VKMM_GEMM, x, true, prep), x != VKX_RMSNORM);
+        CHECK_EQ_INT(vkops_mm_takes(&o, VKMM_TILED, x, false, 512), x == VKX_PLAIN);
+        CHECK(!vkops_mm_takes(&o, VKMM_TILED, x, true, 512));
     }
 }
 
@@ -235,13 +239,15 @@ static void test_qwen3_decode(void) {
 }
 
 /* Prefill: on a GPU the GEMM takes the matmuls of mm_min_tok (32)+ tokens; it converts
- * x with a SwiGLU or an RMS norm applied, and takes groups. On lavapipe
- * everything stays on the mat-vec. */
+ * x with a SwiGLU applied, with an RMS norm below mm_prep_tok (128) tokens,
+ * and takes groups. On lavapipe everything stays on the mat-vec. */
 static void test_qwen3_prefill(void) {
     fixture f;
-    if (!fx_open(&f, "qwen3-dense-q4_k_m", 32)) return;
+    if (!fx_open(&f, "qwen3-dense-q4_k_m", 128)) return;
     fx_plan(&f, 32, GPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, true, true);
+    fx_plan(&f, 128, GPU_DEV, false, 1000);
+    for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, false, true);
     fx_plan(&f, 32, CPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer - 1; il++) check_qwen3_layer(&f, il, true, true);
     /* 4 tokens: still the mat-vec on the GPU */
@@ -301,7 +307,7 @@ static void test_group_limits(void) {
 /* MoE decode (llama-moe): the FFN norm into the router and the expert
  * mat-vecs; the experts' SwiGLU into the down experts. Prefill on a GPU:
  * 128 tokens (beyond moe_min_tok) take the grouped GEMM, which converts x
- * with either applied: the same fusions. */
+ * with a SwiGLU applied but at 128 tokens (mm_prep_tok) not a norm. */
 static void test_moe(void) {
     fixture f;
     if (!fx_open(&f, "llama-moe-q4_k_m", 128)) return;
@@ -314,8 +320,8 @@ static void test_moe(void) {
     }
     fx_plan(&f, 128, GPU_DEV, false, 1000);
     for (int il = 0; il < f.m.hp.n_layer - 1; il++) {
-        CHECK(f.p.skip[node(&f, il, "ffn_norm")]);
-        CHECK_EQ_INT(xmode(&f, node(&f, il, "ffn_moe_gate")), VKX_RMSNORM);
+        CHECK(!f.p.skip[node(&f, il, "ffn_norm")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, il, "ffn_moe_gate")), VKX_PLAIN);
         CHECK(f.p.skip[node(&f, il, "ffn_moe_swiglu")]);
     }
     fx_close(&f);
@@ -510,27 +516,30 @@ static void test_norm_not_fused(void) {
 }
 
 /* Many tokens on a GPU: a norm read by a matrix of few rows (the mat-vec
- * takes them at any token count) or by a GEMM-sized one of a quantised
- * type (the f16 GEMM normalises x as it converts it) is fused; by an F32
- * one (the tiled f32 kernel reads plain x) it is not. */
+ * takes them at any token count) is fused; by a GEMM-sized one of a
+ * quantised type, fused below mm_prep_tok (128) tokens, where the f16
+ * GEMM normalises x as it converts it, not from there on; by an F32 one
+ * (the tiled f32 kernel reads plain x) not. */
 static void test_norm_rows_rule(void) {
     /* 32 tokens: more than the GPU row's mm_min_tok, below which every matrix is on the mat-vec */
-    static const struct { zn_type t; int rows; bool fused; } cases[] = {
-        {ZN_TYPE_Q4_K, 16, true}, {ZN_TYPE_Q4_K, 4096, true}, {ZN_TYPE_F32, 4096, false}};
+    static const struct { zn_type t; int rows, n; bool fused; } cases[] = {
+        {ZN_TYPE_Q4_K, 16, 32, true},     {ZN_TYPE_Q4_K, 16, 128, true}, {ZN_TYPE_Q4_K, 4096, 32, true},
+        {ZN_TYPE_Q4_K, 4096, 128, false}, {ZN_TYPE_F32, 4096, 32, false}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         hand h;
-        hand_init(&h, 32);
+        const int nt = cases[c].n;
+        hand_init(&h, nt);
         gguf_tensor *nw = hand_w(&h, ZN_TYPE_F32, 256, 1), *w = hand_w(&h, cases[c].t, 256, cases[c].rows);
-        int x = graph_input(&h.g, 32, 256), y = graph_act(&h.g, 32, 256), m = graph_act(&h.g, 32, cases[c].rows);
-        int o = graph_act(&h.g, 32, 256);
+        int x = graph_input(&h.g, nt, 256), y = graph_act(&h.g, nt, 256), m = graph_act(&h.g, nt, cases[c].rows);
+        int o = graph_act(&h.g, nt, 256);
         zn_node *n = hnode(&h, ZN_OP_RMSNORM, y, x, -1);
         n->w[0] = nw;
         n->norm = (zn_norm_params){.group = 256, .eps = 1e-6f};
         hnode(&h, ZN_OP_MATMUL, m, y, -1)->w[0] = w;
         hnode(&h, ZN_OP_ADD, o, x, x); /* x read after the matmul */
         hand_plan_pol(&h, m, GPU_DEV);
-        CHECK_MSG(h.p.skip[0] == cases[c].fused, "%s, %d rows: norm %sfused", zn_type_name(cases[c].t), cases[c].rows,
-                  h.p.skip[0] ? "" : "not ");
+        CHECK_MSG(h.p.skip[0] == cases[c].fused, "%s, %d rows, %d tokens: norm %sfused", zn_type_name(cases[c].t),
+                  cases[c].rows, nt, h.p.skip[0] ? "" : "not ");
         CHECK_EQ_INT(h.p.fx[y].mode, cases[c].fused ? VKX_RMSNORM : VKX_PLAIN);
         hand_free(&h);
     }

@@ -69,10 +69,12 @@ int vkfuse_matmul_run(const zn_graph *g, int i) {
     return n;
 }
 
-/* The kernel matmul node m takes (vkops_mm_kernel). */
-static vkmm_kernel kernel_of(const vkfuse_env *env, const zn_graph *g, const zn_node *m, uint32_t nrows) {
+/* Does matmul node m (of nrows rows: the group's when grouped) take x in
+ * mode xmode on the kernel it runs on (vkops_mm_kernel, vkops_mm_takes)? */
+static bool takes(const vkfuse_env *env, const zn_graph *g, const zn_node *m, uint32_t nrows, int xmode, bool group) {
     const bool moe = m->op == ZN_OP_MOE_MATMUL;
-    return vkops_mm_kernel(env->o, m->w[0]->type, (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows, nrows, moe);
+    const uint32_t n_tok = (uint32_t)g->acts[m->src[moe ? 1 : 0]].rows;
+    return vkops_mm_takes(env->o, vkops_mm_kernel(env->o, m->w[0]->type, n_tok, nrows, moe), xmode, group, n_tok);
 }
 
 /* Can node i's result be computed inside each of its consumers instead? An
@@ -80,7 +82,8 @@ static vkmm_kernel kernel_of(const vkfuse_env *env, const zn_graph *g, const zn_
  * one, the merged experts' gate_up: up then sits at a column offset in x's
  * own rows, read as aux + x's offset like a second input) can, when every
  * reader is a matmul whose kernel reads x in that mode (vkops_mm_takes: the
- * mat-vec either, the f16 GEMM a SwiGLU), and the producer's inputs are
+ * mat-vec either, the f16 GEMM a SwiGLU, and a norm below mm_prep_tok
+ * tokens), and the producer's inputs are
  * still intact when those matmuls run: the norm's input must outlive them
  * (the planner then keeps it), the SwiGLU's single reader must come right
  * after it and not write over its inputs. */
@@ -106,7 +109,7 @@ static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
         if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
         const int mode = n->op == ZN_OP_RMSNORM ? VKX_RMSNORM : VKX_SWIGLU;
-        if (!vkops_mm_takes(kernel_of(env, g, m, (uint32_t)m->w[0]->ne[1]), mode, false)) return false;
+        if (!takes(env, g, m, (uint32_t)m->w[0]->ne[1], mode, false)) return false;
     }
     return true;
 }
@@ -299,7 +302,7 @@ static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g,
     /* one matmul of the stacked rows: its kernel must take the group (and
      * the x mode every member reads) */
     const zn_node *a = &g->nodes[i];
-    return vkops_mm_takes(kernel_of(env, g, a, rows), p->fx[a->src[0]].mode, true) ? n : 1;
+    return takes(env, g, a, rows, p->fx[a->src[0]].mode, true) ? n : 1;
 }
 
 void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {

@@ -223,7 +223,8 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, bool
  * them (the A operand is the weights), rather than multiply a dequantised
  * copy that mm_prep.comp writes first? Below t.mm_prep_tok tokens; F32
  * weights never come here. */
-static bool mm_direct(const vkops *o, const vkop_mm *a) { return a->n_tok < o->t.mm_prep_tok; }
+static bool mm_direct_tok(const vkops *o, uint32_t n_tok) { return n_tok < o->t.mm_prep_tok; }
+static bool mm_direct(const vkops *o, const vkop_mm *a) { return mm_direct_tok(o, a->n_tok); }
 
 /* Split-K (tuning mm_split_wgs, mm_split_k): a batched decode step's GEMM
  * has a workgroup per row tile (its tokens fit one tile), each walking all
@@ -385,8 +386,9 @@ vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t 
     return f16_path(o, t) ? VKMM_GEMM : VKMM_TILED;
 }
 
-bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group) {
-    if (k == VKMM_MATVEC || k == VKMM_GEMM) return true;
+bool vkops_mm_takes(const vkops *o, vkmm_kernel k, int xmode, bool group, uint32_t n_tok) {
+    if (k == VKMM_MATVEC) return true;
+    if (k == VKMM_GEMM) return xmode != VKX_RMSNORM || mm_direct_tok(o, n_tok);
     return xmode == VKX_PLAIN && !group;
 }
 

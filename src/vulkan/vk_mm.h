@@ -94,11 +94,15 @@ vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t 
  * int8 GEMM of the mat-vec kernel's path: t.mmi_*, Q4_K, and where its
  * tiles fit the device's shared memory)? */
 bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok);
-/* Does kernel k read x in mode xmode (vkop_mm.xmode) / take a group? The
- * mat-vec takes every mode and groups; the f16 GEMM applies either mode
- * while converting x (mm_prep.comp) and takes groups; the tiled kernel
- * neither. */
-bool vkops_mm_takes(vkmm_kernel k, int xmode, bool group);
+/* Does kernel k, for n_tok tokens, read x in mode xmode (vkop_mm.xmode) /
+ * take a group? The mat-vec takes every mode and groups; the f16 GEMM
+ * takes groups and applies a SwiGLU while converting x (mm_prep.comp), an
+ * RMS norm only below t.mm_prep_tok tokens: there (batched decode) it
+ * saves a dispatch and a barrier, H100 2026-12-06 8B 2,546 -> 2,632 tok/s
+ * at 32 sequences; in prefill a workgroup per row normalising cost 0.8 %
+ * of pp512 against the norm kernel (bench/results/2026-12-06-s30.md); the
+ * tiled kernel neither. */
+bool vkops_mm_takes(const vkops *o, vkmm_kernel k, int xmode, bool group, uint32_t n_tok);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
