@@ -125,19 +125,13 @@ void main() {
                      v[i + 6u], v[i + 7u]);
             }
     } else if (g < n) {
-        const uint64_t off = x_off(R), src = p.x + off, aux = p.aux + off;
-        const bool swiglu = (p.flags & 2u) != 0u;
-        if ((p.flags & 1u) != 0u && 32u * (s + 1u) <= p.ncols)
-            for (uint j = 0; j < 8u; j++) {
-                const vec4 f = F32x4(src + 128ul * s + 16u * j).v[0];
-                const vec4 u = swiglu ? F32x4(aux + 128ul * s + 16u * j).v[0] : vec4(1.0);
-                for (uint k = 0; k < 4u; k++) v[4u * j + k] = swiglu ? silu(f[k]) * u[k] : f[k];
-            }
-        else
-            for (uint j = 0; j < 32u; j++) {
-                const uint i = 32u * s + j;
-                v[j] = i >= p.ncols ? 0.0 : swiglu ? silu(F32(src).v[i]) * F32(aux).v[i] : F32(src).v[i];
-            }
+        const uint64_t off = x_off(R);
+        x_step(p.x + off, s, v);
+        if ((p.flags & 2u) != 0u) { // SwiGLU: silu(x) * up, up at the same offset of aux
+            float u[32];
+            x_step(p.aux + off, s, u);
+            for (uint j = 0; j < 32u; j++) v[j] = silu(v[j]) * u[j];
+        }
         for (uint c = 0; c < 32u; c += 8u)
             put8(tid * 4u + c / 8u, v[c], v[c + 1u], v[c + 2u], v[c + 3u], v[c + 4u], v[c + 5u], v[c + 6u], v[c + 7u]);
     }
