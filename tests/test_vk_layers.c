@@ -485,7 +485,6 @@ static void test_attention_dec(void) {
 static void test_attention_mm(void) {
     const double tol = 5e-7;
     const vkops saved = E.o;
-    const vkop_kind k = E.o.coopmat ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
     E.o.mm_emulate = !E.o.coopmat;
     E.o.fa_cm = true;
     int n_run = 0, n_kv2 = 0;
@@ -493,6 +492,7 @@ static void test_attention_mm(void) {
         if (!vkops_fa_cfg_ok(&E.o, ci)) continue;
         const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
         const int hd = (int)f->hd;
+        const vkop_kind k = vkops_fa_kind(&E.o, ci);
         E.o.t.fa_cfg = ci;
         E.o.t.fa_kv2 = true;
         const uint32_t kv2_bytes = vkops_fa_cfg_bytes(&E.o, ci);
@@ -501,7 +501,7 @@ static void test_attention_mm(void) {
             if (!v && vkops_fa_cfg_bytes(&E.o, ci) == kv2_bytes) break; /* no second buffer here anyway */
             n_kv2 += v;
             vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built with this fa_kv2 */
-            CHECK(vkops_fa_cfg_for(&E.o, f->hd) == ci);
+            CHECK(vkops_fa_cfg_for(&E.o, f->hd, 16) == ci && vkops_fa_cfg_for(&E.o, f->hd, 1u << 20) == ci);
             const double e[] = {
                 attn_case(4, 4, hd, hd, 0, 37, false),   /* GQA 1, odd length */
                 attn_case(8, 2, hd, hd, 21, 130, false), /* GQA 4 after a prefix */
@@ -510,8 +510,9 @@ static void test_attention_mm(void) {
                 attn_case(4, 2, hd, hd, 240, 33, false), /* rows and keys in two cache blocks */
             };
             for (size_t i = 0; i < sizeof e / sizeof *e; i++)
-                CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys, %s), case %zu: nmse %.3g", ci, f->hd,
-                          f->br, f->bc, v ? "K/V buffers" : "one K/V buffer", i, e[i]);
+                CHECK_MSG(e[i] <= tol, "config %u (hd %u, %u rows x %u keys, %s, %s), case %zu: nmse %.3g", ci,
+                          f->hd, f->br, f->bc, f->sg ? "a subgroup per 16 rows" : "shared S tiles",
+                          v ? "K/V buffers" : "one K/V buffer", i, e[i]);
             CHECK_MSG(E.o.pipes[k][ci].pipe != VK_NULL_HANDLE, "config %u: kernel not used (%s)", ci, E.o.fa_err);
             E.o.fa_cm = true;
             n_run++;
@@ -520,19 +521,24 @@ static void test_attention_mm(void) {
     /* lavapipe (32 KiB of shared memory) fits the defaults and 16-row hd
      * 128, which has room for the second buffer */
     CHECK(n_run >= 5 && n_kv2 >= 1);
-    bool dims[3] = {false, false, false};
+    bool dims[3] = {false, false, false}, sg = false;
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
-        if (vkops_fa_cfg_ok(&E.o, ci)) dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;
-    CHECK(dims[0] && dims[1] && dims[2]);
+        if (vkops_fa_cfg_ok(&E.o, ci)) {
+            dims[zn_vk_fa_cfgs[ci].hd == 64 ? 0 : zn_vk_fa_cfgs[ci].hd == 128 ? 1 : 2] = true;
+            sg |= zn_vk_fa_cfgs[ci].sg;
+        }
+    CHECK(dims[0] && dims[1] && dims[2] && sg); /* both kernels ran */
     E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.t.fa_cfg = saved.t.fa_cfg, E.o.t.fa_kv2 = saved.t.fa_kv2;
-    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[k][ci]); /* built as saved.t.fa_kv2 says */
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) /* built as saved.t.fa_kv2 says */
+        vkpipe_destroy(&E.o.ps, &E.o.pipes[vkops_fa_kind(&E.o, ci)][ci]);
 }
 
 /* The kernels with the cache format as a specialisation constant, built
  * anew for E.o.kvq. */
 static void kvq_set(zn_kv_type kt) {
     static const vkop_kind kinds[] = {VKO_KV_STORE,   VKO_ATTN,        VKO_ATTN_FA,     VKO_ATTN_DEC64,
-                                      VKO_ATTN_DEC128, VKO_ATTN_DEC256, VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU};
+                                      VKO_ATTN_DEC128, VKO_ATTN_DEC256, VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,
+                                      VKO_ATTN_FA_SG,  VKO_ATTN_FA_SGE};
     E.o.kvq = vkops_kvq(kt);
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         for (int v = 0; v < ZN_VK_NVAR; v++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][v]);
@@ -595,7 +601,6 @@ static void test_attention_kvq(void) {
         CHECK_MSG(dec_used[0] && dec_used[1] && dec_used[2], "%s cache: attn_dec.comp not used for hd %s%s%s",
                   backend_kv_type_name(kts[t]), dec_used[0] ? "" : "64 ", dec_used[1] ? "" : "128 ", dec_used[2] ? "" : "256");
         E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
-        const vkop_kind mk = E.o.coopmat ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
         const bool emu = E.o.mm_emulate;
         E.o.fa_cm = true, E.o.mm_emulate = !E.o.coopmat;
         for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
@@ -604,13 +609,14 @@ static void test_attention_kvq(void) {
              * (test_attention_mm runs them all on f16 caches), and each
              * pipeline takes lavapipe ~30 s to compile without a shader cache */
             if (cs[i].hd_k != 64) continue;
-            const uint32_t ci = vkops_fa_cfg_for(&E.o, (uint32_t)cs[i].hd_k);
+            const uint32_t ci = vkops_fa_cfg_for(&E.o, (uint32_t)cs[i].hd_k, (uint32_t)(cs[i].n_past + cs[i].T));
             if (ci == ZN_VK_MM_AUTO) continue; /* no tile config fits this head dim here */
             const double e = attn_case_kv(kts[t], cs[i].n_head, cs[i].n_kv, cs[i].hd_k, cs[i].hd_v, cs[i].n_past,
                                           cs[i].T, cs[i].via_step);
             CHECK_MSG(e <= tol_mm, "%s cache, %s, on matrix products: nmse %.3g", backend_kv_type_name(kts[t]),
                       cs[i].what, e);
-            CHECK_MSG(E.o.pipes[mk][ci].pipe != VK_NULL_HANDLE && E.o.fa_cm, "%s cache, %s: attn_fa_cm.glsl not used (%s)",
+            CHECK_MSG(E.o.pipes[vkops_fa_kind(&E.o, ci)][ci].pipe != VK_NULL_HANDLE && E.o.fa_cm,
+                      "%s cache, %s: attn_fa_*.glsl not used (%s)",
                       backend_kv_type_name(kts[t]), cs[i].what, E.o.fa_err);
             n_mm++;
         }

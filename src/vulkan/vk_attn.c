@@ -26,8 +26,9 @@ _Static_assert(1 << (VK_ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS &&
  * fit 32 KiB of shared memory (lavapipe), so the op tests there run them;
  * the rest (up to 48 KiB) are for sweeps (tools/vk-bench/attn.c). */
 const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
-    {64, 64, 32},  {128, 16, 32}, {128, 64, 32}, {128, 32, 32},
-    {128, 32, 64}, {256, 16, 32}, {256, 32, 32}, {256, 16, 64},
+    {64, 64, 32, 0},  {128, 16, 32, 0}, {128, 64, 32, 0}, {128, 32, 32, 0},
+    {128, 32, 64, 0}, {256, 16, 32, 0}, {256, 32, 32, 0}, {256, 16, 64, 0},
+    {128, 64, 32, 1}, {128, 32, 32, 1}, {64, 64, 32, 1},  {128, 32, 64, 1},
 };
 #define FA_WG 128 /* attn_fa_cm.glsl: 4 subgroups of 32 */
 
@@ -44,15 +45,18 @@ static uint32_t fa_ss_floats(const vkfa_cfg *f) {
     return s > 4 * 256 ? s : 4 * 256;
 }
 
-/* Q and one K/V tile (rows padded by 8 halves), S, P (padded), alpha */
+/* attn_fa_cm.glsl: Q and one K/V tile (rows padded by 8 halves), S, P
+ * (padded), alpha; attn_fa_sg.glsl: K and V tiles (Q passes through them),
+ * each subgroup's S and P, alpha */
 static uint32_t fa_base_bytes(const vkfa_cfg *f) {
+    if (f->sg) return 2 * f->bc * (f->hd + 8) * 2 + f->br * (f->bc + 4) * 4 + f->br * (f->bc + 8) * 2 + f->br * 4;
     return (f->br + f->bc) * (f->hd + 8) * 2 + fa_ss_floats(f) * 4 + f->br * (f->bc + 8) * 2 + f->br * 4;
 }
 
 /* A second K/V tile (K and V in buffers of their own) where it fits and
  * the tuning's fa_kv2 is on */
 static bool fa_kv2(const vkops *o, const vkfa_cfg *f) {
-    return o->t.fa_kv2 && fa_base_bytes(f) + f->bc * (f->hd + 8) * 2 <= o->d->info.max_shared;
+    return !f->sg && o->t.fa_kv2 && fa_base_bytes(f) + f->bc * (f->hd + 8) * 2 <= o->d->info.max_shared;
 }
 
 uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci) {
@@ -61,16 +65,28 @@ uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci) {
 }
 
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
+    if (ci >= ZN_VK_FA_NCFG) return false;
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
+    if (fa_base_bytes(f) > o->d->info.max_shared) return false;
+    /* attn_fa_sg.glsl: Q passes through the K and V tiles; each subgroup
+     * holds its Q and O in registers (head dims up to 128) */
+    if (f->sg) return f->br <= 2 * f->bc && f->br % 16 == 0 && f->br <= 64 && f->bc % 32 == 0 && f->hd <= 128;
     /* a row's softmax threads reduce through shuffles: within one subgroup */
-    return ci < ZN_VK_FA_NCFG && fa_base_bytes(&zn_vk_fa_cfgs[ci]) <= o->d->info.max_shared &&
-           FA_WG / zn_vk_fa_cfgs[ci].br <= o->d->info.subgroup_size;
+    return FA_WG / f->br <= o->d->info.subgroup_size;
 }
 
-uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd) {
+vkop_kind vkops_fa_kind(const vkops *o, uint32_t ci) {
+    const bool sg = ci < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[ci].sg;
+    return o->coopmat ? (sg ? VKO_ATTN_FA_SG : VKO_ATTN_FA_CM) : (sg ? VKO_ATTN_FA_SGE : VKO_ATTN_FA_EMU);
+}
+
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd, uint32_t n_kv) {
     if (o->t.fa_cfg < ZN_VK_FA_NCFG && zn_vk_fa_cfgs[o->t.fa_cfg].hd == hd && vkops_fa_cfg_ok(o, o->t.fa_cfg))
         return o->t.fa_cfg;
-    for (uint32_t i = 0; i < ZN_VK_FA_NCFG; i++)
-        if (zn_vk_fa_cfgs[i].hd == hd && vkops_fa_cfg_ok(o, i)) return i;
+    const uint32_t sg = o->t.fa_sg_kv != ZN_VK_OFF && n_kv >= o->t.fa_sg_kv;
+    for (int pass = 0; pass < 2; pass++) /* the preferred kernel, else any */
+        for (uint32_t i = 0; i < ZN_VK_FA_NCFG; i++)
+            if (zn_vk_fa_cfgs[i].hd == hd && (pass || zn_vk_fa_cfgs[i].sg == sg) && vkops_fa_cfg_ok(o, i)) return i;
     return ZN_VK_MM_AUTO;
 }
 
@@ -211,8 +227,9 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
     /* on matrix products (or their emulation) where a tile config fits and
      * the rows are 16-byte aligned (a quantized cache's are read a byte at
      * a time: only Q's) */
-    const vkop_kind fk = !o->fa_cm ? VKO_ATTN_FA : o->coopmat ? VKO_ATTN_FA_CM : o->mm_emulate ? VKO_ATTN_FA_EMU : VKO_ATTN_FA;
-    const uint32_t ci = fa && fk != VKO_ATTN_FA ? vkops_fa_cfg_for(o, a->hd_k) : ZN_VK_MM_AUTO;
+    const bool mm = o->fa_cm && (o->coopmat || o->mm_emulate);
+    const uint32_t ci = fa && mm ? vkops_fa_cfg_for(o, a->hd_k, a->n_past + a->n_tok) : ZN_VK_MM_AUTO;
+    const vkop_kind fk = vkops_fa_kind(o, ci);
     const uint32_t G = a->n_head / a->n_head_kv;
     if (ci != ZN_VK_MM_AUTO && !(a->q % 16) && (o->kvq || !((a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16))) {
         const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
@@ -299,5 +316,14 @@ zn_status vkspec_attn_fa_cm(const vkops *o, vkop_kind k, vkvar v, vkspec *out, z
     const vkfa_cfg *f = &zn_vk_fa_cfgs[v.cfg];
     VKSPEC(out, spec_attn_fa_cm, {.wg = FA_WG, .hd = f->hd, .br = f->br, .bc = f->bc, .ssz = fa_ss_floats(f),
                                   .kv2 = fa_kv2(o, f), .kp = fa_kparts(f), .kvq = o->kvq});
+    return ZN_OK;
+}
+
+typedef struct spec_attn_fa_sg { uint32_t wg, hd, bc, kvq; } spec_attn_fa_sg; /* attn_fa_sg.glsl */
+
+zn_status vkspec_attn_fa_sg(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
+    (void)k, (void)err;
+    const vkfa_cfg *f = &zn_vk_fa_cfgs[v.cfg];
+    VKSPEC(out, spec_attn_fa_sg, {.wg = 2 * f->br, .hd = f->hd, .bc = f->bc, .kvq = o->kvq});
     return ZN_OK;
 }

@@ -6,12 +6,13 @@
 #include "backend.h"
 #include "vk_ops.h"
 
-/* Tile configurations of prefill attention on matrix products
- * (attn_fa_cm.glsl): head dim, (token, head) rows per workgroup (16, 32 or
- * 64), keys per tile. Per head dim the first one that fits the device's
- * shared memory is the default. */
-typedef struct vkfa_cfg { uint32_t hd, br, bc; } vkfa_cfg;
-#define ZN_VK_FA_NCFG 8 /* at most ZN_VK_NTYPES: one pipeline slot each */
+/* Tile configurations of prefill attention on matrix products: head dim,
+ * (token, head) rows per workgroup (16, 32 or 64), keys per tile, and the
+ * kernel: sg 0 attn_fa_cm.glsl (4 subgroups share each S tile), 1
+ * attn_fa_sg.glsl (a subgroup per 16 rows). Per head dim the first one the
+ * device runs is the default. */
+typedef struct vkfa_cfg { uint32_t hd, br, bc, sg; } vkfa_cfg;
+#define ZN_VK_FA_NCFG 12 /* at most ZN_VK_NVAR: one pipeline slot each */
 extern const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG];
 
 /* K/V rows (f32) into the layer kv of the paged cache (f16 rows of kdim /
@@ -74,11 +75,15 @@ typedef struct vkop_rope_p {
     uint32_t n_rot, mode, secs, pad;
 } vkop_rope_p;
 /* Shared memory bytes of tile config ci on this device, and whether the
- * device runs it; the config prefill attention of head dim hd takes
- * (ZN_VK_MM_AUTO: the scalar kernel). */
+ * device runs it; the config prefill attention of head dim hd over n_kv
+ * keys takes (ZN_VK_MM_AUTO: the scalar kernel): t.fa_cfg where it
+ * applies, else the first that runs of the kernel t.fa_sg_kv prefers. */
 uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci);
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci);
-uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd);
+uint32_t vkops_fa_cfg_for(const vkops *o, uint32_t hd, uint32_t n_kv);
+/* The pipeline kind of config ci: its kernel on cooperative matrices, or
+ * on their emulation where the device has none. */
+vkop_kind vkops_fa_kind(const vkops *o, uint32_t ci);
 uint32_t vkop_attn_splits(const vkops *o, uint32_t n_tok, uint32_t n_kv);
 /* What a recorded attention dispatch of n_tok tokens over n_kv keys fixes
  * of the position (with the step block or the sequence table set, the

@@ -39,6 +39,7 @@ typedef enum vkop_kind {
     VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L,                      /* ... quantising their x itself, by the x rows
                                                                 it holds */
     VKO_ATTN_FA_CM, VKO_ATTN_FA_EMU,                         /* per tile config (zn_vk_fa_cfgs, vk_attn.h) */
+    VKO_ATTN_FA_SG, VKO_ATTN_FA_SGE,                         /* the same, the configs with sg set */
     VKO_ATTN_DEC64, VKO_ATTN_DEC128, VKO_ATTN_DEC256,        /* per query rows (log2) */
     VKO_MMQ, VKO_MMQ_EMU, VKO_MMQ_CM2, VKO_MMQ_CM2_MOE,      /* the f16 GEMMs reading the weights directly
                                                                 (per tile config and weight type) */
@@ -76,7 +77,8 @@ typedef struct vkops {
     bool mm_emulate;
     bool mm_cm2;              /* GEMMs of that path on mmf_cm2.comp (device coopmat2 and t.mm_cm2;
                                  off after the driver refused such a pipeline) */
-    /* Prefill attention (16+ rows, head dims 64/128/256) on attn_fa_cm.glsl:
+    /* Prefill attention (16+ rows, head dims 64/128/256) on attn_fa_cm.glsl
+     * or attn_fa_sg.glsl (by tile config, vkops_fa_kind):
      * on cooperative matrices where the device has them, else on their
      * emulation when mm_emulate (tests), else on attn_fa.comp. */
     bool fa_cm;
@@ -85,7 +87,7 @@ typedef struct vkops {
      * 1 Q8_0 blocks, 2 Q4_0 blocks: kvq.glsl), a specialisation constant of
      * kv_store.comp, attn.comp and attn_fa.comp (KVQ). Those are the only
      * kernels that store and read a quantised cache -- the fused rope + KV
-     * store, attn_dec.comp and attn_fa_cm.glsl are not taken with one. */
+     * store, attn_dec.comp and attn_fa_*.glsl are not taken with one. */
     uint32_t kvq;
     bool attn_dec;            /* decode attention per KV head (attn_dec.comp) where it applies:
                                  t.attn_dec on a device with subgroups of 8 or more */

@@ -59,6 +59,7 @@ zn_status vkspec_attn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err 
 zn_status vkspec_attn_dec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_attn_fa(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_attn_fa_cm(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
+zn_status vkspec_attn_fa_sg(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_kv_store(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);
 zn_status vkspec_conv1d(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);   /* vk_gdn.c */
 zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err);

@@ -93,6 +93,8 @@ typedef struct vktune {
     uint32_t fa_cfg;          /* zn_vk_fa_cfgs index, ZN_VK_AUTO: the first that fits */
     bool fa_kv2;              /* K and V tiles in buffers of their own where shared memory allows */
     uint32_t fa_min_tok;      /* prefill attention kernels from this many query rows */
+    uint32_t fa_sg_kv;        /* from this many keys prefill attention prefers a subgroup per 16 rows
+                                 (attn_fa_sg.glsl) to shared S tiles (off: never) */
     /* execution */
     bool poll;                /* poll for the end of a step instead of blocking on the fence */
 } vktune;

@@ -64,13 +64,12 @@ int main(int argc, char **argv) {
         /* -1: the scalar kernel (the reference), 0..NCFG-1: the configs, NCFG:
          * the default; each with K and V in buffers of their own (where that
          * fits), then in one */
-        const vkop_kind kind = cm ? VKO_ATTN_FA_CM : VKO_ATTN_FA_EMU;
         for (int ci = -1; ci <= ZN_VK_FA_NCFG; ci++) {
             if (ci >= 0 && ci < ZN_VK_FA_NCFG && (zn_vk_fa_cfgs[ci].hd != hd || !vkops_fa_cfg_ok(&o, (uint32_t)ci))) continue;
             o.fa_cm = ci >= 0;
             o.mm_emulate = !cm;
             o.t.fa_cfg = ci >= 0 && ci < ZN_VK_FA_NCFG ? (uint32_t)ci : ZN_VK_MM_AUTO;
-            const uint32_t used = ci >= 0 ? vkops_fa_cfg_for(&o, hd) : ZN_VK_MM_AUTO;
+            const uint32_t used = ci >= 0 ? vkops_fa_cfg_for(&o, hd, n_ctx) : ZN_VK_MM_AUTO;
             uint32_t b0 = 0, b1 = 0;
             if (used != ZN_VK_MM_AUTO) {
                 o.t.fa_kv2 = false, b0 = vkops_fa_cfg_bytes(&o, used);
@@ -80,8 +79,9 @@ int main(int argc, char **argv) {
                 char name[64];
                 o.t.fa_kv2 = v;
                 if (used != ZN_VK_MM_AUTO) {
-                    vkpipe_destroy(&o.ps, &o.pipes[kind][used]); /* rebuilt with this fa_kv2 */
-                    snprintf(name, sizeof name, "%s %ux%u %s%s (%u B)", cm ? "cm" : "emu", zn_vk_fa_cfgs[used].br,
+                    vkpipe_destroy(&o.ps, &o.pipes[vkops_fa_kind(&o, used)][used]); /* rebuilt with this fa_kv2 */
+                    snprintf(name, sizeof name, "%s%s %ux%u %s%s (%u B)", cm ? "cm" : "emu",
+                             zn_vk_fa_cfgs[used].sg ? " sg" : "", zn_vk_fa_cfgs[used].br,
                              zn_vk_fa_cfgs[used].bc, v ? "K|V" : "KV", ci == ZN_VK_FA_NCFG ? " default" : "", v ? b1 : b0);
                 } else {
                     snprintf(name, sizeof name, ci < 0 ? "scalar attn_fa" : "%s: no config fits", cm ? "cm" : "emu");

@@ -77,41 +77,7 @@ float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
 }
 #endif
 
-// K or V rows jt.. of this KV head, 16 bytes per load, into registers
-// (in flight while products run), then into kv at offset o; a quantized
-// cache's 8 values dequantized (kvq.glsl) and rounded to f16 there, as the
-// CPU backend's attention keeps them. Keys past
-// kv_end are zeroed (the cache holds garbage there, and 0 * NaN would
-// poison O) and their block table entries not read (there may be no
-// block); each key's row is looked up on its own (tiles may span blocks).
-const uint NLD = BC * HD / 8u / WG;
-uvec4 rk[NLD], rv[NLD];
-void fetch(bool is_v, uint jt, uint kv_end, uint kvh) {
-    const uint off = is_v ? p.voff : p.koff;
-    for (uint i = 0; i < NLD; i++) {
-        const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
-        uvec4 v = uvec4(0);
-        if (jt + key < kv_end && KVQ != 0u) {
-            const uint64_t row = kv_row(p.tab, jt + key, p.pos_bytes, off);
-            const vec4 a = kvq4(row, kvh * HD + 8u * c8), b = kvq4(row, kvh * HD + 8u * c8 + 4u);
-            v = uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
-        } else if (jt + key < kv_end) {
-            v = U32x4(kv_row(p.tab, jt + key, p.pos_bytes, off) + 2ul * (kvh * HD + 8u * c8)).v[0];
-        }
-        if (is_v) rv[i] = v;
-        else rk[i] = v;
-    }
-}
-void put(bool is_v) {
-    for (uint i = 0; i < NLD; i++) {
-        const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
-        const uvec4 v = is_v ? rv[i] : rk[i];
-        for (uint c = 0; c < 4u; c++) kv[(is_v ? VO : 0u) + key * LQ + 4u * c8 + c] = unpackFloat2x16(v[c]);
-    }
-}
-
-// dst row of pair i of this block (i < n_tok * G)
-uint out_row(uint pr, uint kvh, uint G) { return (pr / G) * p.n_head + kvh * G + pr % G; }
+#include "attn_fa_tile.glsl"
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -272,10 +238,7 @@ void main() {
             ss[so + (lane % 16u) * 16u + lane / 16u + 2u * e] = o[j][e] * al[16u * ors + lane % 16u];
         barrier();
 #endif
-        for (uint e = 0; e < 8u; e++) {
-            const uint x = lane + 32u * e, pr = p0 + 16u * ors + x / 16u;
-            if (pr < np) F32(p.dst).v[out_row(pr, kvh, G) * HD + 16u * (oct + j) + x % 16u] = ss[so + x];
-        }
+        out_tile(so, lane, p0, 16u * ors, 16u * (oct + j), np, kvh, G);
 #ifdef CM
         subgroupMemoryBarrierShared();
         subgroupBarrier();
