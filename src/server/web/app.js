@@ -204,6 +204,8 @@ async function generate(conv, msg) {
     }, 'It is needed to chat.');
     if (!resp.ok) throw new Error(await errorOf(resp));
     for await (const data of sseData(resp)) {
+      // Stop ends the reply where it is: events already read in the same burst are not shown
+      if (controller.signal.aborted) throw new DOMException('stopped', 'AbortError');
       if (data === '[DONE]') break;
       let j;
       try { j = JSON.parse(data); } catch { throw new Error('the server sent an event that is not JSON: ' + data.slice(0, 200)); }
