@@ -69,18 +69,15 @@ void main() {
 #else
     const uint sg = tid / 32u, lane = tid % 32u;
 #endif
-    const uint G = p.n_head / p.n_head_kv, kvh = gl_WorkGroupID.y, np = p.n_tok * G;
-    const uint p0 = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * BR; // the longest blocks first
-    const uint n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
-    const uint kv_end = n_past + (min(p0 + BR, np) - 1u) / G + 1u; // keys the block needs
+    const fa_block b = fa_block_of(BR);
+    const uint G = b.G, kvh = b.kvh, np = b.np, p0 = b.p0, n_past = b.n_past, kv_end = b.kv_end;
     // this subgroup's rows: none past the last pair (idle), else keys up to last
     const bool idle = p0 + 16u * sg >= np;
     const uint last = idle ? 0u : n_past + (min(p0 + 16u * sg + 16u, np) - 1u) / G;
 
     for (uint w = tid; w < BR * HD / 4u; w += WG) {
-        const uint r = w / (HD / 4u), c4 = w % (HD / 4u), pr = p0 + r;
-        vec4 x = vec4(0.0);
-        if (pr < np) x = F32x4(p.q + 4ul * (uint64_t(out_row(pr, kvh, G)) * HD + 4u * c4)).v[0] * p.scale;
+        const uint r = w / (HD / 4u), c4 = w % (HD / 4u);
+        const vec4 x = q_at(b, p0 + r, c4);
         kv[r * LQ + 2u * c4] = f16vec2(x.xy);
         kv[r * LQ + 2u * c4 + 1u] = f16vec2(x.zw);
     }

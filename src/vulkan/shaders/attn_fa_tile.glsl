@@ -38,6 +38,24 @@ void put(bool is_v) {
 // dst row of pair i of this block (i < n_tok * G)
 uint out_row(uint pr, uint kvh, uint G) { return (pr / G) * p.n_head + kvh * G + pr % G; }
 
+// A workgroup's block: the BR pairs from p0 of KV head kvh (G query heads
+// each; np pairs in all), the longest blocks first; the keys it needs.
+struct fa_block { uint G, kvh, np, p0, n_past, kv_end; };
+fa_block fa_block_of(uint br) {
+    fa_block b;
+    b.G = p.n_head / p.n_head_kv, b.kvh = gl_WorkGroupID.y, b.np = p.n_tok * b.G;
+    b.p0 = (gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x) * br;
+    b.n_past = p.step != 0 ? U32(p.step).v[0] : p.n_past;
+    b.kv_end = b.n_past + (min(b.p0 + br, b.np) - 1u) / b.G + 1u;
+    return b;
+}
+
+// Four scaled Q values of pair pr (zeros past the last pair), head dims 4 c4 ..
+vec4 q_at(fa_block b, uint pr, uint c4) {
+    if (pr >= b.np) return vec4(0.0);
+    return F32x4(p.q + 4ul * (uint64_t(out_row(pr, b.kvh, b.G)) * HD + 4u * c4)).v[0] * p.scale;
+}
+
 // The 16x16 tile staged (row-major) at ss[so] into dst: rows p0 + r0 ..
 // of the block's pairs (those past np dropped), head dims c0 ..; a
 // subgroup's 32 lanes, 8 values each.
