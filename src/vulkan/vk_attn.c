@@ -27,10 +27,8 @@ _Static_assert(1 << (VK_ATTN_DEC_SLOTS - 1) == ZN_VK_ATTN_DEC_MAX_ROWS &&
  * the rest (up to 48 KiB) are for sweeps (tools/vk-bench/attn.c).
  * attn_fa_sg.glsl's (sg 1) come after: from t.fa_sg_kv keys on the first of
  * them that runs is the default. A quarter of the workgroups of 16-row
- * tiles, fewer barriers: H200, 2026-12-06 (bench/results/2026-12-06-s31.md),
- * 8B 64 x 32 against 16 x 32, pp4096 7,260 against 7,175 tok/s, 512
- * tokens after 3,584 6,176 against 5,959, but one layer's 512 tokens from
- * empty 97 against 83 us. */
+ * tiles, fewer barriers: H100, 2026-12-06 (bench/results/2026-12-06-s31.md),
+ * 8B 64 x 32 on every chunk, pp4096 8,259 against 6,910 tok/s. */
 const vkfa_cfg zn_vk_fa_cfgs[ZN_VK_FA_NCFG] = {
     {64, 64, 32, 0},  {128, 16, 32, 0}, {128, 64, 32, 0}, {128, 32, 32, 0},
     {128, 32, 64, 0}, {256, 16, 32, 0}, {256, 32, 32, 0}, {256, 16, 64, 0},

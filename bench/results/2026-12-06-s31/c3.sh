@@ -8,7 +8,5 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat .dev/commi
 echo "== tvl"; timeout 240 .dev/tvl 2>&1 | tail -2
 mkdir -p /tmp/sbs-models; [ -f $f ] || .dev/zinc synth --like qwen3-8b --type q4_k_m -o $f > /dev/null 2>&1
 b() { echo "8B $3 $1 $2: $(timeout 60 .dev/$1 bench -m $f --backend vulkan $3 -n 0 -r 2 --tune $2 2>&1 | grep -E '^pp' | tr -s ' ')"; }
-for a in "-p 4096" "-p 512 --depth 3584" "-p 512"; do for i in 1 2; do
-  b zinc0 fa_cfg=auto "$a"; b zinc fa_cfg=auto "$a"; [ "$a" = "-p 512" ] || b zinc-u fa_cfg=8 "$a"
-done; done
-for d in 1 2 4 8 16; do b zinc-u fa_cfg=8,fa_dbg=$d "-p 4096"; done
+for a in "-p 4096" "-p 512 --depth 3584"; do for i in 1 2; do b zinc0 fa_cfg=auto "$a"; b zinc fa_cfg=auto "$a"; done; done
+for d in 0 1 2 4 8 16; do b zinc-u fa_cfg=8,fa_dbg=$d "-p 4096"; done

@@ -77,6 +77,7 @@ float kv_at(uint base, uint i) { // half i of the f16vec2 row at base
 }
 #endif
 
+#define FA_UNROLL
 #include "attn_fa_tile.glsl"
 
 void main() {

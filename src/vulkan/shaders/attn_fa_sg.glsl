@@ -16,9 +16,14 @@
 // only; the workgroup meets twice a tile, to swap in the next K and V
 // tiles, which were loaded into registers while this tile's products ran.
 // Tiles past a subgroup's last query position are skipped by it.
+// Every constant loop of the matrix path carries [[unroll]] and the S tiles
+// are KT independent chains: the driver otherwise kept loops over arrays
+// of matrices. Together they made an 8B's pp4096 6,867 -> 8,259 tok/s on
+// an H100 (bench/results/2026-12-06-s31.md, call 3).
 // The first tile holds key 0, which no row masks, so every row's max is
 // finite from then on (rows past the last pair see Q = 0 and are dropped).
 #include "common.glsl"
+#extension GL_EXT_control_flow_attributes : require
 #include "kvtab.glsl"
 
 layout(constant_id = 0) const uint WG = 128;   // NSG subgroups of 32
@@ -60,6 +65,7 @@ shared float al[BR];              // per row: alpha of this tile; at the end 1 /
 #define SG_SYNC() barrier()
 #endif
 
+#define FA_UNROLL [[unroll]]
 #include "attn_fa_tile.glsl"
 
 void main() {
@@ -89,7 +95,7 @@ void main() {
     CM_C rowm;
     coopMatLoad(rowm, ss, 0, 16, gl_CooperativeMatrixLayoutRowMajor);
     CM_A qa[HT];
-    for (uint k = 0; k < HT; k++) coopMatLoad(qa[k], kv, 16u * sg * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutRowMajor);
+    [[unroll]] for (uint k = 0; k < HT; k++) coopMatLoad(qa[k], kv, 16u * sg * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutRowMajor);
 #else
     f16vec2 qe[HD / 2u];
     for (uint d = 0; d < HD / 2u; d++) qe[d] = kv[(16u * sg + lane % 16u) * LQ + d];
@@ -107,7 +113,7 @@ void main() {
     float m = -1.0 / 0.0, l = 0.0;
 #ifdef CM
     CM_C o[HT];
-    for (uint j = 0; j < HT; j++) o[j] = CM_C(0.0);
+    [[unroll]] for (uint j = 0; j < HT; j++) o[j] = CM_C(0.0);
 #else
     float o[HT][8];
     for (uint j = 0; j < HT; j++)
@@ -122,14 +128,17 @@ void main() {
         }
         if (act) {
 #ifdef CM
-            for (uint kt = 0; kt < KT; kt++) {
-                CM_C s = CM_C(0.0);
-                for (uint k = 0; k < HT; k++) {
-                    CM_B b;
-                    coopMatLoad(b, kv, 16u * kt * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutColumnMajor);
-                    s = coopMatMulAdd(qa[k], b, s);
-                }
-                coopMatStore(s, ss, sb + 16u * kt, LS, gl_CooperativeMatrixLayoutRowMajor);
+            {
+                CM_C s[KT]; // KT independent chains
+                [[unroll]] for (uint kt = 0; kt < KT; kt++) s[kt] = CM_C(0.0);
+                [[unroll]] for (uint k = 0; k < HT; k++)
+                    [[unroll]] for (uint kt = 0; kt < KT; kt++) {
+                        CM_B b;
+                        coopMatLoad(b, kv, 16u * kt * LQ + 8u * k, LQ, gl_CooperativeMatrixLayoutColumnMajor);
+                        s[kt] = coopMatMulAdd(qa[k], b, s[kt]);
+                    }
+                [[unroll]] for (uint kt = 0; kt < KT; kt++)
+                    coopMatStore(s[kt], ss, sb + 16u * kt, LS, gl_CooperativeMatrixLayoutRowMajor);
             }
 #else
             for (uint kt = 0; kt < KT; kt++)
@@ -148,7 +157,7 @@ void main() {
         if (act) {
             float sv[CPT];
             float mt = -1.0 / 0.0;
-            for (uint i = 0; i < CPT; i++) {
+            [[unroll]] for (uint i = 0; i < CPT; i++) {
                 const uint key = jt + CPT * hf + i;
                 sv[i] = key <= qpos && key < kv_end ? ss[sb + sr * LS + CPT * hf + i] : -1.0 / 0.0;
                 mt = max(mt, sv[i]);
@@ -156,7 +165,7 @@ void main() {
             mt = max(mt, subgroupShuffleXor(mt, 1u));
             const float mn = max(m, mt), alpha = exp(m - mn);
             float sum = 0.0;
-            for (uint i = 0; i < CPT; i += 2u) {
+            [[unroll]] for (uint i = 0; i < CPT; i += 2u) {
                 // l sums the rounded values the P V product multiplies
                 const f16vec2 e = f16vec2(exp(sv[i] - mn), exp(sv[i + 1u] - mn));
                 sum += float(e.x) + float(e.y);
@@ -170,14 +179,14 @@ void main() {
         SG_SYNC();
         if (act) {
 #ifdef CM
-            for (int e = 0; e < rowm.length(); e++) {
+            [[unroll]] for (int e = 0; e < rowm.length(); e++) {
                 const float a = al[16u * sg + uint(rowm[e])];
-                for (uint j = 0; j < HT; j++) o[j][e] *= a;
+                [[unroll]] for (uint j = 0; j < HT; j++) o[j][e] *= a;
             }
-            for (uint k = 0; k < KT; k++) {
+            [[unroll]] for (uint k = 0; k < KT; k++) {
                 CM_A a;
                 coopMatLoad(a, ps, pb + 8u * k, LP, gl_CooperativeMatrixLayoutRowMajor);
-                for (uint j = 0; j < HT; j++) {
+                [[unroll]] for (uint j = 0; j < HT; j++) {
                     CM_B b;
                     coopMatLoad(b, kv, VO + 16u * k * LQ + 8u * j, LQ, gl_CooperativeMatrixLayoutRowMajor);
                     o[j] = coopMatMulAdd(a, b, o[j]);
@@ -204,9 +213,9 @@ void main() {
     if (hf == 0u) al[row] = idle ? 0.0 : 1.0 / l;
     SG_SYNC();
     // each subgroup's tiles through its own 16x16 staging tile (row-major)
-    for (uint j = 0; j < HT; j++) {
+    [[unroll]] for (uint j = 0; j < HT; j++) {
 #ifdef CM
-        for (int e = 0; e < rowm.length(); e++) o[j][e] *= al[16u * sg + uint(rowm[e])];
+        [[unroll]] for (int e = 0; e < rowm.length(); e++) o[j][e] *= al[16u * sg + uint(rowm[e])];
         coopMatStore(o[j], ss, sb, 16, gl_CooperativeMatrixLayoutRowMajor);
 #else
         for (uint e = 0; e < 8u; e++)

@@ -1,7 +1,7 @@
 // The K/V tile staging and output rows shared by the prefill attention
 // kernels (attn_fa_cm.glsl, attn_fa_sg.glsl). The includer declares WG, HD,
-// BC, KVQ, LQ, VO, the shared arrays kv and ss and the push constants p
-// first.
+// BC, KVQ, LQ, VO, the shared arrays kv and ss, the push constants p and
+// FA_UNROLL (the loop attribute of the staging loops, or nothing) first.
 // K or V rows jt.. of this KV head, 16 bytes per load, into registers
 // (in flight while products run), then into kv at offset o; a quantized
 // cache's 8 values dequantized (kvq.glsl) and rounded to f16 there, as the
@@ -13,7 +13,7 @@ const uint NLD = BC * HD / 8u / WG;
 uvec4 rk[NLD], rv[NLD];
 void fetch(bool is_v, uint jt, uint kv_end, uint kvh) {
     const uint off = is_v ? p.voff : p.koff;
-    for (uint i = 0; i < NLD; i++) {
+    FA_UNROLL for (uint i = 0; i < NLD; i++) {
         const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
         uvec4 v = uvec4(0);
         if (jt + key < kv_end && KVQ != 0u) {
@@ -28,10 +28,10 @@ void fetch(bool is_v, uint jt, uint kv_end, uint kvh) {
     }
 }
 void put(bool is_v) {
-    for (uint i = 0; i < NLD; i++) {
+    FA_UNROLL for (uint i = 0; i < NLD; i++) {
         const uint w = gl_LocalInvocationID.x + i * WG, key = w / (HD / 8u), c8 = w % (HD / 8u);
         const uvec4 v = is_v ? rv[i] : rk[i];
-        for (uint c = 0; c < 4u; c++) kv[(is_v ? VO : 0u) + key * LQ + 4u * c8 + c] = unpackFloat2x16(v[c]);
+        FA_UNROLL for (uint c = 0; c < 4u; c++) kv[(is_v ? VO : 0u) + key * LQ + 4u * c8 + c] = unpackFloat2x16(v[c]);
     }
 }
 
@@ -60,7 +60,7 @@ vec4 q_at(fa_block b, uint pr, uint c4) {
 // of the block's pairs (those past np dropped), head dims c0 ..; a
 // subgroup's 32 lanes, 8 values each.
 void out_tile(uint so, uint lane, uint p0, uint r0, uint c0, uint np, uint kvh, uint G) {
-    for (uint e = 0; e < 8u; e++) {
+    FA_UNROLL for (uint e = 0; e < 8u; e++) {
         const uint x = lane + 32u * e, pr = p0 + r0 + x / 16u;
         if (pr < np) F32(p.dst).v[out_row(pr, kvh, G) * HD + c0 + x % 16u] = ss[so + x];
     }
