@@ -130,7 +130,8 @@ static void test_tunings_differ(void) {
 }
 
 /* Prompts of several sizes (the last row's logits or all rows'), then a
- * prompt of n_pre tokens and decode steps to n_pre + n_dec keys; returns
+ * prompt of n_pre tokens, decode steps to n_pre + n_dec keys and a 16-token
+ * chunk after them; returns
  * the pipelines created after init, -1 on failure. */
 static long pipelines_during(const zn_model *m, zn_engine_opts o, int n_pre, int n_dec) {
     zn_engine e;
@@ -141,7 +142,7 @@ static long pipelines_during(const zn_model *m, zn_engine_opts o, int n_pre, int
         CHECK_MSG(false, "%s", err.msg);
         return -1;
     }
-    const int n_ctx = (n_pre + n_dec > 64 ? n_pre + n_dec : 64) + 8;
+    const int n_ctx = (n_pre + n_dec > 64 ? n_pre + n_dec : 64) + 16 + 8;
     int32_t *toks = malloc(sizeof *toks * (size_t)n_ctx);
     float *lg = malloc(sizeof *lg * (size_t)m->hp.n_vocab * 64);
     for (int i = 0; toks && i < n_ctx; i++) toks[i] = (int32_t)((i * 37 + 11) % m->hp.n_vocab);
@@ -155,6 +156,8 @@ static long pipelines_during(const zn_model *m, zn_engine_opts o, int n_pre, int
     if (!st) seq_reset(&s);
     if (!st && n_pre) st = engine_decode(&e, &s, toks, n_pre, lg, false, &err);
     for (int i = 0; !st && i < n_dec; i++) st = engine_decode(&e, &s, toks + n_pre + i, 1, lg, false, &err);
+    /* a prompt chunk after them (a server slot's next chunk, a prefix hit) */
+    if (!st) st = engine_decode(&e, &s, toks + n_pre + n_dec, 16, lg, false, &err);
     CHECK_MSG(!st, "%s", err.msg);
     zn_backend_stats bs = {0};
     if (e.be->stats) e.be->stats(e.be_ctx, &bs);
@@ -182,7 +185,7 @@ static bool vk_fixture(const char *name, zn_model *m, zn_engine_opts *o) {
     return true;
 }
 
-static void pipelines_case(const char *name, bool all) {
+static void pipelines_case(const char *name, bool all, bool sg) {
     zn_model m;
     zn_engine_opts o;
     if (!vk_fixture(name, &m, &o)) return;
@@ -202,11 +205,22 @@ static void pipelines_case(const char *name, bool all) {
         late = pipelines_during(&m, o, 0, 20);
         CHECK_MSG(late == 0, "%s, %s: %ld pipelines created after init", name, o.be.tune, late);
     }
-    /* the f16 GEMM path (emulated) from 2 tokens on, its tile configs by shape */
-    o.be.tune = "attn_chunk=8,attn_dec_min=24";
+    /* the f16 GEMM path (emulated) from 2 tokens on, its tile configs by
+     * shape; prompts over 20 keys on attn_fa_sg.glsl (emulated): the
+     * 64-token one from empty and the 16-token chunk after 12 decoded */
+    o.be.tune = "attn_chunk=8,attn_dec_min=24,fa_sg_kv=20";
     o.be.mm_emulate = true;
     late = pipelines_during(&m, o, 0, 12);
     CHECK_MSG(late == 0, "%s, emulated GEMM: %ld pipelines created after init", name, late);
+    if (sg) {
+        /* attn_fa_sg.glsl (head dim 128) only past the longest step from empty
+         * (ZN_STEP_TOKENS): the 16-token chunk after 504 keys */
+        char tune[96];
+        snprintf(tune, sizeof tune, "attn_chunk=8,attn_dec_min=24,fa_sg_kv=%d", ZN_STEP_TOKENS + 8);
+        o.be.tune = tune;
+        late = pipelines_during(&m, o, ZN_STEP_TOKENS - 12, 4);
+        CHECK_MSG(late == 0, "%s, %s: %ld pipelines created after init", name, tune, late);
+    }
     if (all) {
         /* without the init pass the same run creates them: the count is real */
         o.be.lazy_pipelines = true;
@@ -217,9 +231,9 @@ static void pipelines_case(const char *name, bool all) {
 }
 
 static void test_pipelines_at_init(void) {
-    pipelines_case("qwen3-dense-q4_k_m", true);
-    pipelines_case("qwen35-dense-q4_k_m", false);
-    pipelines_case("llama-moe-q8_0", false);
+    pipelines_case("qwen3-dense-q4_k_m", true, false);
+    pipelines_case("qwen35-dense-q4_k_m", false, true);
+    pipelines_case("llama-moe-q8_0", false, false);
 }
 
 /* The barriers of a recorded decode step (zn_backend_stats.step_barriers):

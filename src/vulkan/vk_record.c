@@ -713,7 +713,10 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     uint32_t grain = 0;
     for (int i = 0; i < ZN_VK_MM_NCFG; i++) grain = gcd32(grain, zn_vk_mm_cfgs[i].bn);
     for (int i = 0; i < ZN_VK_CM2_NCFG; i++) grain = gcd32(grain, zn_vk_cm2_cfgs[i].bn);
-    const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2};
+    /* the positions that pick other kernels: split decode, attn_dec.comp,
+     * long splits; prompts from fa_sg_kv keys on (attn_fa_sg.glsl) */
+    const uint32_t sg_past = c->o.t.fa_sg_kv == ZN_VK_OFF ? 0 : c->o.t.fa_sg_kv;
+    const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2, sg_past};
     for (int pass = 0; pass < 3 && !st; pass++) {
         const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};
         for (int all = 0; all < 2; all++) {
@@ -723,7 +726,8 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
                 if (n > 1 && n < c->max_tokens && !memcmp(&key, &last, sizeof key)) continue;
                 last = key;
                 for (size_t p = 0; p < sizeof past / sizeof *past; p++) {
-                    if (p && n > ZN_VK_ATTN_SPLIT_TOK) break;
+                    const bool sg_p = p == sizeof past / sizeof *past - 1;
+                    if (sg_p ? !sg_past : p && n > ZN_VK_ATTN_SPLIT_TOK) continue;
                     const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
                     zn_err e2 = {0};
                     if (graph_build(&g, toks, n, np, all, &e2) || g.n_nodes > c->cap_nodes || g.n_acts > c->cap_acts)
