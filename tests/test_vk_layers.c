@@ -553,8 +553,9 @@ static void kvq_set(zn_kv_type kt) {
  * attn_dec.comp (head dims 64, 128, 256; several rows; split), which keeps
  * the dequantised values as f16 (as the CPU backend does): bound 1e-6
  * (f16 rounding of values exact in f32). Then the flash prefill cases on
- * matrix products (attn_fa_cm.glsl, or its emulation), which also round
- * the dequantised values to f16: test_attention_mm's bound (hd 64). */
+ * matrix products (attn_fa_cm.glsl and attn_fa_sg.glsl, or their
+ * emulation), which also round the dequantised values to f16:
+ * test_attention_mm's bound (hd 64). */
 static void test_attention_kvq(void) {
     const double tol = 1e-10, tol_dec = 1e-6, tol_mm = 5e-7;
     int n_mm = 0;
@@ -603,26 +604,33 @@ static void test_attention_kvq(void) {
         E.o.attn_dec = false, E.o.t.attn_chunk = ZN_VK_ATTN_CHUNK;
         const bool emu = E.o.mm_emulate;
         E.o.fa_cm = true, E.o.mm_emulate = !E.o.coopmat;
-        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
-            if (cs[i].T < 16 || cs[i].hd_k != cs[i].hd_v) continue;
+        const uint32_t sg_kv = E.o.t.fa_sg_kv;
+        for (size_t i = 0; i < 2 * (sizeof cs / sizeof *cs); i++) {
+            /* the shared S tiles, then (fa_sg_kv 1) a subgroup per 16 rows */
+            E.o.t.fa_sg_kv = i < sizeof cs / sizeof *cs ? ZN_VK_OFF : 1;
+            const size_t c = i % (sizeof cs / sizeof *cs);
+            if (cs[c].T < 16 || cs[c].hd_k != cs[c].hd_v) continue;
             /* hd 64 only: the staging code is the same at every head dim
              * (test_attention_mm runs them all on f16 caches), and each
              * pipeline takes lavapipe ~30 s to compile without a shader cache */
-            if (cs[i].hd_k != 64) continue;
-            const uint32_t ci = vkops_fa_cfg_for(&E.o, (uint32_t)cs[i].hd_k, (uint32_t)(cs[i].n_past + cs[i].T));
+            if (cs[c].hd_k != 64) continue;
+            const uint32_t ci = vkops_fa_cfg_for(&E.o, (uint32_t)cs[c].hd_k, (uint32_t)(cs[c].n_past + cs[c].T));
             if (ci == ZN_VK_MM_AUTO) continue; /* no tile config fits this head dim here */
-            const double e = attn_case_kv(kts[t], cs[i].n_head, cs[i].n_kv, cs[i].hd_k, cs[i].hd_v, cs[i].n_past,
-                                          cs[i].T, cs[i].via_step);
-            CHECK_MSG(e <= tol_mm, "%s cache, %s, on matrix products: nmse %.3g", backend_kv_type_name(kts[t]),
-                      cs[i].what, e);
+            const bool sg = zn_vk_fa_cfgs[ci].sg;
+            const double e = attn_case_kv(kts[t], cs[c].n_head, cs[c].n_kv, cs[c].hd_k, cs[c].hd_v, cs[c].n_past,
+                                          cs[c].T, cs[c].via_step);
+            CHECK_MSG(e <= tol_mm, "%s cache, %s, on matrix products (%s): nmse %.3g", backend_kv_type_name(kts[t]),
+                      cs[c].what, sg ? "attn_fa_sg" : "attn_fa_cm", e);
             CHECK_MSG(E.o.pipes[vkops_fa_kind(&E.o, ci)][ci].pipe != VK_NULL_HANDLE && E.o.fa_cm,
                       "%s cache, %s: attn_fa_*.glsl not used (%s)",
-                      backend_kv_type_name(kts[t]), cs[i].what, E.o.fa_err);
+                      backend_kv_type_name(kts[t]), cs[c].what, E.o.fa_err);
+            CHECK_MSG(sg == (E.o.t.fa_sg_kv == 1), "%s cache, %s: config %u is not the kernel fa_sg_kv picks",
+                      backend_kv_type_name(kts[t]), cs[c].what, ci);
             n_mm++;
         }
-        E.o.fa_cm = false, E.o.mm_emulate = emu;
+        E.o.fa_cm = false, E.o.mm_emulate = emu, E.o.t.fa_sg_kv = sg_kv;
     }
-    CHECK_MSG(n_mm >= 6, "%d flash prefill cases on matrix products", n_mm); /* 2 per format */
+    CHECK_MSG(n_mm >= 12, "%d flash prefill cases on matrix products", n_mm); /* 2 per format and kernel */
     kvq_set(ZN_KV_F16);
     E.o.fa_cm = fa_cm, E.o.attn_dec = dec, E.o.t.attn_chunk = chunk;
 }
