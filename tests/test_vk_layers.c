@@ -830,9 +830,10 @@ static void test_conv1d(void) {
 }
 
 /* Gated delta rule: GPU over T tokens vs gdn_recurrent, with tiled key
- * heads (h_v = 2 h_k), gates precomputed or raw. */
-static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2) {
-    const int dv = dk, ld_qk = h_k * dk + 5, ld_v = h_v * dv + 3, ld_o = h_v * dv, ld_g = h_v + 1;
+ * heads (h_v = 2 h_k), gates precomputed or raw; pad: q and k rows longer
+ * than the heads (odd pads leave them unaligned for vec4 loads). */
+static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2, int pad) {
+    const int dv = dk, ld_qk = h_k * dk + pad, ld_v = h_v * dv + 3, ld_o = h_v * dv, ld_g = h_v + 1;
     size_t nqk = (size_t)T * ld_qk, nv = (size_t)T * ld_v, ns = (size_t)h_v * dv * dk;
     float *q = malloc(4 * nqk), *k = malloc(4 * nqk), *v = malloc(4 * nv), *s0 = malloc(4 * ns), *sr = malloc(4 * ns);
     float *o = malloc(4 * (size_t)T * ld_o), *or_ = malloc(4 * (size_t)T * ld_o);
@@ -883,15 +884,26 @@ static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2) {
     return e;
 }
 
+/* Every count of state rows per lane cluster (a pipeline each), with q and
+ * k rows unaligned (scalar loads) and aligned (vec4 loads). */
 static void test_gdn(void) {
     /* f32 recurrences of a few steps, different summation order: ~1e-13 */
     const double tol = 1e-10;
-    double e0 = gdn_case(2, 4, 32, 1, false, false), e1 = gdn_case(1, 2, 64, 7, true, false);
-    double e2 = gdn_case(2, 2, 128, 3, true, true), e3 = gdn_case(2, 4, 64, 5, true, true);
-    CHECK_MSG(e0 <= tol, "decode: nmse %.3g", e0);
-    CHECK_MSG(e1 <= tol, "prefill, raw gates, tiled heads: nmse %.3g", e1);
-    CHECK_MSG(e2 <= tol, "dk 128, L2 in the kernel: nmse %.3g", e2);
-    CHECK_MSG(e3 <= tol, "tiled heads, L2 in the kernel: nmse %.3g", e3);
+    const uint32_t rows = E.o.t.gdn_rows;
+    for (uint32_t r = 1; r <= 4; r *= 2) {
+        E.o.t.gdn_rows = r;
+        for (int pad = 5; pad >= 0; pad -= 5) {
+            double e0 = gdn_case(2, 4, 32, 1, false, false, pad), e1 = gdn_case(1, 2, 64, 7, true, false, pad);
+            double e2 = gdn_case(2, 2, 128, 3, true, true, pad), e3 = gdn_case(2, 4, 64, 5, true, true, pad);
+            double e4 = gdn_case(1, 2, 16, 9, true, true, pad);
+            CHECK_MSG(e0 <= tol, "rows %u, pad %d: decode: nmse %.3g", r, pad, e0);
+            CHECK_MSG(e1 <= tol, "rows %u, pad %d: prefill, raw gates, tiled heads: nmse %.3g", r, pad, e1);
+            CHECK_MSG(e2 <= tol, "rows %u, pad %d: dk 128, L2 in the kernel: nmse %.3g", r, pad, e2);
+            CHECK_MSG(e3 <= tol, "rows %u, pad %d: tiled heads, L2 in the kernel: nmse %.3g", r, pad, e3);
+            CHECK_MSG(e4 <= tol, "rows %u, pad %d: dk 16: nmse %.3g", r, pad, e4);
+        }
+    }
+    E.o.t.gdn_rows = rows;
 }
 
 int main(void) {

@@ -2,12 +2,21 @@
  * + SiLU (conv1d.comp) and the gated delta rule (gdn.comp). */
 #include "vk_ops_impl.h"
 
-/* Lanes per state row of gdn.comp: 8 (3 shuffle steps per reduction); on
+/* Lanes per cluster of gdn.comp: 8 (3 shuffle steps per reduction); on
  * narrower subgroups (lavapipe's 8) half the subgroup, so the op tests still
- * run two rows per subgroup as GPUs do. */
+ * run two clusters per subgroup as GPUs do. */
 static uint32_t gdn_lanes(const vkops *o) {
-    uint32_t sg = o->d->info.subgroup_size;
+    const uint32_t sg = o->d->info.subgroup_size;
+    if (o->t.gdn_lanes != ZN_VK_AUTO) return o->t.gdn_lanes < sg ? o->t.gdn_lanes : sg;
     return sg >= 16 ? 8 : sg > 1 ? sg / 2 : 1;
+}
+
+/* State rows per cluster: the tuned count where it divides the value head
+ * dim (a cluster's rows share one head's q and k), else fewer. */
+static vkop_kind gdn_kind(const vkops *o, uint32_t d_v, uint32_t *rows) {
+    const uint32_t want = o->t.gdn_rows;
+    *rows = want >= 4 && d_v % 4 == 0 ? 4 : want >= 2 && d_v % 2 == 0 ? 2 : 1;
+    return *rows == 4 ? VKO_GDN_R4 : *rows == 2 ? VKO_GDN_R2 : VKO_GDN;
 }
 
 zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
@@ -29,8 +38,10 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
 
 zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err) {
     if (!a->h_k || a->h_v % a->h_k) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u value heads / %u key heads", a->h_v, a->h_k);
+    uint32_t rows = 1;
+    const vkop_kind kind = gdn_kind(o, a->d_v, &rows);
     const vkpipe *p = NULL;
-    zn_status st = vkops_pipe(o, VKO_GDN, (vkvar){.head_dim = a->d_k}, &p, err);
+    zn_status st = vkops_pipe(o, kind, (vkvar){.head_dim = a->d_k}, &p, err);
     if (st) return st;
     struct {
         uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
@@ -40,9 +51,9 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
     } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->seqs ? 1 : a->n_tok, a->h_k,
             a->h_v, a->d_v, a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps, a->seqs};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
-    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes rows each;
-     * batched: the sequences along z */
-    const uint32_t rows_wg = 4 * (o->d->info.subgroup_size / gdn_lanes(o));
+    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes clusters of
+     * rows each; batched: the sequences along z */
+    const uint32_t rows_wg = 4 * (o->d->info.subgroup_size / gdn_lanes(o)) * rows;
     uint32_t gx, gy;
     vkops_grid2(o, (a->h_v * a->d_v + rows_wg - 1) / rows_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->seqs ? a->n_tok : 1, name);
@@ -52,7 +63,7 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
 /* ---- specialisation constants ---- */
 
 typedef struct spec_wg { uint32_t wg; } spec_wg;                        /* conv1d.comp */
-typedef struct spec_gdn { uint32_t wg, sg, dk, lpr; } spec_gdn;        /* gdn.comp */
+typedef struct spec_gdn { uint32_t wg, sg, dk, lpr, rows; } spec_gdn;  /* gdn.comp */
 
 zn_status vkspec_conv1d(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)k, (void)v, (void)err;
@@ -60,12 +71,12 @@ zn_status vkspec_conv1d(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_er
     return ZN_OK;
 }
 
-/* 4 subgroups per workgroup; the head dim a multiple of the lanes per row. */
+/* 4 subgroups per workgroup; the head dim a multiple of the lanes per cluster. */
 zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
-    (void)k;
     const uint32_t sg = o->d->info.subgroup_size, lpr = gdn_lanes(o);
     if (v.head_dim % lpr)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", v.head_dim, lpr);
-    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr});
+    const uint32_t rows = k == VKO_GDN_R4 ? 4 : k == VKO_GDN_R2 ? 2 : 1;
+    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = rows});
     return ZN_OK;
 }

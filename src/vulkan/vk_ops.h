@@ -29,7 +29,8 @@ typedef enum vkop_kind {
     VKO_NORM, VKO_ROPE, VKO_KV_STORE, VKO_ATTN, VKO_ATTN_MERGE, /* untyped (slot 0) */
     VKO_ATTN_FA,                                             /* variant by head dim */
     VKO_ELTWISE, VKO_MOE_ROUTE, VKO_ARGMAX, VKO_CONV1D,
-    VKO_GDN,                                                 /* variant by head dim */
+    VKO_GDN, VKO_GDN_R2, VKO_GDN_R4,                         /* variant by head dim; 1, 2, 4 state rows per
+                                                                lane cluster */
     VKO_MATVEC_Q, VKO_QUANTX,                                /* integer mat-vec (typed), its x (untyped) */
     VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,        /* integer mat-vec quantising x itself (typed),
                                                                 by the x row it holds (vkops.mvx) */

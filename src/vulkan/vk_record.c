@@ -714,8 +714,12 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     for (int i = 0; i < ZN_VK_MM_NCFG; i++) grain = gcd32(grain, zn_vk_mm_cfgs[i].bn);
     for (int i = 0; i < ZN_VK_CM2_NCFG; i++) grain = gcd32(grain, zn_vk_cm2_cfgs[i].bn);
     /* the positions that pick other kernels: split decode, attn_dec.comp,
-     * long splits; prompts from fa_sg_kv keys on (attn_fa_sg.glsl) */
-    const uint32_t sg_past = c->o.t.fa_sg_kv == ZN_VK_OFF ? 0 : c->o.t.fa_sg_kv;
+     * long splits; prompts from fa_sg_kv keys on, where that picks another
+     * attention config (attn_fa_sg.glsl) */
+    const uint32_t hd = (uint32_t)hp->head_dim_k, sg_kv = c->o.t.fa_sg_kv;
+    const bool sg_other = sg_kv != ZN_VK_OFF && c->o.fa_cm && (c->o.coopmat || c->o.mm_emulate) &&
+                          vkops_fa_cfg_for(&c->o, hd, sg_kv) != vkops_fa_cfg_for(&c->o, hd, 0);
+    const uint32_t sg_past = sg_other ? sg_kv : 0;
     const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2, sg_past};
     for (int pass = 0; pass < 3 && !st; pass++) {
         const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};

@@ -64,6 +64,7 @@ typedef struct tune_row {
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
     uint32_t mm_split_wgs, mm_split_k;
     uint32_t attn_dec_min, attn_wgs, fa_min_tok, fa_sg_kv;
+    uint32_t gdn_rows;
     bool poll;
 } tune_row;
 
@@ -185,7 +186,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 0, .attn_dec_min = 64,            \
-     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
+     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_rows = 1, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -205,7 +206,7 @@ static const tune_row rows[] = {
      .mmi_min_tok = ZN_VK_OFF, .mmi_max_tok = 64, .mmi_bn = 16,
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
-     .attn_dec_min = 256, .attn_wgs = ZN_VK_OFF, .fa_min_tok = 16, .fa_sg_kv = 1024, .poll = false, .mm_prep_tok = ZN_VK_OFF, .mm_split_wgs = ZN_VK_OFF,
+     .attn_dec_min = 256, .attn_wgs = ZN_VK_OFF, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_rows = 1, .poll = false, .mm_prep_tok = ZN_VK_OFF, .mm_split_wgs = ZN_VK_OFF,
      .mm_split_k = 1024},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's and H100's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
@@ -278,6 +279,8 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->attn_wgs = scaled(r, u, r->attn_wgs);
     t->fa_min_tok = r->fa_min_tok;
     t->fa_sg_kv = r->fa_sg_kv;
+    t->gdn_lanes = ZN_VK_AUTO;
+    t->gdn_rows = r->gdn_rows;
     t->poll = r->poll;
 }
 
@@ -291,6 +294,7 @@ enum {
     F_QUANT = 8, /* per type, the integer kernels' types only */
     F_M8 = 16,   /* a workgroup size, a multiple of 8 (q8x.glsl's 8-lane blocks) */
     F_M16 = 32,  /* a multiple of 16 (mmi8.comp's tokens: 16 threads' worth) */
+    F_POW2 = 64, /* a power of two */
 };
 
 typedef struct tune_key {
@@ -356,6 +360,8 @@ static const tune_key keys[] = {
     KB("fa_kv2", fa_kv2),
     KU("fa_min_tok", fa_min_tok, 1, 1u << 30, F_OFF),
     KU("fa_sg_kv", fa_sg_kv, 1, 1u << 30, F_OFF),
+    KU("gdn_lanes", gdn_lanes, 1, 64, F_AUTO | F_POW2),
+    KU("gdn_rows", gdn_rows, 1, 4, F_POW2),
     KB("poll", poll),
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
@@ -417,6 +423,7 @@ static void range_text(const tune_key *k, const vkdev_info *d, char *buf, size_t
     int n = (k->flags & F_SG) ? snprintf(buf, cap, "a multiple of %u in %u..%u", sg, sg, hi)
             : (k->flags & F_M8) ? snprintf(buf, cap, "a multiple of 8 in %u..%u", k->lo, hi)
             : (k->flags & F_M16) ? snprintf(buf, cap, "a multiple of 16 in %u..%u", k->lo, hi)
+            : (k->flags & F_POW2) ? snprintf(buf, cap, "a power of two in %u..%u", k->lo, hi)
                                 : snprintf(buf, cap, "%u..%u", k->lo, hi);
     if (n > 0 && (size_t)n < cap && (k->flags & (F_AUTO | F_OFF)))
         snprintf(buf + n, cap - (size_t)n, " or %s", (k->flags & F_AUTO) ? "auto" : "off");
@@ -437,6 +444,7 @@ static bool parse_value(const tune_key *k, const vkdev_info *d, const char *v, s
     if ((k->flags & F_SG) && *out % sg) return false;
     if ((k->flags & F_M8) && *out % 8) return false;
     if ((k->flags & F_M16) && *out % 16) return false;
+    if ((k->flags & F_POW2) && (*out & (*out - 1))) return false;
     return true;
 }
 

@@ -95,6 +95,10 @@ typedef struct vktune {
     uint32_t fa_min_tok;      /* prefill attention kernels from this many query rows */
     uint32_t fa_sg_kv;        /* from this many keys prefill attention prefers a subgroup per 16 rows
                                  (attn_fa_sg.glsl) to shared S tiles (off: never) */
+    /* the gated delta rule (gdn.comp) */
+    uint32_t gdn_lanes;       /* lanes per cluster of state rows (auto: 8, half the subgroup below 16) */
+    uint32_t gdn_rows;        /* state rows per cluster, sharing q and k (1, 2 or 4; 1 where the value
+                                 head dim is not a multiple) */
     /* execution */
     bool poll;                /* poll for the end of a step instead of blocking on the fence */
 } vktune;
