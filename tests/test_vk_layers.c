@@ -837,9 +837,10 @@ static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2, int p
     size_t nqk = (size_t)T * ld_qk, nv = (size_t)T * ld_v, ns = (size_t)h_v * dv * dk;
     float *q = malloc(4 * nqk), *k = malloc(4 * nqk), *v = malloc(4 * nv), *s0 = malloc(4 * ns), *sr = malloc(4 * ns);
     float *o = malloc(4 * (size_t)T * ld_o), *or_ = malloc(4 * (size_t)T * ld_o);
-    float alpha[64], braw[64], g[64], beta[64], dtb[8], av[8];
+    float alpha[256], braw[256], g[256], beta[256], dtb[8], av[8];
+    CHECK(T * ld_g <= 256 && h_v <= 8);
     fill(q, nqk, 1.0f); fill(k, nqk, 1.0f); fill(v, nv, 1.0f); fill(s0, ns, 0.5f);
-    fill(alpha, 64, 2.0f); fill(braw, 64, 2.0f); fill(dtb, 8, 1.0f);
+    fill(alpha, 256, 2.0f); fill(braw, 256, 2.0f); fill(dtb, 8, 1.0f);
     for (int i = 0; i < 8; i++) av[i] = -expf(frand());
     float *q_in = malloc(4 * nqk), *k_in = malloc(4 * nqk); /* what the GPU gets */
     memcpy(q_in, q, 4 * nqk);
@@ -884,26 +885,42 @@ static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2, int p
     return e;
 }
 
+static void gdn_forget_pipelines(void) {
+    const vkop_kind kinds[] = {VKO_GDN, VKO_GDN_R2, VKO_GDN_R4};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        for (int v = 0; v < ZN_VK_NVAR; v++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][v]);
+}
+
 /* Every count of state rows per lane cluster (a pipeline each), with q and
- * k rows unaligned (scalar loads) and aligned (vec4 loads). */
+ * k rows unaligned (each cluster loading its own) and aligned (staged
+ * through shared memory where the workgroup's rows are one head's: dk 32
+ * and up here), staged in chunks of 16 and of 4 tokens (40 tokens: whole
+ * and partial chunks). */
 static void test_gdn(void) {
     /* f32 recurrences of a few steps, different summation order: ~1e-13 */
     const double tol = 1e-10;
-    const uint32_t rows = E.o.t.gdn_rows;
-    for (uint32_t r = 1; r <= 4; r *= 2) {
-        E.o.t.gdn_rows = r;
-        for (int pad = 5; pad >= 0; pad -= 5) {
-            double e0 = gdn_case(2, 4, 32, 1, false, false, pad), e1 = gdn_case(1, 2, 64, 7, true, false, pad);
-            double e2 = gdn_case(2, 2, 128, 3, true, true, pad), e3 = gdn_case(2, 4, 64, 5, true, true, pad);
-            double e4 = gdn_case(1, 2, 16, 9, true, true, pad);
-            CHECK_MSG(e0 <= tol, "rows %u, pad %d: decode: nmse %.3g", r, pad, e0);
-            CHECK_MSG(e1 <= tol, "rows %u, pad %d: prefill, raw gates, tiled heads: nmse %.3g", r, pad, e1);
-            CHECK_MSG(e2 <= tol, "rows %u, pad %d: dk 128, L2 in the kernel: nmse %.3g", r, pad, e2);
-            CHECK_MSG(e3 <= tol, "rows %u, pad %d: tiled heads, L2 in the kernel: nmse %.3g", r, pad, e3);
-            CHECK_MSG(e4 <= tol, "rows %u, pad %d: dk 16: nmse %.3g", r, pad, e4);
+    const uint32_t rows = E.o.t.gdn_rows, tc = E.o.t.gdn_tc;
+    const uint32_t tcs[] = {16, 4};
+    for (size_t c = 0; c < sizeof tcs / sizeof *tcs; c++) {
+        gdn_forget_pipelines();
+        E.o.t.gdn_tc = tcs[c];
+        for (uint32_t r = 1; r <= 4; r *= 2) {
+            E.o.t.gdn_rows = r;
+            for (int pad = 5; pad >= 0; pad -= 5) {
+                double e0 = gdn_case(2, 4, 32, 1, false, false, pad), e1 = gdn_case(1, 2, 64, 7, true, false, pad);
+                double e2 = gdn_case(2, 2, 128, 3, true, true, pad), e3 = gdn_case(2, 4, 64, 40, true, true, pad);
+                double e4 = gdn_case(1, 2, 16, 9, true, true, pad), e5 = gdn_case(1, 2, 32, 21, false, true, pad);
+                CHECK_MSG(e0 <= tol, "tc %u, rows %u, pad %d: decode: nmse %.3g", tcs[c], r, pad, e0);
+                CHECK_MSG(e1 <= tol, "tc %u, rows %u, pad %d: prefill, raw gates, tiled heads: nmse %.3g", tcs[c], r, pad, e1);
+                CHECK_MSG(e2 <= tol, "tc %u, rows %u, pad %d: dk 128, L2 in the kernel: nmse %.3g", tcs[c], r, pad, e2);
+                CHECK_MSG(e3 <= tol, "tc %u, rows %u, pad %d: 40 tokens, tiled heads, L2: nmse %.3g", tcs[c], r, pad, e3);
+                CHECK_MSG(e4 <= tol, "tc %u, rows %u, pad %d: dk 16: nmse %.3g", tcs[c], r, pad, e4);
+                CHECK_MSG(e5 <= tol, "tc %u, rows %u, pad %d: dk 32, 21 tokens: nmse %.3g", tcs[c], r, pad, e5);
+            }
         }
     }
-    E.o.t.gdn_rows = rows;
+    gdn_forget_pipelines();
+    E.o.t.gdn_rows = rows, E.o.t.gdn_tc = tc;
 }
 
 int main(void) {

@@ -36,6 +36,16 @@ zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, 
     return ZN_OK;
 }
 
+/* gdn.comp's staged tokens per chunk for head dim dk: the tuned count, fewer
+ * where its shared memory (k and q, v of the workgroup's rows, the gates;
+ * double-buffered) would not fit. */
+static uint32_t gdn_chunk(const vkops *o, uint32_t dk, uint32_t rows_wg) {
+    const uint32_t per_tok = 2 * (2 * dk * 4 + rows_wg * 4 + 2 * 4);
+    uint32_t tc = o->t.gdn_tc ? o->t.gdn_tc : 1;
+    while (tc > 1 && tc * per_tok > o->d->info.max_shared) tc /= 2;
+    return tc;
+}
+
 zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err) {
     if (!a->h_k || a->h_v % a->h_k) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u value heads / %u key heads", a->h_v, a->h_k);
     uint32_t rows = 1;
@@ -43,17 +53,23 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, kind, (vkvar){.head_dim = a->d_k}, &p, err);
     if (st) return st;
+    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes clusters of
+     * rows each; batched: the sequences along z */
+    const uint32_t lpr = gdn_lanes(o), rows_wg = 4 * (o->d->info.subgroup_size / lpr) * rows;
+    const uint32_t n = a->seqs ? 1 : a->n_tok;
+    /* staged: several tokens, the workgroup's rows in one head, q and k as
+     * aligned vec4 blocks */
+    const bool stage = o->t.gdn_tc && n > 1 && a->d_v % rows_wg == 0 && a->d_k % (4 * lpr) == 0 &&
+                       !((a->q | a->k) % 16) && a->ld_qk % 4 == 0;
     struct {
         uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
         uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw, l2;
         float eps;
+        uint32_t stage;
         uint64_t seqs;
-    } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, a->seqs ? 1 : a->n_tok, a->h_k,
-            a->h_v, a->d_v, a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps, a->seqs};
+    } pc = {a->q, a->k, a->v, a->g, a->beta, a->state, a->dst, a->dt_bias, a->a, n, a->h_k,
+            a->h_v, a->d_v, a->ld_qk, a->ld_v, a->ld_o, a->ld_g, a->gate_raw, a->l2, a->eps, stage, a->seqs};
     _Static_assert(sizeof pc <= ZN_VK_PUSH_MAX, "push constants");
-    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes clusters of
-     * rows each; batched: the sequences along z */
-    const uint32_t rows_wg = 4 * (o->d->info.subgroup_size / gdn_lanes(o)) * rows;
     uint32_t gx, gy;
     vkops_grid2(o, (a->h_v * a->d_v + rows_wg - 1) / rows_wg, &gx, &gy);
     vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->seqs ? a->n_tok : 1, name);
@@ -63,7 +79,7 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
 /* ---- specialisation constants ---- */
 
 typedef struct spec_wg { uint32_t wg; } spec_wg;                        /* conv1d.comp */
-typedef struct spec_gdn { uint32_t wg, sg, dk, lpr, rows; } spec_gdn;  /* gdn.comp */
+typedef struct spec_gdn { uint32_t wg, sg, dk, lpr, rows, tc; } spec_gdn; /* gdn.comp */
 
 zn_status vkspec_conv1d(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)k, (void)v, (void)err;
@@ -77,6 +93,7 @@ zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *
     if (v.head_dim % lpr)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", v.head_dim, lpr);
     const uint32_t rows = k == VKO_GDN_R4 ? 4 : k == VKO_GDN_R2 ? 2 : 1;
-    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = rows});
+    const uint32_t tc = gdn_chunk(o, v.head_dim, 4 * (sg / lpr) * rows);
+    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = rows, .tc = tc});
     return ZN_OK;
 }

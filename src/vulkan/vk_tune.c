@@ -281,6 +281,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->fa_sg_kv = r->fa_sg_kv;
     t->gdn_lanes = ZN_VK_AUTO;
     t->gdn_rows = r->gdn_rows;
+    t->gdn_tc = 16;
     t->poll = r->poll;
 }
 
@@ -362,6 +363,7 @@ static const tune_key keys[] = {
     KU("fa_sg_kv", fa_sg_kv, 1, 1u << 30, F_OFF),
     KU("gdn_lanes", gdn_lanes, 1, 64, F_AUTO | F_POW2),
     KU("gdn_rows", gdn_rows, 1, 4, F_POW2),
+    KU("gdn_tc", gdn_tc, 0, 64, 0),
     KB("poll", poll),
 };
 #define N_KEYS (sizeof keys / sizeof *keys)
