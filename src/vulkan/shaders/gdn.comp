@@ -55,7 +55,12 @@ layout(push_constant) uniform PC {
 
 shared vec4 s_kq[2u * 2u * TC * D4];          // [buffer][k, q][token][DK / 4]
 shared float s_v[2u * TC * RWG];              // [buffer][token][row of the workgroup]
-shared float s_gb[2u * 2u * TC];              // [buffer][g, beta][token]
+shared float s_gb[2u * 2u * TC];              // [buffer][exp(g), beta][token]
+// [buffer][k, q][token]: their scales, where a subgroup's aligned groups of
+// D4 lanes hold whole rows in put() (else each cluster computes its own)
+bool norm_staged() { return D4 <= SG && SG % D4 == 0u && WG % D4 == 0u; } // a function: glslc mis-optimises a
+                                                                             // spec-constant bool in a branch
+shared float s_n[2u * 2u * TC];
 
 // The cluster's state rows and its current token's inputs (arrays sized by
 // specialisation constants can be neither passed nor assigned).
@@ -63,28 +68,43 @@ float S[RPT][PL], ck[PL], cq[PL], cv[RPT];
 
 float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
-float cluster_add(float x) {
-    [[unroll]] for (uint o = LPR / 2u; o > 0u; o >>= 1) x += subgroupShuffleXor(x, o);
+// The sum over aligned groups of w lanes (a power of two up to SG).
+float lanes_add(float x, uint w) {
+    [[unroll]] for (uint o = w / 2u; o > 0u; o >>= 1) x += subgroupShuffleXor(x, o);
     return x;
 }
+float cluster_add(float x) { return lanes_add(x, LPR); }
 
-// One token of the chain on S with ck, cq, cv, g and beta (raw with
-// gate_raw); writes its RPT outputs at dst element o0 + r.
-void token(float g, float b, float dtb, float ah, bool live, uint li, uint o0) {
+// g = softplus(alpha + dt_bias) a, beta = sigmoid(beta_raw) from the raw
+// projections (gate_raw); returns exp(g).
+float gates(float g, inout float b, float dtb, float ah) {
     if (p.gate_raw != 0u) {
         g = softplus(g + dtb) * ah;
         b = sigmoid(b);
     }
-    const float eg = exp(g);
-    // The chain from one token to the next is S -> u -> d -> S: keep it
-    // short. The k norm is applied to the reduced u (u = kn S.k) and to d,
-    // so its own reduction runs beside the chain, and the dot products use
-    // 4 partial sums instead of one serial FMA chain.
+    return exp(g);
+}
+
+// The scales of k and of q (times 1/sqrt(Dk)) from ck and cq.
+void norms(out float kn, out float qn) {
+    kn = 1.0, qn = 1.0 / sqrt(float(DK));
+    if (p.l2 == 0u) return;
     float kk = 0.0, qq = 0.0;
     [[unroll]] for (uint m = 0; m < PL; m++) {
         kk = fma(ck[m], ck[m], kk);
         qq = fma(cq[m], cq[m], qq);
     }
+    kn = 1.0 / sqrt(cluster_add(kk) + p.eps);
+    qn /= sqrt(cluster_add(qq) + p.eps);
+}
+
+// One token of the chain on S with ck, cq, cv, the decay eg = exp(g), beta
+// and the k and q scales; writes its RPT outputs at dst element o0 + r.
+void token(float eg, float b, float kn, float qn, bool live, uint li, uint o0) {
+    // The chain from one token to the next is S -> u -> d -> S: keep it
+    // short. The k norm is applied to the reduced u (u = kn S.k) and to d,
+    // and the dot products use 4 partial sums instead of one serial FMA
+    // chain.
     vec4 u4[RPT];
     [[unroll]] for (uint r = 0; r < RPT; r++) {
         u4[r] = vec4(0.0);
@@ -92,11 +112,6 @@ void token(float g, float b, float dtb, float ah, bool live, uint li, uint o0) {
             S[r][m] *= eg;
             u4[r][m % 4u] = fma(S[r][m], ck[m], u4[r][m % 4u]);
         }
-    }
-    float kn = 1.0, qn = 1.0 / sqrt(float(DK));
-    if (p.l2 != 0u) {
-        kn = 1.0 / sqrt(cluster_add(kk) + p.eps);
-        qn /= sqrt(cluster_add(qq) + p.eps);
     }
     [[unroll]] for (uint r = 0; r < RPT; r++) {
         const float u = cluster_add((u4[r].x + u4[r].y) + (u4[r].z + u4[r].w)) * kn;
@@ -134,9 +149,17 @@ void fetch(uint tid, uint t0, uint n, uint r0, uint h, uint hk, uint j0) {
     }
 }
 
-void put(uint tid, uint buf) {
+// Stores the chunk fetched, with its tokens' gates ready and, where
+// norm_staged(), the scales of their k and q rows (a row's D4 vec4s are in
+// D4 consecutive lanes: item i's lane is i % SG).
+void put(uint tid, uint buf, float dtb, float ah) {
     [[unroll]] for (uint s = 0; s < NKQ; s++) {
         const uint i = tid + s * WG;
+        if (norm_staged() && p.l2 != 0u) {
+            const float n2 = lanes_add(dot(r_kq[s], r_kq[s]), D4);   // every lane: whole groups
+            if (i < 2u * TC * D4 && i % D4 == 0u)
+                s_n[buf * 2u * TC + i / D4] = (i < TC * D4 ? 1.0 : 1.0 / sqrt(float(DK))) / sqrt(n2 + p.eps);
+        }
         if (i < 2u * TC * D4) s_kq[buf * 2u * TC * D4 + i] = r_kq[s];
     }
     [[unroll]] for (uint s = 0; s < NV; s++) {
@@ -145,7 +168,10 @@ void put(uint tid, uint buf) {
     }
     [[unroll]] for (uint s = 0; s < NGB; s++) {
         const uint i = tid + s * WG;
-        if (i < 2u * TC) s_gb[buf * 2u * TC + i] = r_gb[s];
+        float x = r_gb[s];
+        if (i < TC) x = exp(p.gate_raw != 0u ? softplus(x + dtb) * ah : x);
+        else if (p.gate_raw != 0u) x = sigmoid(x);
+        if (i < 2u * TC) s_gb[buf * 2u * TC + i] = x;
     }
 }
 
@@ -177,7 +203,7 @@ void main() {
     if (p.stage != 0u) {
         const uint tid = gl_LocalInvocationID.x, lr = row % RWG, j0 = j - lr;
         fetch(tid, 0u, n, r0, h, hk, j0);
-        put(tid, 0u);
+        put(tid, 0u, dtb, ah);
         barrier();
         for (uint t0 = 0; t0 < n; t0 += TC) {
             const uint buf = (t0 / TC) & 1u;
@@ -190,9 +216,12 @@ void main() {
                     [[unroll]] for (uint c = 0; c < 4u; c++) ck[4u * m4 + c] = kv[c], cq[4u * m4 + c] = qv[c];
                 }
                 [[unroll]] for (uint r = 0; r < RPT; r++) cv[r] = s_v[sv + tt * RWG + lr + r];
-                token(s_gb[gb + tt], s_gb[gb + TC + tt], dtb, ah, live, li, (r0 + t0 + tt) * p.ld_o + vo);
+                float kn, qn;
+                if (norm_staged() && p.l2 != 0u) kn = s_n[gb + tt], qn = s_n[gb + TC + tt];
+                else norms(kn, qn);
+                token(s_gb[gb + tt], s_gb[gb + TC + tt], kn, qn, live, li, (r0 + t0 + tt) * p.ld_o + vo);
             }
-            if (more) put(tid, buf ^ 1u);
+            if (more) put(tid, buf ^ 1u, dtb, ah);
             barrier();
         }
     } else {
@@ -219,7 +248,12 @@ void main() {
                 }
                 [[unroll]] for (uint r = 0; r < RPT; r++) nv[r] = F32(p.v).v[(r0 + t) * p.ld_v + vo + r];
             }
-            if (t > 0u) token(g, b, dtb, ah, live, li, (r0 + t - 1u) * p.ld_o + vo);
+            if (t > 0u) {
+                float kn, qn, bt = b;
+                const float eg = gates(g, bt, dtb, ah);
+                norms(kn, qn);
+                token(eg, bt, kn, qn, live, li, (r0 + t - 1u) * p.ld_o + vo);
+            }
         }
     }
     if (live)
