@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
-# s32 call 1 (copies: bench/device-build.sh; .dev/zinc0: e6f07fa's zinc): .dev/zinc = gdn.comp with RPT state rows per lane cluster (gdn_rows), vec4
-# q/k blocks, and prompts staged through shared memory gdn_tc tokens at a time (0: per-cluster loads one token
-# ahead, as e6f07fa). tvl: test_attention_mm (the final unrolled attn_fa_sg.glsl on cooperative matrices) and
-# test_gdn. Then pp512 of the 2B and the 35B (256 experts) by gdn_tc / gdn_rows, a profile each, and the 8B's
-# prefill with the sg attention kernel from empty (fa_sg_kv 1) against the default (1024).
+# s32 call 1 (copies: bench/device-build.sh; .dev/zinc0: e6f07fa's zinc): .dev/zinc = gdn.comp with RPT state rows
+# per lane cluster (gdn_rows), vec4 q/k blocks, prompts staged through shared memory gdn_tc tokens at a time with
+# their gates and L2 scales computed once per chunk (gdn_tc 0: per-cluster loads one token ahead, as e6f07fa).
+# tvl: test_gdn (bench/device-build.sh test_gdn). Then pp512 of
+# the 2B and the 35B (256 experts) by gdn_tc / gdn_rows / gdn_lanes, a profile of the 35B, and the 8B's prefill
+# with the sg attention kernel from empty (fa_sg_kv 1) against the default (1024). Most wanted first.
 . bench/device-env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; cat .dev/commit
-echo "== tvl"; timeout 200 .dev/tvl 2>&1 | tail -3
+echo "== tvl"; timeout 60 .dev/tvl 2>&1 | grep -E "^ok|FAIL|failed|passed" | head
 mkdir -p /tmp/sbs-models
 syn() { [ -f /tmp/sbs-models/$1.gguf ] || .dev/zinc synth --like $1 --type q4_k_m -o /tmp/sbs-models/$1.gguf > /dev/null 2>&1; }
-b() { echo "$1 $4 $2 $3: $(timeout 120 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan $4 -n 0 -r 2 --tune $3 2>&1 | grep -E '^pp' | tr -s ' ')"; }
-prof() { timeout 120 .dev/zinc bench -m /tmp/sbs-models/$1.gguf --backend vulkan -p 512 -n 0 -r 2 --profile --tune $2 > $O/prof-$1.txt 2>&1
+b() { echo "$1 $4 $2 $3: $(timeout 60 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan $4 -n 0 -r 2 --tune $3 2>&1 | grep -E '^pp' | tr -s ' ')"; }
+prof() { timeout 60 .dev/zinc bench -m /tmp/sbs-models/$1.gguf --backend vulkan -p 512 -n 0 -r 2 --profile --tune $2 > $O/prof-$1.txt 2>&1
   echo "== profile $1 $2"; grep -E '^pp|ms ' $O/prof-$1.txt | head -12; }
 syn qwen3.5-2b
-for i in 1 2; do b qwen3.5-2b zinc0 poll=on "-p 512"; b qwen3.5-2b zinc gdn_tc=0 "-p 512"; for r in 1 2 4; do b qwen3.5-2b zinc gdn_rows=$r "-p 512"; done; done
-for c in gdn_tc=8 gdn_tc=32 gdn_tc=32,gdn_rows=2 gdn_lanes=4 gdn_lanes=16; do b qwen3.5-2b zinc $c "-p 512"; done
-b qwen3.5-2b zinc0 poll=on "-p 4096"; b qwen3.5-2b zinc gdn_rows=1 "-p 4096"
-prof qwen3.5-2b gdn_rows=1
+for i in 1 2; do for c in "zinc0 poll=on" "zinc gdn_tc=16" "zinc gdn_tc=0" "zinc gdn_rows=2"; do b qwen3.5-2b $c "-p 512"; done; done
+syn qwen3.5-35b-a3b
+for c in "zinc0 poll=on" "zinc gdn_tc=16" "zinc gdn_tc=0" "zinc gdn_rows=2"; do b qwen3.5-35b-a3b $c "-p 512"; done
+prof qwen3.5-35b-a3b gdn_tc=16
+for c in gdn_lanes=16 gdn_lanes=32 gdn_rows=4 gdn_tc=32 gdn_lanes=16,gdn_rows=2 gdn_tc=8; do b qwen3.5-2b zinc $c "-p 512"; done
+b qwen3.5-2b zinc0 poll=on "-p 4096"; b qwen3.5-2b zinc gdn_tc=16 "-p 4096"
 syn qwen3-8b
 for a in "-p 512" "-p 4096"; do b qwen3-8b zinc fa_sg_kv=1024 "$a"; b qwen3-8b zinc fa_sg_kv=1 "$a"; done
-syn qwen3.5-35b-a3b
-b qwen3.5-35b-a3b zinc0 poll=on "-p 512"; for c in gdn_tc=0 gdn_rows=1 gdn_rows=2; do b qwen3.5-35b-a3b zinc $c "-p 512"; done
-prof qwen3.5-35b-a3b gdn_rows=1
