@@ -885,6 +885,44 @@ static double gdn_case(int h_k, int h_v, int dk, int T, bool raw, bool l2, int p
     return e;
 }
 
+/* A sequence's outputs and state may not depend on how its tokens were
+ * split into steps: T tokens in one dispatch (staged where it can be) and
+ * in pieces of 1 (per-cluster loads), 17, 1 and the rest, with the state
+ * carried, must agree bit for bit (a request served alone and among others
+ * decodes the same: test_serve.sh's concurrent clients). */
+static bool gdn_split_same(int dk, int T) {
+    const int h_k = 1, h_v = 2, dv = dk, ld_qk = 2 * h_k * dk, ld_v = h_v * dv, ld_o = h_v * dv, ld_g = h_v;
+    const size_t nqk = (size_t)T * ld_qk, nv = (size_t)T * ld_v, ns = (size_t)h_v * dv * dk, no = (size_t)T * ld_o;
+    float *qk = malloc(4 * nqk), *v = malloc(4 * nv), *s0 = malloc(4 * ns), *g = malloc(4 * (size_t)T * ld_g);
+    float *b = malloc(4 * (size_t)T * ld_g), *o[2] = {malloc(4 * no), malloc(4 * no)}, *st[2] = {malloc(4 * ns), malloc(4 * ns)};
+    float dtb[2] = {0.5f, -0.25f}, av[2] = {-0.7f, -1.3f};
+    fill(qk, nqk, 1.0f); fill(v, nv, 1.0f); fill(s0, ns, 0.5f); fill(g, (size_t)T * ld_g, 2.0f); fill(b, (size_t)T * ld_g, 2.0f);
+    vkref dqk = dev_up(qk, 4 * nqk), dv_ = dev_up(v, 4 * nv), dg = dev_up(g, 4 * (size_t)T * ld_g);
+    vkref db = dev_up(b, 4 * (size_t)T * ld_g), dt = dev_up(dtb, sizeof dtb), da = dev_up(av, sizeof av);
+    bool ok = true;
+    for (int way = 0; way < 2 && ok; way++) {
+        const int pieces[2][4] = {{T, 0, 0, 0}, {1, 17, 1, T - 19}};
+        vkref ds = dev_up(s0, 4 * ns), dout = dev_out(4 * no);
+        for (int i = 0, t0 = 0; i < 4 && pieces[way][i] > 0 && ok; t0 += pieces[way][i++]) {
+            vkop_gdn a = {.q = dqk.addr + 4ull * t0 * ld_qk, .k = dqk.addr + 4ull * (t0 * ld_qk + h_k * dk),
+                          .v = dv_.addr + 4ull * t0 * ld_v, .g = dg.addr + 4ull * t0 * ld_g, .beta = db.addr + 4ull * t0 * ld_g,
+                          .state = ds.addr, .dst = dout.addr + 4ull * t0 * ld_o, .dt_bias = dt.addr, .a = da.addr,
+                          .n_tok = (uint32_t)pieces[way][i], .h_k = (uint32_t)h_k, .h_v = (uint32_t)h_v, .d_k = (uint32_t)dk,
+                          .d_v = (uint32_t)dv, .ld_qk = (uint32_t)ld_qk, .ld_v = (uint32_t)ld_v, .ld_o = (uint32_t)ld_o,
+                          .ld_g = (uint32_t)ld_g, .gate_raw = true, .l2 = true, .eps = 1e-6f};
+            zn_err err = {0};
+            ok = begin() && !vkop_gdn_run(&E.o, &E.c, &a, "gdn", &err) && run();
+            if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
+        }
+        dev_down(dout, o[way], 4 * no);
+        dev_down(ds, st[way], 4 * ns);
+    }
+    ok = ok && !memcmp(o[0], o[1], 4 * no) && !memcmp(st[0], st[1], 4 * ns);
+    free(qk); free(v); free(s0); free(g); free(b); free(o[0]); free(o[1]); free(st[0]); free(st[1]);
+    reset();
+    return ok;
+}
+
 static void gdn_forget_pipelines(void) {
     const vkop_kind kinds[] = {VKO_GDN, VKO_GDN_R2, VKO_GDN_R4};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
@@ -893,18 +931,18 @@ static void gdn_forget_pipelines(void) {
 
 /* Every count of state rows per lane cluster (a pipeline each), with q and
  * k rows unaligned (each cluster loading its own) and aligned (staged
- * through shared memory where the workgroup's rows are one head's: dk 32
- * and up here), staged in chunks of 16 and of 4 tokens (40 tokens: whole
- * and partial chunks). */
+ * through shared memory where the workgroup's rows are one head's),
+ * unstaged (gdn_tc 0) and staged in chunks of 16 tokens and, at one row
+ * per cluster, of 4 (40 tokens: whole and partial chunks). */
 static void test_gdn(void) {
     /* f32 recurrences of a few steps, different summation order: ~1e-13 */
     const double tol = 1e-10;
     const uint32_t rows = E.o.t.gdn_rows, tc = E.o.t.gdn_tc;
-    const uint32_t tcs[] = {16, 4};
+    const uint32_t tcs[] = {0, 16, 4}; /* 0: single-float lanes, no staging (the default) */
     for (size_t c = 0; c < sizeof tcs / sizeof *tcs; c++) {
         gdn_forget_pipelines();
         E.o.t.gdn_tc = tcs[c];
-        for (uint32_t r = 1; r <= 4; r *= 2) {
+        for (uint32_t r = 1; r <= (tcs[c] == 4 ? 1u : 4u); r *= 2) { /* chunks of 4: the chunk logic, one row count */
             E.o.t.gdn_rows = r;
             for (int pad = 5; pad >= 0; pad -= 5) {
                 double e0 = gdn_case(2, 4, 32, 1, false, false, pad), e1 = gdn_case(1, 2, 64, 7, true, false, pad);
@@ -917,6 +955,8 @@ static void test_gdn(void) {
                 CHECK_MSG(e4 <= tol, "tc %u, rows %u, pad %d: dk 16: nmse %.3g", tcs[c], r, pad, e4);
                 CHECK_MSG(e5 <= tol, "tc %u, rows %u, pad %d: dk 32, 21 tokens: nmse %.3g", tcs[c], r, pad, e5);
             }
+            CHECK_MSG(gdn_split_same(32, 40), "tc %u, rows %u: dk 32: 40 tokens at once and in pieces differ", tcs[c], r);
+            CHECK_MSG(gdn_split_same(128, 40), "tc %u, rows %u: dk 128: 40 tokens at once and in pieces differ", tcs[c], r);
         }
     }
     gdn_forget_pipelines();

@@ -79,7 +79,7 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
 /* ---- specialisation constants ---- */
 
 typedef struct spec_wg { uint32_t wg; } spec_wg;                        /* conv1d.comp */
-typedef struct spec_gdn { uint32_t wg, sg, dk, lpr, rows, tc; } spec_gdn; /* gdn.comp */
+typedef struct spec_gdn { uint32_t wg, sg, dk, lpr, rows, tc, vec; } spec_gdn; /* gdn.comp */
 
 zn_status vkspec_conv1d(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     (void)k, (void)v, (void)err;
@@ -94,6 +94,7 @@ zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", v.head_dim, lpr);
     const uint32_t rows = k == VKO_GDN_R4 ? 4 : k == VKO_GDN_R2 ? 2 : 1;
     const uint32_t tc = gdn_chunk(o, v.head_dim, 4 * (sg / lpr) * rows);
-    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = rows, .tc = tc});
+    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = rows, .tc = tc,
+                           .vec = o->t.gdn_tc != 0});
     return ZN_OK;
 }

@@ -281,7 +281,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->fa_sg_kv = r->fa_sg_kv;
     t->gdn_lanes = ZN_VK_AUTO;
     t->gdn_rows = r->gdn_rows;
-    t->gdn_tc = 16;
+    t->gdn_tc = 0; /* staged prompts: opt-in until measured on a GPU (bench/results/2026-12-06-s32.md) */
     t->poll = r->poll;
 }
 

@@ -15,6 +15,9 @@
 // memory, the next chunk's global loads in flight while this chunk's
 // tokens run, so the chain waits on shared memory, not on global memory's
 // latency once per token. Else each cluster loads its own, one token ahead.
+// Both ways run the same arithmetic per token (gates(), norms(), token()),
+// so a sequence's results do not depend on how its tokens were split into
+// steps (a request served alone and among others decodes the same).
 // With l2 set, q and k are first scaled by 1/sqrt(sum(x^2) + eps) (graph.h
 // ZN_OP_GDN). Gates: with gate_raw set, g and beta are computed here from
 // the raw projections (gdn_gates: g = softplus(alpha + dt_bias) a,
@@ -31,6 +34,7 @@ layout(constant_id = 2) const uint DK = 128;
 layout(constant_id = 3) const uint LPR = 8;   // lanes per cluster: a power of two dividing SG and DK
 layout(constant_id = 4) const uint RPT = 1;   // state rows per cluster (dividing d_v: one head's rows)
 layout(constant_id = 5) const uint TC = 16;   // staged tokens per chunk
+layout(constant_id = 6) const uint VEC = 1;   // the vec4-block lane layout (staging needs it)
 layout(local_size_x_id = 0) in;
 
 #define PL (DK / LPR)
@@ -38,9 +42,13 @@ layout(local_size_x_id = 0) in;
 const uint RWG = WG / LPR * RPT;              // rows per workgroup
 // A lane's elements as vec4 blocks li, li + LPR, ... (8 lanes read 128
 // contiguous bytes: coalesced from global memory, conflict-free from
-// shared); else single floats li, li + LPR, ...
-const bool V4 = DK % (4u * LPR) == 0u;
-uint el(uint li, uint m) { return V4 ? 4u * (li + LPR * (m / 4u)) + m % 4u : li + LPR * m; }
+// shared); else single floats li, li + LPR, ... The layout decides which
+// elements a lane sums before the shuffles, hence the last bits of every
+// result: the pipelines of gdn_tc 0 keep the single-float one of the
+// kernel before staging, so their outputs stay what they were.
+bool v4_layout() { return VEC != 0u && DK % (4u * LPR) == 0u; } // a function: glslc mis-optimises a
+                                                                 // spec-constant bool in a branch
+uint el(uint li, uint m) { return v4_layout() ? 4u * (li + LPR * (m / 4u)) + m % 4u : li + LPR * m; }
 
 layout(push_constant) uniform PC {
     uint64_t q, k, v, g, beta, state, dst;
@@ -49,18 +57,13 @@ layout(push_constant) uniform PC {
     uint ld_qk, ld_v, ld_o, ld_g;
     uint gate_raw, l2;
     float eps;
-    uint stage;                   // staged: d_v a multiple of RWG, V4, q and k rows 16-byte aligned
+    uint stage;                   // staged: d_v a multiple of RWG, v4_layout(), q and k rows 16-byte aligned
     uint64_t seqs;                // 0: one sequence (the fields above)
 } p;
 
 shared vec4 s_kq[2u * 2u * TC * D4];          // [buffer][k, q][token][DK / 4]
 shared float s_v[2u * TC * RWG];              // [buffer][token][row of the workgroup]
 shared float s_gb[2u * 2u * TC];              // [buffer][exp(g), beta][token]
-// [buffer][k, q][token]: their scales, where a subgroup's aligned groups of
-// D4 lanes hold whole rows in put() (else each cluster computes its own)
-bool norm_staged() { return D4 <= SG && SG % D4 == 0u && WG % D4 == 0u; } // a function: glslc mis-optimises a
-                                                                             // spec-constant bool in a branch
-shared float s_n[2u * 2u * TC];
 
 // The cluster's state rows and its current token's inputs (arrays sized by
 // specialisation constants can be neither passed nor assigned).
@@ -68,12 +71,10 @@ float S[RPT][PL], ck[PL], cq[PL], cv[RPT];
 
 float softplus(float x) { return x > 20.0 ? x : log(1.0 + exp(x)); }
 
-// The sum over aligned groups of w lanes (a power of two up to SG).
-float lanes_add(float x, uint w) {
-    [[unroll]] for (uint o = w / 2u; o > 0u; o >>= 1) x += subgroupShuffleXor(x, o);
+float cluster_add(float x) {
+    [[unroll]] for (uint o = LPR / 2u; o > 0u; o >>= 1) x += subgroupShuffleXor(x, o);
     return x;
 }
-float cluster_add(float x) { return lanes_add(x, LPR); }
 
 // g = softplus(alpha + dt_bias) a, beta = sigmoid(beta_raw) from the raw
 // projections (gate_raw); returns exp(g).
@@ -149,17 +150,12 @@ void fetch(uint tid, uint t0, uint n, uint r0, uint h, uint hk, uint j0) {
     }
 }
 
-// Stores the chunk fetched, with its tokens' gates ready and, where
-// norm_staged(), the scales of their k and q rows (a row's D4 vec4s are in
-// D4 consecutive lanes: item i's lane is i % SG).
+// Stores the chunk fetched, with its tokens' gates ready (gates()'s
+// arithmetic: a token's results must not depend on how its sequence's
+// tokens were split into steps, staged or not).
 void put(uint tid, uint buf, float dtb, float ah) {
     [[unroll]] for (uint s = 0; s < NKQ; s++) {
         const uint i = tid + s * WG;
-        if (norm_staged() && p.l2 != 0u) {
-            const float n2 = lanes_add(dot(r_kq[s], r_kq[s]), D4);   // every lane: whole groups
-            if (i < 2u * TC * D4 && i % D4 == 0u)
-                s_n[buf * 2u * TC + i / D4] = (i < TC * D4 ? 1.0 : 1.0 / sqrt(float(DK))) / sqrt(n2 + p.eps);
-        }
         if (i < 2u * TC * D4) s_kq[buf * 2u * TC * D4 + i] = r_kq[s];
     }
     [[unroll]] for (uint s = 0; s < NV; s++) {
@@ -168,8 +164,8 @@ void put(uint tid, uint buf, float dtb, float ah) {
     }
     [[unroll]] for (uint s = 0; s < NGB; s++) {
         const uint i = tid + s * WG;
-        float x = r_gb[s];
-        if (i < TC) x = exp(p.gate_raw != 0u ? softplus(x + dtb) * ah : x);
+        float x = r_gb[s], b = 0.0;
+        if (i < TC) x = gates(x, b, dtb, ah);
         else if (p.gate_raw != 0u) x = sigmoid(x);
         if (i < 2u * TC) s_gb[buf * 2u * TC + i] = x;
     }
@@ -217,15 +213,14 @@ void main() {
                 }
                 [[unroll]] for (uint r = 0; r < RPT; r++) cv[r] = s_v[sv + tt * RWG + lr + r];
                 float kn, qn;
-                if (norm_staged() && p.l2 != 0u) kn = s_n[gb + tt], qn = s_n[gb + TC + tt];
-                else norms(kn, qn);
+                norms(kn, qn);
                 token(s_gb[gb + tt], s_gb[gb + TC + tt], kn, qn, live, li, (r0 + t0 + tt) * p.ld_o + vo);
             }
             if (more) put(tid, buf ^ 1u, dtb, ah);
             barrier();
         }
     } else {
-        const bool v4 = V4 && ((p.q | p.k) & 15ul) == 0ul && p.ld_qk % 4u == 0u;
+        const bool v4 = v4_layout() && ((p.q | p.k) & 15ul) == 0ul && p.ld_qk % 4u == 0u;
         float nk[PL], nq[PL], nv[RPT], ng = 0.0, nb = 0.0;
         [[unroll]] for (uint m = 0; m < PL; m++) nk[m] = nq[m] = 0.0;
         [[unroll]] for (uint r = 0; r < RPT; r++) nv[r] = 0.0;
