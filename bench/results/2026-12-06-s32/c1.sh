@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # s32 call 1 (copies: bench/device-build.sh; .dev/zinc0: e6f07fa's zinc): .dev/zinc = gdn.comp with RPT state rows
-# per lane cluster (gdn_rows), vec4 q/k blocks, prompts staged through shared memory gdn_tc tokens at a time with
-# their gates and L2 scales computed once per chunk (gdn_tc 0: per-cluster loads one token ahead, as e6f07fa).
+# per lane cluster (gdn_rows), prompts staged through shared memory gdn_tc tokens at a time (vec4 q/k blocks) with
+# their gates computed once per chunk (gdn_tc 0, the default: per-cluster loads one token ahead, as e6f07fa).
 # tvl: test_gdn (bench/device-build.sh test_gdn). Then pp512 of
 # the 2B and the 35B (256 experts) by gdn_tc / gdn_rows / gdn_lanes, a profile of the 35B, and the 8B's prefill
 # with the sg attention kernel from empty (fa_sg_kv 1) against the default (1024). Most wanted first.
