@@ -12,11 +12,17 @@ static uint32_t gdn_lanes(const vkops *o) {
 }
 
 /* State rows per cluster: the tuned count where it divides the value head
- * dim (a cluster's rows share one head's q and k), else fewer. */
-static vkop_kind gdn_kind(const vkops *o, uint32_t d_v, uint32_t *rows) {
+ * dim (a cluster's rows share one head's q and k), else fewer; a pipeline
+ * kind each. */
+static vkop_kind gdn_kind(const vkops *o, uint32_t d_v) {
     const uint32_t want = o->t.gdn_rows;
-    *rows = want >= 4 && d_v % 4 == 0 ? 4 : want >= 2 && d_v % 2 == 0 ? 2 : 1;
-    return *rows == 4 ? VKO_GDN_R4 : *rows == 2 ? VKO_GDN_R2 : VKO_GDN;
+    return want >= 4 && d_v % 4 == 0 ? VKO_GDN_R4 : want >= 2 && d_v % 2 == 0 ? VKO_GDN_R2 : VKO_GDN;
+}
+static uint32_t gdn_kind_rows(vkop_kind k) { return k == VKO_GDN_R4 ? 4 : k == VKO_GDN_R2 ? 2 : 1; }
+
+/* gdn.comp's workgroup: 4 subgroups of subgroup / gdn_lanes clusters. */
+static uint32_t gdn_rows_wg(const vkops *o, vkop_kind k) {
+    return 4 * (o->d->info.subgroup_size / gdn_lanes(o)) * gdn_kind_rows(k);
 }
 
 zn_status vkop_conv1d(vkops *o, vkcmd *c, VkDeviceAddress x, VkDeviceAddress y, VkDeviceAddress w,
@@ -48,14 +54,12 @@ static uint32_t gdn_chunk(const vkops *o, uint32_t dk, uint32_t rows_wg) {
 
 zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, zn_err *err) {
     if (!a->h_k || a->h_v % a->h_k) return zn_errf(err, ZN_ERR_ARG, "vulkan: %u value heads / %u key heads", a->h_v, a->h_k);
-    uint32_t rows = 1;
-    const vkop_kind kind = gdn_kind(o, a->d_v, &rows);
+    const vkop_kind kind = gdn_kind(o, a->d_v);
     const vkpipe *p = NULL;
     zn_status st = vkops_pipe(o, kind, (vkvar){.head_dim = a->d_k}, &p, err);
     if (st) return st;
-    /* gdn.comp: 4 subgroups per workgroup, subgroup / gdn_lanes clusters of
-     * rows each; batched: the sequences along z */
-    const uint32_t lpr = gdn_lanes(o), rows_wg = 4 * (o->d->info.subgroup_size / lpr) * rows;
+    /* batched: the sequences along z */
+    const uint32_t lpr = gdn_lanes(o), rows_wg = gdn_rows_wg(o, kind);
     const uint32_t n = a->seqs ? 1 : a->n_tok;
     /* staged: several tokens, the workgroup's rows in one head, q and k as
      * aligned vec4 blocks */
@@ -92,9 +96,8 @@ zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *
     const uint32_t sg = o->d->info.subgroup_size, lpr = gdn_lanes(o);
     if (v.head_dim % lpr)
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", v.head_dim, lpr);
-    const uint32_t rows = k == VKO_GDN_R4 ? 4 : k == VKO_GDN_R2 ? 2 : 1;
-    const uint32_t tc = gdn_chunk(o, v.head_dim, 4 * (sg / lpr) * rows);
-    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = rows, .tc = tc,
+    const uint32_t tc = gdn_chunk(o, v.head_dim, gdn_rows_wg(o, k));
+    VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = gdn_kind_rows(k), .tc = tc,
                            .vec = o->t.gdn_tc != 0});
     return ZN_OK;
 }
