@@ -533,6 +533,46 @@ static void test_attention_mm(void) {
         vkpipe_destroy(&E.o.ps, &E.o.pipes[vkops_fa_kind(&E.o, ci)][ci]);
 }
 
+/* A driver that refuses a prefill attention pipeline: the next config that
+ * fits takes its place (a subgroup kernel refused: the shared-tile one), and
+ * attn_fa.comp when every config is refused; the results stay right and the
+ * other configs stay on. */
+static void test_attention_refused(void) {
+    enum { FA_HD128 = 4 }; /* attn_fa.comp's slot for head dim 128 (8 << 4) */
+    const double tol = 5e-7;
+    const vkops saved = E.o;
+    E.o.mm_emulate = !E.o.coopmat;
+    E.o.fa_cm = true;
+    E.o.t.fa_cfg = ZN_VK_MM_AUTO;
+    E.o.t.fa_sg_kv = 1; /* the subgroup kernel first at every length */
+    const uint32_t sg = vkops_fa_cfg_for(&E.o, 128, 151);
+    CHECK(sg != ZN_VK_MM_AUTO && zn_vk_fa_cfgs[sg].sg);
+    if (sg == ZN_VK_MM_AUTO) return;
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[vkops_fa_kind(&E.o, ci)][ci]);
+    vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_ATTN_FA][FA_HD128]);
+    const vkop_kind ksg = vkops_fa_kind(&E.o, sg);
+    E.o.refuse_kinds = 1ull << ksg;
+    double e = attn_case(8, 2, 128, 128, 21, 130, false);
+    CHECK_MSG(e <= tol, "subgroup kernel refused: nmse %.3g", e);
+    uint32_t sh = ZN_VK_MM_AUTO; /* the shared-tile config that took its place */
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++)
+        if (E.o.pipes[vkops_fa_kind(&E.o, ci)][ci].pipe) sh = ci;
+    CHECK_MSG(sh != ZN_VK_MM_AUTO && !zn_vk_fa_cfgs[sh].sg && zn_vk_fa_cfgs[sh].hd == 128,
+              "no shared-tile config ran in the refused one's place (%s)", E.o.fa_err);
+    CHECK(E.o.fa_refused >> sg & 1 && E.o.fa_cm && strstr(E.o.fa_err, "refused"));
+    CHECK(!E.o.pipes[VKO_ATTN_FA][FA_HD128].pipe);
+    /* every config refused: the scalar kernel */
+    E.o.refuse_kinds |= 1ull << vkops_fa_kind(&E.o, sh);
+    vkpipe_destroy(&E.o.ps, &E.o.pipes[vkops_fa_kind(&E.o, sh)][sh]);
+    e = attn_case(8, 2, 128, 128, 21, 130, false);
+    CHECK_MSG(e <= 1e-10, "every config refused: nmse %.3g", e);
+    CHECK(vkops_fa_cfg_for(&E.o, 128, 151) == ZN_VK_MM_AUTO);
+    CHECK_MSG(E.o.pipes[VKO_ATTN_FA][FA_HD128].pipe != VK_NULL_HANDLE, "attn_fa.comp did not run (%s)", E.o.fa_err);
+    for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[vkops_fa_kind(&E.o, ci)][ci]);
+    E.o.mm_emulate = saved.mm_emulate, E.o.fa_cm = saved.fa_cm, E.o.t = saved.t;
+    E.o.refuse_kinds = 0, E.o.fa_refused = 0, E.o.fa_err[0] = 0;
+}
+
 /* The kernels with the cache format as a specialisation constant, built
  * anew for E.o.kvq. */
 static void kvq_set(zn_kv_type kt) {
@@ -974,6 +1014,7 @@ int main(void) {
     RUN(test_attention);
     RUN(test_attention_dec);
     RUN(test_attention_mm);
+    RUN(test_attention_refused);
     RUN(test_attention_kvq);
     RUN(test_kv_rot);
     RUN(test_eltwise);

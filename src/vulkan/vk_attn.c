@@ -69,7 +69,7 @@ uint32_t vkops_fa_cfg_bytes(const vkops *o, uint32_t ci) {
 }
 
 bool vkops_fa_cfg_ok(const vkops *o, uint32_t ci) {
-    if (ci >= ZN_VK_FA_NCFG) return false;
+    if (ci >= ZN_VK_FA_NCFG || o->fa_refused >> ci & 1) return false;
     const vkfa_cfg *f = &zn_vk_fa_cfgs[ci];
     if (fa_base_bytes(f) > o->d->info.max_shared) return false;
     /* attn_fa_sg.glsl: Q passes through the K and V tiles; each subgroup
@@ -232,23 +232,23 @@ zn_status vkop_attn_run(vkops *o, vkcmd *c, const vkop_attn *a, const char *name
      * the rows are 16-byte aligned (a quantized cache's are read a byte at
      * a time: only Q's) */
     const bool mm = o->fa_cm && (o->coopmat || o->mm_emulate);
-    const uint32_t ci = fa && mm ? vkops_fa_cfg_for(o, a->hd_k, a->n_past + a->n_tok) : ZN_VK_MM_AUTO;
-    const vkop_kind fk = vkops_fa_kind(o, ci);
     const uint32_t G = a->n_head / a->n_head_kv;
-    if (ci != ZN_VK_MM_AUTO && !(a->q % 16) && (o->kvq || !((a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16))) {
+    /* should the driver refuse a config's pipeline, the next that fits from
+     * then on, attn_fa.comp when none is left (the op tests check every
+     * config is built) */
+    for (uint32_t ci = fa && mm ? vkops_fa_cfg_for(o, a->hd_k, a->n_past + a->n_tok) : ZN_VK_MM_AUTO;
+         ci != ZN_VK_MM_AUTO && !(a->q % 16) && (o->kvq || !((a->kv.koff | a->kv.voff | a->kv.pos_bytes) % 16));
+         ci = vkops_fa_cfg_for(o, a->hd_k, a->n_past + a->n_tok)) {
         const uint32_t nb = (uint32_t)(((uint64_t)a->n_tok * G + zn_vk_fa_cfgs[ci].br - 1) / zn_vk_fa_cfgs[ci].br);
-        /* should the driver refuse that pipeline, the scalar kernel from
-         * then on (the op tests check every config is built) */
+        if (nb > 65535) break;
         zn_err e2 = {0};
-        if (nb <= 65535 && !vkops_pipe(o, fk, (vkvar){.cfg = ci}, &p, &e2)) {
+        if (!vkops_pipe(o, vkops_fa_kind(o, ci), (vkvar){.cfg = ci}, &p, &e2)) {
             attn_push pc = attn_pc(o, a, 1);
             vkcmd_dispatch(c, p, &pc, sizeof pc, nb, a->n_head_kv, 1, name);
             return ZN_OK;
         }
-        if (e2.msg[0]) {
-            snprintf(o->fa_err, sizeof o->fa_err, "%s", e2.msg);
-            o->fa_cm = false;
-        }
+        snprintf(o->fa_err, sizeof o->fa_err, "config %u: %s", ci, e2.msg);
+        o->fa_refused |= 1u << ci;
     }
     if (fa) {
         zn_status st = vkops_pipe(o, VKO_ATTN_FA, (vkvar){.head_dim = a->hd_k}, &p, err);

@@ -94,6 +94,8 @@ static int dim_slot(uint32_t d) {
     return -1;
 }
 
+_Static_assert(VKO_COUNT <= 64, "vkops.refuse_kinds is a 64-bit mask");
+
 zn_status vkops_pipe(vkops *o, vkop_kind k, vkvar v, const vkpipe **out, zn_err *err) {
     const vkpipe_desc *d = (unsigned)k < VKO_COUNT ? &pipe_table[k] : NULL;
     if (!d || !d->shader) return zn_errf(err, ZN_ERR_ARG, "vulkan: pipeline kind %d", (int)k);
@@ -126,6 +128,7 @@ zn_status vkops_pipe(vkops *o, vkop_kind k, vkvar v, const vkpipe **out, zn_err 
     vkpipe *p = &o->pipes[k][slot];
     *out = p;
     if (p->pipe) return ZN_OK;
+    if (o->refuse_kinds >> k & 1) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: %s: pipeline refused (test)", d->shader);
     vkspec s = {{0}, 0};
     zn_status st = d->spec(o, k, v, &s, err);
     if (st) return st;

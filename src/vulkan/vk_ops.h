@@ -83,7 +83,11 @@ typedef struct vkops {
      * on cooperative matrices where the device has them, else on their
      * emulation when mm_emulate (tests), else on attn_fa.comp. */
     bool fa_cm;
-    char fa_err[192];         /* why fa_cm went off (pipeline creation failed), or "" */
+    uint32_t fa_refused;      /* tile configs (bit ci) whose pipeline the driver refused: the
+                                 others are taken in their place, attn_fa.comp when none is left */
+    char fa_err[192];         /* the last refusal's message, or "" */
+    uint64_t refuse_kinds;    /* tests: pipelines of these kinds (bit k) fail to build, as a
+                                 driver's refusal would */
     /* The KV cache's format, fixed at init: zn_kv_type's value (0 f16,
      * 1 Q8_0 blocks, 2 Q4_0 blocks: kvq.glsl), a specialisation constant of
      * kv_store.comp, attn.comp and attn_fa.comp (KVQ). Those are the only

@@ -723,6 +723,7 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2, sg_past};
     for (int pass = 0; pass < 3 && !st; pass++) {
         const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};
+        const uint32_t refused = c->o.fa_refused;
         for (int all = 0; all < 2; all++) {
             tok_key last = {0};
             for (int n = 1; n <= c->max_tokens; n++) {
@@ -743,7 +744,7 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
             }
         }
         if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2 &&
-            flags[4] == c->o.mmi)
+            flags[4] == c->o.mmi && refused == c->o.fa_refused)
             break;
     }
     c->part = part;
