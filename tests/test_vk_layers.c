@@ -973,34 +973,42 @@ static void gdn_forget_pipelines(void) {
  * k rows unaligned (each cluster loading its own) and aligned (staged
  * through shared memory where the workgroup's rows are one head's),
  * unstaged (gdn_tc 0) and staged in chunks of 16 tokens and, at one row
- * per cluster, of 4 (40 tokens: whole and partial chunks). */
+ * per cluster, of 4 (40 tokens: whole and partial chunks); lanes on single
+ * floats (the default) and on vec4 blocks (gdn_vec). gdn_split_same's
+ * pieces of 1 token run unstaged in the staged pipelines: its bitwise
+ * check holds staged and unstaged steps to the same arithmetic. */
 static void test_gdn(void) {
     /* f32 recurrences of a few steps, different summation order: ~1e-13 */
     const double tol = 1e-10;
     const uint32_t rows = E.o.t.gdn_rows, tc = E.o.t.gdn_tc;
-    const uint32_t tcs[] = {0, 16, 4}; /* 0: single-float lanes, no staging (the default) */
-    for (size_t c = 0; c < sizeof tcs / sizeof *tcs; c++) {
+    const bool vec = E.o.t.gdn_vec;
+    static const struct { uint32_t tc, max_rows; bool vec; } cfgs[] = {
+        {0, 4, false}, {16, 4, false}, {4, 1, false}, {16, 4, true}}; /* chunks of 4: the chunk logic, one row count */
+    for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; c++) {
         gdn_forget_pipelines();
-        E.o.t.gdn_tc = tcs[c];
-        for (uint32_t r = 1; r <= (tcs[c] == 4 ? 1u : 4u); r *= 2) { /* chunks of 4: the chunk logic, one row count */
+        E.o.t.gdn_tc = cfgs[c].tc, E.o.t.gdn_vec = cfgs[c].vec;
+        const char *lanes = cfgs[c].vec ? "vec4" : "float";
+        for (uint32_t r = 1; r <= cfgs[c].max_rows; r *= 2) {
             E.o.t.gdn_rows = r;
             for (int pad = 5; pad >= 0; pad -= 5) {
                 double e0 = gdn_case(2, 4, 32, 1, false, false, pad), e1 = gdn_case(1, 2, 64, 7, true, false, pad);
                 double e2 = gdn_case(2, 2, 128, 3, true, true, pad), e3 = gdn_case(2, 4, 64, 40, true, true, pad);
                 double e4 = gdn_case(1, 2, 16, 9, true, true, pad), e5 = gdn_case(1, 2, 32, 21, false, true, pad);
-                CHECK_MSG(e0 <= tol, "tc %u, rows %u, pad %d: decode: nmse %.3g", tcs[c], r, pad, e0);
-                CHECK_MSG(e1 <= tol, "tc %u, rows %u, pad %d: prefill, raw gates, tiled heads: nmse %.3g", tcs[c], r, pad, e1);
-                CHECK_MSG(e2 <= tol, "tc %u, rows %u, pad %d: dk 128, L2 in the kernel: nmse %.3g", tcs[c], r, pad, e2);
-                CHECK_MSG(e3 <= tol, "tc %u, rows %u, pad %d: 40 tokens, tiled heads, L2: nmse %.3g", tcs[c], r, pad, e3);
-                CHECK_MSG(e4 <= tol, "tc %u, rows %u, pad %d: dk 16: nmse %.3g", tcs[c], r, pad, e4);
-                CHECK_MSG(e5 <= tol, "tc %u, rows %u, pad %d: dk 32, 21 tokens: nmse %.3g", tcs[c], r, pad, e5);
+                const double e[] = {e0, e1, e2, e3, e4, e5};
+                static const char *what[] = {"decode", "prefill, raw gates, tiled heads", "dk 128, L2 in the kernel",
+                                             "40 tokens, tiled heads, L2", "dk 16", "dk 32, 21 tokens"};
+                for (int i = 0; i < 6; i++)
+                    CHECK_MSG(e[i] <= tol, "tc %u, %s lanes, rows %u, pad %d: %s: nmse %.3g", cfgs[c].tc, lanes, r, pad,
+                              what[i], e[i]);
             }
-            CHECK_MSG(gdn_split_same(32, 40), "tc %u, rows %u: dk 32: 40 tokens at once and in pieces differ", tcs[c], r);
-            CHECK_MSG(gdn_split_same(128, 40), "tc %u, rows %u: dk 128: 40 tokens at once and in pieces differ", tcs[c], r);
+            CHECK_MSG(gdn_split_same(32, 40), "tc %u, %s lanes, rows %u: dk 32: 40 tokens at once and in pieces differ",
+                      cfgs[c].tc, lanes, r);
+            CHECK_MSG(gdn_split_same(128, 40), "tc %u, %s lanes, rows %u: dk 128: 40 tokens at once and in pieces differ",
+                      cfgs[c].tc, lanes, r);
         }
     }
     gdn_forget_pipelines();
-    E.o.t.gdn_rows = rows, E.o.t.gdn_tc = tc;
+    E.o.t.gdn_rows = rows, E.o.t.gdn_tc = tc, E.o.t.gdn_vec = vec;
 }
 
 int main(void) {

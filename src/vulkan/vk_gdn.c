@@ -59,12 +59,12 @@ zn_status vkop_gdn_run(vkops *o, vkcmd *c, const vkop_gdn *a, const char *name, 
     zn_status st = vkops_pipe(o, kind, (vkvar){.head_dim = a->d_k}, &p, err);
     if (st) return st;
     /* batched: the sequences along z */
-    const uint32_t lpr = gdn_lanes(o), rows_wg = gdn_rows_wg(o, kind);
+    const uint32_t rows_wg = gdn_rows_wg(o, kind);
     const uint32_t n = a->seqs ? 1 : a->n_tok;
-    /* staged: several tokens, the workgroup's rows in one head, q and k as
-     * aligned vec4 blocks */
-    const bool stage = o->t.gdn_tc && n > 1 && a->d_v % rows_wg == 0 && a->d_k % (4 * lpr) == 0 &&
-                       !((a->q | a->k) % 16) && a->ld_qk % 4 == 0;
+    /* staged: several tokens, the workgroup's rows in one head, q and k
+     * rows loaded as aligned vec4s */
+    const bool stage = o->t.gdn_tc && n > 1 && a->d_v % rows_wg == 0 && a->d_k % 4 == 0 && !((a->q | a->k) % 16) &&
+                       a->ld_qk % 4 == 0;
     struct {
         uint64_t q, k, v, g, beta, state, dst, dt_bias, a;
         uint32_t n_tok, h_k, h_v, d_v, ld_qk, ld_v, ld_o, ld_g, gate_raw, l2;
@@ -98,6 +98,6 @@ zn_status vkspec_gdn(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: delta-rule head dim %u vs %u lanes", v.head_dim, lpr);
     const uint32_t tc = gdn_chunk(o, v.head_dim, gdn_rows_wg(o, k));
     VKSPEC(out, spec_gdn, {.wg = 4 * sg, .sg = sg, .dk = v.head_dim, .lpr = lpr, .rows = gdn_kind_rows(k), .tc = tc,
-                           .vec = o->t.gdn_tc != 0});
+                           .vec = o->t.gdn_vec});
     return ZN_OK;
 }

@@ -363,6 +363,7 @@ static const tune_key keys[] = {
     KU("gdn_lanes", gdn_lanes, 1, 64, F_AUTO | F_POW2),
     KU("gdn_rows", gdn_rows, 1, 4, F_POW2),
     KU("gdn_tc", gdn_tc, 0, 64, 0),
+    KB("gdn_vec", gdn_vec),
     KB("poll", poll),
 };
 #define N_KEYS (sizeof keys / sizeof *keys)

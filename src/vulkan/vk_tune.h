@@ -101,6 +101,8 @@ typedef struct vktune {
                                  head dim is not a multiple) */
     uint32_t gdn_tc;          /* prompts: tokens staged in shared memory at a time per workgroup (0, the
                                  default until measured: each cluster loads its own inputs, one token ahead) */
+    bool gdn_vec;             /* a lane's state elements in vec4 blocks (other last bits than the default
+                                 single floats, which keep the results of staged and unstaged steps equal) */
     /* execution */
     bool poll;                /* poll for the end of a step instead of blocking on the fence */
 } vktune;

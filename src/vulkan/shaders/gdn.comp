@@ -34,18 +34,18 @@ layout(constant_id = 2) const uint DK = 128;
 layout(constant_id = 3) const uint LPR = 8;   // lanes per cluster: a power of two dividing SG and DK
 layout(constant_id = 4) const uint RPT = 1;   // state rows per cluster (dividing d_v: one head's rows)
 layout(constant_id = 5) const uint TC = 16;   // staged tokens per chunk
-layout(constant_id = 6) const uint VEC = 1;   // the vec4-block lane layout (staging needs it)
+layout(constant_id = 6) const uint VEC = 0;   // the vec4-block lane layout where DK allows
 layout(local_size_x_id = 0) in;
 
 #define PL (DK / LPR)
 #define D4 (DK / 4u)
 const uint RWG = WG / LPR * RPT;              // rows per workgroup
 // A lane's elements as vec4 blocks li, li + LPR, ... (8 lanes read 128
-// contiguous bytes: coalesced from global memory, conflict-free from
-// shared); else single floats li, li + LPR, ... The layout decides which
-// elements a lane sums before the shuffles, hence the last bits of every
-// result: the pipelines of gdn_tc 0 keep the single-float one of the
-// kernel before staging, so their outputs stay what they were.
+// contiguous bytes: coalesced from global memory, one 16-byte load from
+// shared) with VEC; else single floats li, li + LPR, ... The layout
+// decides which elements a lane sums before the shuffles, hence the last
+// bits of every result: the single-float one (the default) is that of the
+// kernel before staging, staged or not, so outputs stay what they were.
 bool v4_layout() { return VEC != 0u && DK % (4u * LPR) == 0u; } // a function: glslc mis-optimises a
                                                                  // spec-constant bool in a branch
 uint el(uint li, uint m) { return v4_layout() ? 4u * (li + LPR * (m / 4u)) + m % 4u : li + LPR * m; }
@@ -57,7 +57,7 @@ layout(push_constant) uniform PC {
     uint ld_qk, ld_v, ld_o, ld_g;
     uint gate_raw, l2;
     float eps;
-    uint stage;                   // staged: d_v a multiple of RWG, v4_layout(), q and k rows 16-byte aligned
+    uint stage;                   // staged: d_v a multiple of RWG, q and k rows 16-byte aligned
     uint64_t seqs;                // 0: one sequence (the fields above)
 } p;
 
@@ -207,9 +207,16 @@ void main() {
             if (more) fetch(tid, t0 + TC, n, r0, h, hk, j0);
             const uint kq = buf * 2u * TC * D4, sv = buf * TC * RWG, gb = buf * 2u * TC;
             for (uint tt = 0; tt < min(TC, n - t0); tt++) {
-                [[unroll]] for (uint m4 = 0; m4 < PL / 4u; m4++) {
-                    const vec4 kv = s_kq[kq + tt * D4 + li + LPR * m4], qv = s_kq[kq + (TC + tt) * D4 + li + LPR * m4];
-                    [[unroll]] for (uint c = 0; c < 4u; c++) ck[4u * m4 + c] = kv[c], cq[4u * m4 + c] = qv[c];
+                if (v4_layout()) {
+                    [[unroll]] for (uint m4 = 0; m4 < PL / 4u; m4++) {
+                        const vec4 kv = s_kq[kq + tt * D4 + li + LPR * m4], qv = s_kq[kq + (TC + tt) * D4 + li + LPR * m4];
+                        [[unroll]] for (uint c = 0; c < 4u; c++) ck[4u * m4 + c] = kv[c], cq[4u * m4 + c] = qv[c];
+                    }
+                } else {
+                    [[unroll]] for (uint m = 0; m < PL; m++) {
+                        const uint e = el(li, m);
+                        ck[m] = s_kq[kq + tt * D4 + e / 4u][e % 4u], cq[m] = s_kq[kq + (TC + tt) * D4 + e / 4u][e % 4u];
+                    }
                 }
                 [[unroll]] for (uint r = 0; r < RPT; r++) cv[r] = s_v[sv + tt * RWG + lr + r];
                 float kn, qn;
