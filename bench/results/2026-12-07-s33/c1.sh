@@ -14,6 +14,13 @@ syn() { [ -f /tmp/sbs-models/$1.gguf ] || .dev/zinc synth --like $1 --type q4_k_
 b() { echo "$1 $4 $2 $3: $(timeout 60 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan $4 -n 0 -r 2 --tune $3 2>&1 | grep -E '^pp' | tr -s ' ')"; }
 prof() { timeout 60 .dev/zinc bench -m /tmp/sbs-models/$1.gguf --backend vulkan -p 512 -n 0 -r 2 --profile --tune $2 > $O/prof-$1.txt 2>&1
   echo "== profile $1 $2"; grep -E '^pp|ms ' $O/prof-$1.txt | head -12; }
+if [ "${QUICK:-0}" = 1 ]; then # c2.sh: what fits a few device minutes, alternated
+  syn qwen3.5-2b
+  for i in 1 2; do for c in "zinc0 poll=on" "zinc gdn_tc=16" "zinc gdn_tc=16,gdn_vec=on" "zinc gdn_rows=2"; do b qwen3.5-2b $c "-p 512"; done; done
+  syn qwen3.5-35b-a3b
+  for i in 1 2; do for c in "zinc0 poll=on" "zinc gdn_tc=16" "zinc gdn_tc=16,gdn_vec=on"; do b qwen3.5-35b-a3b $c "-p 512"; done; done
+  exit
+fi
 syn qwen3.5-2b
 for i in 1 2; do for c in "zinc0 poll=on" "zinc gdn_tc=16" "zinc gdn_tc=16,gdn_vec=on" "zinc gdn_tc=0" "zinc gdn_rows=2"; do b qwen3.5-2b $c "-p 512"; done; done
 syn qwen3.5-35b-a3b
