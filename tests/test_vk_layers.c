@@ -547,7 +547,10 @@ static void test_attention_refused(void) {
     E.o.t.fa_sg_kv = 1; /* the subgroup kernel first at every length */
     const uint32_t sg = vkops_fa_cfg_for(&E.o, 128, 151);
     CHECK(sg != ZN_VK_MM_AUTO && zn_vk_fa_cfgs[sg].sg);
-    if (sg == ZN_VK_MM_AUTO) return;
+    if (sg == ZN_VK_MM_AUTO) {
+        E.o = saved;
+        return;
+    }
     for (uint32_t ci = 0; ci < ZN_VK_FA_NCFG; ci++) vkpipe_destroy(&E.o.ps, &E.o.pipes[vkops_fa_kind(&E.o, ci)][ci]);
     vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_ATTN_FA][FA_HD128]);
     const vkop_kind ksg = vkops_fa_kind(&E.o, sg);
