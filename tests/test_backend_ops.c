@@ -45,7 +45,7 @@ static int irand(int n) { return (int)((frand() + 1.0f) * 0.5f * (float)n) % n; 
 #define TC_STEPS 128
 #define TC_INPUTS 6
 #define TC_BLOBS 512
-#define TC_NODES 12
+#define TC_NODES 16
 
 typedef struct step {
     char what[96];                /* for messages */
@@ -1055,6 +1055,55 @@ static void test_fuse_moe(void) {
     tally_print("moe");
 }
 
+/* A whole MoE FFN with its tail: the experts' down (on the integer
+ * mat-vec) computes the routing-weighted sum, the shared expert's gate and
+ * the residual (vkop_mm.tail), k 2 and 8 of 10 experts, with and without a
+ * shared expert; against the CPU with the tail fused, with tuning
+ * moe_tail off (the tail on its own: bit for bit, the kernel keeps the
+ * sums' order and roundings) and with fusion off. */
+static const vkcfg CFG_NOTAIL = {"moe_tail=off", "moe_tail=off", false, false, false, true};
+static void test_fuse_moe_down_tail(void) {
+    tally_reset();
+    enum { E = 10, D = 256, F = 256 };
+    const int ks[2] = {2, 8};
+    tcase *tc = tc_new(24, "moe down tail");
+    tc->m.hp.n_expert = E;
+    tc->m.hp.n_expert_used = 8;
+    gguf_tensor *router = tc_weight(tc, ZN_TYPE_F32, D, E, 1, 1.0f);
+    gguf_tensor *wg = tc_weight(tc, ZN_TYPE_Q4_K, D, F, E, 1.0f), *wu = tc_weight(tc, ZN_TYPE_Q4_K, D, F, E, 1.0f);
+    gguf_tensor *wd[2] = {tc_weight(tc, ZN_TYPE_Q6_K, F, D, E, 1.0f), tc_weight(tc, ZN_TYPE_Q8_0, F, D, E, 1.0f)};
+    const int counts[3] = {1, 3, 17};
+    for (int c = 0; c < 6; c++) {
+        const int n = counts[c % 3], K = ks[c / 3], shared = c != 4;
+        step *s = tc_step(tc, n, 0, mm2_tol(ZN_TYPE_Q4_K), "moe: route -> experts -> down with the tail, top %d%s", K,
+                          shared ? ", shared expert" : "");
+        const int x = st_input(tc, s, n, D, -2.0f, 2.0f), lg = graph_act(&s->g, n, E), r = graph_act(&s->g, n, 2 * K);
+        const int g = graph_act(&s->g, n * K, F), u = graph_act(&s->g, n * K, F), sw = graph_act(&s->g, n * K, F);
+        const int dn = graph_act(&s->g, n * K, D), y = graph_act(&s->g, n, D), o = graph_act(&s->g, n, D);
+        int sh = -1, gt = -1;
+        if (shared) sh = st_input(tc, s, n, D, -1.0f, 1.0f), gt = st_input(tc, s, n, c == 1 ? D : 1, -3.0f, 3.0f);
+        st_node(s, ZN_OP_MATMUL, lg, x, -1, -1)->w[0] = router;
+        st_node(s, ZN_OP_MOE_ROUTE, r, lg, -1, -1)->route = (zn_route_params){.k = K, .normalise = 1};
+        st_node(s, ZN_OP_MOE_MATMUL, g, x, r, -1)->w[0] = wg;
+        st_node(s, ZN_OP_MOE_MATMUL, u, x, r, -1)->w[0] = wu;
+        st_node(s, ZN_OP_SWIGLU, sw, g, u, -1);
+        st_node(s, ZN_OP_MOE_MATMUL, dn, sw, r, -1)->w[0] = wd[c % 2];
+        st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
+        if (shared) {
+            const int sg = graph_act(&s->g, n, D), f = graph_act(&s->g, n, D);
+            st_node(s, ZN_OP_SIGMOID_MUL, sg, sh, gt, -1);
+            st_node(s, ZN_OP_ADD, f, y, sg, -1);
+            st_node(s, ZN_OP_ADD, o, x, f, -1);
+        } else {
+            st_node(s, ZN_OP_ADD, o, y, x, -1);
+        }
+        st_finish(tc, s, o);
+    }
+    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOTAIL, &CFG_NOFUSE};
+    check_case(tc, cfgs, 3);
+    tally_print("moe down tail");
+}
+
 /* A MoE layer's tail, folded into its residual ADD (vk_fuse.h
  * vkfuse_tail): the experts' weighted sum, the shared expert's output
  * times the sigmoid of its gate (one per row, or one per value), their sum,
@@ -1180,6 +1229,7 @@ int main(int argc, char **argv) {
     RUN_IF(test_fuse_rope_norm_kv);
     RUN_IF(test_fuse_moe);
     RUN_IF(test_fuse_moe_tail);
+    RUN_IF(test_fuse_moe_down_tail);
     RUN_IF(test_fuse_x_reuse);
     return harness_report("backend_ops");
 }

@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "golden.h"
 #include "model.h"
+#include "vk_ops.h"
 
 #define F32 1e-5
 #define QNT 1e-3
@@ -238,10 +239,12 @@ static void test_pipelines_at_init(void) {
 
 /* The barriers of a recorded decode step (zn_backend_stats.step_barriers):
  * what the graph's order and the fusions leave. A Qwen3.5-MoE layer's FFN
- * runs in 5 levels (the router's logits beside the shared expert's
- * gate+up, the routing beside its down, the experts' gate+up, their down,
- * the tail), a sixth when the shared expert comes after the routed ones;
- * the bound is what this order gives, printed by zinc bench too. */
+ * runs in 4 levels (the router's logits beside the shared expert's
+ * gate+up, the routing beside its down, the experts' gate+up, their down
+ * with the layer's tail: vkop_mm.tail), a fifth with tuning moe_tail off
+ * (the tail on its own) and a sixth when the shared expert comes after the
+ * routed ones; the bound is what this order gives, printed by zinc bench
+ * too. With moe_tail off, a dispatch and a barrier more per layer. */
 static void test_step_barriers(void) {
     const char *name = "qwen35moe-moe-q4_k_m";
     zn_model m;
@@ -263,16 +266,78 @@ static void test_step_barriers(void) {
     /* per layer: DeltaNet 5 levels (projections, conv, delta rule, gated
      * norm, output) or gated attention 4 (q, k, v; the gate's split and
      * attention, which reads q in the projection and takes the ropes in;
-     * the gate; output), then the FFN's 5; the embedding and the output
+     * the gate; output), then the FFN's 4; the embedding and the output
      * head 3 */
-    const uint32_t bound = (uint32_t)(5 * rec + 4 * att + 5 * m.hp.n_layer + 3);
+    const uint32_t bound = (uint32_t)(5 * rec + 4 * att + 4 * m.hp.n_layer + 3);
     CHECK_MSG(!st && bs.step_dispatches > 0 && bs.step_barriers <= bound,
               "%s: a decode step of %u dispatches, %u barriers (at most %u: %d DeltaNet layers, %d attention)", name,
               bs.step_dispatches, bs.step_barriers, bound, rec, att);
     if (!st) seq_free(&s);
     if (e.be) engine_free(&e);
+    if (!st) { /* the tail on its own */
+        o.be.tune = "moe_tail=off";
+        zn_backend_stats off = {0};
+        st = engine_init(&e, &m, &o, &err);
+        if (!st) st = seq_init(&s, &e, 8, &err);
+        for (int i = 0; !st && i < 3; i++) st = engine_decode(&e, &s, toks + i, 1, lg, false, &err);
+        CHECK_MSG(!st, "%s, moe_tail=off: %s", name, err.msg);
+        if (!st && e.be->stats) e.be->stats(e.be_ctx, &off);
+        CHECK_MSG(!st && off.step_dispatches == bs.step_dispatches + (uint32_t)m.hp.n_layer &&
+                      off.step_barriers == bs.step_barriers + (uint32_t)m.hp.n_layer,
+                  "%s: moe_tail off: %u dispatches, %u barriers; on: %u, %u", name, off.step_dispatches,
+                  off.step_barriers, bs.step_dispatches, bs.step_barriers);
+        if (!st) seq_free(&s);
+        if (e.be) engine_free(&e);
+    }
     free(lg);
     model_free(&m);
+}
+
+/* A MoE tail pipeline the driver refuses while a step is recorded (no
+ * init pass: pipelines on first use): that step runs each down, a barrier
+ * and the tail's own dispatch instead, and later steps plan the tail
+ * apart. Every logit bit for bit as with tuning moe_tail off; on the
+ * qwen35moe fixture (shared expert) and the llama one (none). */
+static void moe_tail_refused_case(const char *name) {
+    zn_model m;
+    zn_engine_opts o[2];
+    if (!vk_fixture(name, &m, &o[0])) return;
+    o[1] = o[0];
+    o[0].be.tune = "moe_tail=off";
+    o[1].be.lazy_pipelines = true;
+    o[1].be.refuse_kinds = 1ull << VKO_MATVEC_QXK;
+    enum { N = 8 };
+    const int V = m.hp.n_vocab;
+    float *lg[2] = {malloc(sizeof(float) * N * (size_t)V), malloc(sizeof(float) * N * (size_t)V)};
+    const int32_t toks[N] = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint32_t disp[2] = {0};
+    for (int k = 0; k < 2; k++) {
+        zn_err err = {0};
+        zn_engine e = {0};
+        zn_seq s = {0};
+        zn_status st = lg[k] ? engine_init(&e, &m, &o[k], &err) : ZN_ERR_NOMEM;
+        if (!st) st = seq_init(&s, &e, 16, &err);
+        if (!st) st = engine_decode(&e, &s, toks, 3, lg[k], true, &err); /* the prompt: fused where it may */
+        for (int i = 3; !st && i < N; i++) st = engine_decode(&e, &s, toks + i, 1, lg[k] + (size_t)i * V, false, &err);
+        CHECK_MSG(!st, "%s [%s]: %s", name, k ? "refused" : "moe_tail=off", err.msg);
+        zn_backend_stats bs = {0};
+        if (!st && e.be->stats) e.be->stats(e.be_ctx, &bs);
+        disp[k] = bs.step_dispatches;
+        if (!st) seq_free(&s);
+        if (e.be) engine_free(&e);
+    }
+    CHECK_MSG(disp[0] > 0 && disp[1] == disp[0], "%s: %u dispatches a step refused, %u with moe_tail off", name, disp[1],
+              disp[0]);
+    CHECK_MSG(lg[0] && lg[1] && !memcmp(lg[0], lg[1], sizeof(float) * N * (size_t)V),
+              "%s: the refused tail's logits differ from moe_tail off's", name);
+    free(lg[0]);
+    free(lg[1]);
+    model_free(&m);
+}
+
+static void test_moe_tail_refused(void) {
+    moe_tail_refused_case("qwen35moe-moe-q4_k_m");
+    moe_tail_refused_case("llama-moe-q8_0");
 }
 
 /* Decode attention taking in the ropes before it (tuning attn_rope,
@@ -379,6 +444,7 @@ int main(void) {
     RUN(test_tunings_differ);
     RUN(test_pipelines_at_init);
     RUN(test_step_barriers);
+    RUN(test_moe_tail_refused);
     RUN(test_attn_rope);
     return harness_report("vk_engines");
 }

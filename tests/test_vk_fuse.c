@@ -13,22 +13,31 @@
 
 /* ---- kernel choices without a device ---- */
 
-enum policy { CPU_DEV, GPU_DEV };
+enum policy { CPU_DEV, GPU_DEV, GPU_INT };
 
 /* The tuning of lavapipe (mat-vec for every step) and of an NVIDIA GPU
  * with cooperative matrices (the f16 GEMM from a few tokens on), from the
- * device-class table; the f16 path has scratch. */
+ * device-class table; the f16 path has scratch. GPU_INT: that GPU with the
+ * integer mat-vec quantising x in its workgroups (what the MoE tail
+ * needs), its limits those of an H100. */
+static vkdev int_dev;
 static void set_policy(vkops *o, enum policy p) {
     memset(o, 0, sizeof *o);
     vkdev_info d = {.kind = p == CPU_DEV ? "cpu" : "discrete", .vendor_id = p == CPU_DEV ? 0x10005 : 0x10de,
                     .subgroup_size = p == CPU_DEV ? 8 : 32, .subgroup_min = 8, .subgroup_max = 32, .compute_units = 132,
-                    .vram_bytes = 80ull << 30, .coopmat = p == GPU_DEV};
+                    .vram_bytes = 80ull << 30, .coopmat = p != CPU_DEV, .max_shared = 49152,
+                    .max_wg_invocations = 1024};
     zn_err err = {0};
     CHECK_MSG(!vktune_init(&o->t, &d, NULL, &err), "%s", err.msg);
-    if (p == GPU_DEV) {
+    if (p != CPU_DEV) {
         o->coopmat = true;
         o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */
         o->mm_scratch_bytes = 1ull << 27;
+    }
+    if (p == GPU_INT) {
+        int_dev.info = d;
+        o->d = &int_dev;
+        o->intdot = o->mvx = o->mvxk = true;
     }
 }
 
@@ -55,6 +64,27 @@ static void test_kernel_choice(void) {
     o.mm_scratch = 0;                                                              /* no f16 path */
     CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, false), VKMM_TILED);
     CHECK_EQ_INT(vkops_mm_kernel(&o, ZN_TYPE_Q4_K, 512, 4096, true), VKMM_MATVEC);
+    /* the experts' down takes the MoE tail on the integer mat-vec (not
+     * without it, nor on the grouped GEMM), up to ZN_VK_TAIL_SLOTS slots
+     * whose x rows fit ZN_VK_TAIL_COLS */
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, 512, 8, 1, VKX_SWIGLU));
+    set_policy(&o, GPU_INT);
+    const uint32_t cols = ZN_VK_TAIL_COLS / ZN_VK_TAIL_SLOTS;
+    CHECK(vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, cols, ZN_VK_TAIL_SLOTS, 1, VKX_SWIGLU));
+    CHECK(vkops_moe_tail_takes(&o, ZN_TYPE_Q6_K, 512, 3, moe - 1, VKX_PLAIN));
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q6_K, 512, 3, moe, VKX_PLAIN));
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, cols + 256, ZN_VK_TAIL_SLOTS, 1, VKX_SWIGLU));
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, 256, ZN_VK_TAIL_SLOTS + 1, 1, VKX_SWIGLU));
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_F16, 256, 2, 1, VKX_SWIGLU));
+    o.t.mvx_modes = 1u << VKX_PLAIN;
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, 256, 2, 1, VKX_SWIGLU));
+    set_policy(&o, GPU_INT);
+    o.t.moe_tail = false;
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, 256, 2, 1, VKX_SWIGLU));
+    set_policy(&o, GPU_INT);
+    o.mvxk = false; /* after the driver refused the pipeline */
+    CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, 256, 2, 1, VKX_SWIGLU));
+    set_policy(&o, GPU_DEV);
     /* the f16 GEMM takes a norm only where it dequantises its tiles (below mm_prep_tok) */
     const uint32_t prep = o.t.mm_prep_tok;
     CHECK(prep > 1 && prep != ZN_VK_OFF);
@@ -405,6 +435,30 @@ static void test_moe_tail(void) {
             for (int i = 0; i < f.g.n_nodes; i++) /* a node that folds others runs itself */
                 CHECK(!(f.p.skip[i] && (f.p.tail[i].sum >= 0 || f.p.tail[i].gate >= 0)));
         }
+        /* with the integer mat-vec the experts' down computes the tail and
+         * the ADD is not run: where the sum folds, and no node lies between
+         * the down and the ADD but the tail's own */
+        fx_plan(&f, 1, GPU_INT, false, 1000);
+        int by_down = 0;
+        for (int il = 0; il < f.m.hp.n_layer; il++) {
+            const int l = node(&f, il, "l_out"), dn = node(&f, il, "ffn_moe_down");
+            if (l < 0 || dn < 0) continue;
+            const vkfuse_tail *t = &f.p.tail[l];
+            bool only_tail = t->sum >= 0;
+            for (int j = dn + 1; j < l; j++) only_tail &= j == t->sum || j == t->gate || j == t->mid;
+            CHECK_EQ_INT(f.p.moe_tail[dn], (only_tail ? l : -1));
+            CHECK_EQ_INT(f.p.skip[l], only_tail);
+            by_down += only_tail;
+        }
+        CHECK(by_down == f.m.hp.n_layer || mi == 1); /* qwen35moe: every layer */
+        CHECK(by_down > 0);
+        for (int i = 0; i < f.g.n_nodes; i++) { /* a skipped tail ADD is some down's */
+            int owner = 0;
+            for (int j = 0; j < f.g.n_nodes; j++) owner += f.p.moe_tail[j] == i;
+            CHECK_EQ_INT(owner, (f.p.skip[i] && f.p.tail[i].sum >= 0 ? 1 : 0));
+        }
+        fx_plan(&f, 1, GPU_INT, false, 0); /* no group block free */
+        for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.moe_tail[i] < 0);
         fx_close(&f);
     }
 }
@@ -631,6 +685,40 @@ static void test_moe_tail_limits(void) {
     }
 }
 
+/* The experts' down takes the tail of the ADD after it (the integer
+ * mat-vec): not when another node runs between them (case 1), nor when the
+ * ADD writes over the SwiGLU's input the down reads (case 2); case 0 does. */
+static void test_moe_down_tail_limits(void) {
+    for (int c = 0; c < 3; c++) {
+        hand h;
+        hand_init(&h, 1);
+        gguf_tensor *wg = hand_w(&h, ZN_TYPE_Q4_K, 256, 256), *wu = hand_w(&h, ZN_TYPE_Q4_K, 256, 256);
+        gguf_tensor *wd = hand_w(&h, ZN_TYPE_Q6_K, 256, 256);
+        const int x = graph_input(&h.g, 1, 256), lg = graph_input(&h.g, 1, 4), sh = graph_input(&h.g, 1, 256);
+        const int gt = graph_input(&h.g, 1, 1), r = graph_act(&h.g, 1, 4), g = graph_act(&h.g, 2, 256);
+        const int u = graph_act(&h.g, 2, 256), sw = graph_act(&h.g, 2, 256), dn = graph_act(&h.g, 2, 256);
+        const int y = graph_act(&h.g, 1, 256), sg = graph_act(&h.g, 1, 256), t = graph_act(&h.g, 1, 256);
+        const int o = c == 2 ? g : graph_act(&h.g, 1, 256), z = graph_act(&h.g, 2, 256);
+        hnode(&h, ZN_OP_MOE_ROUTE, r, lg, -1)->route = (zn_route_params){.k = 2, .normalise = 1};
+        hnode(&h, ZN_OP_MOE_MATMUL, g, x, r)->w[0] = wg;
+        hnode(&h, ZN_OP_MOE_MATMUL, u, x, r)->w[0] = wu;
+        hnode(&h, ZN_OP_SWIGLU, sw, g, u);
+        const int d = h.g.n_nodes;
+        hnode(&h, ZN_OP_MOE_MATMUL, dn, sw, r)->w[0] = wd;
+        if (c == 1) hnode(&h, ZN_OP_ADD, z, g, u); /* reads the down's x: the ADD's output cannot take it */
+        hnode(&h, ZN_OP_MOE_SUM, y, dn, r);
+        hnode(&h, ZN_OP_SIGMOID_MUL, sg, sh, gt);
+        hnode(&h, ZN_OP_ADD, t, y, sg);
+        const int l = h.g.n_nodes;
+        hnode(&h, ZN_OP_ADD, o, x, t);
+        hand_plan_pol(&h, o, GPU_INT);
+        CHECK_MSG(h.p.tail[l].sum >= 0 && h.p.tail[l].gate >= 0, "case %d: the tail folds into its ADD", c);
+        CHECK_MSG(h.p.moe_tail[d] == (c == 0 ? l : -1) && h.p.skip[l] == (c == 0), "case %d: moe_tail %d, ADD skipped %d",
+                  c, h.p.moe_tail[d], h.p.skip[l]);
+        hand_free(&h);
+    }
+}
+
 /* A group ends where the type, the row length or the bias order changes,
  * or a member folds a residual. */
 static void test_group_breaks(void) {
@@ -670,6 +758,7 @@ int main(void) {
     RUN(test_moe_merged_swiglu);
     RUN(test_moe_tail);
     RUN(test_moe_tail_limits);
+    RUN(test_moe_down_tail_limits);
     RUN(test_qwen35);
     RUN(test_norm_not_fused);
     RUN(test_norm_rows_rule);

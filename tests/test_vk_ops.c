@@ -128,9 +128,9 @@ static double mm_case(zn_type t, int rows, int cols, int T, bool extras, mm_kern
 static void mv_pipes_drop(void) {
     static const vkop_kind kinds[] = {VKO_MATVEC, VKO_MATVEC_Q, VKO_MATVEC_QX_S, VKO_MATVEC_QX_M, VKO_MATVEC_QX_L,
                                       VKO_MATVEC_QXB_S, VKO_MATVEC_QXB_M, VKO_MATVEC_QXB_L, VKO_MATVEC_QT,
-                                      VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L};
+                                      VKO_MATVEC_QTX_S, VKO_MATVEC_QTX_L, VKO_MATVEC_QXK};
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
-        for (int t = 0; t < ZN_VK_NTYPES; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][t]);
+        for (int t = 0; t < ZN_VK_NVAR; t++) vkpipe_destroy(&E.o.ps, &E.o.pipes[kinds[k]][t]);
 }
 
 /* Integer mat-vec pipelines for rows per subgroup / steps per iteration /
@@ -891,6 +891,123 @@ static void matvec_experts(void) {
 
 static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
 
+/* The experts' down computing its MoE layer's tail (vkop_mm.tail): per
+ * token, res + (the sum over its k slots of the routing weight times the
+ * slot's expert rows (scaled per expert) by x = silu(gate) * up of the
+ * slot, quantised as the kernel does) + b * sigmoid(gate of the token or
+ * of the value), or without b. Returns nmse against the double
+ * reference; ZN_ERR_UNSUPPORTED (as *st) where the op refuses the tail. */
+static double moe_tail_case(zn_type t, int k, int cols, int gate_cols, int T, zn_status *st) {
+    const int ne = 10, rows = 37, D = rows;
+    const size_t rb = vkq_row_bytes(t, cols), eb = rb * rows, nx = (size_t)T * k * cols;
+    float *wf = malloc(sizeof(float) * ne * rows * cols), *g = malloc(sizeof(float) * nx), *u = malloc(sizeof(float) * nx);
+    float *h = malloc(sizeof(float) * nx), route[4 * 2 * ZN_VK_TAIL_SLOTS], scales[10], res[4 * 37], b[4 * 37];
+    float gt[4 * 37], y[4 * 37];
+    double ref[4 * 37];
+    uint8_t *wq = make_experts(t, ne, rows, cols, wf);
+    fill(g, nx, 3.0f); fill(u, nx, 1.0f); fill(scales, 10, 1.0f); fill(res, 4 * 37, 1.0f); fill(b, 4 * 37, 1.0f);
+    fill(gt, 4 * 37, 3.0f);
+    for (size_t i = 0; i < nx; i++) h[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+    for (size_t i = 0; i < nx / (size_t)cols; i++) q8_round(h + i * cols, cols);
+    for (int tk = 0; tk < T; tk++)
+        for (int j = 0; j < k; j++) { /* distinct experts, weights in (0.1, 0.9) */
+            route[tk * 2 * k + j] = (float)((tk * 3 + j * 7) % ne);
+            route[tk * 2 * k + k + j] = 0.1f + 0.8f * (float)((tk * 5 + j * 3) % 7) / 6.0f;
+        }
+    for (int tk = 0; tk < T; tk++)
+        for (int r = 0; r < D; r++) {
+            double v = 0;
+            for (int j = 0; j < k; j++) {
+                const int e = (int)route[tk * 2 * k + j];
+                const float *wr = wf + ((size_t)e * rows + r) * cols, *xr = h + (size_t)(tk * k + j) * cols;
+                double s = 0;
+                for (int c = 0; c < cols; c++) s += (double)wr[c] * xr[c];
+                v += route[tk * 2 * k + k + j] * s * scales[e];
+            }
+            if (gate_cols) v += b[tk * D + r] / (1.0 + exp(-(double)gt[tk * gate_cols + (gate_cols == 1 ? 0 : r)]));
+            ref[tk * D + r] = v + res[tk * D + r];
+        }
+    vkref dw = dev_up(wq, eb * ne), dg = dev_up(g, sizeof(float) * nx), du = dev_up(u, sizeof(float) * nx);
+    vkref dr = dev_up(route, sizeof route), ds = dev_up(scales, sizeof scales), dres = dev_up(res, sizeof res);
+    vkref dbb = dev_up(b, sizeof b), dgt = dev_up(gt, sizeof gt), dy = dev_out(sizeof y);
+    vkop_tail tl = {.route = dr.addr, .b = gate_cols ? dbb.addr : 0, .gate = dgt.addr, .b_cols = (uint32_t)gate_cols};
+    vkref dt = dev_up(&tl, sizeof tl);
+    vkop_mm a = moe_args(t, ne, rows, cols, T, k, true, dw, dg, dr, ds, dy);
+    a.xmode = VKX_SWIGLU;
+    a.aux = du.addr;
+    a.tail = dt.addr;
+    a.res = dres.addr;
+    a.y_stride = (uint32_t)D;
+    zn_err err = {0};
+    double e = INFINITY;
+    *st = ZN_ERR_IO;
+    if (begin()) {
+        *st = vkop_matmul(&E.o, &E.c, &a, "moe_tail", &err);
+        if (*st && *st != ZN_ERR_UNSUPPORTED) fprintf(stderr, "  %s\n", err.msg);
+        if (run() && !*st) {
+            dev_down(dy, y, sizeof(float) * T * D);
+            e = nmse(y, ref, (size_t)T * D);
+        }
+    }
+    free(wf); free(g); free(u); free(h); free(wq);
+    reset();
+    return e;
+}
+
+/* Every integer type, k 1, 3 and ZN_VK_TAIL_SLOTS, the slots' rows filling
+ * the shared memory they get (ZN_VK_TAIL_COLS) or not, rows of fewer steps
+ * than a subgroup has lanes (several rows per subgroup), 1 to 4 tokens, a
+ * shared expert gated per token, per value or none; then 3 rows per
+ * subgroup and 2 steps per iteration. Where the op cannot take the tail
+ * (float x, x quantised by quantx, tuning moe_tail off, too long a row,
+ * the driver refusing the pipeline) it says ZN_ERR_UNSUPPORTED and
+ * records nothing, and after a refusal it stops trying (vkops.mvxk). */
+static void test_matvec_moe_tail(void) {
+    if (!E.o.intdot || !E.o.mvx) {
+        zn_status st;
+        moe_tail_case(ZN_TYPE_Q4_K, 3, 256, 1, 2, &st);
+        CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+        return;
+    }
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0, ZN_TYPE_Q5_K, ZN_TYPE_Q4_0};
+    const struct { int k, cols, gate, T; } sh[] = {
+        {ZN_VK_TAIL_SLOTS, 512, 1, 1}, {3, 256, 37, 3}, {1, 1024, 0, 2}, {ZN_VK_TAIL_SLOTS, ZN_VK_TAIL_COLS / ZN_VK_TAIL_SLOTS, 37, 4}};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) mvq_config(3, 2, 0, 0);
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+            for (size_t c = 0; c < sizeof sh / sizeof *sh; c++) {
+                const zn_type t = types[ti];
+                const int cols = zn_type_get(t)->blck == 256 || sh[c].cols % 256 == 0 ? sh[c].cols : 96;
+                zn_status st;
+                const double e = moe_tail_case(t, sh[c].k, cols, sh[c].gate, sh[c].T, &st);
+                CHECK_MSG(!st && e <= MM_TOL_Q8, "%s, k %d, rows of %d, gate cols %d, %d tokens, pass %d: %s nmse %.3g",
+                          zn_type_name(t), sh[c].k, cols, sh[c].gate, sh[c].T, pass, st ? "refused," : "", e);
+            }
+    }
+    mvq_config(0, 0, 0, 0);
+    zn_status st;
+    moe_tail_case(ZN_TYPE_F16, 3, 256, 1, 2, &st); /* the float kernel takes no tail */
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    moe_tail_case(ZN_TYPE_Q4_K, ZN_VK_TAIL_SLOTS, ZN_VK_TAIL_COLS / ZN_VK_TAIL_SLOTS + 256, 1, 1, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    E.o.t.moe_tail = false;
+    moe_tail_case(ZN_TYPE_Q4_K, 3, 256, 1, 2, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    E.o.t.moe_tail = true;
+    E.o.mvx = false;
+    moe_tail_case(ZN_TYPE_Q4_K, 3, 256, 1, 2, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    E.o.mvx = true;
+    mv_pipes_drop();
+    E.o.refuse_kinds = 1ull << VKO_MATVEC_QXK;
+    moe_tail_case(ZN_TYPE_Q4_K, 3, 256, 1, 2, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    CHECK(!E.o.mvxk && !vkops_moe_tail_takes(&E.o, ZN_TYPE_Q4_K, 256, 3, 2, VKX_SWIGLU));
+    E.o.refuse_kinds = 0;
+    E.o.mvxk = true;
+    CHECK(vkops_moe_tail_takes(&E.o, ZN_TYPE_Q4_K, 256, 3, 2, VKX_SWIGLU));
+}
+
 /* Consecutive integer mat-vecs of one x: the second (x_reuse) reads the
  * first one's quantised x; a third claims reuse for a different x, which
  * the key check must refuse (it quantises its own). Each against its
@@ -1139,6 +1256,7 @@ int main(void) {
     RUN(test_matvec_fused_x);
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
+    RUN(test_matvec_moe_tail);
     RUN(test_matvec_x_reuse);
     RUN(test_matvec_mvx_sizes);
     teardown();

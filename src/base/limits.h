@@ -37,10 +37,11 @@
 #define ZN_MAX_THREADS        256
 #define ZN_MAX_DEVICES        16         /* devices a backend lists (zinc --list-devices, --device N) */
 #define ZN_MAX_GRAPH_NODES    16384
-#define ZN_GRAPH_FOLD         4          /* an activation's memory is reused only this many nodes after its last
+#define ZN_GRAPH_FOLD         5          /* an activation's memory is reused only this many nodes after its last
                                             reader (graph.c plan_arena), so a backend may fold the next nodes into
-                                            one dispatch (Vulkan: a MoE layer's tail; a matmul, the SwiGLU of its
-                                            x and its residual ADD) */
+                                            one dispatch (Vulkan: a MoE layer's tail, also into the experts' down
+                                            that reads the SwiGLU's inputs 5 nodes before the tail's ADD; a matmul,
+                                            the SwiGLU of its x and its residual ADD) */
 #define ZN_MAX_VOCAB          (1 << 22)
 /* Gated DeltaNet shapes both backends run (the loader refuses others): key
  * head dims are powers of two in [MIN, MAX] (the CPU kernel's stack
@@ -54,6 +55,9 @@
 #define ZN_KV_ROT_MAX_HD      512        /* head dims the rotated KV caches (q4_0r, q3_0r) take at most: kv_rot.comp's
                                             shared memory, the CPU's stack copy of a head */
 #define ZN_VK_MM_SPLIT_MAX    16         /* k ranges a split-K Vulkan GEMM takes at most (tuning mm_split_wgs) */
+#define ZN_VK_TAIL_SLOTS      8          /* experts per token whose down mat-vec takes the MoE tail (tuning moe_tail):
+                                            a subgroup each in one workgroup, a pipeline each */
+#define ZN_VK_TAIL_COLS       8192       /* ... and their x rows' columns together (shared memory) */
 #define ZN_VK_MVT_MAX         16         /* tokens one workgroup of the Vulkan integer mat-vec takes (tuning mvt):
                                             its accumulators are registers, rows x tokens of them */
 

@@ -74,6 +74,8 @@ typedef struct zn_backend_opts {
     bool lazy_pipelines;  /* create pipelines on first use, not all at init (what the
                              pipeline counter sees without the init pass; with graph
                              set they always are) */
+    uint64_t refuse_kinds; /* pipelines of these kinds (bit k: vk_ops.h vkop_kind k) fail to
+                             build, as when a driver refuses one */
     /* The graph whose weights init prepares, and whose node/activation
      * capacities bound later runs; NULL: the model's own step (graph_build).
      * Hand-built graphs (graph_init_empty; the op conformance test) pass

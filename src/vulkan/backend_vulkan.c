@@ -93,6 +93,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
         c->o.mm_emulate = !c->o.coopmat;
         c->o.t.mm_min_tok = c->o.t.moe_min_tok = 2;
     }
+    c->o.refuse_kinds = opt->refuse_kinds;
     if (opt->profile) {
         char spec[ZN_TUNE_TEXT_MAX];
         vktune_describe(&c->o.t, spec, sizeof spec);
@@ -120,7 +121,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) st = vkbuf_create(&c->d, &c->ropep, sizeof(vkop_rope_p) * (size_t)m->hp.n_layer, VKMEM_SHARED, err);
     /* logits of every row of the largest step */
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
-    c->cap_groups = (uint32_t)m->hp.n_layer * 4 + 16; /* q/k/v, gate/up, shared expert, ... per layer */
+    c->cap_groups = (uint32_t)m->hp.n_layer * 5 + 16; /* q/k/v, gate/up, shared expert, MoE tail, ... per layer */
     if (!st) st = vkbuf_create(&c->d, &c->groups, VK_REGIONS * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
     for (int i = 0; i < VK_REPLAYS && !st && !c->c.profile && !opt->no_replay; i++)
         st = vkreplay_init(&c->rp[i], &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);

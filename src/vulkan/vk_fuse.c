@@ -23,7 +23,9 @@ zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
     p->res_add = calloc((size_t)cap_nodes, sizeof *p->res_add);
     p->group = calloc((size_t)cap_nodes, sizeof *p->group);
     p->tail = calloc((size_t)cap_nodes, sizeof *p->tail);
-    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq || !p->attn_rk || !p->attn_qcopy || !p->copy_attn || !p->res_add || !p->group || !p->tail) {
+    p->moe_tail = calloc((size_t)cap_nodes, sizeof *p->moe_tail);
+    if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq ||
+        !p->attn_rk || !p->attn_qcopy || !p->copy_attn || !p->res_add || !p->group || !p->tail || !p->moe_tail) {
         vkfuse_free(p);
         return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
@@ -44,6 +46,7 @@ void vkfuse_free(vkfuse *p) {
     free(p->res_add);
     free(p->group);
     free(p->tail);
+    free(p->moe_tail);
     memset(p, 0, sizeof *p);
 }
 
@@ -282,13 +285,41 @@ static void plan_tail(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int l
     }
 }
 
+/* The tail of ADD l (its MOE_SUM folded) computed by the experts' down
+ * that produced the sum's input, when only nodes folded into the tail lie
+ * between them (so everything else the tail reads is ready when the down
+ * runs), the ADD's output does not overlap the down's x (read by other
+ * workgroups while rows are stored), the kernel takes it and a block is
+ * free. */
+static void plan_moe_tail(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int l) {
+    const vkfuse_tail *tl = &p->tail[l];
+    if (tl->sum < 0 || p->n_tails >= env->max_groups) return;
+    const zn_node *sm = &g->nodes[tl->sum];
+    const int d = producer(p, g, sm->src[0], tl->sum, ZN_OP_MOE_MATMUL);
+    if (d < 0) return;
+    for (int j = d + 1; j < l; j++)
+        if (j != tl->sum && j != tl->gate && j != tl->mid) return;
+    const zn_node *dn = &g->nodes[d];
+    const vkfuse_x *f = &p->fx[dn->src[0]];
+    const range out = act_range(g, g->nodes[l].dst);
+    if (overlap(out, act_range(g, f->mode ? f->src : dn->src[0])) || (f->mode == VKX_SWIGLU && overlap(out, act_range(g, f->aux))))
+        return;
+    const zn_act *route = &g->acts[dn->src[1]];
+    if (!vkops_moe_tail_takes(env->o, dn->w[0]->type, (uint32_t)dn->w[0]->ne[0], (uint32_t)route->cols / 2,
+                              (uint32_t)route->rows, f->mode))
+        return;
+    p->moe_tail[d] = l;
+    p->skip[l] = true;
+    p->n_tails++;
+}
+
 /* Nodes i .. i+n-1 as one grouped matmul when vkfuse_matmul_run() found
  * them, their weights lie side by side, the kernel takes groups, none of
  * them is folded elsewhere or folds a residual, and a group block is
  * free; returns n, or 1 to run node i alone. */
 static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
     int n = vkfuse_matmul_run(g, i);
-    if (n < 2 || env->no_fusion || p->n_groups >= env->max_groups) return 1;
+    if (n < 2 || env->no_fusion || p->n_groups + p->n_tails >= env->max_groups) return 1;
     uint32_t rows = 0;
     for (int k = 0; k < n; k++) {
         const zn_node *b = &g->nodes[i + k];
@@ -336,6 +367,10 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     /* last first: the ADD ending a layer claims the whole tail before the
      * ADD inside it could claim the sum alone */
     for (int i = g->n_nodes - 1; i >= 0; i--) plan_tail(p, env, g, i);
+    p->n_tails = 0;
+    for (int i = 0; i < g->n_nodes; i++) p->moe_tail[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == ZN_OP_ADD && !p->skip[i]) plan_moe_tail(p, env, g, i);
     /* groups last, in recording order: they need the skips and residual
      * folds of every node they span */
     p->n_groups = 0;

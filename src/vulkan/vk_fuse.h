@@ -22,7 +22,10 @@
  *  - a MoE block's tail, computed by the residual ADD that ends the layer:
  *    the experts' weighted sum (MOE_SUM) and, with a shared expert, its
  *    sigmoid gate (SIGMOID_MUL) and the ADD of the two; each folded when
- *    its inputs are still intact at the final ADD. */
+ *    its inputs are still intact at the final ADD;
+ *  - that tail, computed by the experts' down mat-vec right before it
+ *    instead (vkop_mm.tail), when every node in between is folded into
+ *    the tail and the kernel takes it (vkops_moe_tail_takes). */
 #ifndef ZINC_VK_FUSE_H
 #define ZINC_VK_FUSE_H
 
@@ -75,7 +78,10 @@ typedef struct vkfuse {
     int *res_add;                 /* [cap_nodes]: per MATMUL node, the residual ADD folded into it (-1: none) */
     int *group;                   /* [cap_nodes]: matmuls from this node on that run as one (1: alone) */
     vkfuse_tail *tail;            /* [cap_nodes]: per ADD node, the MoE tail it computes */
+    int *moe_tail;                /* [cap_nodes]: per MOE_MATMUL node, the ADD whose tail it computes instead
+                                     (the ADD skipped; -1: none) */
     int n_groups;                 /* nodes with group > 1 */
+    int n_tails;                  /* MOE_MATMUL nodes with a tail: a group block each, too */
     vkfuse_x *fx;                 /* [cap_acts] */
 } vkfuse;
 

@@ -22,6 +22,7 @@ uint32_t vkmm_mvx_cap(const vkops *o, vkop_kind k) {
     const uint32_t cap = k == VKO_MATVEC_QX_S    ? 4096
                          : k == VKO_MATVEC_QX_M  ? 16384
                          : k == VKO_MATVEC_QTX_S ? 2048
+                         : k == VKO_MATVEC_QXK   ? ZN_VK_TAIL_COLS /* all the slots' rows */
                                                  : most;
     return cap < most ? cap : most;
 }
@@ -48,17 +49,22 @@ static bool is_quant(zn_type t) {
  * tokens per workgroup. Each kind's tuning (vk_tune.h): after quantx
  * mv_wg with mvq_* or, several tokens, mvt_*; quantising x itself mvx_t
  * (by matrix size) or mvt_t. */
-typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt; } mvq_cfg;
-static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, zn_type t) {
-    const int ts = vktune_slot(t), i = ts < 0 ? 0 : ts;
+typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt, ks; } mvq_cfg;
+static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
+    const int ts = vktune_slot(v.type), i = ts < 0 ? 0 : ts;
     const vktune *tu = &o->t;
-    if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1};
+    /* the MoE tail: a subgroup per slot (v.cfg + 1 of them), one row block
+     * per workgroup, no prefetching; rows and unroll as the small matrices' */
+    if (k == VKO_MATVEC_QXK)
+        return (mvq_cfg){(v.cfg + 1) * o->d->info.subgroup_size, tu->mvx_t[0].rows[i], tu->mvx_t[0].unroll[i], 0, 0, 0,
+                         vkmm_mvx_cap(o, k) / 32, 1, v.cfg + 1};
+    if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1, 0};
     if (k == VKO_MATVEC_QT)
-        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt};
+        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt, 0};
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
     return (mvq_cfg){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i], vkmm_mvx_cap(o, k) / 32,
-                     mvt ? tu->mvt : 1};
+                     mvt ? tu->mvt : 1, 0};
 }
 
 /* Tokens per workgroup of the integer mat-vec of a: t.mvt where one
@@ -85,7 +91,7 @@ zn_status vkmm_check(const vkop_mm *a, zn_err *err) {
 mm_push vkmm_push(const vkop_mm *a) {
     const bool aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0 && a->aux % 16 == 0;
     return (mm_push){.w = a->w, .x = a->x, .y = a->y, .bias = a->bias, .scale = a->scale, .res = a->res,
-                     .ids = a->group ? a->group : a->ids,
+                     .ids = a->group ? a->group : a->tail ? a->tail : a->ids,
                      .aux = a->aux, .expert_bytes = (uint32_t)a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows,
                      .row_bytes = a->row_bytes, .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride,
                      .y_stride = a->y_stride, .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride,
@@ -218,10 +224,40 @@ static bool mmi8(vkops *o, vkcmd *c, const vkop_mm *a, const char *name) {
     return true;
 }
 
+bool vkops_moe_tail_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t k, uint32_t n_tok, int xmode) {
+    const uint32_t sg = o->d->info.subgroup_size;
+    return o->t.moe_tail && o->intdot && o->mvx && o->mvxk && is_quant(t) && (o->t.mvx_modes >> xmode & 1) && k >= 1 &&
+           k <= ZN_VK_TAIL_SLOTS && k * sg <= o->d->info.max_wg_invocations &&
+           ncols / 32 <= vkmm_mvx_cap(o, VKO_MATVEC_QXK) / 32 / k && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
+}
+
+/* The experts' down with the MoE tail (vkop_mm.tail): a workgroup of a
+ * subgroup per slot for each row block and token. */
+static zn_status matvec_tail(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
+    if (!vkops_moe_tail_takes(o, a->type, a->ncols, a->n_slots, a->n_tok, (int)a->xmode) || !a->x_slot_stride)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no MoE tail for %u experts of %s rows of %u", a->n_slots,
+                       zn_type_name(a->type), a->ncols);
+    const vkvar v = {.type = a->type, .cfg = a->n_slots - 1};
+    const vkpipe *p = NULL;
+    zn_err e2 = {0};
+    if (vkops_pipe(o, VKO_MATVEC_QXK, v, &p, &e2)) {
+        o->mvxk = false;
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "%s", e2.msg);
+    }
+    mm_push pc = vkmm_push(a);
+    const uint32_t lg = matvec_q_groups(o, a->type, a->ncols), per_wg = mvq_cfg_for(o, VKO_MATVEC_QXK, v).rows << lg;
+    pc.flags |= lg << 8;
+    uint32_t gx, gy;
+    vkops_grid2(o, (a->nrows + per_wg - 1) / per_wg, &gx, &gy);
+    vkcmd_dispatch(c, p, &pc, sizeof pc, gx, gy, a->n_tok, name);
+    return ZN_OK;
+}
+
 zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     const vkpipe *p = NULL;
     zn_status st = vkmm_check(a, err);
     if (st) return st;
+    if (a->tail) return matvec_tail(o, c, a, name, err);
     const bool iq = o->intdot && is_quant(a->type);
     if (!a->ids && a->n_slots <= 1 && vkops_mmi_takes(o, a->type, a->n_tok) && mmi8(o, c, a, name)) return ZN_OK;
     mm_push pc = vkmm_push(a);
@@ -242,7 +278,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
     uint32_t z = a->n_tok * pc.n_slots;
-    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, a->type) : (mvq_cfg){0};
+    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type}) : (mvq_cfg){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
@@ -268,7 +304,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 /* ---- specialisation constants ---- */
 
 typedef struct spec_matvec { uint32_t wg, type, nr, sg; } spec_matvec;                        /* matvec.comp */
-typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt; } spec_matvec_q; /* matvec_q.comp */
+typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt, ks; } spec_matvec_q; /* matvec_q.comp */
 typedef struct spec_quantx { uint32_t wg, sk; } spec_quantx;                                  /* quantx.comp */
 
 /* VKO_MATVEC: subgroups of mv_rows rows; VKO_MATVEC_1: a row per
@@ -285,10 +321,11 @@ zn_status vkspec_matvec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_er
  * other kinds quantise it themselves into xb blocks of shared memory per
  * token, with their own tuning (mvq_cfg_for). */
 zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
-    (void)err;
-    const mvq_cfg m = mvq_cfg_for(o, k, v.type);
+    const mvq_cfg m = mvq_cfg_for(o, k, v);
+    if (m.wg > o->d->info.max_wg_invocations)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matvec_q: workgroups of %u threads", m.wg);
     VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = (uint32_t)v.type, .nr = m.rows, .sg = o->d->info.subgroup_size,
-                                .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt});
+                                .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt, .ks = m.ks});
     return ZN_OK;
 }
 

@@ -45,6 +45,14 @@ typedef struct vkop_mm {
     /* The address of a vkop_group (y, bias, scale, res and ids unused
      * then): the mat-vec and the f16 GEMM take groups. */
     VkDeviceAddress group;
+    /* The address of a vkop_tail (ids unused then): the experts' down of a
+     * MoE layer (n_slots experts per token, x_slot_stride > 0) computes the
+     * layer's tail and stores y[t][r] = res[t][r] + (sum over slots of the
+     * routing weight times the slot's result + the gated shared expert),
+     * y_stride y's row. Only the integer mat-vec takes it
+     * (vkops_moe_tail_takes); vkop_matvec says ZN_ERR_UNSUPPORTED when it
+     * cannot run it (the caller then runs the matmul and the tail apart). */
+    VkDeviceAddress tail;
     /* The caller vouches that x (and aux) were read by the previous
      * vkop_matvec / vkop_matmat call on these ops and not written since:
      * when that call quantised the same rows the same way, the integer path
@@ -63,6 +71,21 @@ typedef struct vkop_group {
     uint32_t row_end[ZN_VK_GROUP_MAX], y_stride[ZN_VK_GROUP_MAX];
     uint32_t n_seg;
 } vkop_group;
+
+/* A MoE tail (vkop_mm.tail), in device-visible memory: the routing
+ * (ZN_OP_MOE_ROUTE's rows: ids | weights), the shared expert's output b
+ * (0: none; laid out like y) and its gate logits, b_cols per token (1: one
+ * per token). Its layout is the Tail block of mm_store.glsl; it fits in a
+ * vkop_group's slot (the backend keeps both in one pool). */
+typedef struct vkop_tail {
+    uint64_t route, b, gate;
+    uint32_t b_cols, pad;
+} vkop_tail;
+_Static_assert(sizeof(vkop_tail) <= sizeof(vkop_group), "a tail block takes a group block's slot");
+
+/* Does the experts' down of n_tok tokens (type t, rows of ncols, k slots,
+ * x in mode xmode) take its layer's tail (vkop_mm.tail) on this device? */
+bool vkops_moe_tail_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t k, uint32_t n_tok, int xmode);
 
 /* The integer mat-vec quantises x (n_tok x slots rows of ncols, after the
  * fused x mode) into device scratch before the dot products: each call

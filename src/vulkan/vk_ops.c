@@ -82,8 +82,10 @@ static const vkpipe_desc pipe_table[VKO_COUNT] = {
     [VKO_MMQ_EMU_SPLIT] = {"mmf_emu", BY_CFG_TYPE, ZN_VK_MM_NCFG, 0, vkspec_mmf},
     [VKO_MMQ_CM2_SPLIT] = {"mmf_cm2", BY_CFG_TYPE, ZN_VK_CM2_NCFG, 0, vkspec_mmf_cm2},
     [VKO_MMI8] = {"mmi8", BY_NONE, 0, 0, vkspec_mmi8},
+    [VKO_MATVEC_QXK] = {"matvec_q", BY_CFG_TYPE, ZN_VK_TAIL_SLOTS, SG_DEVICE, vkspec_matvec_q},
 };
 _Static_assert(ZN_VK_MM_NCFG <= ZN_VK_NVAR / ZN_VK_NTYPES && ZN_VK_CM2_NCFG <= ZN_VK_NVAR / ZN_VK_NTYPES &&
+                   ZN_VK_TAIL_SLOTS <= ZN_VK_NVAR / ZN_VK_NTYPES &&
                    ZN_VK_FA_NCFG <= ZN_VK_NVAR && VK_ATTN_DEC_SLOTS <= ZN_VK_NVAR,
                "every variant has a slot in vkops.pipes");
 
@@ -158,6 +160,7 @@ zn_status vkops_init(vkops *o, vkdev *d, const vktune *t, const char *cache_path
     o->intdot = d->info.int_dot && o->t.intdot;
     o->mvx = o->intdot && sg >= 8 && o->t.mvx; /* q8x.glsl: 8-lane blocks */
     o->mvx_max_cols = vkmm_mvx_cap(o, VKO_MATVEC_QX_L);
+    o->mvxk = o->mvx;
     o->mmi = true;
     return vkpipes_init(&o->ps, d, cache_path, err);
 }

@@ -49,6 +49,8 @@ typedef enum vkop_kind {
     VKO_MMI8,                                                /* Q4_K GEMM on int8 dot products (t.mmi_*) */
     VKO_MM_REDUCE,                                           /* split-K GEMMs' sums and epilogue */
     VKO_KV_ROT,                                              /* the rotated KV cache's head rotation */
+    VKO_MATVEC_QXK,                                          /* the integer mat-vec quantising x itself, a MoE
+                                                                tail's experts' down (per slots and type) */
     VKO_COUNT
 } vkop_kind;
 
@@ -105,6 +107,8 @@ typedef struct vkops {
                                  at most mvx_max_cols (with t.mvt tokens per workgroup: as
                                  many rows as fit, vkmm_mvx_cap) */
     uint32_t mvx_max_cols;    /* what shared memory holds (tests lower it to see the fallback) */
+    bool mvxk;                /* the MoE tail in the experts' down (VKO_MATVEC_QXK) where t.moe_tail: off
+                                 once the driver rejected such a pipeline */
     bool mmi;                 /* the int8 GEMM (mmi8.comp) may run where t.mmi_* say: off once the
                                  driver rejected its pipeline */
     char intdot_err[192];     /* why intdot went off at run time (pipeline creation failed), or "" */

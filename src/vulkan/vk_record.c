@@ -137,7 +137,8 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
     return vkop_matmul(&c->o, c->rec, &m, a->tag, err);
 }
 
-static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
+/* The arguments of MOE_MATMUL node n. */
+static vkop_mm moe_args(vk_ctx *c, const zn_graph *g, const zn_node *n) {
     const gguf_tensor *t = n->w[0];
     const vk_weight *w = &c->w[model_weight_id(c->m, t)];
     const zn_act *x = x_act(c, g, n), *route = &g->acts[n->src[1]];
@@ -151,7 +152,7 @@ static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, 
                  .row_bytes = w->row_bytes, .n_tok = T, .n_slots = k, .x_stride = shared ? cols : k * cols,
                  .x_slot_stride = shared ? 0 : cols, .y_stride = k * rows, .y_slot_stride = rows, .ids_stride = 2 * k};
     matmul_x(c, g, n, &a);
-    return vkop_matmul(&c->o, c->rec, &a, n->tag, err);
+    return a;
 }
 
 /* Rows [row0, row0 + n_rows) of activation a (a sequence's part of a step). */
@@ -291,6 +292,43 @@ static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const 
         if (t->sum < 0) e.a = act_addr(c, g, other_src(&g->nodes[t->mid], sg->dst));
     }
     return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
+}
+
+static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n);
+
+/* MOE_MATMUL node n; with a tail (vkfuse.moe_tail) the ADD's output
+ * instead of n's, through a tail block from the group blocks' pool. A
+ * kernel that cannot take the tail (the driver refused its pipeline)
+ * leaves the down, a barrier and the tail's own dispatch. */
+static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
+    const vkop_mm a = moe_args(c, g, n);
+    const int l = c->plan.moe_tail[n - g->nodes];
+    if (l < 0) return vkop_matmul(&c->o, c->rec, &a, n->tag, err);
+    const zn_node *add = &g->nodes[l];
+    const vkfuse_tail *t = &c->plan.tail[l];
+    const uint32_t slot = c->region * c->cap_groups + c->n_groups++;
+    vkop_tail *tb = (vkop_tail *)((vkop_group *)c->groups.map + slot);
+    memset(tb, 0, sizeof *tb);
+    tb->route = act_addr(c, g, n->src[1]);
+    if (t->gate >= 0) {
+        const zn_node *sg = &g->nodes[t->gate];
+        tb->b = act_addr(c, g, sg->src[0]);
+        tb->gate = act_addr(c, g, sg->src[1]);
+        tb->b_cols = (uint32_t)g->acts[sg->src[1]].cols;
+    }
+    vkop_mm at = a;
+    at.tail = c->groups.addr + sizeof(vkop_group) * slot;
+    at.y = act_addr(c, g, add->dst);
+    at.y_stride = (uint32_t)g->acts[add->dst].cols;
+    at.res = act_addr(c, g, other_src(add, t->mid >= 0 ? g->nodes[t->mid].dst : g->nodes[t->sum].dst));
+    zn_status st = vkop_matmul(&c->o, c->rec, &at, n->tag, err);
+    if (st != ZN_ERR_UNSUPPORTED) return st;
+    *err = (zn_err){0};
+    if ((st = vkop_matmul(&c->o, c->rec, &a, n->tag, err))) return st;
+    vkcmd_barrier(c->rec);
+    c->n_rd = c->n_wr = 0;
+    node_hazards(c, &(vk_seg){0}, g, add);
+    return run_tail(c, g, add, t, err);
 }
 
 /* ROPE node i's arguments, with the norm and KV store it takes in. */
@@ -508,7 +546,13 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         rd[nr++] = act_range(c, g, other_src(add, n->dst));
         wr[0] = act_range(c, g, add->dst);
     }
-    const vkfuse_tail *tl = n->op == ZN_OP_ADD ? &c->plan.tail[i] : NULL;
+    const int mt = n->op == ZN_OP_MOE_MATMUL ? c->plan.moe_tail[i] : -1;
+    if (mt >= 0) { /* the tail's ADD: its output instead, and what it reads */
+        const zn_node *add = &g->nodes[mt];
+        wr[0] = act_range(c, g, add->dst);
+        for (int k = 0; k < 2; k++) rd[nr++] = act_range(c, g, add->src[k]);
+    }
+    const vkfuse_tail *tl = n->op == ZN_OP_ADD ? &c->plan.tail[i] : mt >= 0 ? &c->plan.tail[mt] : NULL;
     if (tl && tl->sum >= 0) /* the experts' outputs and the routing */
         for (int k = 0; k < 2; k++) rd[nr++] = act_range(c, g, g->nodes[tl->sum].src[k]);
     if (tl && tl->gate >= 0) { /* the shared expert's output and gate, and the sum if not folded */

@@ -52,6 +52,7 @@ typedef struct vktune {
     /* ... or quantising x inside the mat-vec's own workgroups */
     bool mvx;
     uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it */
+    bool moe_tail;            /* a MoE layer's experts' down mat-vec computes the layer's tail (vkop_mm.tail) */
     vktune_mvx mvx_t[2];      /* [0]: matrices under mvx_big_mb, [1]: bigger ones */
     uint32_t mvx_big_mb;      /* MiB of one matrix from which mvx_t[1] applies (ZN_VK_OFF: never) */
     /* several tokens per workgroup (matmuls of 2+ tokens without per-token

@@ -24,6 +24,14 @@
 // block's later steps and the next block find their weights in L2 (one
 // 4-byte load per 32 bytes: far fewer registers per byte in flight than
 // more rows or steps per iteration).
+// KS > 0 (a MoE layer's experts' down with the layer's tail, p.ids a Tail
+// block of mm_store.glsl): a workgroup of KS subgroups takes one token,
+// subgroup s its expert slot s, all of them the same rows; each slot's
+// row of x is quantised into shared memory (rows of XB / KS blocks), and
+// the rows' results, weighted by the routing, summed in slot order, plus
+// the gated shared expert and the residual, are stored by the workgroup:
+// the experts' outputs never reach memory and the tail needs no dispatch
+// (nor a barrier) of its own. PF and PN are 0.
 // NT > 1 (matmuls without per-token experts: dense, or the grouped stack;
 // n_slots 1): a workgroup takes nt <= NT consecutive tokens (n_tok split
 // evenly over the z groups), loads each weight step once into registers
@@ -42,6 +50,7 @@ layout(constant_id = 5) const uint XB = 0; // x quantised in shared memory: its 
 layout(constant_id = 6) const uint PF = 0; // sectors per thread prefetched before x is quantised (XB > 0)
 layout(constant_id = 7) const uint PN = 0; // sectors per thread prefetched per row block (this and the next)
 layout(constant_id = 8) const uint NT = 1; // tokens per workgroup (1: a (token, slot) pair per z)
+layout(constant_id = 9) const uint KS = 0; // expert slots per workgroup, one per subgroup (a MoE tail; 0: off)
 layout(local_size_x_id = 0) in;
 
 #include "mm_push.glsl"
@@ -54,6 +63,10 @@ layout(local_size_x_id = 0) in;
 // The quantised x rows (XB > 0): qs as 16-byte halves of blocks, (d, d * sum q) per block; row j at j * XB blocks.
 shared uvec4 xs_q[NT * 2u * XB + 1u];
 shared vec2 xs_d[NT * XB + 1u];
+// Blocks between x rows in shared memory: KS > 0 splits the XB blocks among the slots.
+const uint XR = XB / (KS > 0u ? KS : 1u);
+// KS > 0: each slot's results of a row block (mm_epi applied), before the tail sums them.
+shared float ys[KS * SG * NR + 1u];
 
 layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer V2 { vec2 v[]; };
 
@@ -72,9 +85,9 @@ struct XS {
 // x row xr: XB > 0 the row's index in shared memory, else the address of
 // the row (nb blocks) in global memory.
 uvec4 xq16(uint64_t xr, uint b, uint h) {
-    return XB > 0u ? xs_q[2u * (uint(xr) * XB + b) + h] : U32x4(xr + 32ul * b + 16u * h).v[0];
+    return XB > 0u ? xs_q[2u * (uint(xr) * XR + b) + h] : U32x4(xr + 32ul * b + 16u * h).v[0];
 }
-vec2 xds(uint64_t xr, uint nb, uint b) { return XB > 0u ? xs_d[uint(xr) * XB + b] : V2(xr + 32ul * nb + 8ul * b).v[0]; }
+vec2 xds(uint64_t xr, uint nb, uint b) { return XB > 0u ? xs_d[uint(xr) * XR + b] : V2(xr + 32ul * nb + 8ul * b).v[0]; }
 
 XS load_x(uint64_t xr, uint nb, uint s) {
     XS x;
@@ -238,16 +251,16 @@ void x_to_shared(uint t, uint slot, uint j) {
             vec2 ds;
             const uint q = q8_quant(q8_apply(xv[k], av[k], mode, inv), ds);
             if (i >= nv) continue;
-            xs_q[2u * j * XB + i / 4u][i % 4u] = q;
-            if (i % 8u == 0u) xs_d[j * XB + i / 8u] = ds;
+            xs_q[2u * j * XR + i / 4u][i % 4u] = q;
+            if (i % 8u == 0u) xs_d[j * XR + i / 8u] = ds;
         }
     }
 }
 
 // The x row of token t + j, slot `slot` (as xq16 takes it): XB > 0 row j
-// of shared memory, else its row quantised by quantx.comp.
+// of shared memory (KS > 0: row slot), else its row quantised by quantx.comp.
 uint64_t x_row(uint t, uint slot, uint j, uint nb) {
-    return XB > 0u ? uint64_t(j) : p.x + uint64_t((t + j) * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
+    return XB > 0u ? uint64_t(KS > 0u ? slot : j) : p.x + uint64_t((t + j) * p.x_stride + slot * p.x_slot_stride) * ((40u * nb + 15u) & ~15u);
 }
 
 // The accumulators: row r, token j at r * NT + j, padded to VP (a power of
@@ -301,6 +314,29 @@ void sg_sums(inout float v[VP]) {
     }
 }
 
+// KS > 0: the tail of row block rb's rows for token t, from each slot's
+// results in ys (the whole workgroup; the first G * NR threads store).
+// The arithmetic of eltwise.comp's MOE_TAIL: the weighted sum in slot
+// order, then the gated shared expert and the residual, unfused.
+void moe_tail(uint t, uint rb, uint G) {
+    barrier();
+    const uint i = gl_LocalInvocationID.x, n = G * NR;
+    if (i < n && rb + i < p.nrows) {
+        Tail tb = Tail(p.ids);
+        const uint R = rb + i, yi = t * p.y_stride + R;
+        float v = 0.0;
+        for (uint s = 0; s < KS; s++) v += F32(tb.route).v[t * p.ids_stride + KS + s] * ys[s * n + i];
+        precise float sum = v;
+        if (tb.b != 0ul) {
+            precise float gated = F32(tb.b).v[yi] * sigmoid(F32(tb.gate).v[t * tb.b_cols + (tb.b_cols == 1u ? 0u : R)]);
+            sum = sum + gated;
+        }
+        precise float o = F32(p.res).v[yi] + sum;
+        F32(p.y).v[yi] = o;
+    }
+    barrier(); // ys is the next row block's
+}
+
 void main() {
     // Rows shorter than a subgroup's lanes (few steps: MoE experts' down
     // matrices) split the subgroup into G groups of L lanes, each with its
@@ -310,10 +346,13 @@ void main() {
     // n_tok split evenly over the z groups (at most NT each: the host
     // dispatches ceil(n_tok / NT) groups); slot 0.
     const uint z = gl_WorkGroupID.z, nz = gl_NumWorkGroups.z;
-    const uint t = NT == 1u ? z / p.n_slots : z * p.n_tok / nz, slot = NT == 1u ? z % p.n_slots : 0u;
+    // KS > 0: z is the token, the subgroup the slot.
+    const uint t = KS > 0u ? z : NT == 1u ? z / p.n_slots : z * p.n_tok / nz;
+    const uint slot = KS > 0u ? gl_SubgroupID : NT == 1u ? z % p.n_slots : 0u;
     const uint nt = NT == 1u ? 1u : min((z + 1u) * p.n_tok / nz - t, NT);
     uint e = 0;
-    if (NT == 1u && p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
+    if (KS > 0u) e = uint(F32(Tail(p.ids).route).v[t * p.ids_stride + slot]);
+    else if (NT == 1u && p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
     // row blocks of WG / SG subgroups; the grid may have fewer workgroups
     const uint blk0 = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x, nwg = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
@@ -328,15 +367,18 @@ void main() {
         pf[k] = U32(w + (at < uint64_t(p.nrows) * p.row_bytes ? at : 0ul)).v[0];
     }
     if (XB > 0u) {
-        for (uint j = 0; j < NT; j++)
-            if (j < nt) x_to_shared(t + j, slot, j);
+        if (KS > 0u)
+            for (uint j = 0; j < KS; j++) x_to_shared(t, j, j);
+        else
+            for (uint j = 0; j < NT; j++)
+                if (j < nt) x_to_shared(t + j, slot, j);
         barrier();
     }
     uint h = 0u; // the prefetched words, all folded in (never used: see the end)
     for (uint k = 0; k < PF; k++) h ^= pf[k];
     const uint nb = p.ncols / 32u, nsteps = p.ncols / STEP();
     for (uint blk = blk0;; blk += nwg) {
-        const uint rb = (blk * (WG / SG) + gl_SubgroupID) * G * NR;
+        const uint rb = (KS > 0u ? blk : blk * (WG / SG) + gl_SubgroupID) * G * NR;
         if (rb >= p.nrows) break;
         uint pn[PN + 1u];
         for (uint k = 0; k < PN; k++) {
@@ -371,7 +413,11 @@ void main() {
                 else
                     for (uint o = L / 2u; o > 0u; o >>= 1) acc[i] += subgroupShuffleXor(acc[i], o);
             }
-            if (sl == 0u)
+            if (KS > 0u) {
+                if (sl == 0u)
+                    for (uint r = 0; r < NR; r++) ys[(slot * G + lane / L) * NR + r] = mm_epi(min(r0 + r, p.nrows - 1u), e, acc[r]);
+                moe_tail(t, rb, G);
+            } else if (sl == 0u)
                 for (uint r = 0; r < NR && r0 + r < p.nrows; r++)
                     for (uint j = 0; j < NT; j++)
                         if (j < nt) mv_store(t + j, slot, e, r0 + r, acc[r * NT + j]);

@@ -3,12 +3,18 @@
 // and flags (bit 0: bias before scale).
 bool mm_bias_first() { return (p.flags & 1u) != 0u; }
 
-// Bias and scale in either order, then the residual, stored at y's index yi.
-void mm_store(uint yi, uint row, uint e, float acc) {
+// Bias and scale in either order (expert e's).
+float mm_epi(uint row, uint e, float acc) {
     float v = acc;
     if (mm_bias_first() && p.bias != 0) v += F32(p.bias).v[e * p.nrows + row];
     if (p.scale != 0) v *= F32(p.scale).v[e];
     if (!mm_bias_first() && p.bias != 0) v += F32(p.bias).v[e * p.nrows + row];
+    return v;
+}
+
+// mm_epi, then the residual, stored at y's index yi.
+void mm_store(uint yi, uint row, uint e, float acc) {
+    float v = mm_epi(row, e, acc);
     if (p.res != 0) v += F32(p.res).v[yi];
     F32(p.y).v[yi] = v;
 }
@@ -41,3 +47,12 @@ void group_store(uint64_t grp, uint t, uint R, float acc) {
     if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
     F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
 }
+
+// A MoE layer's tail computed by its experts' down mat-vec (matvec_q.comp
+// with KS > 0, struct vkop_tail): the routing (expert ids | weights per
+// token), the shared expert's output b and its gate (b 0: none; b_cols 1:
+// one gate per token).
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Tail {
+    uint64_t route, b, gate;
+    uint b_cols;
+};
