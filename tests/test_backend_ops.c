@@ -1055,6 +1055,42 @@ static void test_fuse_moe(void) {
     tally_print("moe");
 }
 
+/* A DeltaNet block's projections and conv: in one-token steps the conv
+ * runs in the grouped mat-vec that made its input (vkop_group.conv), its
+ * state carried across prompt steps (the conv's own dispatch) and
+ * one-token ones; the projection grouped with another (its output added to
+ * the conv's to compare both), or alone (a group of one: the other of
+ * another type), quantised and f16. Bit for bit the conv on its own: the
+ * same taps in the same order. */
+static void test_fuse_conv(void) {
+    tally_reset();
+    enum { D = 256, CH = 160 };
+    static const int steps[6] = {5, 1, 1, 3, 1, 1};
+    const struct { zn_type a, b; } ty[3] = {{ZN_TYPE_Q4_K, ZN_TYPE_Q4_K}, {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K}, {ZN_TYPE_F16, ZN_TYPE_F16}};
+    for (int c = 0; c < 3; c++) {
+        tcase *tc = recr_tcase(1, 3, 32, "conv");
+        gguf_tensor *wq = tc_weight(tc, ty[c].a, D, CH, 1, 1.0f), *wz = tc_weight(tc, ty[c].b, D, CH, 1, 1.0f);
+        gguf_tensor *w = tc_tensor(tc, ZN_TYPE_F32, 4, CH, 1, tc_floats(tc, (size_t)CH * 4, -1.0f, 1.0f));
+        int p = 0;
+        for (int k = 0; k < 6; k++) {
+            const int n = steps[k];
+            step *s = tc_step(tc, n, p, mm_tol(ty[c].b), "projections %s, %s -> conv", zn_type_name(ty[c].a),
+                              zn_type_name(ty[c].b));
+            const int x = st_input(tc, s, n, D, -1.0f, 1.0f), q = graph_act(&s->g, n, CH), z = graph_act(&s->g, n, CH);
+            const int y = graph_act(&s->g, n, CH), o = graph_act(&s->g, n, CH);
+            st_node(s, ZN_OP_MATMUL, q, x, -1, -1)->w[0] = wq;
+            st_node(s, ZN_OP_MATMUL, z, x, -1, -1)->w[0] = wz;
+            st_node(s, ZN_OP_CONV1D, y, q, -1, -1)->w[0] = w;
+            st_node(s, ZN_OP_ADD, o, y, z, -1);
+            st_finish(tc, s, o);
+            p += n;
+        }
+        static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE_SAME};
+        check_case(tc, cfgs, 2);
+    }
+    tally_print("conv");
+}
+
 /* A whole MoE FFN with its tail: the experts' down (on the integer
  * mat-vec) computes the routing-weighted sum, the shared expert's gate and
  * the residual (vkop_mm.tail), k 2 and 8 of 10 experts, with and without a
@@ -1230,6 +1266,7 @@ int main(int argc, char **argv) {
     RUN_IF(test_fuse_moe);
     RUN_IF(test_fuse_moe_tail);
     RUN_IF(test_fuse_moe_down_tail);
+    RUN_IF(test_fuse_conv);
     RUN_IF(test_fuse_x_reuse);
     return harness_report("backend_ops");
 }

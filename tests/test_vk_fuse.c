@@ -464,11 +464,17 @@ static void test_moe_tail(void) {
 }
 
 /* qwen35: a recurrent block's four projections of the normed input are one
- * group of 4 in decode; the gated norm's SwiGLU goes into ssm_out, the
- * residual ADD into its store. */
+ * group of 4 in decode, which computes the conv too; the gated norm's
+ * SwiGLU goes into ssm_out, the residual ADD into its store. In a prompt
+ * the conv runs on its own; in a decode step without a group block free,
+ * too. */
 static void test_qwen35(void) {
     fixture f;
     if (!fx_open(&f, "qwen35-dense-f16", 32)) return;
+    fx_plan(&f, 2, GPU_DEV, false, 1000);
+    for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
+    fx_plan(&f, 1, GPU_DEV, false, 0);
+    for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
     fx_plan(&f, 1, GPU_DEV, false, 1000);
     int recurrent = 0;
     for (int il = 0; il < f.m.hp.n_layer; il++) {
@@ -476,6 +482,8 @@ static void test_qwen35(void) {
         recurrent++;
         CHECK(f.p.skip[node(&f, il, "attn_norm")]);
         CHECK_EQ_INT(f.p.group[node(&f, il, "attn_qkv")], 4);
+        CHECK_EQ_INT(f.p.conv[node(&f, il, "attn_qkv")], node(&f, il, "conv1d"));
+        CHECK(f.p.skip[node(&f, il, "conv1d")]);
         CHECK(f.p.skip[node(&f, il, "gdn_gated")]);
         CHECK_EQ_INT(xmode(&f, node(&f, il, "ssm_out")), VKX_SWIGLU);
         /* and the residual ADD after it into its store (ZN_GRAPH_FOLD keeps
@@ -719,6 +727,29 @@ static void test_moe_down_tail_limits(void) {
     }
 }
 
+/* A projection computes the conv after it (a group of one here): case 0.
+ * Not when another node reads the projection's output (1), in a two-token
+ * step (2), nor when the conv writes over the projection's x (3). */
+static void test_conv_limits(void) {
+    for (int c = 0; c < 4; c++) {
+        hand h;
+        hand_init(&h, c == 2 ? 2 : 1);
+        const int T = c == 2 ? 2 : 1;
+        gguf_tensor *wq = hand_w(&h, ZN_TYPE_Q4_K, 256, 64), *cw = hand_w(&h, ZN_TYPE_F32, 4, 64);
+        const int x = graph_input(&h.g, T, 256), q = graph_act(&h.g, T, 64), z = graph_act(&h.g, T, 64);
+        const int y = c == 3 ? x : graph_act(&h.g, T, 64);
+        const int m = h.g.n_nodes;
+        hnode(&h, ZN_OP_MATMUL, q, x, -1)->w[0] = wq;
+        if (c == 1) hnode(&h, ZN_OP_ADD, z, q, q);
+        const int i = h.g.n_nodes;
+        hnode(&h, ZN_OP_CONV1D, y, q, -1)->w[0] = cw;
+        hand_plan_pol(&h, y, GPU_DEV);
+        CHECK_MSG(h.p.conv[m] == (c == 0 ? i : -1) && h.p.skip[i] == (c == 0), "case %d: conv %d, skipped %d", c,
+                  h.p.conv[m], h.p.skip[i]);
+        hand_free(&h);
+    }
+}
+
 /* A group ends where the type, the row length or the bias order changes,
  * or a member folds a residual. */
 static void test_group_breaks(void) {
@@ -759,6 +790,7 @@ int main(void) {
     RUN(test_moe_tail);
     RUN(test_moe_tail_limits);
     RUN(test_moe_down_tail_limits);
+    RUN(test_conv_limits);
     RUN(test_qwen35);
     RUN(test_norm_not_fused);
     RUN(test_norm_rows_rule);

@@ -24,8 +24,10 @@ zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
     p->group = calloc((size_t)cap_nodes, sizeof *p->group);
     p->tail = calloc((size_t)cap_nodes, sizeof *p->tail);
     p->moe_tail = calloc((size_t)cap_nodes, sizeof *p->moe_tail);
+    p->conv = calloc((size_t)cap_nodes, sizeof *p->conv);
     if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq ||
-        !p->attn_rk || !p->attn_qcopy || !p->copy_attn || !p->res_add || !p->group || !p->tail || !p->moe_tail) {
+        !p->attn_rk || !p->attn_qcopy || !p->copy_attn || !p->res_add || !p->group || !p->tail || !p->moe_tail ||
+        !p->conv) {
         vkfuse_free(p);
         return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
@@ -47,6 +49,7 @@ void vkfuse_free(vkfuse *p) {
     free(p->group);
     free(p->tail);
     free(p->moe_tail);
+    free(p->conv);
     memset(p, 0, sizeof *p);
 }
 
@@ -336,6 +339,36 @@ static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g,
     return takes(env, g, a, rows, p->fx[a->src[0]].mode, true) ? n : 1;
 }
 
+/* CONV1D i of a one-token step, the only reader of a matmul's output that
+ * folds no residual: the matmul's group stores the conv's output instead
+ * (one conv per group; a matmul alone runs as a group of one, if its
+ * kernel takes groups and a block is free). The conv's output must not
+ * overlap the matmul's x, which other workgroups still read. */
+static void plan_conv(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    if (env->no_fusion || env->no_conv || g->n_tokens != 1 || n->op != ZN_OP_CONV1D) return;
+    const int m = producer(p, g, n->src[0], i, ZN_OP_MATMUL);
+    if (m < 0 || p->res_add[m] >= 0) return;
+    const zn_node *mn = &g->nodes[m];
+    const vkfuse_x *f = &p->fx[mn->src[0]];
+    const range out = act_range(g, n->dst);
+    if (overlap(out, act_range(g, f->mode ? f->src : mn->src[0])) || (f->mode == VKX_SWIGLU && overlap(out, act_range(g, f->aux))))
+        return;
+    int gs = 0; /* the first node of m's group (m itself when alone) */
+    while (gs + p->group[gs] <= m) gs += p->group[gs];
+    if (p->group[gs] > 1) {
+        for (int k = 0; k < p->group[gs]; k++)
+            if (p->conv[gs + k] >= 0) return;
+    } else if (p->n_groups + p->n_tails + p->n_solo >= env->max_groups || !env->follows(env->ctx, NULL, mn->w[0]) ||
+               !takes(env, g, mn, (uint32_t)mn->w[0]->ne[1], f->mode, true)) {
+        return;
+    } else {
+        p->n_solo++;
+    }
+    p->conv[m] = i;
+    p->skip[i] = true;
+}
+
 void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     for (int a = 0; a < g->n_acts; a++) {
         p->last_use[a] = -1;
@@ -383,4 +416,8 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
         for (int k = 1; k < n; k++) p->group[i + k] = 1;
         i += n - 1;
     }
+    /* convs after the groups they may land in */
+    p->n_solo = 0;
+    for (int i = 0; i < g->n_nodes; i++) p->conv[i] = -1;
+    for (int i = 0; i < g->n_nodes; i++) plan_conv(p, env, g, i);
 }

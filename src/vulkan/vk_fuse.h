@@ -25,7 +25,9 @@
  *    its inputs are still intact at the final ADD;
  *  - that tail, computed by the experts' down mat-vec right before it
  *    instead (vkop_mm.tail), when every node in between is folded into
- *    the tail and the kernel takes it (vkops_moe_tail_takes). */
+ *    the tail and the kernel takes it (vkops_moe_tail_takes);
+ *  - in a one-token step, a CONV1D computed by the grouped matmul that
+ *    produced its input (vkop_group.conv; alone: a group of one). */
 #ifndef ZINC_VK_FUSE_H
 #define ZINC_VK_FUSE_H
 
@@ -58,6 +60,7 @@ typedef struct vkfuse_env {
     bool no_fusion;               /* every node on its own */
     bool no_rope_kv;              /* no KV store into the rope (rope.comp writes f16 caches only) */
     bool no_attn_rope;            /* no ropes into the attention (tuning attn_rope off) */
+    bool no_conv;                 /* no conv into the projection's mat-vec (tuning mv_conv off) */
     int max_groups;               /* grouped matmuls one plan may hold (their blocks) */
     /* Does weight b lie in one piece right after weight a (a NULL: is b in
      * one piece)? Grouped matmuls read such weights as one matrix. */
@@ -82,6 +85,8 @@ typedef struct vkfuse {
                                      (the ADD skipped; -1: none) */
     int n_groups;                 /* nodes with group > 1 */
     int n_tails;                  /* MOE_MATMUL nodes with a tail: a group block each, too */
+    int *conv;                    /* [cap_nodes]: per MATMUL node, the CONV1D it computes (skipped; -1: none) */
+    int n_solo;                   /* such matmuls outside groups: a group block each */
     vkfuse_x *fx;                 /* [cap_acts] */
 } vkfuse;
 

@@ -4,6 +4,8 @@
 #ifndef ZINC_VK_MM_H
 #define ZINC_VK_MM_H
 
+#include <stddef.h>
+
 #include "vk_ops.h"
 
 /* Tile configurations of the f16 GEMM (mmf.glsl): workgroup threads, the
@@ -70,7 +72,15 @@ typedef struct vkop_group {
     uint64_t y[ZN_VK_GROUP_MAX], bias[ZN_VK_GROUP_MAX], scale[ZN_VK_GROUP_MAX];
     uint32_t row_end[ZN_VK_GROUP_MAX], y_stride[ZN_VK_GROUP_MAX];
     uint32_t n_seg;
+    /* conv_w != 0 (a one-token step): segment conv_seg's results go through
+     * a causal depthwise conv of conv_k taps (weights [rows][conv_k]) + SiLU
+     * with the sequence's rolling state (conv_state, [rows][conv_k - 1]),
+     * which each row's invocation shifts: gdn.h gdn_conv1d_silu for one
+     * token, its ZN_OP_CONV1D folded into the projection before it. */
+    uint32_t conv_k, conv_seg;
+    uint64_t conv_w, conv_state;
 } vkop_group;
+_Static_assert(offsetof(vkop_group, conv_w) == 144 && sizeof(vkop_group) == 160, "mm_store.glsl's Group block layout");
 
 /* A MoE tail (vkop_mm.tail), in device-visible memory: the routing
  * (ZN_OP_MOE_ROUTE's rows: ids | weights), the shared expert's output b

@@ -111,7 +111,10 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     return ZN_OK;
 }
 
-static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *err) {
+/* Matmuls i .. i+n-1 as one grouped matmul (n 1: a matmul computing a
+ * conv, vkfuse.conv); s the sequence whose conv state a folded CONV1D
+ * rolls. */
+static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n, zn_err *err) {
     const zn_node *a = &g->nodes[i];
     const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
     const uint32_t slot = c->region * c->cap_groups + c->n_groups;
@@ -126,6 +129,15 @@ static zn_status run_group(vk_ctx *c, const zn_graph *g, int i, int n, zn_err *e
         gb->scale[k] = waddr(c, b->w[2]);
         gb->row_end[k] = rows;
         gb->y_stride[k] = (uint32_t)g->acts[b->dst].cols;
+        const int cv = c->plan.conv[i + k];
+        if (cv >= 0) {
+            const zn_node *cn = &g->nodes[cv];
+            gb->y[k] = act_addr(c, g, cn->dst);
+            gb->conv_seg = (uint32_t)k;
+            gb->conv_k = (uint32_t)cn->w[0]->ne[0];
+            gb->conv_w = waddr(c, cn->w[0]);
+            gb->conv_state = s->conv[cn->layer].addr;
+        }
     }
     gb->n_seg = (uint32_t)n;
     const zn_act *x = x_act(c, g, a);
@@ -541,6 +553,14 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         if (f->mode == VKX_SWIGLU) rd[nr++] = NODE_RANGE(f->aux);
     }
     wr[nw++] = NODE_RANGE(n->dst);
+    const int cv = n->op == ZN_OP_MATMUL ? c->plan.conv[i] : -1;
+    if (cv >= 0) { /* writes the conv's output instead, reads and writes the sequence's conv state */
+        const zn_node *cn = &g->nodes[cv];
+        const range r = {s->conv[cn->layer].addr, s->conv[cn->layer].addr + s->conv[cn->layer].size};
+        wr[0] = act_range(c, g, cn->dst);
+        rd[nr++] = r;
+        wr[nw++] = r;
+    }
     if (n->op == ZN_OP_MATMUL && c->plan.res_add[i] >= 0) { /* reads the residual, writes the ADD's output */
         const zn_node *add = &g->nodes[c->plan.res_add[i]];
         rd[nr++] = act_range(c, g, other_src(add, n->dst));
@@ -633,7 +653,7 @@ static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_ten
 
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
     const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq != 0,
-                            .no_attn_rope = !c->o.t.attn_rope, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
+                            .no_attn_rope = !c->o.t.attn_rope, .no_conv = !c->o.t.mv_conv, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
                             .follows = weight_follows, .ctx = c};
     vkfuse_plan(&c->plan, &env, g);
 }
@@ -664,9 +684,9 @@ static zn_status record_nodes(vk_ctx *c, vk_seq *const *states, const zn_graph *
         const bool mm = nd->op == ZN_OP_MATMUL || nd->op == ZN_OP_MOE_MATMUL;
         c->x_reuse = mm && nd->src[0] == xq_src;
         xq_src = mm ? nd->src[0] : -1;
-        if (n > 1) {
+        if (n > 1 || (nd->op == ZN_OP_MATMUL && c->plan.conv[i] >= 0)) {
             for (int k = 0; k < n; k++) node_hazards(c, &whole, g, &g->nodes[i + k]);
-            st = run_group(c, g, i, n, err);
+            st = run_group(c, states[0], g, i, n, err);
         } else if (batch && per_seq(nd->op)) { /* all sequences in one dispatch */
             node_hazards(c, &all, g, nd);
             st = run_node(c, &all, g, nd, err);

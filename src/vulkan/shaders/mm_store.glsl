@@ -27,7 +27,23 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Gro
     uint64_t y[4], bias[4], scale[4];
     uint row_end[4], y_stride[4];
     uint n_seg;
+    uint conv_k, conv_seg;       // conv_w != 0: segment conv_seg's rows go through a causal conv
+    uint64_t conv_w, conv_state; // of conv_k taps + SiLU first (one token; vkop_group)
 };
+
+// Channel c's causal conv + SiLU of its new input v with the sequence's
+// rolling state, which then shifts v in: conv1d.comp's arithmetic for one
+// token (taps in the same fma order), by the one invocation owning c.
+float group_conv(Group gb, uint c, float v) {
+    const uint K = gb.conv_k, K1 = K - 1u;
+    const uint64_t st = gb.conv_state + 4ul * uint64_t(c * K1), w = gb.conv_w + 4ul * uint64_t(c * K);
+    float s = 0.0;
+    for (uint j = 0; j < K1; j++) s = fma(F32(w).v[j], F32(st).v[j], s);
+    s = fma(F32(w).v[K1], v, s);
+    for (uint j = 0; j + 1u < K1; j++) F32(st).v[j] = F32(st).v[j + 1u];
+    if (K1 > 0u) F32(st).v[K1 - 1u] = v;
+    return silu(s);
+}
 
 // The segment of row R of the stack, and the segment's first row.
 uint group_seg(Group gb, uint R, out uint start) {
@@ -45,6 +61,7 @@ void group_store(uint64_t grp, uint t, uint R, float acc) {
     if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
     if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];
     if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
+    if (gb.conv_w != 0ul && s == gb.conv_seg) v = group_conv(gb, row, v);
     F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
 }
 
