@@ -7,3 +7,8 @@ mkdir -p "$O"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+# Helpers of the s33+ call scripts. syn SHAPE: /tmp/sbs-models/SHAPE.gguf (zinc synth --like, Q4_K_M) unless there.
+# b SHAPE BIN TUNE ARGS: prefill rows of .dev/BIN bench with tuning TUNE and ARGS (-p N), two repetitions.
+mkdir -p /tmp/sbs-models
+syn() { [ -f /tmp/sbs-models/$1.gguf ] || .dev/zinc synth --like $1 --type q4_k_m -o /tmp/sbs-models/$1.gguf > /dev/null 2>&1; }
+b() { echo "$1 $4 $2 $3: $(timeout 60 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan $4 -n 0 -r 2 --tune $3 2>&1 | grep -E '^pp' | tr -s ' ')"; }

@@ -1091,6 +1091,20 @@ static void test_fuse_conv(void) {
     tally_print("conv");
 }
 
+/* The end of a MoE layer after the experts' sum y (n rows of cols): with a
+ * shared expert (its output sh, its gate logits gt; sh < 0: none) y + sh *
+ * sigmoid(gt), then the residual x, into o. */
+static void moe_end(step *s, int n, int cols, int y, int sh, int gt, int x, int o) {
+    if (sh >= 0) {
+        const int sg = graph_act(&s->g, n, cols), f = graph_act(&s->g, n, cols);
+        st_node(s, ZN_OP_SIGMOID_MUL, sg, sh, gt, -1);
+        st_node(s, ZN_OP_ADD, f, y, sg, -1);
+        st_node(s, ZN_OP_ADD, o, x, f, -1);
+    } else {
+        st_node(s, ZN_OP_ADD, o, y, x, -1);
+    }
+}
+
 /* A whole MoE FFN with its tail: the experts' down (on the integer
  * mat-vec) computes the routing-weighted sum, the shared expert's gate and
  * the residual (vkop_mm.tail), k 2 and 8 of 10 experts, with and without a
@@ -1125,14 +1139,7 @@ static void test_fuse_moe_down_tail(void) {
         st_node(s, ZN_OP_SWIGLU, sw, g, u, -1);
         st_node(s, ZN_OP_MOE_MATMUL, dn, sw, r, -1)->w[0] = wd[c % 2];
         st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
-        if (shared) {
-            const int sg = graph_act(&s->g, n, D), f = graph_act(&s->g, n, D);
-            st_node(s, ZN_OP_SIGMOID_MUL, sg, sh, gt, -1);
-            st_node(s, ZN_OP_ADD, f, y, sg, -1);
-            st_node(s, ZN_OP_ADD, o, x, f, -1);
-        } else {
-            st_node(s, ZN_OP_ADD, o, y, x, -1);
-        }
+        moe_end(s, n, D, y, sh, gt, x, o);
         st_finish(tc, s, o);
     }
     static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOTAIL, &CFG_NOFUSE};
@@ -1171,15 +1178,9 @@ static void test_fuse_moe_tail(void) {
             const int d2 = st_input(tc, s, n * K, D, -1.0f, 1.0f);
             st_node(s, ZN_OP_ADD, dn, d2, d2, -1);
         }
-        if (gate_cols[c]) {
-            const int sh = st_input(tc, s, n, D, -1.0f, 1.0f), gt = st_input(tc, s, n, gate_cols[c], -3.0f, 3.0f);
-            const int sg = graph_act(&s->g, n, D), f = graph_act(&s->g, n, D);
-            st_node(s, ZN_OP_SIGMOID_MUL, sg, sh, gt, -1);
-            st_node(s, ZN_OP_ADD, f, y, sg, -1);
-            st_node(s, ZN_OP_ADD, o, x, f, -1);
-        } else {
-            st_node(s, ZN_OP_ADD, o, y, x, -1);
-        }
+        int sh = -1, gt = -1;
+        if (gate_cols[c]) sh = st_input(tc, s, n, D, -1.0f, 1.0f), gt = st_input(tc, s, n, gate_cols[c], -3.0f, 3.0f);
+        moe_end(s, n, D, y, sh, gt, x, o);
         int out = o;
         if (c == 5) {
             const int y2 = graph_act(&s->g, n, D);

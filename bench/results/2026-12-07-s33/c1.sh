@@ -9,9 +9,6 @@
 . bench/device-env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; cat .dev/commit
 echo "== tvl"; timeout 60 .dev/tvl 2>&1 | grep -E "^ok|FAIL|failed|passed" | head
-mkdir -p /tmp/sbs-models
-syn() { [ -f /tmp/sbs-models/$1.gguf ] || .dev/zinc synth --like $1 --type q4_k_m -o /tmp/sbs-models/$1.gguf > /dev/null 2>&1; }
-b() { echo "$1 $4 $2 $3: $(timeout 60 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan $4 -n 0 -r 2 --tune $3 2>&1 | grep -E '^pp' | tr -s ' ')"; }
 prof() { timeout 60 .dev/zinc bench -m /tmp/sbs-models/$1.gguf --backend vulkan -p 512 -n 0 -r 2 --profile --tune $2 > $O/prof-$1.txt 2>&1
   echo "== profile $1 $2"; grep -E '^pp|ms ' $O/prof-$1.txt | head -12; }
 if [ "${QUICK:-0}" = 1 ]; then # c2.sh: what fits a few device minutes, alternated
