@@ -1004,7 +1004,10 @@ static void test_fuse_rope_norm_kv(void) {
 }
 
 /* MoE FFN: norm read by the router and the gate/up experts, SwiGLU read by
- * the down experts, the weighted sum. */
+ * the down experts, the weighted sum. The gate / up experts pick the
+ * experts themselves (vkop_mm.route) by default; with tuning moe_route off
+ * the routing runs on its own. */
+static const vkcfg CFG_NOROUTE = {"moe_route=off", "moe_route=off", false, false, false, false};
 static void test_fuse_moe(void) {
     tally_reset();
     enum { E = 6, K = 2, D = 256, F = 256 };
@@ -1051,7 +1054,8 @@ static void test_fuse_moe(void) {
         st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
         st_finish(tc, s, y);
     }
-    check_case(tc, fuse_gemm_cfgs, 3);
+    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM, &CFG_NOROUTE};
+    check_case(tc, cfgs, 4);
     tally_print("moe");
 }
 

@@ -239,12 +239,13 @@ static void test_pipelines_at_init(void) {
 
 /* The barriers of a recorded decode step (zn_backend_stats.step_barriers):
  * what the graph's order and the fusions leave. A Qwen3.5-MoE layer's FFN
- * runs in 4 levels (the router's logits beside the shared expert's
- * gate+up, the routing beside its down, the experts' gate+up, their down
- * with the layer's tail: vkop_mm.tail), a fifth with tuning moe_tail off
- * (the tail on its own) and a sixth when the shared expert comes after the
- * routed ones; the bound is what this order gives, printed by zinc bench
- * too. With moe_tail off, a dispatch and a barrier more per layer. */
+ * runs in 3 levels (the router's logits beside the shared expert's
+ * gate+up; its down beside the experts' gate+up, which pick the experts
+ * themselves: vkop_mm.route; their down with the layer's tail:
+ * vkop_mm.tail), a fourth with tuning moe_tail or moe_route off, a fifth
+ * with both, one more when the shared expert comes after the routed ones;
+ * the bound is what this order gives, printed by zinc bench too. With
+ * moe_tail off, a dispatch and a barrier more per layer. */
 static void test_step_barriers(void) {
     const char *name = "qwen35moe-moe-q4_k_m";
     zn_model m;
@@ -266,25 +267,26 @@ static void test_step_barriers(void) {
     /* per layer: DeltaNet 4 levels (projections with the conv, delta rule,
      * gated norm, output) or gated attention 4 (q, k, v; the gate's split and
      * attention, which reads q in the projection and takes the ropes in;
-     * the gate; output), then the FFN's 4; the embedding and the output
+     * the gate; output), then the FFN's 3; the embedding and the output
      * head 3 */
-    const uint32_t bound = (uint32_t)(4 * rec + 4 * att + 4 * m.hp.n_layer + 3);
+    const uint32_t bound = (uint32_t)(4 * rec + 4 * att + 3 * m.hp.n_layer + 3);
     CHECK_MSG(!st && bs.step_dispatches > 0 && bs.step_barriers <= bound,
               "%s: a decode step of %u dispatches, %u barriers (at most %u: %d DeltaNet layers, %d attention)", name,
               bs.step_dispatches, bs.step_barriers, bound, rec, att);
     if (!st) seq_free(&s);
     if (e.be) engine_free(&e);
-    if (!st) { /* the tail on its own */
-        o.be.tune = "moe_tail=off";
+    static const char *const apart[2] = {"moe_tail=off", "moe_route=off"}; /* the tail, the routing on its own */
+    for (int t = 0; t < 2 && !st; t++) {
+        o.be.tune = apart[t];
         zn_backend_stats off = {0};
         st = engine_init(&e, &m, &o, &err);
         if (!st) st = seq_init(&s, &e, 8, &err);
         for (int i = 0; !st && i < 3; i++) st = engine_decode(&e, &s, toks + i, 1, lg, false, &err);
-        CHECK_MSG(!st, "%s, moe_tail=off: %s", name, err.msg);
+        CHECK_MSG(!st, "%s, %s: %s", name, apart[t], err.msg);
         if (!st && e.be->stats) e.be->stats(e.be_ctx, &off);
         CHECK_MSG(!st && off.step_dispatches == bs.step_dispatches + (uint32_t)m.hp.n_layer &&
                       off.step_barriers == bs.step_barriers + (uint32_t)m.hp.n_layer,
-                  "%s: moe_tail off: %u dispatches, %u barriers; on: %u, %u", name, off.step_dispatches,
+                  "%s: %s: %u dispatches, %u barriers; on: %u, %u", name, apart[t], off.step_dispatches,
                   off.step_barriers, bs.step_dispatches, bs.step_barriers);
         if (!st) seq_free(&s);
         if (e.be) engine_free(&e);
@@ -293,19 +295,22 @@ static void test_step_barriers(void) {
     model_free(&m);
 }
 
-/* A MoE tail pipeline the driver refuses while a step is recorded (no
- * init pass: pipelines on first use): that step runs each down, a barrier
- * and the tail's own dispatch instead, and later steps plan the tail
- * apart. Every logit bit for bit as with tuning moe_tail off; on the
- * qwen35moe fixture (shared expert) and the llama one (none). */
-static void moe_tail_refused_case(const char *name) {
+/* Pipelines the driver refuses while a step is recorded (no init pass:
+ * pipelines on first use). The MoE tail's: that step runs each down, a
+ * barrier and the tail's own dispatch instead, and later steps plan the
+ * tail apart; every logit bit for bit as with tuning moe_tail off. All the
+ * integer mat-vec's: the experts' gate and up fall back to the routing's
+ * own dispatch and a barrier before them too, every matmul to the float
+ * kernel; as with intdot off. On the qwen35moe fixture (shared expert) and
+ * the llama one (none). */
+static void moe_refused_case(const char *name, uint64_t refuse, const char *same_as) {
     zn_model m;
     zn_engine_opts o[2];
     if (!vk_fixture(name, &m, &o[0])) return;
     o[1] = o[0];
-    o[0].be.tune = "moe_tail=off";
+    o[0].be.tune = same_as;
     o[1].be.lazy_pipelines = true;
-    o[1].be.refuse_kinds = 1ull << VKO_MATVEC_QXK;
+    o[1].be.refuse_kinds = refuse;
     enum { N = 8 };
     const int V = m.hp.n_vocab;
     float *lg[2] = {malloc(sizeof(float) * N * (size_t)V), malloc(sizeof(float) * N * (size_t)V)};
@@ -319,25 +324,32 @@ static void moe_tail_refused_case(const char *name) {
         if (!st) st = seq_init(&s, &e, 16, &err);
         if (!st) st = engine_decode(&e, &s, toks, 3, lg[k], true, &err); /* the prompt: fused where it may */
         for (int i = 3; !st && i < N; i++) st = engine_decode(&e, &s, toks + i, 1, lg[k] + (size_t)i * V, false, &err);
-        CHECK_MSG(!st, "%s [%s]: %s", name, k ? "refused" : "moe_tail=off", err.msg);
+        CHECK_MSG(!st, "%s [%s]: %s", name, k ? "refused" : same_as, err.msg);
         zn_backend_stats bs = {0};
         if (!st && e.be->stats) e.be->stats(e.be_ctx, &bs);
         disp[k] = bs.step_dispatches;
         if (!st) seq_free(&s);
         if (e.be) engine_free(&e);
     }
-    CHECK_MSG(disp[0] > 0 && disp[1] == disp[0], "%s: %u dispatches a step refused, %u with moe_tail off", name, disp[1],
-              disp[0]);
+    CHECK_MSG(disp[0] > 0 && disp[1] == disp[0], "%s: %u dispatches a step refused, %u with %s", name, disp[1],
+              disp[0], same_as);
     CHECK_MSG(lg[0] && lg[1] && !memcmp(lg[0], lg[1], sizeof(float) * N * (size_t)V),
-              "%s: the refused tail's logits differ from moe_tail off's", name);
+              "%s: the logits with pipelines refused differ from %s's", name, same_as);
     free(lg[0]);
     free(lg[1]);
     model_free(&m);
 }
 
-static void test_moe_tail_refused(void) {
-    moe_tail_refused_case("qwen35moe-moe-q4_k_m");
-    moe_tail_refused_case("llama-moe-q8_0");
+static void test_moe_refused(void) {
+    const uint64_t integer = 1ull << VKO_QUANTX | 1ull << VKO_MATVEC_Q | 1ull << VKO_MATVEC_QT | 1ull << VKO_MMI8 |
+                             1ull << VKO_MATVEC_QX_S | 1ull << VKO_MATVEC_QX_M | 1ull << VKO_MATVEC_QX_L |
+                             1ull << VKO_MATVEC_QXB_S | 1ull << VKO_MATVEC_QXB_M | 1ull << VKO_MATVEC_QXB_L |
+                             1ull << VKO_MATVEC_QTX_S | 1ull << VKO_MATVEC_QTX_L | 1ull << VKO_MATVEC_QXK;
+    const char *names[2] = {"qwen35moe-moe-q4_k_m", "llama-moe-q8_0"};
+    for (int i = 0; i < 2; i++) {
+        moe_refused_case(names[i], 1ull << VKO_MATVEC_QXK, "moe_tail=off");
+        moe_refused_case(names[i], integer, "intdot=off");
+    }
 }
 
 /* Decode attention taking in the ropes before it (tuning attn_rope,
@@ -444,7 +456,7 @@ int main(void) {
     RUN(test_tunings_differ);
     RUN(test_pipelines_at_init);
     RUN(test_step_barriers);
-    RUN(test_moe_tail_refused);
+    RUN(test_moe_refused);
     RUN(test_attn_rope);
     return harness_report("vk_engines");
 }

@@ -457,8 +457,23 @@ static void test_moe_tail(void) {
             for (int j = 0; j < f.g.n_nodes; j++) owner += f.p.moe_tail[j] == i;
             CHECK_EQ_INT(owner, (f.p.skip[i] && f.p.tail[i].sum >= 0 ? 1 : 0));
         }
+        /* ... and the experts' gate and up (or gate_up) pick the experts
+         * themselves, the first storing the routing for the down */
+        int routed = 0;
+        for (int il = 0; il < f.m.hp.n_layer; il++) {
+            const int rt = node(&f, il, "ffn_moe_route"), gu = node(&f, il, "ffn_moe_gate_up");
+            const int ga = gu >= 0 ? gu : node(&f, il, "ffn_moe_gate"), up = gu >= 0 ? -1 : node(&f, il, "ffn_moe_up");
+            if (rt < 0) continue;
+            routed++;
+            CHECK(f.p.skip[rt] && ga >= 0 && f.p.route[ga] == rt && f.p.route_w[ga]);
+            CHECK(up < 0 || (f.p.route[up] == rt && !f.p.route_w[up]));
+            CHECK_EQ_INT(f.p.route[node(&f, il, "ffn_moe_down")], -1);
+        }
+        CHECK(routed > 0);
         fx_plan(&f, 1, GPU_INT, false, 0); /* no group block free */
-        for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.moe_tail[i] < 0);
+        for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.moe_tail[i] < 0 && f.p.route[i] < 0);
+        fx_plan(&f, 1, GPU_DEV, false, 1000); /* no integer mat-vec */
+        for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.route[i] < 0);
         fx_close(&f);
     }
 }
@@ -727,6 +742,36 @@ static void test_moe_down_tail_limits(void) {
     }
 }
 
+/* The experts' gate and up pick the experts themselves (case 0); not
+ * when a node between the routing and them writes over the logits (1),
+ * nor when the sum reads the routing first (2). Case 3: up reads another
+ * x, so gate alone picks them and up reads the routing. */
+static void test_route_limits(void) {
+    for (int c = 0; c < 4; c++) {
+        hand h;
+        hand_init(&h, 1);
+        gguf_tensor *wg = hand_w(&h, ZN_TYPE_Q4_K, 256, 64), *wu = hand_w(&h, ZN_TYPE_Q4_K, 256, 64);
+        const int x = graph_input(&h.g, 1, 256), x2 = graph_input(&h.g, 1, 256), lg = graph_input(&h.g, 1, 8);
+        const int r = graph_act(&h.g, 1, 4), g = graph_act(&h.g, 2, 64), u = graph_act(&h.g, 2, 64);
+        const int y = graph_act(&h.g, 1, 64), o = graph_act(&h.g, 2, 64);
+        const int i = h.g.n_nodes;
+        hnode(&h, ZN_OP_MOE_ROUTE, r, lg, -1)->route = (zn_route_params){.k = 2, .normalise = 1};
+        if (c == 1) hnode(&h, ZN_OP_ADD, lg, lg, lg);
+        if (c == 2) hnode(&h, ZN_OP_MOE_SUM, y, g, r);
+        const int m = h.g.n_nodes;
+        hnode(&h, ZN_OP_MOE_MATMUL, g, x, r)->w[0] = wg;
+        hnode(&h, ZN_OP_MOE_MATMUL, u, c == 3 ? x2 : x, r)->w[0] = wu;
+        hnode(&h, ZN_OP_ADD, o, g, u);
+        hand_plan_pol(&h, o, GPU_INT);
+        const bool fused = c == 0 || c == 3;
+        CHECK_MSG(h.p.skip[i] == fused && h.p.route[m] == (fused ? i : -1) && h.p.route_w[m] == fused &&
+                      h.p.route[m + 1] == (c == 0 ? i : -1) && !h.p.route_w[m + 1],
+                  "case %d: skipped %d, gate %d (stores %d), up %d", c, h.p.skip[i], h.p.route[m], h.p.route_w[m],
+                  h.p.route[m + 1]);
+        hand_free(&h);
+    }
+}
+
 /* A projection computes the conv after it (a group of one here): case 0.
  * Not when another node reads the projection's output (1), in a two-token
  * step (2), nor when the conv writes over the projection's x (3). */
@@ -791,6 +836,7 @@ int main(void) {
     RUN(test_moe_tail_limits);
     RUN(test_moe_down_tail_limits);
     RUN(test_conv_limits);
+    RUN(test_route_limits);
     RUN(test_qwen35);
     RUN(test_norm_not_fused);
     RUN(test_norm_rows_rule);

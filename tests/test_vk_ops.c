@@ -1008,6 +1008,125 @@ static void test_matvec_moe_tail(void) {
     CHECK(vkops_moe_tail_takes(&E.o, ZN_TYPE_Q4_K, 256, 3, 2, VKX_SWIGLU));
 }
 
+/* The routing of T tokens by logits [T][ne] (moe_route.comp's: softmax,
+ * top k, ties to the lower index; renormalised with norm, scaled by a
+ * wscale other than 0 and 1): ids and weights [T][k]. */
+static void ref_route(const float *logits, int T, int ne, int k, bool norm, float wscale, int *ids, double *w) {
+    for (int r = 0; r < T; r++) {
+        const float *l = logits + r * ne;
+        double mx = -INFINITY, sum = 0, wsum = 0, *p = malloc(sizeof(double) * ne);
+        bool *taken = calloc((size_t)ne, 1);
+        for (int e = 0; e < ne; e++) mx = l[e] > mx ? l[e] : mx;
+        for (int e = 0; e < ne; e++) sum += p[e] = exp(l[e] - mx);
+        for (int j = 0; j < k; j++) {
+            int b = -1;
+            for (int e = 0; e < ne; e++)
+                if (!taken[e] && (b < 0 || p[e] > p[b])) b = e;
+            taken[b] = true;
+            ids[r * k + j] = b;
+            wsum += w[r * k + j] = p[b] / sum;
+        }
+        for (int j = 0; j < k; j++) {
+            if (norm) w[r * k + j] /= wsum > 6.103515625e-5 ? wsum : 6.103515625e-5;
+            if (wscale != 0.0f && wscale != 1.0f) w[r * k + j] *= wscale;
+        }
+        free(p);
+        free(taken);
+    }
+}
+
+/* The experts' gate picking its experts from the router's logits itself
+ * (vkop_mm.route): against the double reference with the reference
+ * routing (x quantised as the kernel does), and the routing rows it
+ * stores (write) against moe_route.comp's reference, the ids exactly; a
+ * three-way tie at the top of one row. n_expert below a subgroup's lanes,
+ * odd, 256, and ZN_MAX_EXPERTS; k 1 to 8; without write the rows stay
+ * untouched. The float kernel says ZN_ERR_UNSUPPORTED and records nothing. */
+static double moe_route_case(zn_type t, int ne, int k, bool norm, float wscale, bool write, zn_status *st) {
+    enum { T = 3, ROWS = 19 };
+    const int cols = cols_for(t, 64);
+    const size_t rb = vkq_row_bytes(t, cols), eb = rb * ROWS;
+    float *wf = malloc(sizeof(float) * ne * ROWS * cols), *logits = malloc(sizeof(float) * T * ne);
+    float x[T * 512], xq[T * 512], *scales = malloc(sizeof(float) * ne), y[T * 8 * ROWS], out[T * 2 * 8];
+    double ref[T * 8 * ROWS], w[T * 8];
+    int ids[T * 8];
+    uint8_t *wq = make_experts(t, ne, ROWS, cols, wf);
+    fill(logits, (size_t)T * ne, 4.0f);
+    logits[ne + 1] = logits[ne + ne / 2] = logits[ne + ne - 1] = 9.0f;
+    fill(x, T * 512, 1.0f);
+    fill(scales, (size_t)ne, 1.0f);
+    memcpy(xq, x, sizeof x);
+    for (int r = 0; r < T; r++) q8_round(xq + r * cols, cols);
+    ref_route(logits, T, ne, k, norm, wscale, ids, w);
+    for (int r = 0; r < T; r++)
+        for (int j = 0; j < k; j++)
+            for (int row = 0; row < ROWS; row++) {
+                const float *wr = wf + ((size_t)ids[r * k + j] * ROWS + row) * cols;
+                double d = 0;
+                for (int c = 0; c < cols; c++) d += (double)wr[c] * xq[r * cols + c];
+                ref[(r * k + j) * ROWS + row] = d * scales[ids[r * k + j]];
+            }
+    for (int i = 0; i < T * 2 * 8; i++) out[i] = -7.0f;
+    vkref dw = dev_up(wq, eb * ne), dx = dev_up(x, sizeof x), dl = dev_up(logits, sizeof(float) * T * ne);
+    vkref ds = dev_up(scales, sizeof(float) * ne), dy = dev_out(sizeof y), dd = dev_up(out, sizeof out);
+    vkop_route rt = {.logits = dl.addr, .dst = dd.addr, .n_expert = (uint32_t)ne, .k = (uint32_t)k, .norm = norm,
+                     .write = write, .wscale = wscale};
+    vkref dr = dev_up(&rt, sizeof rt);
+    vkop_mm a = moe_args(t, ne, ROWS, cols, T, k, false, dw, dx, dd, ds, dy);
+    a.route = dr.addr;
+    zn_err err = {0};
+    double e = INFINITY;
+    *st = ZN_ERR_IO;
+    if (begin()) {
+        *st = vkop_matmul(&E.o, &E.c, &a, "routed", &err);
+        if (*st && *st != ZN_ERR_UNSUPPORTED) fprintf(stderr, "  %s\n", err.msg);
+        if (run() && !*st) {
+            dev_down(dy, y, sizeof(float) * T * k * ROWS);
+            e = nmse(y, ref, (size_t)T * k * ROWS);
+        }
+        dev_down(dd, out, sizeof out);
+        for (int r = 0; r < T && !*st; r++)
+            for (int j = 0; j < k; j++) {
+                const float id = out[r * 2 * k + j], wv = out[r * 2 * k + k + j];
+                if (!write) {
+                    CHECK(id == -7.0f && wv == -7.0f);
+                    continue;
+                }
+                CHECK_MSG((int)id == ids[r * k + j], "%d experts, top %d: row %d slot %d: expert %g, want %d", ne, k, r, j,
+                          id, ids[r * k + j]);
+                CHECK_NEAR(wv, w[r * k + j], 1e-6 * (1 + fabs(w[r * k + j])));
+            }
+    }
+    free(wf); free(logits); free(scales); free(wq);
+    reset();
+    return e;
+}
+
+static void test_matvec_moe_route(void) {
+    const struct { int ne, k, norm; float ws; } sh[] = {{5, 2, 1, 0.0f}, {37, 3, 0, 1.0f}, {256, 8, 1, 2.5f},
+                                                        {ZN_MAX_EXPERTS, 8, 1, 1.0f}, {10, 1, 1, 0.0f}};
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q8_0, ZN_TYPE_Q6_K};
+    zn_status st;
+    if (!E.o.intdot) {
+        moe_route_case(ZN_TYPE_Q4_K, 10, 2, true, 0.0f, true, &st);
+        CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+        return;
+    }
+    const bool mvx0 = E.o.mvx;
+    for (int mvx = 1; mvx >= 0; mvx--) { /* x quantised in the workgroups, then by quantx */
+        E.o.mvx = mvx && mvx0;
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+            for (size_t c = 0; c < sizeof sh / sizeof *sh; c++) {
+                const double e = moe_route_case(types[ti], sh[c].ne, sh[c].k, sh[c].norm, sh[c].ws, c != 1, &st);
+                CHECK_MSG(!st && e <= MM_TOL_Q8, "%s, %d experts, top %d, mvx %d: %s nmse %.3g", zn_type_name(types[ti]),
+                          sh[c].ne, sh[c].k, mvx, st ? "refused," : "", e);
+            }
+    }
+    E.o.mvx = mvx0;
+    moe_route_case(ZN_TYPE_F16, 10, 2, true, 0.0f, true, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+}
+
 /* Consecutive integer mat-vecs of one x: the second (x_reuse) reads the
  * first one's quantised x; a third claims reuse for a different x, which
  * the key check must refuse (it quantises its own). Each against its
@@ -1257,6 +1376,7 @@ int main(void) {
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
     RUN(test_matvec_moe_tail);
+    RUN(test_matvec_moe_route);
     RUN(test_matvec_x_reuse);
     RUN(test_matvec_mvx_sizes);
     teardown();

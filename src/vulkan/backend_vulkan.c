@@ -121,7 +121,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     if (!st) st = vkbuf_create(&c->d, &c->ropep, sizeof(vkop_rope_p) * (size_t)m->hp.n_layer, VKMEM_SHARED, err);
     /* logits of every row of the largest step */
     if (!st) st = vkbuf_create(&c->d, &c->out, sizeof(float) * (size_t)m->hp.n_vocab * (size_t)opt->max_tokens, VKMEM_HOST, err);
-    c->cap_groups = (uint32_t)m->hp.n_layer * 5 + 16; /* q/k/v, gate/up, shared expert, MoE tail, ... per layer */
+    c->cap_groups = (uint32_t)m->hp.n_layer * 7 + 16; /* q/k/v, gate/up, shared expert, MoE tail and routes, ... */
     if (!st) st = vkbuf_create(&c->d, &c->groups, VK_REGIONS * sizeof(vkop_group) * c->cap_groups, VKMEM_SHARED, err);
     for (int i = 0; i < VK_REPLAYS && !st && !c->c.profile && !opt->no_replay; i++)
         st = vkreplay_init(&c->rp[i], &c->d, c->o.ps.layout, c->cap_nodes, c->cap_acts, err);

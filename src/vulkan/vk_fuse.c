@@ -25,9 +25,11 @@ zn_status vkfuse_init(vkfuse *p, int cap_nodes, int cap_acts, zn_err *err) {
     p->tail = calloc((size_t)cap_nodes, sizeof *p->tail);
     p->moe_tail = calloc((size_t)cap_nodes, sizeof *p->moe_tail);
     p->conv = calloc((size_t)cap_nodes, sizeof *p->conv);
+    p->route = calloc((size_t)cap_nodes, sizeof *p->route);
+    p->route_w = calloc((size_t)cap_nodes, sizeof *p->route_w);
     if (!p->last_use || !p->fx || !p->skip || !p->rope_norm || !p->rope_kv || !p->rope_attn || !p->attn_rq ||
         !p->attn_rk || !p->attn_qcopy || !p->copy_attn || !p->res_add || !p->group || !p->tail || !p->moe_tail ||
-        !p->conv) {
+        !p->conv || !p->route || !p->route_w) {
         vkfuse_free(p);
         return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
     }
@@ -50,6 +52,8 @@ void vkfuse_free(vkfuse *p) {
     free(p->tail);
     free(p->moe_tail);
     free(p->conv);
+    free(p->route);
+    free(p->route_w);
     memset(p, 0, sizeof *p);
 }
 
@@ -316,13 +320,51 @@ static void plan_moe_tail(vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
     p->n_tails++;
 }
 
+/* MOE_ROUTE i computed by the experts' matmuls that read it first, those
+ * of one x (gate and up, or gate_up) before any other reader, the first
+ * of them storing it for the later ones (down, sum): when the logits stay
+ * intact until the last of them (none of them writes over them either),
+ * the routing's output overlaps neither the logits nor their x, every one
+ * takes it (vkops_moe_route_takes) and a block each is free. */
+static void plan_route(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
+    const zn_node *n = &g->nodes[i];
+    if (env->no_fusion || n->op != ZN_OP_MOE_ROUTE) return;
+    const int r = n->dst, lg = n->src[0];
+    int m[4], nm = 0, x = -1;
+    for (int j = i + 1; j < g->n_nodes; j++) {
+        const zn_node *b = &g->nodes[j];
+        bool reads = false;
+        for (int k = 0; k < ZN_NODE_SRC; k++) reads |= b->src[k] == r;
+        if (!reads) continue;
+        if (b->op != ZN_OP_MOE_MATMUL || b->src[1] != r || b->src[0] == r || (x >= 0 && b->src[0] != x)) break;
+        if (nm == 4) return;
+        x = b->src[0];
+        m[nm++] = j;
+    }
+    if (!nm || p->n_tails + p->n_routes + nm > env->max_groups || !intact(g, lg, i, m[nm - 1] + 1, -1, -1)) return;
+    const vkfuse_x *f = &p->fx[x];
+    const range rr = act_range(g, r);
+    if (overlap(rr, act_range(g, lg)) || overlap(rr, act_range(g, f->mode ? f->src : x)) ||
+        (f->mode == VKX_SWIGLU && overlap(rr, act_range(g, f->aux))))
+        return;
+    const zn_act *la = &g->acts[lg];
+    for (int k = 0; k < nm; k++)
+        if (!vkops_moe_route_takes(env->o, g->nodes[m[k]].w[0]->type, (uint32_t)la->cols, (uint32_t)n->route.k,
+                                   (uint32_t)la->rows))
+            return;
+    for (int k = 0; k < nm; k++) p->route[m[k]] = i;
+    p->route_w[m[0]] = true;
+    p->skip[i] = true;
+    p->n_routes += nm;
+}
+
 /* Nodes i .. i+n-1 as one grouped matmul when vkfuse_matmul_run() found
  * them, their weights lie side by side, the kernel takes groups, none of
  * them is folded elsewhere or folds a residual, and a group block is
  * free; returns n, or 1 to run node i alone. */
 static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
     int n = vkfuse_matmul_run(g, i);
-    if (n < 2 || env->no_fusion || p->n_groups + p->n_tails >= env->max_groups) return 1;
+    if (n < 2 || env->no_fusion || p->n_groups + p->n_tails + p->n_routes >= env->max_groups) return 1;
     uint32_t rows = 0;
     for (int k = 0; k < n; k++) {
         const zn_node *b = &g->nodes[i + k];
@@ -359,7 +401,8 @@ static void plan_conv(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i
     if (p->group[gs] > 1) {
         for (int k = 0; k < p->group[gs]; k++)
             if (p->conv[gs + k] >= 0) return;
-    } else if (p->n_groups + p->n_tails + p->n_solo >= env->max_groups || !env->follows(env->ctx, NULL, mn->w[0]) ||
+    } else if (p->n_groups + p->n_tails + p->n_routes + p->n_solo >= env->max_groups ||
+               !env->follows(env->ctx, NULL, mn->w[0]) ||
                !takes(env, g, mn, (uint32_t)mn->w[0]->ne[1], f->mode, true)) {
         return;
     } else {
@@ -404,6 +447,9 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) p->moe_tail[i] = -1;
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].op == ZN_OP_ADD && !p->skip[i]) plan_moe_tail(p, env, g, i);
+    p->n_routes = 0;
+    for (int i = 0; i < g->n_nodes; i++) p->route[i] = -1, p->route_w[i] = false;
+    for (int i = 0; i < g->n_nodes; i++) plan_route(p, env, g, i);
     /* groups last, in recording order: they need the skips and residual
      * folds of every node they span */
     p->n_groups = 0;

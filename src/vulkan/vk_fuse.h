@@ -27,7 +27,10 @@
  *    instead (vkop_mm.tail), when every node in between is folded into
  *    the tail and the kernel takes it (vkops_moe_tail_takes);
  *  - in a one-token step, a CONV1D computed by the grouped matmul that
- *    produced its input (vkop_group.conv; alone: a group of one). */
+ *    produced its input (vkop_group.conv; alone: a group of one);
+ *  - a MOE_ROUTE computed by the experts' matmuls that read it first
+ *    (vkop_mm.route: gate and up, or gate_up), the first of them storing
+ *    it for the later readers. */
 #ifndef ZINC_VK_FUSE_H
 #define ZINC_VK_FUSE_H
 
@@ -87,6 +90,9 @@ typedef struct vkfuse {
     int n_tails;                  /* MOE_MATMUL nodes with a tail: a group block each, too */
     int *conv;                    /* [cap_nodes]: per MATMUL node, the CONV1D it computes (skipped; -1: none) */
     int n_solo;                   /* such matmuls outside groups: a group block each */
+    int *route;                   /* [cap_nodes]: per MOE_MATMUL node, the MOE_ROUTE it computes (skipped; -1) */
+    bool *route_w;                /* [cap_nodes]: ... and stores */
+    int n_routes;                 /* MOE_MATMUL nodes with a route: a group block each */
     vkfuse_x *fx;                 /* [cap_acts] */
 } vkfuse;
 

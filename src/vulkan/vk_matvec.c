@@ -91,13 +91,13 @@ zn_status vkmm_check(const vkop_mm *a, zn_err *err) {
 mm_push vkmm_push(const vkop_mm *a) {
     const bool aligned = a->x % 16 == 0 && a->x_stride % 4 == 0 && a->x_slot_stride % 4 == 0 && a->aux % 16 == 0;
     return (mm_push){.w = a->w, .x = a->x, .y = a->y, .bias = a->bias, .scale = a->scale, .res = a->res,
-                     .ids = a->group ? a->group : a->tail ? a->tail : a->ids,
+                     .ids = a->group ? a->group : a->tail ? a->tail : a->route ? a->route : a->ids,
                      .aux = a->aux, .expert_bytes = (uint32_t)a->expert_bytes, .ncols = a->ncols, .nrows = a->nrows,
                      .row_bytes = a->row_bytes, .n_slots = a->n_slots ? a->n_slots : 1, .x_stride = a->x_stride,
                      .y_stride = a->y_stride, .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride,
                      .n_tok = a->n_tok, .ids_stride = a->ids_stride,
                      .flags = (a->bias_first ? 1u : 0u) | (aligned ? 2u : 0u) | (uint32_t)a->xmode << 2 |
-                              (a->group ? 16u : 0u),
+                              (a->group ? 16u : 0u) | (a->route ? 32u : 0u),
                      .eps = a->eps};
 }
 
@@ -231,6 +231,11 @@ bool vkops_moe_tail_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t k,
            ncols / 32 <= vkmm_mvx_cap(o, VKO_MATVEC_QXK) / 32 / k && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
 }
 
+bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t n_expert, uint32_t k, uint32_t n_tok) {
+    return o->t.moe_route && o->intdot && is_quant(t) && k >= 1 && k <= n_expert && n_expert <= ZN_MAX_EXPERTS &&
+           n_expert <= 64 * o->d->info.subgroup_size && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
+}
+
 /* The experts' down with the MoE tail (vkop_mm.tail): a workgroup of a
  * subgroup per slot for each row block and token. */
 static zn_status matvec_tail(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
@@ -269,6 +274,8 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, kq, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
+    if (a->route && !px && !q) /* only matvec_q.comp picks experts */
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no routing in the %s mat-vec", zn_type_name(a->type));
     /* float kernel, few rows (MoE routers and gates): a row per workgroup of
      * one subgroup, so the rows spread over the GPU instead of a few
      * workgroups reading row after row */

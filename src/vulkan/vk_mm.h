@@ -55,6 +55,12 @@ typedef struct vkop_mm {
      * (vkops_moe_tail_takes); vkop_matvec says ZN_ERR_UNSUPPORTED when it
      * cannot run it (the caller then runs the matmul and the tail apart). */
     VkDeviceAddress tail;
+    /* The address of a vkop_route (ids unused then): the experts' gate /
+     * up of n_slots experts per token pick them from the router's logits
+     * themselves, and the route block may say to store the routing. Only
+     * the integer mat-vec takes it (vkops_moe_route_takes); vkop_matvec
+     * says ZN_ERR_UNSUPPORTED, recording nothing, when it cannot. */
+    VkDeviceAddress route;
     /* The caller vouches that x (and aux) were read by the previous
      * vkop_matvec / vkop_matmat call on these ops and not written since:
      * when that call quantised the same rows the same way, the integer path
@@ -92,6 +98,23 @@ typedef struct vkop_tail {
     uint32_t b_cols, pad;
 } vkop_tail;
 _Static_assert(sizeof(vkop_tail) <= sizeof(vkop_group), "a tail block takes a group block's slot");
+
+/* A MoE routing computed in the experts' mat-vec (vkop_mm.route), in
+ * device-visible memory: the router's logits [n_tok][n_expert] and, write
+ * set, where the routing rows go (ZN_OP_MOE_ROUTE's dst), its norm and
+ * scale. Its layout is the Route block of mm_store.glsl; it fits in a
+ * vkop_group's slot too. */
+typedef struct vkop_route {
+    uint64_t logits, dst;
+    uint32_t n_expert, k, norm, write;
+    float wscale;
+    uint32_t pad;
+} vkop_route;
+_Static_assert(sizeof(vkop_route) <= sizeof(vkop_group), "a route block takes a group block's slot");
+
+/* Does the experts' gate / up of n_tok tokens (type t) pick k of n_expert
+ * experts itself (vkop_mm.route) on this device? */
+bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t n_expert, uint32_t k, uint32_t n_tok);
 
 /* Does the experts' down of n_tok tokens (type t, rows of ncols, k slots,
  * x in mode xmode) take its layer's tail (vkop_mm.tail) on this device? */

@@ -312,15 +312,48 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
  * instead of n's, through a tail block from the group blocks' pool. A
  * kernel that cannot take the tail (the driver refused its pipeline)
  * leaves the down, a barrier and the tail's own dispatch. */
+/* A group block slot of this region for a tail or route block. */
+static void *pool_block(vk_ctx *c, VkDeviceAddress *addr) {
+    const uint32_t slot = c->region * c->cap_groups + c->n_groups++;
+    *addr = c->groups.addr + sizeof(vkop_group) * slot;
+    return memset((vkop_group *)c->groups.map + slot, 0, sizeof(vkop_group));
+}
+
+/* MOE_MATMUL n (arguments a) picking its experts itself (vkfuse.route),
+ * storing the routing if it is the first. A kernel that cannot (the
+ * driver refused its pipeline) leaves the routing's own dispatch (by the
+ * first), a barrier and the matmul. */
+static zn_status run_routed(vk_ctx *c, const zn_graph *g, const zn_node *n, const vkop_mm *a, zn_err *err) {
+    const int i = (int)(n - g->nodes);
+    const zn_node *rn = &g->nodes[c->plan.route[i]];
+    const zn_act *lg = &g->acts[rn->src[0]];
+    const bool write = c->plan.route_w[i];
+    vkop_mm ar = *a;
+    vkop_route *rb = pool_block(c, &ar.route);
+    *rb = (vkop_route){.logits = act_addr(c, g, rn->src[0]), .dst = act_addr(c, g, rn->dst),
+                       .n_expert = (uint32_t)lg->cols, .k = (uint32_t)rn->route.k, .norm = rn->route.normalise != 0,
+                       .write = write, .wscale = rn->route.w_scale};
+    zn_status st = vkop_matmul(&c->o, c->rec, &ar, n->tag, err);
+    if (st != ZN_ERR_UNSUPPORTED) return st;
+    *err = (zn_err){0};
+    if (write && (st = vkop_moe_route(&c->o, c->rec, rb->logits, rb->dst, (uint32_t)lg->rows, rb->n_expert, rb->k,
+                                      rb->norm, rb->wscale, rn->tag, err)))
+        return st;
+    vkcmd_barrier(c->rec);
+    c->n_rd = c->n_wr = 0;
+    node_hazards(c, &(vk_seg){0}, g, n);
+    return vkop_matmul(&c->o, c->rec, a, n->tag, err);
+}
+
 static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
     const vkop_mm a = moe_args(c, g, n);
+    if (c->plan.route[n - g->nodes] >= 0) return run_routed(c, g, n, &a, err);
     const int l = c->plan.moe_tail[n - g->nodes];
     if (l < 0) return vkop_matmul(&c->o, c->rec, &a, n->tag, err);
     const zn_node *add = &g->nodes[l];
     const vkfuse_tail *t = &c->plan.tail[l];
-    const uint32_t slot = c->region * c->cap_groups + c->n_groups++;
-    vkop_tail *tb = (vkop_tail *)((vkop_group *)c->groups.map + slot);
-    memset(tb, 0, sizeof *tb);
+    vkop_mm at = a;
+    vkop_tail *tb = pool_block(c, &at.tail);
     tb->route = act_addr(c, g, n->src[1]);
     if (t->gate >= 0) {
         const zn_node *sg = &g->nodes[t->gate];
@@ -328,8 +361,6 @@ static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, 
         tb->gate = act_addr(c, g, sg->src[1]);
         tb->b_cols = (uint32_t)g->acts[sg->src[1]].cols;
     }
-    vkop_mm at = a;
-    at.tail = c->groups.addr + sizeof(vkop_group) * slot;
     at.y = act_addr(c, g, add->dst);
     at.y_stride = (uint32_t)g->acts[add->dst].cols;
     at.res = act_addr(c, g, other_src(add, t->mid >= 0 ? g->nodes[t->mid].dst : g->nodes[t->sum].dst));
@@ -546,13 +577,16 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
     const int i = (int)(n - g->nodes);
     if ((n->op == ZN_OP_ROPE && rope_in_attn(c, i, sg)) || (n->op == ZN_OP_COPY_COLS && copy_in_attn(c, g, i)))
         return; /* not run */
+    const int rt = n->op == ZN_OP_MOE_MATMUL ? c->plan.route[i] : -1; /* picks its experts from the logits */
     for (int k = 0; k < ZN_NODE_SRC; k++) {
         if (n->src[k] < 0) continue;
-        const vkfuse_x *f = &c->plan.fx[n->src[k]];
-        rd[nr++] = NODE_RANGE(f->mode ? f->src : n->src[k]);
+        const int a = k == 1 && rt >= 0 ? g->nodes[rt].src[0] : n->src[k];
+        const vkfuse_x *f = &c->plan.fx[a];
+        rd[nr++] = NODE_RANGE(f->mode ? f->src : a);
         if (f->mode == VKX_SWIGLU) rd[nr++] = NODE_RANGE(f->aux);
     }
     wr[nw++] = NODE_RANGE(n->dst);
+    if (rt >= 0 && c->plan.route_w[i]) wr[nw++] = act_range(c, g, g->nodes[rt].dst);
     const int cv = n->op == ZN_OP_MATMUL ? c->plan.conv[i] : -1;
     if (cv >= 0) { /* writes the conv's output instead, reads and writes the sequence's conv state */
         const zn_node *cn = &g->nodes[cv];

@@ -245,7 +245,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mvq_pn = r->mvq_pn;
     t->qx_sk = r->qx_sk;
     t->mvx_modes = 7;
-    t->moe_tail = t->mv_conv = true;
+    t->moe_tail = t->moe_route = t->mv_conv = true;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
     t->mvt_modes = r->mvt_modes;
@@ -326,6 +326,7 @@ static const tune_key keys[] = {
     KB("mvx", mvx),
     KU("mvx_modes", mvx_modes, 0, 7, 0),
     KB("moe_tail", moe_tail),
+    KB("moe_route", moe_route),
     KB("mv_conv", mv_conv),
     KU("mvx_big_mb", mvx_big_mb, 0, 1u << 20, F_OFF),
     KX("mvx", mvx_t[0]),

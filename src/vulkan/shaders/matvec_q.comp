@@ -24,6 +24,9 @@
 // block's later steps and the next block find their weights in L2 (one
 // 4-byte load per 32 bytes: far fewer registers per byte in flight than
 // more rows or steps per iteration).
+// Routed (flags bit 5, p.ids a Route block of mm_store.glsl): each
+// subgroup picks token t's experts from the router's logits itself
+// (route_pick), so the routing needs no dispatch and no barrier of its own.
 // KS > 0 (a MoE layer's experts' down with the layer's tail, p.ids a Tail
 // block of mm_store.glsl): a workgroup of KS subgroups takes one token,
 // subgroup s its expert slot s, all of them the same rows; each slot's
@@ -314,6 +317,53 @@ void sg_sums(inout float v[VP]) {
     }
 }
 
+// Token t's routing as moe_route.comp makes it (softmax over the logits,
+// k rounds of argmax of the probabilities, ties to the lower index, the k
+// weights renormalised and scaled), by one subgroup alone: every subgroup
+// of the dispatch gets the same experts. Returns slot's; with write (one
+// invocation per token) stores the token's routing row. A lane holds the
+// experts lane, lane + SG, ... (at most 64: ZN_MAX_EXPERTS / 8).
+uint route_pick(uint t, uint slot, bool write) {
+    Route rb = Route(p.ids);
+    const uint n = rb.n_expert, k = rb.k, lane = gl_SubgroupInvocationID;
+    const uint64_t lg = rb.logits + 4ul * uint64_t(t * n), dst = rb.dst + 8ul * uint64_t(t * k);
+    float mx = -1.0 / 0.0;
+    for (uint e = lane; e < n; e += SG) mx = max(mx, F32(lg).v[e]);
+    mx = subgroupMax(mx);
+    float s = 0.0;
+    for (uint e = lane; e < n; e += SG) s += exp(F32(lg).v[e] - mx);
+    s = subgroupAdd(s);
+    uvec2 taken = uvec2(0u);
+    uint pick = 0u;
+    float sum = 0.0;
+    for (uint r = 0; r < k; r++) {
+        float bv = -2.0;
+        uint bi = 0xffffffffu;
+        for (uint j = 0, e = lane; e < n; j++, e += SG) {
+            if ((taken[j >> 5] >> (j & 31u) & 1u) != 0u) continue;
+            const float pv = exp(F32(lg).v[e] - mx) / s;
+            if (pv > bv) bv = pv, bi = e;
+        }
+        const float m = subgroupMax(bv);
+        const uint mi = subgroupMin(bv == m ? bi : 0xffffffffu);
+        if (mi % SG == lane) taken[(mi / SG) >> 5] |= 1u << ((mi / SG) & 31u);
+        sum += m;
+        if (r == slot) pick = mi;
+        if (write) {
+            F32(dst).v[r] = float(mi);
+            F32(dst).v[k + r] = m;
+        }
+    }
+    if (write)
+        for (uint r = 0; r < k; r++) {
+            float w = F32(dst).v[k + r];
+            if (rb.norm != 0u) w /= max(sum, 6.103515625e-5);
+            if (rb.wscale != 0.0 && rb.wscale != 1.0) w *= rb.wscale;
+            F32(dst).v[k + r] = w;
+        }
+    return pick;
+}
+
 // KS > 0: the tail of row block rb's rows for token t, from each slot's
 // results in ys (the whole workgroup; the first G * NR threads store).
 // The arithmetic of eltwise.comp's MOE_TAIL: the weighted sum in slot
@@ -352,6 +402,9 @@ void main() {
     const uint nt = NT == 1u ? 1u : min((z + 1u) * p.n_tok / nz - t, NT);
     uint e = 0;
     if (KS > 0u) e = uint(F32(Tail(p.ids).route).v[t * p.ids_stride + slot]);
+    else if (NT == 1u && mm_routed())
+        e = route_pick(t, slot, Route(p.ids).write != 0u && slot == 0u && gl_WorkGroupID.x == 0u &&
+                                    gl_WorkGroupID.y == 0u && gl_LocalInvocationIndex == 0u);
     else if (NT == 1u && p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
     const uint64_t w = p.w + uint64_t(e) * p.expert_bytes;
     // row blocks of WG / SG subgroups; the grid may have fewer workgroups

@@ -14,8 +14,9 @@ layout(push_constant) uniform PC {
     uint n_tok, ids_stride;
     uint flags;        // bit 0: y = (acc + bias) * scale, else acc * scale + bias;
                        // bit 1: x rows (and slots) start 16-byte aligned; bits 2-3: x mode;
-                       // bit 4: grouped (matvec.comp); bits 8-11: log2 of the row
-                       // groups per subgroup (matvec_q.comp)
+                       // bit 4: grouped (matvec.comp); bit 5: ids is a Route block, the
+                       // experts picked in the kernel (matvec_q.comp); bits 8-11: log2 of
+                       // the row groups per subgroup (matvec_q.comp)
     float eps;         // XM_RMSNORM
 } p;
 
@@ -25,6 +26,7 @@ layout(push_constant) uniform PC {
 #define XM_SWIGLU 2u    // silu(x[k]) * aux[k]
 
 bool mm_grouped() { return (p.flags & 16u) != 0u; }
+bool mm_routed() { return (p.flags & 32u) != 0u; }
 bool mm_x_aligned() { return (p.flags & 2u) != 0u; }
 uint mm_xmode() { return (p.flags >> 2) & 3u; }
 

@@ -65,6 +65,16 @@ void group_store(uint64_t grp, uint t, uint R, float acc) {
     F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
 }
 
+// A MoE layer's routing computed by its experts' gate / up mat-vec
+// (matvec_q.comp, flags bit 5; struct vkop_route): the router's logits
+// [t][n_expert], and where (write != 0) its rows go (ZN_OP_MOE_ROUTE's:
+// k ids | k weights), renormalised (norm) and scaled (wscale).
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Route {
+    uint64_t logits, dst;
+    uint n_expert, k, norm, write;
+    float wscale;
+};
+
 // A MoE layer's tail computed by its experts' down mat-vec (matvec_q.comp
 // with KS > 0, struct vkop_tail): the routing (expert ids | weights per
 // token), the shared expert's output b and its gate (b 0: none; b_cols 1:
