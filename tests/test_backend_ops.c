@@ -945,6 +945,33 @@ static void test_fuse_swiglu_matmul(void) {
     tally_print("swiglu+matmul");
 }
 
+/* A gated attention's output: the sigmoid gate per value read by the
+ * output projection's mat-vec as it loads x (VKX_SIGMUL), its residual ADD
+ * in the store; the f16 GEMM does not take the gate (it runs apart). */
+static void test_fuse_gate_matmul(void) {
+    tally_reset();
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F16};
+    enum { D = 256, E = 96 };
+    tcase *tc = tc_new(8, "gate+matmul");
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        gguf_tensor *w = tc_weight(tc, types[ti], D, E, 1, 1.0f);
+        const int counts[2] = {1, 7};
+        for (int c = 0; c < 2; c++) {
+            const int n = counts[c];
+            step *s = tc_step(tc, n, 0, mm_tol(types[ti]), "attn * sigmoid(gate) -> matmul -> add %s", zn_type_name(types[ti]));
+            const int a = st_input(tc, s, n, D, -2.0f, 2.0f), gt = st_input(tc, s, n, D, -3.0f, 3.0f);
+            const int res = st_input(tc, s, n, E, -1.0f, 1.0f), sg = graph_act(&s->g, n, D);
+            const int y = graph_act(&s->g, n, E), o = graph_act(&s->g, n, E);
+            st_node(s, ZN_OP_SIGMOID_MUL, sg, a, gt, -1);
+            st_node(s, ZN_OP_MATMUL, y, sg, -1, -1)->w[0] = w;
+            st_node(s, ZN_OP_ADD, o, y, res, -1);
+            st_finish(tc, s, o);
+        }
+    }
+    check_case(tc, fuse_gemm_cfgs, 3);
+    tally_print("gate+matmul");
+}
+
 /* A matmul whose output only a residual ADD reads (the sum stored by the
  * matmul), with the residual on either side of the ADD. */
 static void test_fuse_matmul_add(void) {
@@ -1267,6 +1294,7 @@ int main(int argc, char **argv) {
     RUN_IF(test_fuse_norm_matmul);
     RUN_IF(test_fuse_swiglu_matmul);
     RUN_IF(test_fuse_matmul_add);
+    RUN_IF(test_fuse_gate_matmul);
     RUN_IF(test_fuse_rope_norm_kv);
     RUN_IF(test_fuse_moe);
     RUN_IF(test_fuse_moe_tail);

@@ -85,13 +85,14 @@ static void test_kernel_choice(void) {
     o.mvxk = false; /* after the driver refused the pipeline */
     CHECK(!vkops_moe_tail_takes(&o, ZN_TYPE_Q4_K, 256, 2, 1, VKX_SWIGLU));
     set_policy(&o, GPU_DEV);
-    /* the f16 GEMM takes a norm only where it dequantises its tiles (below mm_prep_tok) */
+    /* the f16 GEMM takes a norm only where it dequantises its tiles (below
+     * mm_prep_tok), a sigmoid gate never */
     const uint32_t prep = o.t.mm_prep_tok;
     CHECK(prep > 1 && prep != ZN_VK_OFF);
-    for (int x = VKX_PLAIN; x <= VKX_SWIGLU; x++) {
+    for (int x = VKX_PLAIN; x <= VKX_SIGMUL; x++) {
         CHECK(vkops_mm_takes(&o, VKMM_MATVEC, x, true, 512));
-        CHECK(vkops_mm_takes(&o, VKMM_GEMM, x, true, prep - 1));
-        CHECK_EQ_INT(vkops_mm_takes(&o, VKMM_GEMM, x, true, prep), x != VKX_RMSNORM);
+        CHECK_EQ_INT(vkops_mm_takes(&o, VKMM_GEMM, x, true, prep - 1), x != VKX_SIGMUL);
+        CHECK_EQ_INT(vkops_mm_takes(&o, VKMM_GEMM, x, true, prep), x == VKX_PLAIN || x == VKX_SWIGLU);
         CHECK_EQ_INT(vkops_mm_takes(&o, VKMM_TILED, x, false, 512), x == VKX_PLAIN);
         CHECK(!vkops_mm_takes(&o, VKMM_TILED, x, true, 512));
     }
@@ -482,7 +483,8 @@ static void test_moe_tail(void) {
  * group of 4 in decode, which computes the conv too; the gated norm's
  * SwiGLU goes into ssm_out, the residual ADD into its store. In a prompt
  * the conv runs on its own; in a decode step without a group block free,
- * too. */
+ * too. A gated attention layer's sigmoid gate goes into its output
+ * projection's x. */
 static void test_qwen35(void) {
     fixture f;
     if (!fx_open(&f, "qwen35-dense-f16", 32)) return;
@@ -505,6 +507,14 @@ static void test_qwen35(void) {
          * the gated norm's inputs from the sum) */
         CHECK_EQ_INT(f.p.res_add[node(&f, il, "ssm_out")], node(&f, il, "ffn_inp"));
     }
+    int gated = 0;
+    for (int il = 0; il < f.m.hp.n_layer; il++) {
+        if (f.m.layers[il].recurrent) continue;
+        gated++;
+        CHECK(f.p.skip[node(&f, il, "attn_gated")]);
+        CHECK_EQ_INT(xmode(&f, node(&f, il, "attn_output")), VKX_SIGMUL);
+    }
+    CHECK(gated > 0);
     CHECK(recurrent > 0);
     fx_close(&f);
 }

@@ -712,60 +712,67 @@ static void moe_grouped(void) {
 }
 static void test_moe_grouped(void) { both_gemm_paths(moe_grouped); }
 
-/* Mat-vec with the producer of x fused in: an RMS norm (with weight) or a
- * SwiGLU, against the two ops done separately in double precision. */
+/* Mat-vec with the producer of x fused in: an RMS norm (with weight), a
+ * SwiGLU or a sigmoid gate, against the two ops done separately in double
+ * precision. The gate's cases come after the others', whose random data
+ * stay what they were before it came. */
+static void fused_x_case(zn_type t, int mode) {
+    const int rows = 29, cols = cols_for(t, 72), T = 3;
+    float *wf = malloc(sizeof(float) * rows * cols), x[3 * 512], aux[3 * 512], y[3 * 29], bias[29];
+    double ref[3 * 29], h[512];
+    float hf[512];
+    void *wq = make_weights(t, rows, cols, wf);
+    fill(x, sizeof x / sizeof *x, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.0f); fill(bias, 29, 1.0f);
+    const float eps = 1e-5f;
+    for (int tk = 0; tk < T; tk++) {
+        double ss = 0;
+        for (int k = 0; k < cols; k++) ss += (double)x[tk * cols + k] * x[tk * cols + k];
+        for (int k = 0; k < cols; k++) {
+            double xv = x[tk * cols + k];
+            const double av = aux[tk * cols + k];
+            h[k] = mode == VKX_RMSNORM ? xv / sqrt(ss / cols + eps) * aux[k]
+                   : mode == VKX_SWIGLU ? xv / (1 + exp(-xv)) * av
+                                        : xv / (1 + exp(-av));
+        }
+        if (q8_path(t)) {
+            for (int k = 0; k < cols; k++) hf[k] = (float)h[k];
+            q8_round(hf, cols);
+            for (int k = 0; k < cols; k++) h[k] = hf[k];
+        }
+        for (int r = 0; r < rows; r++) {
+            double s = 0;
+            for (int k = 0; k < cols; k++) s += (double)wf[r * cols + k] * h[k];
+            ref[tk * rows + r] = s + bias[r];
+        }
+    }
+    size_t rb = vkq_row_bytes(t, cols);
+    vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof x), da = dev_up(aux, sizeof aux);
+    vkref db = dev_up(bias, sizeof bias), dy = dev_out(sizeof y);
+    vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .bias = db.addr, .ncols = (uint32_t)cols,
+                 .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T,
+                 .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows, .xmode = mode, .aux = da.addr, .eps = eps};
+    zn_err err = {0};
+    double e = INFINITY;
+    if (begin()) {
+        zn_status st = vkop_matvec(&E.o, &E.c, &a, "mv", &err);
+        if (st) fprintf(stderr, "  %s\n", err.msg);
+        if (run() && !st) {
+            dev_down(dy, y, sizeof(float) * T * rows);
+            e = nmse(y, ref, (size_t)T * rows);
+        }
+    }
+    CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "%s%s %s: nmse %.3g", zn_type_name(t),
+              q8_path(t) ? " (int8 x)" : "", mode == VKX_RMSNORM ? "rmsnorm" : mode == VKX_SWIGLU ? "swiglu" : "sigmoid gate", e);
+    free(wf);
+    free(wq);
+    reset();
+}
+
 static void matvec_fused_x(void) {
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32, ZN_TYPE_Q8_0, ZN_TYPE_Q4_0, ZN_TYPE_Q5_K};
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
-        for (int mode = VKX_RMSNORM; mode <= VKX_SWIGLU; mode++) {
-            zn_type t = types[ti];
-            const int rows = 29, cols = cols_for(t, 72), T = 3;
-            float *wf = malloc(sizeof(float) * rows * cols), x[3 * 512], aux[3 * 512], y[3 * 29], bias[29];
-            double ref[3 * 29], h[512];
-            float hf[512];
-            void *wq = make_weights(t, rows, cols, wf);
-            fill(x, sizeof x / sizeof *x, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.0f); fill(bias, 29, 1.0f);
-            const float eps = 1e-5f;
-            for (int tk = 0; tk < T; tk++) {
-                double ss = 0;
-                for (int k = 0; k < cols; k++) ss += (double)x[tk * cols + k] * x[tk * cols + k];
-                for (int k = 0; k < cols; k++) {
-                    double xv = x[tk * cols + k];
-                    h[k] = mode == VKX_RMSNORM ? xv / sqrt(ss / cols + eps) * aux[k] : xv / (1 + exp(-xv)) * aux[tk * cols + k];
-                }
-                if (q8_path(t)) {
-                    for (int k = 0; k < cols; k++) hf[k] = (float)h[k];
-                    q8_round(hf, cols);
-                    for (int k = 0; k < cols; k++) h[k] = hf[k];
-                }
-                for (int r = 0; r < rows; r++) {
-                    double s = 0;
-                    for (int k = 0; k < cols; k++) s += (double)wf[r * cols + k] * h[k];
-                    ref[tk * rows + r] = s + bias[r];
-                }
-            }
-            size_t rb = vkq_row_bytes(t, cols);
-            vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof x), da = dev_up(aux, sizeof aux);
-            vkref db = dev_up(bias, sizeof bias), dy = dev_out(sizeof y);
-            vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .bias = db.addr, .ncols = (uint32_t)cols,
-                         .nrows = (uint32_t)rows, .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T,
-                         .x_stride = (uint32_t)cols, .y_stride = (uint32_t)rows, .xmode = mode, .aux = da.addr, .eps = eps};
-            zn_err err = {0};
-            double e = INFINITY;
-            if (begin()) {
-                zn_status st = vkop_matvec(&E.o, &E.c, &a, "mv", &err);
-                if (st) fprintf(stderr, "  %s\n", err.msg);
-                if (run() && !st) {
-                    dev_down(dy, y, sizeof(float) * T * rows);
-                    e = nmse(y, ref, (size_t)T * rows);
-                }
-            }
-            CHECK_MSG(e <= (q8_path(t) ? MM_TOL_Q8 : MM_TOL), "%s%s %s: nmse %.3g", zn_type_name(t),
-                      q8_path(t) ? " (int8 x)" : "", mode == VKX_RMSNORM ? "rmsnorm" : "swiglu", e);
-            free(wf);
-            free(wq);
-            reset();
-        }
+        for (int mode = VKX_RMSNORM; mode <= VKX_SWIGLU; mode++) fused_x_case(types[ti], mode);
+    for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) fused_x_case(types[ti], VKX_SIGMUL);
 }
 
 static void test_matvec_fused_x(void) { both_matvecs(matvec_fused_x); }

@@ -65,6 +65,13 @@ static range act_range(const zn_graph *g, int a) {
 
 static bool overlap(range a, range b) { return a.lo < b.hi && b.lo < a.hi; }
 
+/* Does r overlap what a matmul whose x is a (fx of a) reads as x? */
+static bool overlaps_x(const vkfuse *p, const zn_graph *g, range r, int a) {
+    const vkfuse_x *f = &p->fx[a];
+    return overlap(r, act_range(g, f->mode ? f->src : a)) ||
+           ((f->mode == VKX_SWIGLU || f->mode == VKX_SIGMUL) && overlap(r, act_range(g, f->aux)));
+}
+
 int vkfuse_matmul_run(const zn_graph *g, int i) {
     const zn_node *a = &g->nodes[i];
     if (a->op != ZN_OP_MATMUL) return 1;
@@ -88,21 +95,24 @@ static bool takes(const vkfuse_env *env, const zn_graph *g, const zn_node *m, ui
 }
 
 /* Can node i's result be computed inside each of its consumers instead? An
- * RMS norm over whole rows (with a weight) or a SwiGLU (of two inputs, or of
+ * RMS norm over whole rows (with a weight), a SwiGLU (of two inputs, or of
  * one, the merged experts' gate_up: up then sits at a column offset in x's
- * own rows, read as aux + x's offset like a second input) can, when every
+ * own rows, read as aux + x's offset like a second input) or a sigmoid
+ * gate per value (SIGMOID_MUL of a gate shaped like x) can, when every
  * reader is a matmul whose kernel reads x in that mode (vkops_mm_takes: the
- * mat-vec either, the f16 GEMM a SwiGLU, and a norm below mm_prep_tok
+ * mat-vec any, the f16 GEMM a SwiGLU, and a norm below mm_prep_tok
  * tokens), and the producer's inputs are
  * still intact when those matmuls run: the norm's input must outlive them
- * (the planner then keeps it), the SwiGLU's single reader must come right
- * after it and not write over its inputs. */
+ * (the planner then keeps it), the SwiGLU's or gate's single reader must
+ * come right after it and not write over its inputs. */
 static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
     const zn_node *n = &g->nodes[i];
     const zn_act *y = &g->acts[n->dst];
     if (n->op == ZN_OP_RMSNORM) {
         if (!n->w[0] || n->norm.group != y->cols || p->last_use[n->src[0]] <= p->last_use[n->dst]) return false;
-    } else if (n->op == ZN_OP_SWIGLU) {
+    } else if (n->op == ZN_OP_SWIGLU || n->op == ZN_OP_SIGMOID_MUL) {
+        if (n->op == ZN_OP_SIGMOID_MUL && (g->acts[n->src[1]].rows != y->rows || g->acts[n->src[1]].cols != y->cols))
+            return false;
         if (p->last_use[n->dst] != i + 1) return false;
         range out = act_range(g, g->nodes[i + 1].dst);
         if (overlap(out, act_range(g, n->src[0])) || (n->src[1] >= 0 && overlap(out, act_range(g, n->src[1]))))
@@ -118,7 +128,7 @@ static bool fusable(const vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
         if (!reads) continue;
         if (m->src[0] != n->dst || m->src[1] == n->dst || m->src[2] == n->dst) return false;
         if (m->op != ZN_OP_MATMUL && m->op != ZN_OP_MOE_MATMUL) return false;
-        const int mode = n->op == ZN_OP_RMSNORM ? VKX_RMSNORM : VKX_SWIGLU;
+        const int mode = n->op == ZN_OP_RMSNORM ? VKX_RMSNORM : n->op == ZN_OP_SWIGLU ? VKX_SWIGLU : VKX_SIGMUL;
         if (!takes(env, g, m, (uint32_t)m->w[0]->ne[1], mode, false)) return false;
     }
     return true;
@@ -136,10 +146,7 @@ static void plan_res_add(vkfuse *p, const vkfuse_env *env, const zn_graph *g, in
     const int r = nx->src[nx->src[0] == n->dst ? 1 : 0];
     const zn_act *y = &g->acts[n->dst], *ra = &g->acts[r], *o = &g->acts[nx->dst];
     if (ra->rows != y->rows || ra->cols != y->cols || o->rows != y->rows || o->cols != y->cols) return;
-    const vkfuse_x *f = &p->fx[n->src[0]];
-    range out = act_range(g, nx->dst);
-    if (overlap(out, act_range(g, f->mode ? f->src : n->src[0]))) return;
-    if (f->mode == VKX_SWIGLU && overlap(out, act_range(g, f->aux))) return;
+    if (overlaps_x(p, g, act_range(g, nx->dst), n->src[0])) return;
     p->res_add[i] = i + 1;
     p->skip[i + 1] = true;
 }
@@ -308,9 +315,7 @@ static void plan_moe_tail(vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
         if (j != tl->sum && j != tl->gate && j != tl->mid) return;
     const zn_node *dn = &g->nodes[d];
     const vkfuse_x *f = &p->fx[dn->src[0]];
-    const range out = act_range(g, g->nodes[l].dst);
-    if (overlap(out, act_range(g, f->mode ? f->src : dn->src[0])) || (f->mode == VKX_SWIGLU && overlap(out, act_range(g, f->aux))))
-        return;
+    if (overlaps_x(p, g, act_range(g, g->nodes[l].dst), dn->src[0])) return;
     const zn_act *route = &g->acts[dn->src[1]];
     if (!vkops_moe_tail_takes(env->o, dn->w[0]->type, (uint32_t)dn->w[0]->ne[0], (uint32_t)route->cols / 2,
                               (uint32_t)route->rows, f->mode))
@@ -342,11 +347,8 @@ static void plan_route(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int 
         m[nm++] = j;
     }
     if (!nm || p->n_tails + p->n_routes + nm > env->max_groups || !intact(g, lg, i, m[nm - 1] + 1, -1, -1)) return;
-    const vkfuse_x *f = &p->fx[x];
     const range rr = act_range(g, r);
-    if (overlap(rr, act_range(g, lg)) || overlap(rr, act_range(g, f->mode ? f->src : x)) ||
-        (f->mode == VKX_SWIGLU && overlap(rr, act_range(g, f->aux))))
-        return;
+    if (overlap(rr, act_range(g, lg)) || overlaps_x(p, g, rr, x)) return;
     const zn_act *la = &g->acts[lg];
     for (int k = 0; k < nm; k++)
         if (!vkops_moe_route_takes(env->o, g->nodes[m[k]].w[0]->type, (uint32_t)la->cols, (uint32_t)n->route.k,
@@ -393,9 +395,7 @@ static void plan_conv(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i
     if (m < 0 || p->res_add[m] >= 0) return;
     const zn_node *mn = &g->nodes[m];
     const vkfuse_x *f = &p->fx[mn->src[0]];
-    const range out = act_range(g, n->dst);
-    if (overlap(out, act_range(g, f->mode ? f->src : mn->src[0])) || (f->mode == VKX_SWIGLU && overlap(out, act_range(g, f->aux))))
-        return;
+    if (overlaps_x(p, g, act_range(g, n->dst), mn->src[0])) return;
     int gs = 0; /* the first node of m's group (m itself when alone) */
     while (gs + p->group[gs] <= m) gs += p->group[gs];
     if (p->group[gs] > 1) {
@@ -428,6 +428,7 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
         vkfuse_x *f = &p->fx[n->dst];
         f->src = n->src[0];
         if (n->op == ZN_OP_RMSNORM) f->mode = VKX_RMSNORM, f->w = n->w[0], f->eps = n->norm.eps;
+        else if (n->op == ZN_OP_SIGMOID_MUL) f->mode = VKX_SIGMUL, f->aux = n->src[1];
         else if (n->src[1] >= 0) f->mode = VKX_SWIGLU, f->aux = n->src[1];
         else f->mode = VKX_SWIGLU, f->aux = n->src[0], f->aux_off = g->acts[n->dst].cols;
     }

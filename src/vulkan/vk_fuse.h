@@ -4,8 +4,9 @@
  * only decides (no device, no allocation per plan); backend_vulkan.c
  * records what it decided:
  *
- *  - an RMS norm over whole rows (with a weight), or a SwiGLU (of two
- *    inputs, or of one: gate and up halves of each row),
+ *  - an RMS norm over whole rows (with a weight), a SwiGLU (of two
+ *    inputs, or of one: gate and up halves of each row), or a sigmoid gate
+ *    per value (SIGMOID_MUL of two inputs of one shape),
  *    computed by each matmul reading it as it loads x (vkop_mm.xmode):
  *    when every reader is a matmul on a kernel that takes that x mode and
  *    the producer's inputs are still intact when they run;
@@ -41,8 +42,8 @@
 
 /* How a matmul reads an activation whose producer was folded into it. */
 typedef struct vkfuse_x {
-    int mode;                     /* vkop_mm.xmode: VKX_PLAIN (not fused), VKX_RMSNORM, VKX_SWIGLU */
-    int src, aux;                 /* the producer's inputs (aux: SwiGLU's "up" activation) */
+    int mode;                     /* vkop_mm.xmode: VKX_PLAIN (not fused), VKX_RMSNORM, VKX_SWIGLU, VKX_SIGMUL */
+    int src, aux;                 /* the producer's inputs (aux: SwiGLU's "up" activation, SIGMOID_MUL's gate) */
     int aux_off;                  /* a SwiGLU of one input (gate and up halves of each row of src):
                                      up's first column; aux is src, and x's rows are src's */
     const gguf_tensor *w;         /* RMS norm weight */

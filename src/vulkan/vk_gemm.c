@@ -388,7 +388,7 @@ vkmm_kernel vkops_mm_kernel(const vkops *o, zn_type t, uint32_t n_tok, uint32_t 
 
 bool vkops_mm_takes(const vkops *o, vkmm_kernel k, int xmode, bool group, uint32_t n_tok) {
     if (k == VKMM_MATVEC) return true;
-    if (k == VKMM_GEMM) return xmode != VKX_RMSNORM || mm_direct_tok(o, n_tok);
+    if (k == VKMM_GEMM) return xmode == VKX_PLAIN || xmode == VKX_SWIGLU || (xmode == VKX_RMSNORM && mm_direct_tok(o, n_tok));
     return xmode == VKX_PLAIN && !group;
 }
 

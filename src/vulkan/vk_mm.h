@@ -40,8 +40,9 @@ typedef struct vkop_mm {
     /* The op producing x, fused (the kernels that take each mode:
      * vkops_mm_takes): VKX_RMSNORM: x -> x / sqrt(mean(x^2) + eps) * aux
      * (norm weight [ncols]); VKX_SWIGLU: x -> silu(x) * aux (aux laid out
-     * like x). */
-    enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU } xmode;
+     * like x); VKX_SIGMUL: x -> x * sigmoid(aux) (aux laid out like x: a
+     * gate per value). */
+    enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU, VKX_SIGMUL } xmode;
     VkDeviceAddress aux;
     float eps;
     /* The address of a vkop_group (y, bias, scale, res and ids unused

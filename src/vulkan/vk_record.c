@@ -79,7 +79,7 @@ static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_
     a->x = act_addr(c, g, f->mode ? f->src : n->src[0]);
     a->xmode = f->mode;
     a->aux = f->mode == VKX_RMSNORM ? waddr(c, f->w)
-             : f->mode == VKX_SWIGLU ? act_addr(c, g, f->aux) + sizeof(float) * (uint64_t)f->aux_off
+             : f->mode == VKX_SWIGLU || f->mode == VKX_SIGMUL ? act_addr(c, g, f->aux) + sizeof(float) * (uint64_t)f->aux_off
                                      : 0;
     a->eps = f->eps;
     a->x_reuse = c->x_reuse;
@@ -583,7 +583,7 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
         const int a = k == 1 && rt >= 0 ? g->nodes[rt].src[0] : n->src[k];
         const vkfuse_x *f = &c->plan.fx[a];
         rd[nr++] = NODE_RANGE(f->mode ? f->src : a);
-        if (f->mode == VKX_SWIGLU) rd[nr++] = NODE_RANGE(f->aux);
+        if (f->mode == VKX_SWIGLU || f->mode == VKX_SIGMUL) rd[nr++] = NODE_RANGE(f->aux);
     }
     wr[nw++] = NODE_RANGE(n->dst);
     if (rt >= 0 && c->plan.route_w[i]) wr[nw++] = act_range(c, g, g->nodes[rt].dst);

@@ -244,7 +244,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->intdot = t->mvx = true;
     t->mvq_pn = r->mvq_pn;
     t->qx_sk = r->qx_sk;
-    t->mvx_modes = 7;
+    t->mvx_modes = 15;
     t->moe_tail = t->moe_route = t->mv_conv = true;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
@@ -324,7 +324,7 @@ static const tune_key keys[] = {
     KU("qx_sk", qx_sk, 0, 16, 0),
     KU("qx_wg", qx_wg, 8, 1024, F_M8),
     KB("mvx", mvx),
-    KU("mvx_modes", mvx_modes, 0, 7, 0),
+    KU("mvx_modes", mvx_modes, 0, 15, 0),
     KB("moe_tail", moe_tail),
     KB("moe_route", moe_route),
     KB("mv_conv", mv_conv),
@@ -332,7 +332,7 @@ static const tune_key keys[] = {
     KX("mvx", mvx_t[0]),
     KX("mvxb", mvx_t[1]),
     KU("mvt", mvt, 1, ZN_VK_MVT_MAX, 0),
-    KU("mvt_modes", mvt_modes, 0, 7, 0),
+    KU("mvt_modes", mvt_modes, 0, 15, 0),
     KX("mvt", mvt_t),
     KU("mmi_min_tok", mmi_min_tok, 1, 1u << 30, F_OFF),
     KU("mmi_max_tok", mmi_max_tok, 1, 1u << 30, 0),

@@ -5,8 +5,8 @@
 // shared memory or barrier is involved. With ids set, W is [n_expert]
 // stacked matrices and slot j of token t uses expert ids[t * ids_stride + j]
 // (MoE: only the chosen experts are read). The x mode fuses the producer of
-// x: an RMS norm (the mean square is summed alongside the dot products) or
-// a SwiGLU. Grouped: the weights of several matmuls that read the same x
+// x: an RMS norm (the mean square is summed alongside the dot products), a
+// SwiGLU or a sigmoid gate. Grouped: the weights of several matmuls that read the same x
 // (q/k/v, gate/up) are stacked in one matrix and each row's result goes to
 // its own matmul's output, bias and scale (struct vkop_group).
 #include "common.glsl"
@@ -39,10 +39,10 @@ void main() {
         x32(p.x + xo, s, p.ncols, mm_x_aligned(), xv);
         if (xm != XM_PLAIN) {
             float av[32];
-            x32(p.aux + (xm == XM_SWIGLU ? xo : 0ul), s, p.ncols, mm_x_aligned(), av);
+            x32(p.aux + (xm == XM_SWIGLU || xm == XM_SIGMUL ? xo : 0ul), s, p.ncols, mm_x_aligned(), av);
             for (uint j = 0; j < 32u; j++) {
                 ss = fma(xv[j], xv[j], ss);
-                xv[j] = xm == XM_SWIGLU ? silu(xv[j]) * av[j] : xv[j] * av[j];
+                xv[j] = xm == XM_SWIGLU ? silu(xv[j]) * av[j] : xm == XM_SIGMUL ? xv[j] * sigmoid(av[j]) : xv[j] * av[j];
             }
         }
         float xs[4] = {0.0, 0.0, 0.0, 0.0};

@@ -7,7 +7,8 @@ layout(push_constant) uniform PC {
     uint64_t res;      // 0 or laid out like y
     uint64_t ids;      // 0 or expert indices stored as f32: ids[t * ids_stride + slot];
                        // grouped mat-vec (flags bit 4): the address of its Group block
-    uint64_t aux;      // XM_RMSNORM: norm weight [ncols]; XM_SWIGLU: the "up" rows (like x)
+    uint64_t aux;      // XM_RMSNORM: norm weight [ncols]; XM_SWIGLU: the "up" rows (like x);
+                       // XM_SIGMUL: the gate rows (like x)
     uint expert_bytes;
     uint ncols, nrows, row_bytes, n_slots;
     uint x_stride, y_stride, x_slot_stride, y_slot_stride;
@@ -24,6 +25,7 @@ layout(push_constant) uniform PC {
 #define XM_PLAIN 0u
 #define XM_RMSNORM 1u   // x / sqrt(mean(x^2) + eps) * aux[k]  (then scaled at the end)
 #define XM_SWIGLU 2u    // silu(x[k]) * aux[k]
+#define XM_SIGMUL 3u    // x[k] * sigmoid(aux[k])
 
 bool mm_grouped() { return (p.flags & 16u) != 0u; }
 bool mm_routed() { return (p.flags & 32u) != 0u; }

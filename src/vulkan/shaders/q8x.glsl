@@ -29,11 +29,12 @@ int cluster8_add(int v) {
 vec4 q8_apply(vec4 v, vec4 a, uint mode, float inv) {
     if (mode == XM_RMSNORM) return v * inv * a;
     if (mode == XM_SWIGLU) return vec4(silu(v.x), silu(v.y), silu(v.z), silu(v.w)) * a;
+    if (mode == XM_SIGMUL) return v * vec4(sigmoid(a.x), sigmoid(a.y), sigmoid(a.z), sigmoid(a.w));
     return v;
 }
 
 // Where aux of the row at byte offset xo from p.x sits (SwiGLU: laid out like x).
-uint64_t q8_aux(uint mode, uint64_t xo) { return mode == XM_SWIGLU ? p.aux + xo : p.aux; }
+uint64_t q8_aux(uint mode, uint64_t xo) { return mode == XM_SWIGLU || mode == XM_SIGMUL ? p.aux + xo : p.aux; }
 
 // The x mode's value of vec4 i of a row (x row v).
 vec4 q8_xmode(vec4 v, uint i, uint mode, float inv, uint64_t xo) {

@@ -35,6 +35,7 @@ layout(push_constant) uniform PC {
 #define XM_PLAIN 0u  // the x modes of mm_push.glsl
 #define XM_RMSNORM 1u
 #define XM_SWIGLU 2u
+#define XM_SIGMUL 3u
 #define KEEP 16u
 
 layout(buffer_reference, std430, buffer_reference_align = 4) writeonly buffer QU32 { uint v[]; };
