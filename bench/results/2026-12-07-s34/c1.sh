@@ -4,8 +4,8 @@
 # the MoE tail (tuning moe_tail, on), the experts' gate / up picking the experts (moe_route, on) and the DeltaNet
 # conv in its projection's mat-vec (mv_conv, on). Most wanted first: tvo (the tail kernel on subgroups of 32, 8
 # slots = 256 threads; the routing in the kernel), then decode (tg128, and the step's dispatches and barriers) of
-# the 35B (256 experts) with all three off / each of them off / all on, and of the 2B with mv_conv off / on,
-# alternated; the 35B's batched decode at 8 and 32 sequences all off and all on, tvl, and s33's unrun pp512
+# the 35B (256 experts) with e6f07fa's zinc (zinc0) / all three off / each of them off / all on, and of the 2B
+# with zinc0 / mv_conv off / on, alternated (the attention gate in its output's x is on in all but zinc0); the 35B's batched decode at 8 and 32 sequences all off and all on, tvl, and s33's unrun pp512
 # comparison of the delta rule's staging (2B, 35B).
 . bench/device-env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader; cat .dev/commit
@@ -13,9 +13,10 @@ echo "== tvo"; timeout 120 .dev/tvo 2>&1 | grep -E "^ok|FAIL|failed|passed" | he
 t() { echo "$1 $2 $3: $(timeout 90 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan -p 16 -n 128 -r 3 --tune $3 2>&1 | grep -E '^tg|^step ' | tr -s ' ' | tr '\n' ' ')"; }
 syn qwen3.5-35b-a3b
 OFF=moe_tail=off,moe_route=off,mv_conv=off
-for i in 1 2; do for c in $OFF moe_tail=off moe_route=off mv_conv=off moe_tail=on; do t qwen3.5-35b-a3b zinc $c; done; done
+for i in 1 2; do for c in "zinc0 poll=on" "zinc $OFF" "zinc moe_tail=off" "zinc moe_route=off" "zinc mv_conv=off" "zinc moe_tail=on"; do
+  t qwen3.5-35b-a3b $c; done; done
 syn qwen3.5-2b
-for i in 1 2; do for c in mv_conv=off mv_conv=on; do t qwen3.5-2b zinc $c; done; done
+for i in 1 2; do for c in "zinc0 poll=on" "zinc mv_conv=off" "zinc mv_conv=on"; do t qwen3.5-2b $c; done; done
 for c in $OFF moe_tail=on; do
   echo "35b batched $c: $(timeout 150 .dev/zinc bench -m /tmp/sbs-models/qwen3.5-35b-a3b.gguf --backend vulkan -npl 8,32 -npp 128 -ntg 32 --tune $c 2>&1 | tail -4 | tr -s ' ' | tr '\n' ' ')"
 done
