@@ -945,6 +945,41 @@ static void test_fuse_swiglu_matmul(void) {
     tally_print("swiglu+matmul");
 }
 
+/* A DeltaNet block's gated norm and output projection: an RMS norm by
+ * heads of 128 (with a weight) read as the up of a SwiGLU by the gate z,
+ * read by the projection (and its residual ADD): on the integer mat-vec
+ * quantising x in its workgroups the projection norms the heads itself
+ * (vkop_mm.gn_w); several tokens there only where its tuning quantises
+ * their x in the workgroups too. */
+static void test_fuse_gated_norm(void) {
+    tally_reset();
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F16};
+    enum { D = 512, G = 128, E = 96 };
+    tcase *tc = tc_new(8, "gated norm");
+    gguf_tensor *nw = tc_f32(tc, G, 0.5f, 1.5f);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        gguf_tensor *w = tc_weight(tc, types[ti], D, E, 1, 1.0f);
+        const int counts[2] = {1, 5};
+        for (int c = 0; c < 2; c++) {
+            const int n = counts[c];
+            step *s = tc_step(tc, n, 0, mm2_tol(types[ti]), "norm by heads -> silu(z) * normed -> matmul -> add %s",
+                              zn_type_name(types[ti]));
+            const int o = st_input(tc, s, n, D, -2.0f, 2.0f), z = st_input(tc, s, n, D, -3.0f, 3.0f);
+            const int res = st_input(tc, s, n, E, -1.0f, 1.0f), h = graph_act(&s->g, n, D), sw = graph_act(&s->g, n, D);
+            const int y = graph_act(&s->g, n, E), out = graph_act(&s->g, n, E);
+            norm_node(s, h, o, nw, G);
+            st_node(s, ZN_OP_SWIGLU, sw, z, h, -1);
+            st_node(s, ZN_OP_MATMUL, y, sw, -1, -1)->w[0] = w;
+            st_node(s, ZN_OP_ADD, out, y, res, -1);
+            st_finish(tc, s, out);
+        }
+    }
+    static const vkcfg cfg_mvt = {"mvt_modes=15", "mvt_modes=15", false, false, false, false};
+    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM, &cfg_mvt};
+    check_case(tc, cfgs, 4);
+    tally_print("gated norm");
+}
+
 /* A gated attention's output: the sigmoid gate per value read by the
  * output projection's mat-vec as it loads x (VKX_SIGMUL), its residual ADD
  * in the store; the f16 GEMM does not take the gate (it runs apart). */
@@ -1295,6 +1330,7 @@ int main(int argc, char **argv) {
     RUN_IF(test_fuse_swiglu_matmul);
     RUN_IF(test_fuse_matmul_add);
     RUN_IF(test_fuse_gate_matmul);
+    RUN_IF(test_fuse_gated_norm);
     RUN_IF(test_fuse_rope_norm_kv);
     RUN_IF(test_fuse_moe);
     RUN_IF(test_fuse_moe_tail);

@@ -492,6 +492,14 @@ static void test_qwen35(void) {
     for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
     fx_plan(&f, 1, GPU_DEV, false, 0);
     for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
+    fx_plan(&f, 1, GPU_INT, false, 1000); /* the gated norm in ssm_out's x too (quantised types only) */
+    for (int il = 0; il < f.m.hp.n_layer; il++) {
+        if (!f.m.layers[il].recurrent) continue;
+        const int so = node(&f, il, "ssm_out");
+        const bool q = f.g.nodes[so].w[0]->type != ZN_TYPE_F16 && f.g.nodes[so].w[0]->type != ZN_TYPE_F32;
+        CHECK_EQ_INT(f.p.skip[node(&f, il, "ssm_norm")], q);
+        CHECK_EQ_INT(f.p.fx[f.g.nodes[so].src[0]].gn_node, (q ? node(&f, il, "ssm_norm") : -1));
+    }
     fx_plan(&f, 1, GPU_DEV, false, 1000);
     int recurrent = 0;
     for (int il = 0; il < f.m.hp.n_layer; il++) {
@@ -503,6 +511,7 @@ static void test_qwen35(void) {
         CHECK(f.p.skip[node(&f, il, "conv1d")]);
         CHECK(f.p.skip[node(&f, il, "gdn_gated")]);
         CHECK_EQ_INT(xmode(&f, node(&f, il, "ssm_out")), VKX_SWIGLU);
+        CHECK(!f.p.skip[node(&f, il, "ssm_norm")]); /* no integer mat-vec */
         /* and the residual ADD after it into its store (ZN_GRAPH_FOLD keeps
          * the gated norm's inputs from the sum) */
         CHECK_EQ_INT(f.p.res_add[node(&f, il, "ssm_out")], node(&f, il, "ffn_inp"));

@@ -768,6 +768,98 @@ static void fused_x_case(zn_type t, int mode) {
     reset();
 }
 
+/* The integer mat-vec quantising x in its workgroups with the gated norm
+ * folded into its SwiGLU x (vkop_mm.gn_w): x = silu(z) * (aux / rms of
+ * aux's group * w), groups of 32 and 128, rows of 1 or 4 groups, 1 and 3
+ * tokens, against the ops one by one in double precision (x quantised as
+ * the kernel does). Without the in-workgroup path (mvx off, a float type)
+ * ZN_ERR_UNSUPPORTED, nothing recorded. */
+static double gnorm_case(zn_type t, int cols, int G, int T, zn_status *st) {
+    enum { ROWS = 21 };
+    float *wf = malloc(sizeof(float) * ROWS * cols), z[3 * 512], aux[3 * 512], nw[128], y[3 * ROWS];
+    double ref[3 * ROWS], h[512];
+    float hf[512];
+    void *wq = make_weights(t, ROWS, cols, wf);
+    fill(z, sizeof z / sizeof *z, 2.0f); fill(aux, sizeof aux / sizeof *aux, 1.5f); fill(nw, 128, 1.0f);
+    const float eps = 1e-6f;
+    for (int tk = 0; tk < T; tk++) {
+        for (int g0 = 0; g0 < cols; g0 += G) {
+            double ss = 0;
+            for (int k = g0; k < g0 + G; k++) ss += (double)aux[tk * cols + k] * aux[tk * cols + k];
+            for (int k = g0; k < g0 + G; k++) {
+                const double zv = z[tk * cols + k];
+                h[k] = zv / (1 + exp(-zv)) * (aux[tk * cols + k] / sqrt(ss / G + eps) * nw[k - g0]);
+            }
+        }
+        for (int k = 0; k < cols; k++) hf[k] = (float)h[k];
+        q8_round(hf, cols);
+        for (int r = 0; r < ROWS; r++) {
+            double s = 0;
+            for (int k = 0; k < cols; k++) s += (double)wf[r * cols + k] * hf[k];
+            ref[tk * ROWS + r] = s;
+        }
+    }
+    const size_t rb = vkq_row_bytes(t, cols);
+    vkref dw = dev_up(wq, rb * ROWS), dz = dev_up(z, sizeof z), da = dev_up(aux, sizeof aux), dn = dev_up(nw, sizeof nw);
+    vkref dy = dev_out(sizeof y);
+    vkop_mm a = {.type = t, .w = dw.addr, .x = dz.addr, .y = dy.addr, .ncols = (uint32_t)cols, .nrows = ROWS,
+                 .row_bytes = (uint32_t)rb, .n_tok = (uint32_t)T, .x_stride = (uint32_t)cols, .y_stride = ROWS,
+                 .xmode = VKX_SWIGLU, .aux = da.addr, .eps = eps, .gn_w = dn.addr, .gn_group = (uint32_t)G};
+    zn_err err = {0};
+    double e = INFINITY;
+    *st = ZN_ERR_IO;
+    if (begin()) {
+        *st = vkop_matvec(&E.o, &E.c, &a, "gn", &err);
+        if (*st && *st != ZN_ERR_UNSUPPORTED) fprintf(stderr, "  %s\n", err.msg);
+        CHECK(*st != ZN_ERR_UNSUPPORTED || E.c.n_dispatch == 0);
+        if (run() && !*st) {
+            dev_down(dy, y, sizeof(float) * T * ROWS);
+            e = nmse(y, ref, (size_t)T * ROWS);
+        }
+    }
+    free(wf);
+    free(wq);
+    reset();
+    return e;
+}
+
+/* Every case where vkops_gnorm_takes says the kernel takes it: several
+ * tokens only with t.mvt_modes holding SwiGLU (a pass with and without). */
+static void test_matvec_gated_norm(void) {
+    const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0, ZN_TYPE_Q4_0};
+    const struct { int cols, G, T; } sh[] = {{512, 128, 1}, {256, 32, 3}, {128, 128, 3}};
+    zn_status st;
+    const bool mvx = E.o.mvx;
+    const uint32_t modes = E.o.t.mvt_modes;
+    int taken = 0, several = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        E.o.t.mvt_modes = pass ? 15 : 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
+            for (size_t c = 0; c < sizeof sh / sizeof *sh; c++) {
+                const zn_type t = types[ti];
+                const int cols = zn_type_get(t)->blck == 256 && sh[c].cols < 256 ? 256 : sh[c].cols;
+                const bool takes = vkops_gnorm_takes(&E.o, t, (uint32_t)cols, (uint32_t)sh[c].T, (uint32_t)sh[c].G);
+                const double e = gnorm_case(t, cols, sh[c].G, sh[c].T, &st);
+                taken += takes;
+                several += takes && sh[c].T > 1;
+                if (!takes) {
+                    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+                    continue;
+                }
+                CHECK_MSG(!st && e <= MM_TOL_Q8, "%s, rows of %d, groups of %d, %d tokens: %s nmse %.3g",
+                          zn_type_name(t), cols, sh[c].G, sh[c].T, st ? "refused," : "", e);
+            }
+    }
+    E.o.t.mvt_modes = modes;
+    CHECK(!mvx || (taken > 0 && several > 0));
+    E.o.mvx = false;
+    gnorm_case(ZN_TYPE_Q4_K, 256, 128, 1, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    E.o.mvx = mvx;
+    gnorm_case(ZN_TYPE_F16, 256, 128, 1, &st);
+    CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+}
+
 static void matvec_fused_x(void) {
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_F32, ZN_TYPE_Q8_0, ZN_TYPE_Q4_0, ZN_TYPE_Q5_K};
     for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++)
@@ -1384,6 +1476,7 @@ int main(void) {
     RUN(test_matvec_experts);
     RUN(test_matvec_moe_tail);
     RUN(test_matvec_moe_route);
+    RUN(test_matvec_gated_norm);
     RUN(test_matvec_x_reuse);
     RUN(test_matvec_mvx_sizes);
     teardown();

@@ -325,6 +325,31 @@ static void plan_moe_tail(vkfuse *p, const vkfuse_env *env, const zn_graph *g, i
     p->n_tails++;
 }
 
+/* SWIGLU s folded into the matmul right after it, its up an RMS norm by
+ * groups (with a weight) that only it reads: the matmul norms the groups
+ * as it loads x (vkop_mm.gn_w) when its kernel takes that, and the norm's
+ * input stays intact while the matmul's output (or its folded ADD's) is
+ * written. */
+static void plan_gnorm(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int s) {
+    const zn_node *sn = &g->nodes[s];
+    if (env->no_fusion || sn->op != ZN_OP_SWIGLU || !p->skip[s] || sn->src[1] < 0 || s + 1 >= g->n_nodes) return;
+    vkfuse_x *f = &p->fx[sn->dst];
+    const int r = producer(p, g, sn->src[1], s, ZN_OP_RMSNORM);
+    if (f->mode != VKX_SWIGLU || f->aux != sn->src[1] || r < 0) return;
+    const zn_node *rn = &g->nodes[r], *mn = &g->nodes[s + 1];
+    const int o = rn->src[0], group = rn->norm.group;
+    if (!rn->w[0] || group >= g->acts[o].cols || (int)rn->w[0]->ne[0] != group || mn->op != ZN_OP_MATMUL) return;
+    const int out = p->res_add[s + 1] >= 0 ? g->nodes[p->res_add[s + 1]].dst : mn->dst;
+    if (!intact(g, o, r, s + 1, -1, -1) || overlap(act_range(g, out), act_range(g, o))) return;
+    if (!vkops_gnorm_takes(env->o, mn->w[0]->type, (uint32_t)mn->w[0]->ne[0], (uint32_t)g->acts[o].rows,
+                           (uint32_t)group))
+        return;
+    f->aux = o;
+    f->gn_node = r;
+    f->eps = rn->norm.eps;
+    p->skip[r] = true;
+}
+
 /* MOE_ROUTE i computed by the experts' matmuls that read it first, those
  * of one x (gate and up, or gate_up) before any other reader, the first
  * of them storing it for the later ones (down, sum): when the logits stay
@@ -415,7 +440,7 @@ static void plan_conv(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i
 void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     for (int a = 0; a < g->n_acts; a++) {
         p->last_use[a] = -1;
-        p->fx[a] = (vkfuse_x){.mode = VKX_PLAIN};
+        p->fx[a] = (vkfuse_x){.mode = VKX_PLAIN, .gn_node = -1};
     }
     for (int i = 0; i < g->n_nodes; i++)
         for (int j = 0; j < ZN_NODE_SRC; j++)
@@ -441,6 +466,7 @@ void vkfuse_plan(vkfuse *p, const vkfuse_env *env, const zn_graph *g) {
     }
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i].op == ZN_OP_ATTN) plan_attn_rope(p, env, g, i);
+    for (int i = 0; i < g->n_nodes; i++) plan_gnorm(p, env, g, i);
     /* last first: the ADD ending a layer claims the whole tail before the
      * ADD inside it could claim the sum alone */
     for (int i = g->n_nodes - 1; i >= 0; i--) plan_tail(p, env, g, i);

@@ -29,6 +29,9 @@
  *    the tail and the kernel takes it (vkops_moe_tail_takes);
  *  - in a one-token step, a CONV1D computed by the grouped matmul that
  *    produced its input (vkop_group.conv; alone: a group of one);
+ *  - an RMS norm by groups (with a weight) read only by a SwiGLU as its up,
+ *    the SwiGLU folded into a matmul: the matmul norms the groups too
+ *    (Qwen3.5's gated norm; vkops_gnorm_takes);
  *  - a MOE_ROUTE computed by the experts' matmuls that read it first
  *    (vkop_mm.route: gate and up, or gate_up), the first of them storing
  *    it for the later readers. */
@@ -47,7 +50,10 @@ typedef struct vkfuse_x {
     int aux_off;                  /* a SwiGLU of one input (gate and up halves of each row of src):
                                      up's first column; aux is src, and x's rows are src's */
     const gguf_tensor *w;         /* RMS norm weight */
-    float eps;
+    float eps;                    /* the RMS norm's or the gated norm's */
+    /* a SwiGLU whose aux (up) an RMS norm by groups made, folded too
+     * (vkop_mm.gn_w): aux is then the norm's input; -1: none */
+    int gn_node;
 } vkfuse_x;
 
 /* The nodes a residual ADD (x + t) computes besides itself: t the ADD

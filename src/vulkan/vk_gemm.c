@@ -394,6 +394,7 @@ bool vkops_mm_takes(const vkops *o, vkmm_kernel k, int xmode, bool group, uint32
 
 zn_status vkop_matmul(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     if (vkops_mm_kernel(o, a->type, a->n_tok, a->nrows, a->ids != 0) == VKMM_MATVEC) return vkop_matvec(o, c, a, name, err);
-    if (a->tail || a->route) return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: a MoE tail or routing on the GEMM");
+    if (a->tail || a->route || a->gn_w)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: a MoE tail, routing or gated norm on the GEMM");
     return vkop_matmat(o, c, a, name, err);
 }

@@ -97,8 +97,9 @@ mm_push vkmm_push(const vkop_mm *a) {
                      .y_stride = a->y_stride, .x_slot_stride = a->x_slot_stride, .y_slot_stride = a->y_slot_stride,
                      .n_tok = a->n_tok, .ids_stride = a->ids_stride,
                      .flags = (a->bias_first ? 1u : 0u) | (aligned ? 2u : 0u) | (uint32_t)a->xmode << 2 |
-                              (a->group ? 16u : 0u) | (a->route ? 32u : 0u),
-                     .eps = a->eps};
+                              (a->group ? 16u : 0u) | (a->route ? 32u : 0u) |
+                              (a->gn_w ? (uint32_t)__builtin_ctz(a->gn_group) << 12 : 0u),
+                     .eps = a->eps, .aux_w = a->gn_w};
 }
 
 /* Bytes of one quantised x row (quantx.comp): qs [nb][32] | (d, d * sum) [nb]. */
@@ -231,6 +232,15 @@ bool vkops_moe_tail_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t k,
            ncols / 32 <= vkmm_mvx_cap(o, VKO_MATVEC_QXK) / 32 / k && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
 }
 
+bool vkops_gnorm_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t n_tok, uint32_t group) {
+    if (!o->t.mv_gnorm || !o->intdot || !o->mvx || !is_quant(t) || group < 32 || group > 32768 || (group & (group - 1)) ||
+        ncols % group || ncols > o->mvx_max_cols || !(o->t.mvx_modes >> VKX_SWIGLU & 1) ||
+        vkops_mm_kernel(o, t, n_tok, 0, false) != VKMM_MATVEC || vkops_mmi_takes(o, t, n_tok))
+        return false;
+    /* several tokens: a workgroup per t.mvt of them, x in its shared memory only where they fit (mvx_pipe) */
+    return n_tok == 1 || o->t.mvt <= 1 || ((o->t.mvt_modes >> VKX_SWIGLU & 1) && ncols <= vkmm_mvx_cap(o, VKO_MATVEC_QTX_L));
+}
+
 bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t n_expert, uint32_t k, uint32_t n_tok) {
     return o->t.moe_route && o->intdot && is_quant(t) && k >= 1 && k <= n_expert && n_expert <= ZN_MAX_EXPERTS &&
            n_expert <= 64 * o->d->info.subgroup_size && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
@@ -264,18 +274,22 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     if (a->tail) return matvec_tail(o, c, a, name, err);
     const bool iq = o->intdot && is_quant(a->type);
-    if (!a->ids && a->n_slots <= 1 && vkops_mmi_takes(o, a->type, a->n_tok) && mmi8(o, c, a, name)) return ZN_OK;
+    if (!a->ids && a->n_slots <= 1 && !a->gn_w && vkops_mmi_takes(o, a->type, a->n_tok) && mmi8(o, c, a, name))
+        return ZN_OK;
     mm_push pc = vkmm_push(a);
     const uint32_t nt = iq ? mvt_for(o, a) : 1;
     const bool big = nt == 1 && o->t.mvx_big_mb != ZN_VK_OFF &&
                      (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20; /* one expert's, for MoE */
     vkop_kind kq = nt > 1 ? VKO_MATVEC_QT : VKO_MATVEC_Q; /* the integer kind */
     const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, &kq) : NULL;
+    if (a->gn_w && !px) /* only its workgroups norm x's groups */
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no gated norm in the %s mat-vec", zn_type_name(a->type));
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, kq, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
     if (a->route && !px && !q) /* only matvec_q.comp picks experts */
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no routing in the %s mat-vec", zn_type_name(a->type));
+
     /* float kernel, few rows (MoE routers and gates): a row per workgroup of
      * one subgroup, so the rows spread over the GPU instead of a few
      * workgroups reading row after row */

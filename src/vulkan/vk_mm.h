@@ -45,6 +45,13 @@ typedef struct vkop_mm {
     enum { VKX_PLAIN, VKX_RMSNORM, VKX_SWIGLU, VKX_SIGMUL } xmode;
     VkDeviceAddress aux;
     float eps;
+    /* gn_w != 0, with VKX_SWIGLU: aux is first RMS-normed per group of
+     * gn_group values (a power of two from 32; eps) and weighted by
+     * gn_w[k % gn_group]: Qwen3.5's gated norm. Only the integer mat-vec
+     * quantising x in its workgroups takes it (vkops_gnorm_takes);
+     * vkop_matvec says ZN_ERR_UNSUPPORTED, recording nothing, elsewhere. */
+    VkDeviceAddress gn_w;
+    uint32_t gn_group;
     /* The address of a vkop_group (y, bias, scale, res and ids unused
      * then): the mat-vec and the f16 GEMM take groups. */
     VkDeviceAddress group;
@@ -112,6 +119,10 @@ typedef struct vkop_route {
     uint32_t pad;
 } vkop_route;
 _Static_assert(sizeof(vkop_route) <= sizeof(vkop_group), "a route block takes a group block's slot");
+
+/* Does a matmul of n_tok tokens (type t, rows of ncols, dense) read its
+ * SwiGLU's aux through a gated norm of groups of `group` (vkop_mm.gn_w)? */
+bool vkops_gnorm_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t n_tok, uint32_t group);
 
 /* Does the experts' gate / up of n_tok tokens (type t) pick k of n_expert
  * experts itself (vkop_mm.route) on this device? */

@@ -86,6 +86,7 @@ typedef struct mm_push {
     uint32_t x_stride, y_stride, x_slot_stride, y_slot_stride;
     uint32_t n_tok, ids_stride, flags;
     float eps;
+    uint64_t aux_w;
 } mm_push;
 _Static_assert(sizeof(mm_push) <= ZN_VK_PUSH_MAX, "push constants");
 

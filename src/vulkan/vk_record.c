@@ -82,7 +82,47 @@ static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_
              : f->mode == VKX_SWIGLU || f->mode == VKX_SIGMUL ? act_addr(c, g, f->aux) + sizeof(float) * (uint64_t)f->aux_off
                                      : 0;
     a->eps = f->eps;
+    if (f->gn_node >= 0) {
+        const zn_node *r = &g->nodes[f->gn_node];
+        a->gn_w = waddr(c, r->w[0]);
+        a->gn_group = (uint32_t)r->norm.group;
+    }
     a->x_reuse = c->x_reuse;
+}
+
+static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n);
+
+/* The gated norm folded into matmul n's x (vkfuse_x.gn_node) on its own
+ * after all, its kernel having refused it: the norm's dispatch and a
+ * barrier; a reads the norm's output from then on. */
+static zn_status gnorm_apart(vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a, zn_err *err) {
+    const zn_node *r = &g->nodes[c->plan.fx[n->src[0]].gn_node];
+    const zn_act *y = &g->acts[r->dst];
+    *err = (zn_err){0};
+    zn_status st = vkop_norm(&c->o, c->rec, VKNORM_RMS, act_addr(c, g, r->src[0]), act_addr(c, g, r->dst),
+                             waddr(c, r->w[0]), 0, (uint32_t)r->norm.group,
+                             (uint32_t)(y->rows * y->cols / r->norm.group), r->norm.eps, r->tag, err);
+    if (st) return st;
+    vkcmd_barrier(c->rec);
+    c->n_rd = c->n_wr = 0;
+    node_hazards(c, &(vk_seg){0}, g, n);
+    const range rr = act_range(c, g, r->dst);
+    hazard(c, &rr, 1, NULL, 0);
+    a->aux = act_addr(c, g, r->dst);
+    a->gn_w = 0;
+    a->gn_group = 0;
+    return ZN_OK;
+}
+
+/* vkop_matmul of matmul node n, the gated norm of its x apart when the
+ * kernel refuses it (*apart: done; later calls for n read its output). */
+static zn_status matmul_gn(vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a, bool *apart, zn_err *err) {
+    if (*apart) a->aux = act_addr(c, g, g->nodes[c->plan.fx[n->src[0]].gn_node].dst), a->gn_w = 0, a->gn_group = 0;
+    zn_status st = vkop_matmul(&c->o, c->rec, a, n->tag, err);
+    if (st != ZN_ERR_UNSUPPORTED || !a->gn_w) return st;
+    if ((st = gnorm_apart(c, g, n, a, err))) return st;
+    *apart = true;
+    return vkop_matmul(&c->o, c->rec, a, n->tag, err);
 }
 
 static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
@@ -95,6 +135,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     const zn_node *add = ra >= 0 ? &g->nodes[ra] : NULL;
     const VkDeviceAddress ya = act_addr(c, g, add ? add->dst : n->dst);
     const VkDeviceAddress res = add ? act_addr(c, g, other_src(add, n->dst)) : 0;
+    bool apart = false;
     for (uint32_t ch = 0; ch < w->n_chunks; ch++) {
         const uint32_t r0 = ch * w->chunk_rows, nr = rows - r0 < w->chunk_rows ? rows - r0 : w->chunk_rows;
         vkop_mm a = {.type = t->type, .w = w->addr[ch], .y = ya + sizeof(float) * r0,
@@ -105,7 +146,7 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
                      .bias_first = n->matmul.bias_first != 0};
         matmul_x(c, g, n, &a);
         a.x_reuse |= ch > 0;
-        zn_status st = vkop_matmul(&c->o, c->rec, &a, n->tag, err);
+        zn_status st = matmul_gn(c, g, n, &a, &apart, err);
         if (st) return st;
     }
     return ZN_OK;
@@ -146,7 +187,8 @@ static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n
                  .bias_first = a->matmul.bias_first != 0, .group = c->groups.addr + sizeof(vkop_group) * slot};
     c->n_groups++;
     matmul_x(c, g, a, &m);
-    return vkop_matmul(&c->o, c->rec, &m, a->tag, err);
+    bool apart = false;
+    return matmul_gn(c, g, a, &m, &apart, err);
 }
 
 /* The arguments of MOE_MATMUL node n. */
@@ -305,8 +347,6 @@ static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const 
     }
     return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
 }
-
-static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n);
 
 /* MOE_MATMUL node n; with a tail (vkfuse.moe_tail) the ADD's output
  * instead of n's, through a tail block from the group blocks' pool. A

@@ -245,7 +245,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mvq_pn = r->mvq_pn;
     t->qx_sk = r->qx_sk;
     t->mvx_modes = 15;
-    t->moe_tail = t->moe_route = t->mv_conv = true;
+    t->moe_tail = t->moe_route = t->mv_conv = t->mv_gnorm = true;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
     t->mvt_modes = r->mvt_modes;
@@ -328,6 +328,7 @@ static const tune_key keys[] = {
     KB("moe_tail", moe_tail),
     KB("moe_route", moe_route),
     KB("mv_conv", mv_conv),
+    KB("mv_gnorm", mv_gnorm),
     KU("mvx_big_mb", mvx_big_mb, 0, 1u << 20, F_OFF),
     KX("mvx", mvx_t[0]),
     KX("mvxb", mvx_t[1]),

@@ -68,6 +68,8 @@ shared uvec4 xs_q[NT * 2u * XB + 1u];
 shared vec2 xs_d[NT * XB + 1u];
 // Blocks between x rows in shared memory: KS > 0 splits the XB blocks among the slots.
 const uint XR = XB / (KS > 0u ? KS : 1u);
+// The gated norm (flags bits 12-15): per block of 32 of x's row j, the sum of aux's squares, at j * XR + block.
+shared float gsum[NT * XB + 1u];
 // KS > 0: each slot's results of a row block (mm_epi applied), before the tail sums them.
 shared float ys[KS * SG * NR + 1u];
 
@@ -212,8 +214,22 @@ float dot_w(const WS w, const XS x) {
     return w.b.x * dot(w.a * x.d, vec4(dt));
 }
 
+// The gated norm's factor for vec4 i (< ncols / 4) of row j's aux: 1 / the
+// rms of its group of 2^gl2 values (their blocks' sums in gsum, in order),
+// times the weight of its 4 values.
+vec4 gn_scale(uint j, uint i, uint gl2) {
+    const uint G = 1u << gl2, c = 4u * i, b0 = j * XR + ((c >> gl2) << (gl2 - 5u));
+    float s = 0.0;
+    for (uint b = 0; b < G / 32u; b++) s += gsum[b0 + b];
+    const float inv = 1.0 / sqrt(s / float(G) + p.eps);
+    const uint k = c & (G - 1u);
+    return inv * vec4(F32(p.aux_w).v[k], F32(p.aux_w).v[k + 1u], F32(p.aux_w).v[k + 2u], F32(p.aux_w).v[k + 3u]);
+}
+
 // Quantises row (t, slot) of x into row j of xs_q / xs_d (XB > 0; the
-// whole workgroup; the caller's barrier makes it visible). XK vec4s of x
+// whole workgroup; the caller's barrier makes it visible). With the gated
+// norm (XM_SWIGLU, flags bits 12-15) aux is normed per group first: a pass
+// of its squares' block sums into gsum, a barrier, then gn_scale. XK vec4s of x
 // (and of aux) per thread are loaded at a time, all in flight together;
 // the RMS norm's first XK stay in registers from its sum of squares on.
 #define XK 8u
@@ -223,6 +239,16 @@ void x_to_shared(uint t, uint slot, uint j) {
     const uint64_t aux = q8_aux(mode, xo);
     vec4 xv[XK], av[XK];
     float inv = 1.0;
+    const uint gl2 = mode == XM_SWIGLU ? mm_gn_log2() : 0u;
+    if (gl2 != 0u) { // every lane of a block shuffles: lanes past the end add zeros
+        for (uint k = 0; k < iters; k++) {
+            const uint i = tid + k * WG;
+            const vec4 a = i < nv ? q8_load4(aux, i) : vec4(0.0);
+            const float s = cluster8_addf(dot(a, a));
+            if (i < nv && i % 8u == 0u) gsum[j * XR + i / 8u] = s;
+        }
+        barrier();
+    }
     if (mode == XM_RMSNORM) {
         float s[1];
         s[0] = 0.0;
@@ -247,6 +273,7 @@ void x_to_shared(uint t, uint slot, uint j) {
                 const uint i = tid + (k0 + k) * WG;
                 xv[k] = i < nv ? q8_load4(x, i) : vec4(0.0);
                 av[k] = i < nv && mode != XM_PLAIN ? q8_load4(aux, i) : vec4(0.0);
+                if (gl2 != 0u && i < nv) av[k] *= gn_scale(j, i, gl2);
             }
         for (uint k = 0; k < XK; k++) {
             if (k0 + k >= iters) break;

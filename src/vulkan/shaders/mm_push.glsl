@@ -17,8 +17,11 @@ layout(push_constant) uniform PC {
                        // bit 1: x rows (and slots) start 16-byte aligned; bits 2-3: x mode;
                        // bit 4: grouped (matvec.comp); bit 5: ids is a Route block, the
                        // experts picked in the kernel (matvec_q.comp); bits 8-11: log2 of
-                       // the row groups per subgroup (matvec_q.comp)
-    float eps;         // XM_RMSNORM
+                       // the row groups per subgroup (matvec_q.comp); bits 12-15: log2 of
+                       // the gated norm's group (XM_SWIGLU, matvec_q.comp quantising x in
+                       // its workgroups: 0 none)
+    float eps;         // XM_RMSNORM, the gated norm
+    uint64_t aux_w;    // the gated norm's weight [group]: aux -> aux / rms(its group) * aux_w
 } p;
 
 // How the mat-vec kernel reads x (fusing the op that would produce it):
@@ -29,6 +32,7 @@ layout(push_constant) uniform PC {
 
 bool mm_grouped() { return (p.flags & 16u) != 0u; }
 bool mm_routed() { return (p.flags & 32u) != 0u; }
+uint mm_gn_log2() { return (p.flags >> 12) & 15u; }
 bool mm_x_aligned() { return (p.flags & 2u) != 0u; }
 uint mm_xmode() { return (p.flags >> 2) & 3u; }
 

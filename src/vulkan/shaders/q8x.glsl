@@ -18,6 +18,11 @@ float cluster8_max(float v) {
     v = max(v, subgroupShuffleXor(v, 2u));
     return max(v, subgroupShuffleXor(v, 4u));
 }
+float cluster8_addf(float v) {
+    v += subgroupShuffleXor(v, 1u);
+    v += subgroupShuffleXor(v, 2u);
+    return v + subgroupShuffleXor(v, 4u);
+}
 int cluster8_add(int v) {
     v += subgroupShuffleXor(v, 1u);
     v += subgroupShuffleXor(v, 2u);
