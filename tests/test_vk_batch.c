@@ -298,6 +298,58 @@ static void test_batched_decode(void) {
     check_batched_decode("qwen35-dense-q8_0", o, " (split-K GEMM)");
 }
 
+/* A batched decode step's DeltaNet convs run in their projections'
+ * mat-vecs, each token's state through the sequence table (tuning
+ * mv_conv): a dispatch fewer per DeltaNet layer than with mv_conv off, and
+ * every logit bit for bit the same (the conv's arithmetic is kept), over
+ * two steps of three sequences at different positions. */
+static void test_batched_conv(void) {
+    enum { NS = 3, STEPS = 2, CTX = 16 };
+    zn_model m;
+    zn_err err = {0};
+    if (!load_tiny("qwen35-dense-q4_k_m", &m)) return;
+    const int V = m.hp.n_vocab;
+    int rec = 0;
+    for (int il = 0; il < m.hp.n_layer; il++) rec += m.layers[il].recurrent;
+    float *lg[2] = {malloc(sizeof(float) * NS * STEPS * (size_t)V), malloc(sizeof(float) * NS * STEPS * (size_t)V)};
+    uint32_t disp[2] = {0};
+    for (int k = 0; k < 2; k++) {
+        zn_engine e;
+        zn_engine_opts eo = {.backend = "vulkan", .be = backend_default_opts()};
+        eo.be.tune = k ? "mv_conv=off" : NULL;
+        bool ok = lg[k] && engine_init(&e, &m, &eo, &err) == ZN_OK;
+        CHECK_MSG(ok, "%s", err.msg);
+        if (!ok) continue;
+        zn_seq s[NS];
+        memset(s, 0, sizeof s);
+        int32_t tok[NS][CTX];
+        for (int q = 0; ok && q < NS; q++) {
+            for (int i = 0; i < CTX; i++) tok[q][i] = bc_token(q, i, V);
+            ok = seq_init(&s[q], &e, CTX, &err) == ZN_OK && engine_decode(&e, &s[q], tok[q], 2 + 3 * q, NULL, false, &err) == ZN_OK;
+        }
+        for (int st = 0; ok && st < STEPS; st++) {
+            zn_step_item items[NS];
+            for (int q = 0; q < NS; q++)
+                items[q] = (zn_step_item){.seq = &s[q], .tokens = tok[q] + 2 + 3 * q + st, .n = 1,
+                                          .logits = lg[k] + ((size_t)st * NS + (size_t)q) * (size_t)V};
+            ok = engine_step(&e, items, NS, &err) == ZN_OK;
+        }
+        CHECK_MSG(ok, "mv_conv %s: %s", k ? "off" : "on", err.msg);
+        zn_backend_stats bs = {0};
+        if (ok) e.be->stats(e.be_ctx, &bs);
+        disp[k] = bs.step_dispatches;
+        for (int q = 0; q < NS; q++) seq_free(&s[q]);
+        engine_free(&e);
+    }
+    CHECK_MSG(rec > 0 && disp[0] > 0 && disp[1] == disp[0] + (uint32_t)rec,
+              "a batched step: %u dispatches with mv_conv, %u without (%d DeltaNet layers)", disp[0], disp[1], rec);
+    CHECK_MSG(lg[0] && lg[1] && !memcmp(lg[0], lg[1], sizeof(float) * NS * STEPS * (size_t)V),
+              "batched steps' logits differ with mv_conv on and off");
+    free(lg[0]);
+    free(lg[1]);
+    model_free(&m);
+}
+
 /* Replayed batched decode (vk_replay.h): RD_STEPS consecutive decode
  * steps of up to five sequences at different positions, one leaving at
  * step RD_LEAVE (freed) and another joining at RD_JOIN (prompt alone
@@ -473,6 +525,7 @@ int main(void) {
     RUN(test_gemm_path);
     RUN(test_split_attention);
     RUN(test_batched_decode);
+    RUN(test_batched_conv);
     RUN(test_replayed_decode);
     RUN(test_memory);
     return harness_report("vk_batch");

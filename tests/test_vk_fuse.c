@@ -166,12 +166,14 @@ static void fx_close(fixture *f) {
 
 static int32_t toks[128];
 
-/* Builds the step of n tokens and plans it. */
+/* Builds the step of n tokens and plans it (fx_batch: as a batched decode step). */
+static bool fx_batch;
 static void fx_plan(fixture *f, int n, enum policy pol, bool no_fusion, int max_groups) {
     zn_err err = {0};
     CHECK_MSG(!graph_build(&f->g, toks, n, 0, false, &err), "%s", err.msg);
     set_policy(&f->o, pol);
-    const vkfuse_env env = {.o = &f->o, .no_fusion = no_fusion, .max_groups = max_groups, .follows = follows, .ctx = &f->st};
+    const vkfuse_env env = {.o = &f->o, .no_fusion = no_fusion, .batch = fx_batch, .max_groups = max_groups,
+                            .follows = follows, .ctx = &f->st};
     vkfuse_plan(&f->p, &env, &f->g);
 }
 
@@ -490,6 +492,14 @@ static void test_qwen35(void) {
     if (!fx_open(&f, "qwen35-dense-f16", 32)) return;
     fx_plan(&f, 2, GPU_DEV, false, 1000);
     for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
+    fx_batch = true; /* two sequences' decode step: each token's state in the table */
+    fx_plan(&f, 2, GPU_DEV, false, 1000);
+    int batched = 0;
+    for (int i = 0; i < f.g.n_nodes; i++) batched += f.p.conv[i] >= 0;
+    CHECK(batched > 0);
+    fx_plan(&f, 2, GPU_DEV, true, 1000);
+    for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
+    fx_batch = false;
     fx_plan(&f, 1, GPU_DEV, false, 0);
     for (int i = 0; i < f.g.n_nodes; i++) CHECK(f.p.conv[i] < 0);
     fx_plan(&f, 1, GPU_INT, false, 1000); /* the gated norm in ssm_out's x too (quantised types only) */

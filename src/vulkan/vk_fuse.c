@@ -408,14 +408,16 @@ static int group_size(const vkfuse *p, const vkfuse_env *env, const zn_graph *g,
     return takes(env, g, a, rows, p->fx[a->src[0]].mode, true) ? n : 1;
 }
 
-/* CONV1D i of a one-token step, the only reader of a matmul's output that
- * folds no residual: the matmul's group stores the conv's output instead
- * (one conv per group; a matmul alone runs as a group of one, if its
- * kernel takes groups and a block is free). The conv's output must not
- * overlap the matmul's x, which other workgroups still read. */
+/* CONV1D i of a one-token step or a batched decode step, the only reader
+ * of a matmul's output that folds no residual: the matmul's group stores
+ * the conv's output instead (one conv per group; a matmul alone runs as a
+ * group of one, if its kernel takes groups and a block is free), on the
+ * mat-vec (whose epilogue is group_store's for every token). The conv's
+ * output must not overlap the matmul's x, which other workgroups still
+ * read. */
 static void plan_conv(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i) {
     const zn_node *n = &g->nodes[i];
-    if (env->no_fusion || env->no_conv || g->n_tokens != 1 || n->op != ZN_OP_CONV1D) return;
+    if (env->no_fusion || env->no_conv || (g->n_tokens != 1 && !env->batch) || n->op != ZN_OP_CONV1D) return;
     const int m = producer(p, g, n->src[0], i, ZN_OP_MATMUL);
     if (m < 0 || p->res_add[m] >= 0) return;
     const zn_node *mn = &g->nodes[m];
@@ -423,6 +425,9 @@ static void plan_conv(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int i
     if (overlaps_x(p, g, act_range(g, n->dst), mn->src[0])) return;
     int gs = 0; /* the first node of m's group (m itself when alone) */
     while (gs + p->group[gs] <= m) gs += p->group[gs];
+    uint32_t rows = 0;
+    for (int k = 0; k < p->group[gs]; k++) rows += (uint32_t)g->nodes[gs + k].w[0]->ne[1];
+    if (vkops_mm_kernel(env->o, mn->w[0]->type, (uint32_t)g->n_tokens, rows, false) != VKMM_MATVEC) return;
     if (p->group[gs] > 1) {
         for (int k = 0; k < p->group[gs]; k++)
             if (p->conv[gs + k] >= 0) return;

@@ -27,8 +27,9 @@
  *  - that tail, computed by the experts' down mat-vec right before it
  *    instead (vkop_mm.tail), when every node in between is folded into
  *    the tail and the kernel takes it (vkops_moe_tail_takes);
- *  - in a one-token step, a CONV1D computed by the grouped matmul that
- *    produced its input (vkop_group.conv; alone: a group of one);
+ *  - in a one-token step or a batched decode step, a CONV1D computed by
+ *    the grouped mat-vec that produced its input (vkop_group.conv; alone:
+ *    a group of one);
  *  - an RMS norm by groups (with a weight) read only by a SwiGLU as its up,
  *    the SwiGLU folded into a matmul: the matmul norms the groups too
  *    (Qwen3.5's gated norm; vkops_gnorm_takes);
@@ -71,6 +72,8 @@ typedef struct vkfuse_env {
     bool no_rope_kv;              /* no KV store into the rope (rope.comp writes f16 caches only) */
     bool no_attn_rope;            /* no ropes into the attention (tuning attn_rope off) */
     bool no_conv;                 /* no conv into the projection's mat-vec (tuning mv_conv off) */
+    bool batch;                   /* a batched decode step (one token per sequence, rows in sequence
+                                     order, states through the sequence tables) */
     int max_groups;               /* grouped matmuls one plan may hold (their blocks) */
     /* Does weight b lie in one piece right after weight a (a NULL: is b in
      * one piece)? Grouped matmuls read such weights as one matrix. */

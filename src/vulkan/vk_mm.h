@@ -86,15 +86,17 @@ typedef struct vkop_group {
     uint64_t y[ZN_VK_GROUP_MAX], bias[ZN_VK_GROUP_MAX], scale[ZN_VK_GROUP_MAX];
     uint32_t row_end[ZN_VK_GROUP_MAX], y_stride[ZN_VK_GROUP_MAX];
     uint32_t n_seg;
-    /* conv_w != 0 (a one-token step): segment conv_seg's results go through
-     * a causal depthwise conv of conv_k taps (weights [rows][conv_k]) + SiLU
-     * with the sequence's rolling state (conv_state, [rows][conv_k - 1]),
-     * which each row's invocation shifts: gdn.h gdn_conv1d_silu for one
-     * token, its ZN_OP_CONV1D folded into the projection before it. */
+    /* conv_w != 0 (one token per sequence): segment conv_seg's results go
+     * through a causal depthwise conv of conv_k taps (weights
+     * [rows][conv_k]) + SiLU with the token's sequence's rolling state
+     * ([rows][conv_k - 1]: conv_state, or with conv_seqs, a batched step's
+     * sequence table, token t's entry's a), which each row's invocation
+     * shifts: gdn.h gdn_conv1d_silu for one token, its ZN_OP_CONV1D folded
+     * into the projection before it. */
     uint32_t conv_k, conv_seg;
-    uint64_t conv_w, conv_state;
+    uint64_t conv_w, conv_state, conv_seqs;
 } vkop_group;
-_Static_assert(offsetof(vkop_group, conv_w) == 144 && sizeof(vkop_group) == 160, "mm_store.glsl's Group block layout");
+_Static_assert(offsetof(vkop_group, conv_w) == 144 && sizeof(vkop_group) == 168, "mm_store.glsl's Group block layout");
 
 /* A MoE tail (vkop_mm.tail), in device-visible memory: the routing
  * (ZN_OP_MOE_ROUTE's rows: ids | weights), the shared expert's output b

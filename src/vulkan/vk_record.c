@@ -155,6 +155,8 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
 /* Matmuls i .. i+n-1 as one grouped matmul (n 1: a matmul computing a
  * conv, vkfuse.conv); s the sequence whose conv state a folded CONV1D
  * rolls. */
+static VkDeviceAddress seq_table(const vk_ctx *c, int L);
+
 static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n, zn_err *err) {
     const zn_node *a = &g->nodes[i];
     const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
@@ -177,7 +179,8 @@ static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n
             gb->conv_seg = (uint32_t)k;
             gb->conv_k = (uint32_t)cn->w[0]->ne[0];
             gb->conv_w = waddr(c, cn->w[0]);
-            gb->conv_state = s->conv[cn->layer].addr;
+            if (c->batch) gb->conv_seqs = seq_table(c, cn->layer);
+            else gb->conv_state = s->conv[cn->layer].addr;
         }
     }
     gb->n_seg = (uint32_t)n;
@@ -630,7 +633,8 @@ static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const z
     const int cv = n->op == ZN_OP_MATMUL ? c->plan.conv[i] : -1;
     if (cv >= 0) { /* writes the conv's output instead, reads and writes the sequence's conv state */
         const zn_node *cn = &g->nodes[cv];
-        const range r = {s->conv[cn->layer].addr, s->conv[cn->layer].addr + s->conv[cn->layer].size};
+        const range r = c->batch ? batch_kv_range(cn->layer, 0)
+                                 : (range){s->conv[cn->layer].addr, s->conv[cn->layer].addr + s->conv[cn->layer].size};
         wr[0] = act_range(c, g, cn->dst);
         rd[nr++] = r;
         wr[nw++] = r;
@@ -726,9 +730,12 @@ static bool weight_follows(const void *ctx, const gguf_tensor *a, const gguf_ten
 }
 
 static void plan_fusions(vk_ctx *c, const zn_graph *g) {
+    uint32_t mp;
+    bool batch = batch_ok(c, g, &mp); /* as batch_step will find; its rows in sequence order for group_conv */
+    for (int q = 0; q < g->n_seq && batch; q++) batch = g->seqs[q].row0 == q;
     const vkfuse_env env = {.o = &c->o, .no_fusion = c->no_fusion, .no_rope_kv = c->o.kvq != 0,
-                            .no_attn_rope = !c->o.t.attn_rope, .no_conv = !c->o.t.mv_conv, .max_groups = c->groups.map ? (int)c->cap_groups : 0,
-                            .follows = weight_follows, .ctx = c};
+                            .no_attn_rope = !c->o.t.attn_rope, .no_conv = !c->o.t.mv_conv, .batch = batch,
+                            .max_groups = c->groups.map ? (int)c->cap_groups : 0, .follows = weight_follows, .ctx = c};
     vkfuse_plan(&c->plan, &env, g);
 }
 

@@ -54,7 +54,7 @@ typedef struct vktune {
     uint32_t mvx_modes;       /* bit m: x mode m (vkop_mm.xmode) takes it */
     bool moe_tail;            /* a MoE layer's experts' down mat-vec computes the layer's tail (vkop_mm.tail) */
     bool moe_route;           /* a MoE layer's experts' gate / up mat-vec picks the experts itself (vkop_mm.route) */
-    bool mv_conv;             /* a one-token step's conv runs in the (grouped) mat-vec before it (vkop_group.conv) */
+    bool mv_conv;             /* a decode step's conv runs in the (grouped) mat-vec before it (vkop_group.conv) */
     bool mv_gnorm;            /* the gated norm's group RMS norm runs in the mat-vec reading its SwiGLU (vkop_mm.gn_w) */
     vktune_mvx mvx_t[2];      /* [0]: matrices under mvx_big_mb, [1]: bigger ones */
     uint32_t mvx_big_mb;      /* MiB of one matrix from which mvx_t[1] applies (ZN_VK_OFF: never) */

@@ -1,6 +1,7 @@
 // The matmul epilogue (graph.h ZN_OP_MATMUL), shared by the kernels whose
 // push-constant block (named p) has the fields y, bias, scale, res, nrows
 // and flags (bit 0: bias before scale).
+#include "seqs.glsl"
 bool mm_bias_first() { return (p.flags & 1u) != 0u; }
 
 // Bias and scale in either order (expert e's).
@@ -28,15 +29,18 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Gro
     uint row_end[4], y_stride[4];
     uint n_seg;
     uint conv_k, conv_seg;       // conv_w != 0: segment conv_seg's rows go through a causal conv
-    uint64_t conv_w, conv_state; // of conv_k taps + SiLU first (one token; vkop_group)
+    uint64_t conv_w, conv_state; // of conv_k taps + SiLU first (one token per sequence; vkop_group)
+    uint64_t conv_seqs;          // 0, or a batched step's sequence table: token t's state in entry t
 };
 
-// Channel c's causal conv + SiLU of its new input v with the sequence's
-// rolling state, which then shifts v in: conv1d.comp's arithmetic for one
-// token (taps in the same fma order), by the one invocation owning c.
-float group_conv(Group gb, uint c, float v) {
+// Channel c of token t: its causal conv + SiLU of its new input v with the
+// token's sequence's rolling state, which then shifts v in: conv1d.comp's
+// arithmetic for one token (taps in the same fma order), by the one
+// invocation owning (t, c).
+float group_conv(Group gb, uint t, uint c, float v) {
     const uint K = gb.conv_k, K1 = K - 1u;
-    const uint64_t st = gb.conv_state + 4ul * uint64_t(c * K1), w = gb.conv_w + 4ul * uint64_t(c * K);
+    const uint64_t base = gb.conv_seqs != 0ul ? SeqTab(gb.conv_seqs).v[t].a : gb.conv_state;
+    const uint64_t st = base + 4ul * uint64_t(c * K1), w = gb.conv_w + 4ul * uint64_t(c * K);
     float s = 0.0;
     for (uint j = 0; j < K1; j++) s = fma(F32(w).v[j], F32(st).v[j], s);
     s = fma(F32(w).v[K1], v, s);
@@ -61,7 +65,7 @@ void group_store(uint64_t grp, uint t, uint R, float acc) {
     if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
     if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];
     if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
-    if (gb.conv_w != 0ul && s == gb.conv_seg) v = group_conv(gb, row, v);
+    if (gb.conv_w != 0ul && s == gb.conv_seg) v = group_conv(gb, t, row, v);
     F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
 }
 
