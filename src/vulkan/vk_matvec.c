@@ -8,8 +8,15 @@
 #include "vk_ops_impl.h"
 #include "vk_quant.h"
 
+/* matvec_q.comp's shared memory in bytes for xb blocks of 32 per x row,
+ * nt rows (xs_q, xs_d, the gated norm's gsum: 44 bytes a block), the MoE
+ * tail's ks slots' results (ys) and reduce.glsl's 128 bytes. */
+static uint32_t mvq_shared(uint32_t xb, uint32_t nt, uint32_t ks, uint32_t sg, uint32_t nr) {
+    return 44 * nt * xb + 28 + 4 * (ks * sg * nr + 1) + 128;
+}
+
 /* The fused integer mat-vec (matvec_q.comp with XB > 0) sized for x rows
- * of up to 4096 and 16384 columns (1.25 bytes each in shared memory: small
+ * of up to 4096 and 16384 columns (1.375 bytes each in shared memory: small
  * pipelines leave room for more workgroups per SM), and the largest the
  * device's shared memory holds (beside reduce.glsl's 128 bytes); with
  * t.mvt tokens per workgroup (the QTX kinds) that many rows, of up to 2048
@@ -17,7 +24,7 @@
 uint32_t vkmm_mvx_cap(const vkops *o, vkop_kind k) {
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const uint32_t sh = o->d->info.max_shared, rows = mvt && o->t.mvt ? o->t.mvt : 1;
-    const uint32_t most = sh > 256 ? (sh - 256) / (40 * rows) * 32 : 0;
+    const uint32_t most = sh > 256 ? (sh - 256) / (44 * rows) * 32 : 0;
     if (k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L) k -= VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S; /* big: the same */
     const uint32_t cap = k == VKO_MATVEC_QX_S    ? 4096
                          : k == VKO_MATVEC_QX_M  ? 16384
@@ -226,10 +233,14 @@ static bool mmi8(vkops *o, vkcmd *c, const vkop_mm *a, const char *name) {
 }
 
 bool vkops_moe_tail_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t k, uint32_t n_tok, int xmode) {
-    const uint32_t sg = o->d->info.subgroup_size;
-    return o->t.moe_tail && o->intdot && o->mvx && o->mvxk && is_quant(t) && (o->t.mvx_modes >> xmode & 1) && k >= 1 &&
-           k <= ZN_VK_TAIL_SLOTS && k * sg <= o->d->info.max_wg_invocations &&
-           ncols / 32 <= vkmm_mvx_cap(o, VKO_MATVEC_QXK) / 32 / k && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
+    if (!o->t.moe_tail || !o->intdot || !o->mvx || !o->mvxk || !is_quant(t) || !(o->t.mvx_modes >> xmode & 1) || !k ||
+        k > ZN_VK_TAIL_SLOTS)
+        return false;
+    const uint32_t sg = o->d->info.subgroup_size, xb = vkmm_mvx_cap(o, VKO_MATVEC_QXK) / 32;
+    const int ts = vktune_slot(t);
+    return k * sg <= o->d->info.max_wg_invocations && ncols / 32 <= xb / k &&
+           mvq_shared(xb, 1, k, sg, o->t.mvx_t[0].rows[ts < 0 ? 0 : ts]) <= o->d->info.max_shared &&
+           vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
 }
 
 bool vkops_gnorm_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t n_tok, uint32_t group) {
@@ -343,8 +354,10 @@ zn_status vkspec_matvec(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_er
  * token, with their own tuning (mvq_cfg_for). */
 zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
     const mvq_cfg m = mvq_cfg_for(o, k, v);
-    if (m.wg > o->d->info.max_wg_invocations)
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matvec_q: workgroups of %u threads", m.wg);
+    const uint32_t sg = o->d->info.subgroup_size, sh = mvq_shared(m.xb, m.nt, m.ks, sg, m.rows);
+    if (m.wg > o->d->info.max_wg_invocations || sh > o->d->info.max_shared)
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matvec_q: workgroups of %u threads, %u bytes of shared memory",
+                       m.wg, sh);
     VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = (uint32_t)v.type, .nr = m.rows, .sg = o->d->info.subgroup_size,
                                 .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt, .ks = m.ks});
     return ZN_OK;
