@@ -1067,9 +1067,9 @@ static void test_fuse_rope_norm_kv(void) {
 
 /* MoE FFN: norm read by the router and the gate/up experts, SwiGLU read by
  * the down experts, the weighted sum. The gate / up experts pick the
- * experts themselves (vkop_mm.route) by default; with tuning moe_route off
+ * experts themselves (vkop_mm.route) with tuning moe_route on; by default
  * the routing runs on its own. */
-static const vkcfg CFG_NOROUTE = {"moe_route=off", "moe_route=off", false, false, false, false};
+static const vkcfg CFG_ROUTE = {"moe_route=on", "moe_route=on", false, false, false, false};
 static void test_fuse_moe(void) {
     tally_reset();
     enum { E = 6, K = 2, D = 256, F = 256 };
@@ -1116,7 +1116,7 @@ static void test_fuse_moe(void) {
         st_node(s, ZN_OP_MOE_SUM, y, dn, r, -1);
         st_finish(tc, s, y);
     }
-    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM, &CFG_NOROUTE};
+    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM, &CFG_ROUTE};
     check_case(tc, cfgs, 4);
     tally_print("moe");
 }
@@ -1177,6 +1177,7 @@ static void moe_end(step *s, int n, int cols, int y, int sh, int gt, int x, int 
  * shared expert; against the CPU with the tail fused, with tuning
  * moe_tail off (the tail on its own: bit for bit, the kernel keeps the
  * sums' order and roundings) and with fusion off. */
+static const vkcfg CFG_TAIL = {"moe_tail=on", "moe_tail=on", false, false, false, false};
 static const vkcfg CFG_NOTAIL = {"moe_tail=off", "moe_tail=off", false, false, false, true};
 static void test_fuse_moe_down_tail(void) {
     tally_reset();
@@ -1208,7 +1209,7 @@ static void test_fuse_moe_down_tail(void) {
         moe_end(s, n, D, y, sh, gt, x, o);
         st_finish(tc, s, o);
     }
-    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOTAIL, &CFG_NOFUSE};
+    static const vkcfg *const cfgs[] = {&CFG_TAIL, &CFG_NOTAIL, &CFG_NOFUSE};
     check_case(tc, cfgs, 3);
     tally_print("moe down tail");
 }

@@ -34,10 +34,12 @@ static void set_policy(vkops *o, enum policy p) {
         o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */
         o->mm_scratch_bytes = 1ull << 27;
     }
-    if (p == GPU_INT) {
+    if (p == GPU_INT) { /* and the MoE tail and routing in the mat-vecs (tuning off by default) */
         int_dev.info = d;
         o->d = &int_dev;
         o->intdot = o->mvx = o->mvxk = true;
+        o->mvx_max_cols = vkmm_mvx_cap(o, VKO_MATVEC_QX_L);
+        o->t.moe_tail = o->t.moe_route = true;
     }
 }
 

@@ -376,7 +376,8 @@ static void plan_route(vkfuse *p, const vkfuse_env *env, const zn_graph *g, int 
     if (overlap(rr, act_range(g, lg)) || overlaps_x(p, g, rr, x)) return;
     const zn_act *la = &g->acts[lg];
     for (int k = 0; k < nm; k++)
-        if (!vkops_moe_route_takes(env->o, g->nodes[m[k]].w[0]->type, (uint32_t)la->cols, (uint32_t)n->route.k,
+        if (!vkops_moe_route_takes(env->o, g->nodes[m[k]].w[0]->type, (uint32_t)g->nodes[m[k]].w[0]->ne[0],
+                                   p->fx[x].mode, (uint32_t)la->cols, (uint32_t)n->route.k,
                                    (uint32_t)la->rows))
             return;
     for (int k = 0; k < nm; k++) p->route[m[k]] = i;

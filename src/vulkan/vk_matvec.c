@@ -56,7 +56,9 @@ static bool is_quant(zn_type t) {
  * tokens per workgroup. Each kind's tuning (vk_tune.h): after quantx
  * mv_wg with mvq_* or, several tokens, mvt_*; quantising x itself mvx_t
  * (by matrix size) or mvt_t. */
-typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt, ks; } mvq_cfg;
+typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt, ks, rt, gn; } mvq_cfg;
+#define MVQ_RT 1u /* vkvar.cfg of the QX / QXB / QTX kinds: the routing compiled in */
+#define MVQ_GN 2u /* ... the gated norm */
 static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
     const int ts = vktune_slot(v.type), i = ts < 0 ? 0 : ts;
     const vktune *tu = &o->t;
@@ -64,14 +66,14 @@ static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
      * per workgroup, no prefetching; rows and unroll as the small matrices' */
     if (k == VKO_MATVEC_QXK)
         return (mvq_cfg){(v.cfg + 1) * o->d->info.subgroup_size, tu->mvx_t[0].rows[i], tu->mvx_t[0].unroll[i], 0, 0, 0,
-                         vkmm_mvx_cap(o, k) / 32, 1, v.cfg + 1};
-    if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1, 0};
+                         vkmm_mvx_cap(o, k) / 32, 1, v.cfg + 1, 0, 0};
+    if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1, 0, 0, 0};
     if (k == VKO_MATVEC_QT)
-        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt, 0};
+        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt, 0, 0, 0};
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
     return (mvq_cfg){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i], vkmm_mvx_cap(o, k) / 32,
-                     mvt ? tu->mvt : 1, 0};
+                     mvt ? tu->mvt : 1, 0, v.cfg & MVQ_RT, v.cfg >> 1 & 1};
 }
 
 /* Tokens per workgroup of the integer mat-vec of a: t.mvt where one
@@ -173,7 +175,8 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
 /* The fused integer mat-vec's pipeline for a row of ncols, t.mvt tokens
  * per workgroup when mvt (NULL: x does not fit, or the device rejected the
  * pipeline: then vkops.mvx goes off and intdot_err says why). */
-static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode, bool big, bool mvt, vkop_kind *kind) {
+static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmode, bool big, bool mvt, uint32_t feat,
+                              vkop_kind *kind) {
     const uint32_t modes = mvt ? o->t.mvt_modes : o->t.mvx_modes;
     if (!o->mvx || ncols > o->mvx_max_cols || !(modes >> xmode & 1)) return NULL;
     const vkop_kind last = mvt ? VKO_MATVEC_QTX_L : VKO_MATVEC_QX_L;
@@ -183,7 +186,7 @@ static const vkpipe *mvx_pipe(vkops *o, zn_type t, uint32_t ncols, uint32_t xmod
     if (big && !mvt) k += VKO_MATVEC_QXB_S - VKO_MATVEC_QX_S;
     const vkpipe *p = NULL;
     zn_err e2 = {0};
-    if (vkops_pipe(o, k, (vkvar){.type = t}, &p, &e2)) {
+    if (vkops_pipe(o, k, (vkvar){.type = t, .cfg = feat}, &p, &e2)) {
         snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
         o->mvx = false;
         return NULL;
@@ -252,8 +255,10 @@ bool vkops_gnorm_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t n_tok
     return n_tok == 1 || o->t.mvt <= 1 || ((o->t.mvt_modes >> VKX_SWIGLU & 1) && ncols <= vkmm_mvx_cap(o, VKO_MATVEC_QTX_L));
 }
 
-bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t n_expert, uint32_t k, uint32_t n_tok) {
-    return o->t.moe_route && o->intdot && is_quant(t) && k >= 1 && k <= n_expert && n_expert <= ZN_MAX_EXPERTS &&
+bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t ncols, int xmode, uint32_t n_expert, uint32_t k,
+                           uint32_t n_tok) {
+    return o->t.moe_route && o->intdot && o->mvx && is_quant(t) && ncols <= o->mvx_max_cols &&
+           (o->t.mvx_modes >> xmode & 1) && k >= 1 && k <= n_expert && n_expert <= ZN_MAX_EXPERTS &&
            n_expert <= 64 * o->d->info.subgroup_size && vkops_mm_kernel(o, t, n_tok, 0, true) == VKMM_MATVEC;
 }
 
@@ -292,14 +297,18 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     const bool big = nt == 1 && o->t.mvx_big_mb != ZN_VK_OFF &&
                      (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20; /* one expert's, for MoE */
     vkop_kind kq = nt > 1 ? VKO_MATVEC_QT : VKO_MATVEC_Q; /* the integer kind */
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, &kq) : NULL;
+    /* the routing and the gated norm in pipelines of their own (matvec_q.comp's RT and GN): the
+     * others carry none of their code */
+    const uint32_t feat = (a->route ? MVQ_RT : 0u) | (a->gn_w ? MVQ_GN : 0u);
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, feat, &kq) : NULL;
     if (a->gn_w && !px) /* only its workgroups norm x's groups */
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no gated norm in the %s mat-vec", zn_type_name(a->type));
+    if (a->route && !px) /* only its workgroups pick experts */
+        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no routing in the %s mat-vec", zn_type_name(a->type));
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, kq, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
-    if (a->route && !px && !q) /* only matvec_q.comp picks experts */
-        return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no routing in the %s mat-vec", zn_type_name(a->type));
+
 
     /* float kernel, few rows (MoE routers and gates): a row per workgroup of
      * one subgroup, so the rows spread over the GPU instead of a few
@@ -310,7 +319,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
     uint32_t z = a->n_tok * pc.n_slots;
-    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type}) : (mvq_cfg){0};
+    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type, .cfg = px ? feat : 0}) : (mvq_cfg){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
@@ -336,7 +345,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 /* ---- specialisation constants ---- */
 
 typedef struct spec_matvec { uint32_t wg, type, nr, sg; } spec_matvec;                        /* matvec.comp */
-typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt, ks; } spec_matvec_q; /* matvec_q.comp */
+typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt, ks, rt, gn; } spec_matvec_q; /* matvec_q.comp */
 typedef struct spec_quantx { uint32_t wg, sk; } spec_quantx;                                  /* quantx.comp */
 
 /* VKO_MATVEC: subgroups of mv_rows rows; VKO_MATVEC_1: a row per
@@ -359,7 +368,8 @@ zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: matvec_q: workgroups of %u threads, %u bytes of shared memory",
                        m.wg, sh);
     VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = (uint32_t)v.type, .nr = m.rows, .sg = o->d->info.subgroup_size,
-                                .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt, .ks = m.ks});
+                                .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt, .ks = m.ks, .rt = m.rt,
+                                .gn = m.gn});
     return ZN_OK;
 }
 

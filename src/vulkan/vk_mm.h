@@ -126,9 +126,11 @@ _Static_assert(sizeof(vkop_route) <= sizeof(vkop_group), "a route block takes a 
  * SwiGLU's aux through a gated norm of groups of `group` (vkop_mm.gn_w)? */
 bool vkops_gnorm_takes(const vkops *o, zn_type t, uint32_t ncols, uint32_t n_tok, uint32_t group);
 
-/* Does the experts' gate / up of n_tok tokens (type t) pick k of n_expert
- * experts itself (vkop_mm.route) on this device? */
-bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t n_expert, uint32_t k, uint32_t n_tok);
+/* Does the experts' gate / up of n_tok tokens (type t, rows of ncols, x
+ * in mode xmode) pick k of n_expert experts itself (vkop_mm.route) on this
+ * device? Only the integer mat-vec quantising x in its workgroups does. */
+bool vkops_moe_route_takes(const vkops *o, zn_type t, uint32_t ncols, int xmode, uint32_t n_expert, uint32_t k,
+                           uint32_t n_tok);
 
 /* Does the experts' down of n_tok tokens (type t, rows of ncols, k slots,
  * x in mode xmode) take its layer's tail (vkop_mm.tail) on this device? */

@@ -245,7 +245,10 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mvq_pn = r->mvq_pn;
     t->qx_sk = r->qx_sk;
     t->mvx_modes = 15;
-    t->moe_tail = t->moe_route = t->mv_conv = t->mv_gnorm = true;
+    /* the MoE tail and routing in the experts' mat-vecs: off, 35B tg128 on an H100 133 tok/s with them
+     * against 190 without (bench/results/2026-12-07-s34.md) */
+    t->moe_tail = t->moe_route = false;
+    t->mv_conv = t->mv_gnorm = true;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
     t->mvt_modes = r->mvt_modes;

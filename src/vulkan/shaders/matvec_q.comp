@@ -54,6 +54,8 @@ layout(constant_id = 6) const uint PF = 0; // sectors per thread prefetched befo
 layout(constant_id = 7) const uint PN = 0; // sectors per thread prefetched per row block (this and the next)
 layout(constant_id = 8) const uint NT = 1; // tokens per workgroup (1: a (token, slot) pair per z)
 layout(constant_id = 9) const uint KS = 0; // expert slots per workgroup, one per subgroup (a MoE tail; 0: off)
+layout(constant_id = 10) const uint RT = 0; // the routing compiled in (flags bit 5 then picks it)
+layout(constant_id = 11) const uint GN = 0; // the gated norm compiled in (flags bits 12-15 then pick it)
 layout(local_size_x_id = 0) in;
 
 #include "mm_push.glsl"
@@ -69,7 +71,7 @@ shared vec2 xs_d[NT * XB + 1u];
 // Blocks between x rows in shared memory: KS > 0 splits the XB blocks among the slots.
 const uint XR = XB / (KS > 0u ? KS : 1u);
 // The gated norm (flags bits 12-15): per block of 32 of x's row j, the sum of aux's squares, at j * XR + block.
-shared float gsum[NT * XB + 1u];
+shared float gsum[GN != 0u ? NT * XB + 1u : 1u];
 // KS > 0: each slot's results of a row block (mm_epi applied), before the tail sums them.
 shared float ys[KS * SG * NR + 1u];
 
@@ -239,7 +241,7 @@ void x_to_shared(uint t, uint slot, uint j) {
     const uint64_t aux = q8_aux(mode, xo);
     vec4 xv[XK], av[XK];
     float inv = 1.0;
-    const uint gl2 = mode == XM_SWIGLU ? mm_gn_log2() : 0u;
+    const uint gl2 = GN != 0u && mode == XM_SWIGLU ? mm_gn_log2() : 0u;
     if (gl2 != 0u) { // every lane of a block shuffles: lanes past the end add zeros
         for (uint k = 0; k < iters; k++) {
             const uint i = tid + k * WG;
@@ -429,7 +431,7 @@ void main() {
     const uint nt = NT == 1u ? 1u : min((z + 1u) * p.n_tok / nz - t, NT);
     uint e = 0;
     if (KS > 0u) e = uint(F32(Tail(p.ids).route).v[t * p.ids_stride + slot]);
-    else if (NT == 1u && mm_routed())
+    else if (RT != 0u && NT == 1u && mm_routed())
         e = route_pick(t, slot, Route(p.ids).write != 0u && slot == 0u && gl_WorkGroupID.x == 0u &&
                                     gl_WorkGroupID.y == 0u && gl_LocalInvocationIndex == 0u);
     else if (NT == 1u && p.ids != 0 && !mm_grouped()) e = uint(F32(p.ids).v[t * p.ids_stride + slot]);
