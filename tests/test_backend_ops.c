@@ -974,9 +974,10 @@ static void test_fuse_gated_norm(void) {
             st_finish(tc, s, out);
         }
     }
-    static const vkcfg cfg_mvt = {"mvt_modes=15", "mvt_modes=15", false, false, false, false};
-    static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM, &cfg_mvt};
-    check_case(tc, cfgs, 4);
+    static const vkcfg cfg_on = {"mv_gnorm=on", "mv_gnorm=on", false, false, false, false};
+    static const vkcfg cfg_mvt = {"mv_gnorm=on,mvt_modes=15", "mv_gnorm=on,mvt_modes=15", false, false, false, false};
+    static const vkcfg *const cfgs[] = {&cfg_on, &CFG_DEFAULT, &CFG_NOFUSE, &CFG_GEMM, &cfg_mvt};
+    check_case(tc, cfgs, 5);
     tally_print("gated norm");
 }
 
@@ -1151,8 +1152,11 @@ static void test_fuse_conv(void) {
             st_finish(tc, s, o);
             p += n;
         }
-        static const vkcfg *const cfgs[] = {&CFG_DEFAULT, &CFG_NOFUSE_SAME};
-        check_case(tc, cfgs, 2);
+        static const vkcfg conv_on = {"mv_conv=on", "mv_conv=on", false, false, false, false};
+        static const vkcfg conv_off = {"mv_conv=off", "mv_conv=off", false, false, false, true};
+        static const vkcfg conv_qx = {"mv_conv=on,mvx=off", "mv_conv=on,mvx=off", false, false, false, false};
+        static const vkcfg *const cfgs[] = {&conv_on, &conv_off, &CFG_NOFUSE, &conv_qx};
+        check_case(tc, cfgs, 4);
     }
     tally_print("conv");
 }

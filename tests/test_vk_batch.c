@@ -316,7 +316,7 @@ static void test_batched_conv(void) {
     for (int k = 0; k < 2; k++) {
         zn_engine e;
         zn_engine_opts eo = {.backend = "vulkan", .be = backend_default_opts()};
-        eo.be.tune = k ? "mv_conv=off" : NULL;
+        eo.be.tune = k ? "mv_conv=off" : "mv_conv=on";
         bool ok = lg[k] && engine_init(&e, &m, &eo, &err) == ZN_OK;
         CHECK_MSG(ok, "%s", err.msg);
         if (!ok) continue;

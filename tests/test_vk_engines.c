@@ -251,7 +251,7 @@ static void test_step_barriers(void) {
     zn_model m;
     zn_engine_opts o;
     if (!vk_fixture(name, &m, &o)) return;
-    o.be.tune = "moe_tail=on,moe_route=on"; /* off by default */
+    o.be.tune = "moe_tail=on,moe_route=on,mv_conv=on,mv_gnorm=on"; /* off by default */
     zn_err err = {0};
     zn_engine e = {0};
     zn_seq s = {0};
@@ -276,7 +276,8 @@ static void test_step_barriers(void) {
               bs.step_dispatches, bs.step_barriers, bound, rec, att);
     if (!st) seq_free(&s);
     if (e.be) engine_free(&e);
-    static const char *const apart[2] = {"moe_tail=off,moe_route=on", "moe_tail=on,moe_route=off"}; /* one apart */
+    static const char *const apart[2] = {"moe_tail=off,moe_route=on,mv_conv=on,mv_gnorm=on",
+                                         "moe_tail=on,moe_route=off,mv_conv=on,mv_gnorm=on"}; /* one apart */
     for (int t = 0; t < 2 && !st; t++) {
         o.be.tune = apart[t];
         zn_backend_stats off = {0};
@@ -310,7 +311,7 @@ static void moe_refused_case(const char *name, uint64_t refuse, const char *same
     if (!vk_fixture(name, &m, &o[0])) return;
     o[1] = o[0];
     o[0].be.tune = same_as;
-    o[1].be.tune = "moe_tail=on,moe_route=on"; /* off by default */
+    o[1].be.tune = "moe_tail=on,moe_route=on,mv_conv=on,mv_gnorm=on"; /* off by default */
     o[1].be.lazy_pipelines = true;
     o[1].be.refuse_kinds = refuse;
     enum { N = 8 };
@@ -352,8 +353,8 @@ static void test_moe_refused(void) {
                              1ull << VKO_MATVEC_QTX_S | 1ull << VKO_MATVEC_QTX_L | 1ull << VKO_MATVEC_QXK;
     const char *names[2] = {"qwen35moe-moe-q4_k_m", "llama-moe-q8_0"};
     for (int i = 0; i < 2; i++) {
-        moe_refused_case(names[i], 1ull << VKO_MATVEC_QXK, "moe_tail=off,moe_route=on");
-        moe_refused_case(names[i], integer, "intdot=off,moe_tail=on,moe_route=on");
+        moe_refused_case(names[i], 1ull << VKO_MATVEC_QXK, "moe_tail=off,moe_route=on,mv_conv=on,mv_gnorm=on");
+        moe_refused_case(names[i], integer, "intdot=off,moe_tail=on,moe_route=on,mv_conv=on,mv_gnorm=on");
     }
 }
 

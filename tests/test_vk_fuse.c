@@ -29,6 +29,7 @@ static void set_policy(vkops *o, enum policy p) {
                     .max_wg_invocations = 1024};
     zn_err err = {0};
     CHECK_MSG(!vktune_init(&o->t, &d, NULL, &err), "%s", err.msg);
+    o->t.mv_conv = o->t.mv_gnorm = true; /* off by default: the planner's decisions when on */
     if (p != CPU_DEV) {
         o->coopmat = true;
         o->mm_scratch = 1ull << 40; /* any: the f16 path has scratch */

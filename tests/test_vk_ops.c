@@ -832,6 +832,8 @@ static double gnorm_case(zn_type t, int cols, int G, int T, zn_status *st) {
 /* Every case where vkops_gnorm_takes says the kernel takes it: several
  * tokens only with t.mvt_modes holding SwiGLU (a pass with and without). */
 static void test_matvec_gated_norm(void) {
+    const bool gn0 = E.o.t.mv_gnorm;
+    E.o.t.mv_gnorm = true; /* off by default: what the op takes when asked */
     const zn_type types[] = {ZN_TYPE_Q4_K, ZN_TYPE_Q6_K, ZN_TYPE_Q8_0, ZN_TYPE_Q4_0};
     const struct { int cols, G, T; } sh[] = {{512, 128, 1}, {256, 32, 3}, {128, 128, 3}};
     zn_status st;
@@ -864,6 +866,7 @@ static void test_matvec_gated_norm(void) {
     E.o.mvx = mvx;
     gnorm_case(ZN_TYPE_F16, 256, 128, 1, &st);
     CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
+    E.o.t.mv_gnorm = gn0;
 }
 
 static void matvec_fused_x(void) {

@@ -56,9 +56,10 @@ static bool is_quant(zn_type t) {
  * tokens per workgroup. Each kind's tuning (vk_tune.h): after quantx
  * mv_wg with mvq_* or, several tokens, mvt_*; quantising x itself mvx_t
  * (by matrix size) or mvt_t. */
-typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt, ks, rt, gn; } mvq_cfg;
+typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt, ks, rt, gn, cv; } mvq_cfg;
 #define MVQ_RT 1u /* vkvar.cfg of the QX / QXB / QTX kinds: the routing compiled in */
 #define MVQ_GN 2u /* ... the gated norm */
+#define MVQ_CV 4u /* ... a group's conv (all the integer kinds: the one feature quantx.comp's x may carry) */
 static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
     const int ts = vktune_slot(v.type), i = ts < 0 ? 0 : ts;
     const vktune *tu = &o->t;
@@ -66,14 +67,16 @@ static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
      * per workgroup, no prefetching; rows and unroll as the small matrices' */
     if (k == VKO_MATVEC_QXK)
         return (mvq_cfg){(v.cfg + 1) * o->d->info.subgroup_size, tu->mvx_t[0].rows[i], tu->mvx_t[0].unroll[i], 0, 0, 0,
-                         vkmm_mvx_cap(o, k) / 32, 1, v.cfg + 1, 0, 0};
-    if (k == VKO_MATVEC_Q) return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1, 0, 0, 0};
+                         vkmm_mvx_cap(o, k) / 32, 1, v.cfg + 1, 0, 0, 0};
+    const uint32_t cv = v.cfg >> 2 & 1;
+    if (k == VKO_MATVEC_Q)
+        return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1, 0, 0, 0, cv};
     if (k == VKO_MATVEC_QT)
-        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt, 0, 0, 0};
+        return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt, 0, 0, 0, cv};
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
     return (mvq_cfg){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i], vkmm_mvx_cap(o, k) / 32,
-                     mvt ? tu->mvt : 1, 0, v.cfg & MVQ_RT, v.cfg >> 1 & 1};
+                     mvt ? tu->mvt : 1, 0, v.cfg & MVQ_RT, v.cfg >> 1 & 1, cv};
 }
 
 /* Tokens per workgroup of the integer mat-vec of a: t.mvt where one
@@ -153,7 +156,8 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
      * them leaves the float kernel in charge (vkops.intdot_err says why) */
     const vkpipe *p = NULL, *pm = NULL;
     zn_err e2 = {0};
-    if (vkops_pipe(o, VKO_QUANTX, (vkvar){0}, &p, &e2) || vkops_pipe(o, km, (vkvar){.type = a->type}, &pm, &e2)) {
+    if (vkops_pipe(o, VKO_QUANTX, (vkvar){0}, &p, &e2) ||
+        vkops_pipe(o, km, (vkvar){.type = a->type, .cfg = a->group_conv ? MVQ_CV : 0u}, &pm, &e2)) {
         snprintf(o->intdot_err, sizeof o->intdot_err, "%s", e2.msg);
         o->intdot = false;
         return;
@@ -299,7 +303,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     vkop_kind kq = nt > 1 ? VKO_MATVEC_QT : VKO_MATVEC_Q; /* the integer kind */
     /* the routing and the gated norm in pipelines of their own (matvec_q.comp's RT and GN): the
      * others carry none of their code */
-    const uint32_t feat = (a->route ? MVQ_RT : 0u) | (a->gn_w ? MVQ_GN : 0u);
+    const uint32_t feat = (a->route ? MVQ_RT : 0u) | (a->gn_w ? MVQ_GN : 0u) | (a->group_conv ? MVQ_CV : 0u);
     const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, feat, &kq) : NULL;
     if (a->gn_w && !px) /* only its workgroups norm x's groups */
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no gated norm in the %s mat-vec", zn_type_name(a->type));
@@ -315,11 +319,11 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
      * workgroups reading row after row */
     const bool one = !px && !q && a->nrows <= o->t.mv_one_rows;
     if (px) p = px;
-    else st = vkops_pipe(o, q ? kq : one ? VKO_MATVEC_1 : VKO_MATVEC, (vkvar){.type = a->type}, &p, err);
+    else st = vkops_pipe(o, q ? kq : one ? VKO_MATVEC_1 : VKO_MATVEC, (vkvar){.type = a->type, .cfg = feat}, &p, err);
     if (st) return st;
     uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
     uint32_t z = a->n_tok * pc.n_slots;
-    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type, .cfg = px ? feat : 0}) : (mvq_cfg){0};
+    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type, .cfg = feat}) : (mvq_cfg){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;
@@ -345,7 +349,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
 /* ---- specialisation constants ---- */
 
 typedef struct spec_matvec { uint32_t wg, type, nr, sg; } spec_matvec;                        /* matvec.comp */
-typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt, ks, rt, gn; } spec_matvec_q; /* matvec_q.comp */
+typedef struct spec_matvec_q { uint32_t wg, type, nr, sg, u, xb, pf, pn, nt, ks, rt, gn, cv; } spec_matvec_q; /* matvec_q.comp */
 typedef struct spec_quantx { uint32_t wg, sk; } spec_quantx;                                  /* quantx.comp */
 
 /* VKO_MATVEC: subgroups of mv_rows rows; VKO_MATVEC_1: a row per
@@ -369,7 +373,7 @@ zn_status vkspec_matvec_q(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_
                        m.wg, sh);
     VKSPEC(out, spec_matvec_q, {.wg = m.wg, .type = (uint32_t)v.type, .nr = m.rows, .sg = o->d->info.subgroup_size,
                                 .u = m.unroll, .xb = m.xb, .pf = m.pf, .pn = m.pn, .nt = m.nt, .ks = m.ks, .rt = m.rt,
-                                .gn = m.gn});
+                                .gn = m.gn, .cv = m.cv});
     return ZN_OK;
 }
 

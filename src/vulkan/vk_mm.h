@@ -55,6 +55,7 @@ typedef struct vkop_mm {
     /* The address of a vkop_group (y, bias, scale, res and ids unused
      * then): the mat-vec and the f16 GEMM take groups. */
     VkDeviceAddress group;
+    bool group_conv;              /* the group block holds a conv (vkop_group.conv_w): compiled in for it alone */
     /* The address of a vkop_tail (ids unused then): the experts' down of a
      * MoE layer (n_slots experts per token, x_slot_stride > 0) computes the
      * layer's tail and stores y[t][r] = res[t][r] + (sum over slots of the

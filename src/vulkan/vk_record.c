@@ -188,6 +188,7 @@ static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n
     vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
                  .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
                  .bias_first = a->matmul.bias_first != 0, .group = c->groups.addr + sizeof(vkop_group) * slot};
+    m.group_conv = gb->conv_w != 0;
     c->n_groups++;
     matmul_x(c, g, a, &m);
     bool apart = false;

@@ -248,7 +248,9 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     /* the MoE tail and routing in the experts' mat-vecs: off, 35B tg128 on an H100 133 tok/s with them
      * against 190 without (bench/results/2026-12-07-s34.md) */
     t->moe_tail = t->moe_route = false;
-    t->mv_conv = t->mv_gnorm = true;
+    /* the DeltaNet's conv and gated norm in the mat-vecs: off, the 35B's tg128 on an H100 216 tok/s with
+     * them against 225 without, the 2B's 474-476 against 476-485 (the same file) */
+    t->mv_conv = t->mv_gnorm = false;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
     t->mvt_modes = r->mvt_modes;

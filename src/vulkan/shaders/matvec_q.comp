@@ -56,8 +56,10 @@ layout(constant_id = 8) const uint NT = 1; // tokens per workgroup (1: a (token,
 layout(constant_id = 9) const uint KS = 0; // expert slots per workgroup, one per subgroup (a MoE tail; 0: off)
 layout(constant_id = 10) const uint RT = 0; // the routing compiled in (flags bit 5 then picks it)
 layout(constant_id = 11) const uint GN = 0; // the gated norm compiled in (flags bits 12-15 then pick it)
+layout(constant_id = 12) const uint CV = 0; // a group's conv compiled in (the Group block's conv_w then picks it)
 layout(local_size_x_id = 0) in;
 
+#define MM_CONV (CV != 0u)
 #include "mm_push.glsl"
 
 #define NV 1

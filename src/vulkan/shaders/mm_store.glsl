@@ -1,7 +1,11 @@
 // The matmul epilogue (graph.h ZN_OP_MATMUL), shared by the kernels whose
 // push-constant block (named p) has the fields y, bias, scale, res, nrows
-// and flags (bit 0: bias before scale).
+// and flags (bit 0: bias before scale). An includer may define MM_CONV
+// (a compile-time bool) to leave a group's conv out of its code.
 #include "seqs.glsl"
+#ifndef MM_CONV
+#define MM_CONV true
+#endif
 bool mm_bias_first() { return (p.flags & 1u) != 0u; }
 
 // Bias and scale in either order (expert e's).
@@ -65,7 +69,7 @@ void group_store(uint64_t grp, uint t, uint R, float acc) {
     if (mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
     if (gb.scale[s] != 0) v *= F32(gb.scale[s]).v[0];
     if (!mm_bias_first() && gb.bias[s] != 0) v += F32(gb.bias[s]).v[row];
-    if (gb.conv_w != 0ul && s == gb.conv_seg) v = group_conv(gb, t, row, v);
+    if (MM_CONV && gb.conv_w != 0ul && s == gb.conv_seg) v = group_conv(gb, t, row, v);
     F32(gb.y[s]).v[t * gb.y_stride[s] + row] = v;
 }
 
