@@ -152,17 +152,25 @@ static zn_status run_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_e
     return ZN_OK;
 }
 
+static VkDeviceAddress seq_table(const vk_ctx *c, int L);
+
+/* A block of this region's pool (group, tail and route blocks, a
+ * vkop_group's size each), zeroed; *addr its device address. */
+static void *pool_block(vk_ctx *c, VkDeviceAddress *addr) {
+    const uint32_t slot = c->region * c->cap_groups + c->n_groups++;
+    *addr = c->groups.addr + sizeof(vkop_group) * slot;
+    return memset((vkop_group *)c->groups.map + slot, 0, sizeof(vkop_group));
+}
+
 /* Matmuls i .. i+n-1 as one grouped matmul (n 1: a matmul computing a
  * conv, vkfuse.conv); s the sequence whose conv state a folded CONV1D
  * rolls. */
-static VkDeviceAddress seq_table(const vk_ctx *c, int L);
 
 static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n, zn_err *err) {
     const zn_node *a = &g->nodes[i];
     const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];
-    const uint32_t slot = c->region * c->cap_groups + c->n_groups;
-    vkop_group *gb = (vkop_group *)c->groups.map + slot;
-    memset(gb, 0, sizeof *gb);
+    VkDeviceAddress ga;
+    vkop_group *gb = pool_block(c, &ga);
     uint32_t rows = 0;
     for (int k = 0; k < n; k++) {
         const zn_node *b = &g->nodes[i + k];
@@ -187,9 +195,8 @@ static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n
     const zn_act *x = x_act(c, g, a);
     vkop_mm m = {.type = a->w[0]->type, .w = w0->addr[0], .ncols = (uint32_t)a->w[0]->ne[0], .nrows = rows,
                  .row_bytes = w0->row_bytes, .n_tok = (uint32_t)x->rows, .n_slots = 1, .x_stride = (uint32_t)x->cols,
-                 .bias_first = a->matmul.bias_first != 0, .group = c->groups.addr + sizeof(vkop_group) * slot};
+                 .bias_first = a->matmul.bias_first != 0, .group = ga};
     m.group_conv = gb->conv_w != 0;
-    c->n_groups++;
     matmul_x(c, g, a, &m);
     bool apart = false;
     return matmul_gn(c, g, a, &m, &apart, err);
@@ -352,17 +359,6 @@ static zn_status run_tail(vk_ctx *c, const zn_graph *g, const zn_node *n, const 
     return vkop_eltwise(&c->o, c->rec, &e, n->tag, err);
 }
 
-/* MOE_MATMUL node n; with a tail (vkfuse.moe_tail) the ADD's output
- * instead of n's, through a tail block from the group blocks' pool. A
- * kernel that cannot take the tail (the driver refused its pipeline)
- * leaves the down, a barrier and the tail's own dispatch. */
-/* A group block slot of this region for a tail or route block. */
-static void *pool_block(vk_ctx *c, VkDeviceAddress *addr) {
-    const uint32_t slot = c->region * c->cap_groups + c->n_groups++;
-    *addr = c->groups.addr + sizeof(vkop_group) * slot;
-    return memset((vkop_group *)c->groups.map + slot, 0, sizeof(vkop_group));
-}
-
 /* MOE_MATMUL n (arguments a) picking its experts itself (vkfuse.route),
  * storing the routing if it is the first. A kernel that cannot (the
  * driver refused its pipeline) leaves the routing's own dispatch (by the
@@ -389,6 +385,10 @@ static zn_status run_routed(vk_ctx *c, const zn_graph *g, const zn_node *n, cons
     return vkop_matmul(&c->o, c->rec, a, n->tag, err);
 }
 
+/* MOE_MATMUL node n; with a tail (vkfuse.moe_tail) the ADD's output
+ * instead of n's, through a tail block from the pool. A kernel that
+ * cannot take the tail (the driver refused its pipeline) leaves the down,
+ * a barrier and the tail's own dispatch. */
 static zn_status run_moe_matmul(vk_ctx *c, const zn_graph *g, const zn_node *n, zn_err *err) {
     const vkop_mm a = moe_args(c, g, n);
     if (c->plan.route[n - g->nodes] >= 0) return run_routed(c, g, n, &a, err);
