@@ -64,6 +64,7 @@ typedef struct tune_row {
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
     uint32_t mm_split_wgs, mm_split_k;
     uint32_t attn_dec_min, attn_wgs, fa_min_tok, fa_sg_kv;
+    uint32_t gdn_tc;
     bool poll;
 } tune_row;
 
@@ -185,7 +186,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 0, .attn_dec_min = 64,            \
-     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
+     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_tc = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -286,7 +287,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->fa_sg_kv = r->fa_sg_kv;
     t->gdn_lanes = ZN_VK_AUTO;
     t->gdn_rows = 1;
-    t->gdn_tc = 0; /* staged prompts: opt-in until measured on a GPU (bench/results/2026-12-06-s32.md) */
+    t->gdn_tc = r->gdn_tc;
     t->poll = r->poll;
 }
 

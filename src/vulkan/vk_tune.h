@@ -103,8 +103,8 @@ typedef struct vktune {
     uint32_t gdn_lanes;       /* lanes per cluster of state rows (auto: 8, half the subgroup below 16) */
     uint32_t gdn_rows;        /* state rows per cluster, sharing q and k (1, 2 or 4; 1 where the value
                                  head dim is not a multiple) */
-    uint32_t gdn_tc;          /* prompts: tokens staged in shared memory at a time per workgroup (0, the
-                                 default until measured: each cluster loads its own inputs, one token ahead) */
+    uint32_t gdn_tc;          /* prompts: tokens staged in shared memory at a time per workgroup (0: each
+                                 cluster loads its own inputs, one token ahead) */
     bool gdn_vec;             /* a lane's state elements in vec4 blocks (other last bits than the default
                                  single floats, which keep the results of staged and unstaged steps equal) */
     /* execution */
