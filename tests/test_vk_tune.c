@@ -46,7 +46,7 @@ static vkdev_info lavapipe(void) {
  * mmi_* (the int8 GEMM, off where the device has NV cooperative matrix 2: test_mmi_without_cm2). */
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
-    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_big_mb=off,mvx_wg=128,mvx_rows=2,mvx_rows.q6_k=1,mvx_unroll=2,mvx_unroll.q6_k=1,mvx_wgs=528,mvx_pf=0,"
+    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_big_mb=off,mvx_wg=512,mvx_rows=2,mvx_rows.q6_k=1,mvx_unroll=2,mvx_unroll.q6_k=1,mvx_wgs=132,mvx_pf=0,"
     "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
     "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
     "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,mmi_min_tok=off,mmi_max_tok=64,mmi_bn=32,small_wg=64,norm_wg=256,"
@@ -105,7 +105,8 @@ static void test_scaled(void) {
     vktune t;
     zn_err err = {0};
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
-    CHECK_EQ_INT(t.mvx_t[0].wgs[5], 264); /* 4 per SM */
+    CHECK_EQ_INT(t.mvx_t[0].wgs[5], 66);  /* 1 per SM */
+    CHECK_EQ_INT(t.mvx_t[0].wg[5], 512); /* a size, not scaled */
     CHECK_EQ_INT(t.mvx_t[1].wgs[7], 66);  /* 1 per SM */
     CHECK_EQ_INT(t.mm_min_wgs, 128);
     CHECK_EQ_INT(t.cm2_min_wgs, 48);
@@ -146,7 +147,7 @@ static void test_classes(void) {
     d.subgroup_size = 64, d.subgroup_min = 32, d.subgroup_max = 64, d.int_dot_mixed_fast = true, d.compute_units = 96;
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_STR(t.cls, "amd-rdna3");
-    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 384);
+    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 96);
     CHECK_EQ_INT(t.mv_wg, 256); /* 4 subgroups of 64 */
     d.device_id = 0x7550; /* RX 9070 XT */
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
@@ -157,7 +158,7 @@ static void test_classes(void) {
     d.vendor_id = 0x8086, d.compute_units = 0;
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_STR(t.cls, "intel");
-    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 528); /* no core count: left as measured */
+    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 132); /* no core count: left as measured */
     d.vendor_id = 0x106b;
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_STR(t.cls, "generic");
@@ -185,7 +186,7 @@ static void test_overrides(void) {
     CHECK_EQ_INT(t.mm_cfg, ZN_VK_AUTO);
     CHECK_EQ_INT(t.mvx_big_mb, ZN_VK_OFF);
     CHECK_EQ_INT(t.mvx_t[0].wgs[4], 0);
-    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 528);
+    CHECK_EQ_INT(t.mvx_t[0].wgs[3], 132);
     /* integer-kernel keys leave the float types alone */
     CHECK(vktune_apply(&t, &d, "mvq_rows=7", &err) == ZN_OK);
     CHECK_EQ_INT(t.mvq_rows[3], 7);

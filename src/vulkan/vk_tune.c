@@ -97,8 +97,16 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  * - qx_sk 1: quantx in slices of one vec4 per thread: an 8B's gate+up 32.9
  *   -> 28.5 us with its barrier and mat-vec, down 34.5 -> 22.7 (s3 run 10).
  * - mvx: each workgroup quantises x itself (up to 96 KB of f32 x and aux
- *   read), so workgroups loop over row blocks, all resident at once: 4 per
- *   SM of 4 subgroups. The big-matrix row (an 8B's gate+up, down, output:
+ *   read), so workgroups loop over row blocks, all resident at once: one
+ *   per SM of 16 subgroups, x staged once per SM. H100, 2026-12-07
+ *   (bench/results/2026-12-07-s35.md, one call, alternated), tg128 tok/s
+ *   from 4 per SM of 4 subgroups (128 threads, 528 workgroups): 8B 225.4 /
+ *   225.9 -> 267.2 / 264.7, 2B 493.5 -> 567.0, 35B-A3B (256 experts) 234.1
+ *   -> 248.2; 256 x 264: 254.0, 554.2, 244.0; 512 x 264: 250.7, 537.1,
+ *   243.8; 1024 x 132: 247.8, 491.4, 220.9; 512 x 528: 241.2, 519.5, 237.8;
+ *   the pair (mvx off): 270.5, 529.2, 217.7. Each extra workgroup per SM
+ *   reads and quantises x again (a mat-vec of 9 MB read from L2 still took
+ *   10 us: the staging, not the weights, set its time). The big-matrix row (an 8B's gate+up, down, output:
  *   one workgroup of 16 subgroups per SM, quantising x a quarter as often)
  *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
  *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
@@ -181,7 +189,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
 #define GPU_ROW(name, fn)                                                                                          \
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
-     .mvx = {{ALL(4), Q6(1, 2), Q6(1, 2), ALL(0), ALL(0), ALL(528)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
+     .mvx = {{ALL(16), Q6(1, 2), Q6(1, 2), ALL(0), ALL(0), ALL(132)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(8), ALL(2), ALL(2), ALL(0), ALL(0), ALL(264)}, \
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
