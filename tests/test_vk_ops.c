@@ -999,6 +999,42 @@ static void matvec_experts(void) {
 
 static void test_matvec_experts(void) { both_matvecs(matvec_experts); }
 
+/* Which fused class a mat-vec takes (vk_matvec.c): per-token experts of
+ * several tokens the second (mvxb: each (token, slot) stages its own x),
+ * one token's experts and dense matrices the first, whatever their size
+ * while mvx_big_mb is off. Pipelines are only created (no command buffer). */
+static bool class_used(vkop_mm a, vkop_kind k0) {
+    mv_pipes_drop();
+    zn_err err = {0};
+    if (vkop_matmul(&E.o, NULL, &a, "class", &err)) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return false;
+    }
+    bool any = false;
+    for (int k = 0; k < 3; k++)
+        for (int v = 0; v < ZN_VK_NVAR; v++) any = any || E.o.pipes[k0 + k][v].pipe;
+    return any;
+}
+
+static void test_matvec_expert_class(void) {
+    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s", E.d.info.name);
+    const uint32_t big = E.o.t.mvx_big_mb;
+    E.o.t.mvx_big_mb = ZN_VK_OFF;
+    const vkref z = {.addr = 1ull << 40}; /* never read: nothing is recorded */
+    vkop_mm a = moe_args(ZN_TYPE_Q4_K, 8, 64, 256, 3, 2, false, z, z, z, z, z);
+    CHECK_MSG(class_used(a, VKO_MATVEC_QXB_S) && !class_used(a, VKO_MATVEC_QX_S), "3 tokens' experts: the second class");
+    a.n_tok = 1;
+    CHECK_MSG(class_used(a, VKO_MATVEC_QX_S) && !class_used(a, VKO_MATVEC_QXB_S), "one token's experts: the first class");
+    vkop_mm d = {.type = ZN_TYPE_Q4_K, .w = z.addr, .x = z.addr, .y = z.addr, .ncols = 256, .nrows = 64,
+                 .row_bytes = (uint32_t)vkq_row_bytes(ZN_TYPE_Q4_K, 256), .n_tok = 1, .n_slots = 1, .x_stride = 256,
+                 .y_stride = 64};
+    CHECK_MSG(class_used(d, VKO_MATVEC_QX_S) && !class_used(d, VKO_MATVEC_QXB_S), "a dense matrix: the first class");
+    E.o.t.mvx_big_mb = 0; /* every matrix is big */
+    CHECK_MSG(class_used(d, VKO_MATVEC_QXB_S), "mvx_big_mb 0: the second class");
+    E.o.t.mvx_big_mb = big;
+    mv_pipes_drop();
+}
+
 /* The experts' down computing its MoE layer's tail (vkop_mm.tail): per
  * token, res + (the sum over its k slots of the routing weight times the
  * slot's expert rows (scaled per expert) by the slot's x) + b *
@@ -1512,6 +1548,7 @@ int main(void) {
     RUN(test_matvec_fused_x);
     RUN(test_matvec_grouped);
     RUN(test_matvec_experts);
+    RUN(test_matvec_expert_class);
     RUN(test_matvec_moe_tail);
     RUN(test_matvec_moe_route);
     RUN(test_matvec_gated_norm);

@@ -47,8 +47,8 @@ static vkdev_info lavapipe(void) {
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
     "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_big_mb=off,mvx_wg=512,mvx_rows=2,mvx_rows.q6_k=1,mvx_unroll=2,mvx_unroll.q6_k=1,mvx_wgs=132,mvx_pf=0,"
-    "mvx_pn=0,mvxb_wg=512,mvxb_rows=2,mvxb_rows.q4_k=4,mvxb_rows.q5_k=4,mvxb_unroll=2,mvxb_unroll.q4_k=4,"
-    "mvxb_unroll.q5_k=4,mvxb_wgs=132,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
+    "mvx_pn=0,mvxb_wg=128,mvxb_rows=2,mvxb_rows.q6_k=1,mvxb_unroll=2,mvxb_unroll.q6_k=1,"
+    "mvxb_wgs=528,mvxb_pf=0,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
     "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,mmi_min_tok=off,mmi_max_tok=64,mmi_bn=32,small_wg=64,norm_wg=256,"
     "mm_min_tok=32,moe_min_tok=65,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
     "cm2_min_wgs=96,cm2_long_k=0,mm_scratch_mb=1024,mm_prep_tok=128,mm_split_wgs=1056,mm_split_k=1024,attn_dec=on,attn_chunk=64,attn_dec_min=64,attn_wgs=264,attn_rope=on,merge_wg=256,"
@@ -107,11 +107,11 @@ static void test_scaled(void) {
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_INT(t.mvx_t[0].wgs[5], 66);  /* 1 per SM */
     CHECK_EQ_INT(t.mvx_t[0].wg[5], 512); /* a size, not scaled */
-    CHECK_EQ_INT(t.mvx_t[1].wgs[7], 66);  /* 1 per SM */
+    CHECK_EQ_INT(t.mvx_t[1].wgs[7], 264); /* 4 per SM */
     CHECK_EQ_INT(t.mm_min_wgs, 128);
     CHECK_EQ_INT(t.cm2_min_wgs, 48);
     CHECK_EQ_INT(t.mv_wg, 128);
-    CHECK_EQ_INT(t.mvx_t[1].wg[5], 512);
+    CHECK_EQ_INT(t.mvx_t[1].wg[5], 128);
     CHECK_EQ_INT(t.mvt_t.wgs[7], 132); /* 2 per SM */
     CHECK_EQ_INT(t.mvt_t.wg[7], 256);
     CHECK_EQ_INT(t.mvt, 8); /* a count of tokens, not scaled */

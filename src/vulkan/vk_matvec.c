@@ -298,8 +298,12 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
         return ZN_OK;
     mm_push pc = vkmm_push(a);
     const uint32_t nt = iq ? mvt_for(o, a) : 1;
-    const bool big = nt == 1 && o->t.mvx_big_mb != ZN_VK_OFF &&
-                     (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20; /* one expert's, for MoE */
+    /* the second class (mvx_t[1]): matrices of mvx_big_mb MiB or more (one expert's, for MoE), and
+     * per-token experts of several tokens, where each (token, slot) has an x of its own to stage and
+     * few row blocks to share it (the wide workgroup of one token's mat-vec lost there) */
+    const bool big = nt == 1 && ((a->ids && a->n_tok > 1) ||
+                                 (o->t.mvx_big_mb != ZN_VK_OFF &&
+                                  (uint64_t)a->nrows * a->row_bytes >= (uint64_t)o->t.mvx_big_mb << 20));
     vkop_kind kq = nt > 1 ? VKO_MATVEC_QT : VKO_MATVEC_Q; /* the integer kind */
     /* the routing and the gated norm in pipelines of their own (matvec_q.comp's RT and GN): the
      * others carry none of their code */

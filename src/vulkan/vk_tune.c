@@ -106,11 +106,18 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
  *   243.8; 1024 x 132: 247.8, 491.4, 220.9; 512 x 528: 241.2, 519.5, 237.8;
  *   the pair (mvx off): 270.5, 529.2, 217.7. Each extra workgroup per SM
  *   reads and quantises x again (a mat-vec of 9 MB read from L2 still took
- *   10 us: the staging, not the weights, set its time). The big-matrix row (an 8B's gate+up, down, output:
- *   one workgroup of 16 subgroups per SM, quantising x a quarter as often)
- *   timed faster alone (s3 run 10: gate+up 32.4 -> 25.7 us, down 27.0 ->
- *   21.2, output 168 -> 128) but the 8B decoded at 229 tok/s with it and
- *   242.5 without (run 12): mvx_big_mb off.
+ *   10 us: the staging, not the weights, set its time).
+ *   Per-token experts of several tokens (batched decode of a MoE) take
+ *   the second class (mvxb), which keeps the 4 subgroups and 528
+ *   workgroups: there each (token, slot) stages an x of its own for a few
+ *   row blocks, and the wide workgroups lost: 35B-A3B at 8 / 32
+ *   sequences 635 / 952 aggregate tok/s with 128 x 528, 597 / 872 with
+ *   512 x 132 (c6 of the same session, alternated twice).
+ *   The class also takes matrices of mvx_big_mb MiB and more: off. (In
+ *   s3 it held one workgroup of 16 subgroups per SM, rows and steps 4, for
+ *   an 8B's gate+up, down and output, faster alone (run 10: gate+up 32.4
+ *   -> 25.7 us, down 27.0 -> 21.2, output 168 -> 128) but the 8B decoded
+ *   at 229 tok/s with it and 242.5 without (run 12).)
  * - mvt 8, mvt_modes 0, mvt rows 2, unroll 2: batched decode steps of
  *   2-31 tokens take 8 tokens per workgroup of the integer mat-vec, each
  *   weight step loaded once for them, x quantised by quantx.comp first
@@ -189,7 +196,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
 #define GPU_ROW(name, fn)                                                                                          \
     {.cls = name, .match = fn, .ref_units = 132, .mv_sgs = 4, .mv_rows = KQ(4, 2), .mvq_rows = ALL(2),            \
      .mvq_unroll = ALL(2), .mv_one_rows = 512, .mvq_pn = 0, .qx_sk = 1,                                          \
-     .mvx = {{ALL(16), Q6(1, 2), Q6(1, 2), ALL(0), ALL(0), ALL(132)}, {ALL(16), KQ(4, 2), KQ(4, 2), KQ(2, 0), ALL(0), ALL(132)}}, \
+     .mvx = {{ALL(16), Q6(1, 2), Q6(1, 2), ALL(0), ALL(0), ALL(132)}, {ALL(4), Q6(1, 2), Q6(1, 2), ALL(0), ALL(0), ALL(528)}}, \
      .mvx_big_mb = ZN_VK_OFF, .mvt = 8, .mvt_modes = 0, .mvt_x = {ALL(8), ALL(2), ALL(2), ALL(0), ALL(0), ALL(264)}, \
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
