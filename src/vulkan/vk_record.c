@@ -92,6 +92,14 @@ static void matmul_x(const vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_
 
 static void node_hazards(vk_ctx *c, const vk_seg *sg, const zn_graph *g, const zn_node *n);
 
+/* a reads the output of the gated norm folded into matmul n's x, as x's
+ * aux, with no norm of its own. */
+static void gn_output_as_aux(vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a) {
+    a->aux = act_addr(c, g, g->nodes[c->plan.fx[n->src[0]].gn_node].dst);
+    a->gn_w = 0;
+    a->gn_group = 0;
+}
+
 /* The gated norm folded into matmul n's x (vkfuse_x.gn_node) on its own
  * after all, its kernel having refused it: the norm's dispatch and a
  * barrier; a reads the norm's output from then on. */
@@ -108,16 +116,14 @@ static zn_status gnorm_apart(vk_ctx *c, const zn_graph *g, const zn_node *n, vko
     node_hazards(c, &(vk_seg){0}, g, n);
     const range rr = act_range(c, g, r->dst);
     hazard(c, &rr, 1, NULL, 0);
-    a->aux = act_addr(c, g, r->dst);
-    a->gn_w = 0;
-    a->gn_group = 0;
+    gn_output_as_aux(c, g, n, a);
     return ZN_OK;
 }
 
 /* vkop_matmul of matmul node n, the gated norm of its x apart when the
  * kernel refuses it (*apart: done; later calls for n read its output). */
 static zn_status matmul_gn(vk_ctx *c, const zn_graph *g, const zn_node *n, vkop_mm *a, bool *apart, zn_err *err) {
-    if (*apart) a->aux = act_addr(c, g, g->nodes[c->plan.fx[n->src[0]].gn_node].dst), a->gn_w = 0, a->gn_group = 0;
+    if (*apart) gn_output_as_aux(c, g, n, a);
     zn_status st = vkop_matmul(&c->o, c->rec, a, n->tag, err);
     if (st != ZN_ERR_UNSUPPORTED || !a->gn_w) return st;
     if ((st = gnorm_apart(c, g, n, a, err))) return st;
