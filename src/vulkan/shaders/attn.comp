@@ -20,6 +20,7 @@
 // rp set: one token per sequence, the ropes taken in (attn_rope.glsl); of
 // a KV head's G query heads the first stores the new key.
 #include "common.glsl"
+#extension GL_EXT_control_flow_attributes : require
 
 layout(constant_id = 0) const uint WG = 128;
 layout(constant_id = 1) const uint KVQ = 0;
@@ -74,6 +75,16 @@ float wg_add(float v) {
 vec4 h4(uint64_t a) { // 4 halves at an 8-byte aligned address
     uvec2 w = U32x2(a).v[0];
     return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+}
+
+#define VU 4u // P x V: keys per thread whose values are loaded together
+
+// Value dims 4 dg .. 4 dg + 3 of key j of KV head kvh: the new key's from
+// shared memory (npos), else the cache's.
+vec4 v_at(uint64_t tab, uint j, uint npos, uint kvh, uint dg) {
+    if (j == npos) return vec4(vn[4u * dg], vn[4u * dg + 1u], vn[4u * dg + 2u], vn[4u * dg + 3u]);
+    const uint64_t vr = kv_row(tab, j, p.pos_bytes, p.voff);
+    return KVQ != 0u ? kvq4(vr, kvh * p.hd_v + 4u * dg) : h4(vr + 2ul * (kvh * p.hd_v + 4u * dg));
 }
 
 void main() {
@@ -137,13 +148,18 @@ void main() {
                              vec4(qs[qd], qs[qd + 1u], qs[qd + 2u], qs[qd + 3u]));
                 }
             } else if (key < nk) {
+                // the lane's pieces of the key loaded before the first is
+                // used (a bound known here: their loads go out together)
                 const uint64_t kq = kv_row(tab, jt + key, p.pos_bytes, p.koff);
                 const uint64_t kr = kq + 2ul * (kvh * p.hd_k + sub * per);
-                for (uint d = 0; d < per; d += 4u) {
-                    vec4 kv = KVQ != 0u ? kvq4(kq, kvh * p.hd_k + sub * per + d) : h4(kr + 2u * d);
-                    const uint qd = sub * per + d;
-                    a += dot(kv, vec4(qs[qd], qs[qd + 1u], qs[qd + 2u], qs[qd + 3u]));
-                }
+                vec4 kv[MAXD / 32u];
+                [[unroll]] for (uint i = 0; i < MAXD / 32u; i++)
+                    if (4u * i < per) kv[i] = KVQ != 0u ? kvq4(kq, kvh * p.hd_k + sub * per + 4u * i) : h4(kr + 8u * i);
+                [[unroll]] for (uint i = 0; i < MAXD / 32u; i++)
+                    if (4u * i < per) {
+                        const uint qd = sub * per + 4u * i;
+                        a += dot(kv[i], vec4(qs[qd], qs[qd + 1u], qs[qd + 2u], qs[qd + 3u]));
+                    }
             }
             a += subgroupShuffleXor(a, 1u);
             a += subgroupShuffleXor(a, 2u);
@@ -161,14 +177,16 @@ void main() {
         ps[tid] = e;
         barrier();
         if (kg < KG) {
-            for (uint jj = kg; jj < nk; jj += KG) {
-                if (jt + jj == npos) {
-                    o += ps[jj] * vec4(vn[4u * dg], vn[4u * dg + 1u], vn[4u * dg + 2u], vn[4u * dg + 3u]);
-                    continue;
-                }
-                const uint64_t vr = kv_row(tab, jt + jj, p.pos_bytes, p.voff);
-                o += ps[jj] * (KVQ != 0u ? kvq4(vr, kvh * p.hd_v + 4u * dg) : h4(vr + 2ul * (kvh * p.hd_v + 4u * dg)));
+            // VU keys' values loaded before any is added (in the same
+            // order as one at a time: the same sums), so that a thread's
+            // loads are in flight together, not one latency per key
+            uint jj = kg;
+            for (; jj + (VU - 1u) * KG < nk; jj += VU * KG) {
+                vec4 v[VU];
+                [[unroll]] for (uint u = 0; u < VU; u++) v[u] = v_at(tab, jt + jj + u * KG, npos, kvh, dg);
+                [[unroll]] for (uint u = 0; u < VU; u++) o += ps[jj + u * KG] * v[u];
             }
+            for (; jj < nk; jj += KG) o += ps[jj] * v_at(tab, jt + jj, npos, kvh, dg);
         }
         barrier();
     }
