@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "anthropic.h"
 #include "oai_resp.h"
@@ -88,18 +87,7 @@ static ssize_t api_read(void *cls, char *buf, size_t max) {
             if (!ok) return -2;
             continue;
         }
-        while (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += ZN_SRV_POLL_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-            if (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE && http_client_gone(&q->req)) {
-                pthread_mutex_unlock(&j->mu);
-                sched_cancel(&q->srv->sched, j);
-                return -2;
-            }
-        }
+        if (!server_job_wait(q->srv, &q->req, j, q->next_piece)) return -2;
         bool ok = take(q);
         pthread_mutex_unlock(&j->mu);
         if (!ok) return -2;

@@ -281,21 +281,26 @@ static bool think_close(zn_server *s, const zn_oai_req *r, zn_job *j, zn_oai_err
 
 /* ---- whole responses ---- */
 
-/* Waits for the job, giving it up when the client leaves. false: gone. */
-static bool wait_done(zn_server *s, zn_http_req *r, zn_job *j) {
-    pthread_mutex_lock(&j->mu);
-    while (j->state != ZN_JOB_DONE) {
+bool server_job_wait(zn_server *s, zn_http_req *r, zn_job *j, int seen) {
+    while ((seen < 0 || j->n_pieces == seen) && j->state != ZN_JOB_DONE) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += ZN_SRV_POLL_MS * 1000000L;
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-        if (j->state != ZN_JOB_DONE && http_client_gone(r)) {
+        if ((seen < 0 || j->n_pieces == seen) && j->state != ZN_JOB_DONE && http_client_gone(r)) {
             pthread_mutex_unlock(&j->mu);
             sched_cancel(&s->sched, j);
             return false;
         }
     }
+    return true;
+}
+
+/* Waits for the job, giving it up when the client leaves. false: gone. */
+static bool wait_done(zn_server *s, zn_http_req *r, zn_job *j) {
+    pthread_mutex_lock(&j->mu);
+    if (!server_job_wait(s, r, j, -1)) return false;
     pthread_mutex_unlock(&j->mu);
     return true;
 }
@@ -435,18 +440,7 @@ static ssize_t sse_read(void *cls, char *buf, size_t max) {
         }
         zn_job *j = q->job;
         pthread_mutex_lock(&j->mu);
-        while (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += ZN_SRV_POLL_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-            pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-            if (j->n_pieces == q->next_piece && j->state != ZN_JOB_DONE && http_client_gone(&q->req)) {
-                pthread_mutex_unlock(&j->mu);
-                sched_cancel(&q->srv->sched, j);
-                return -2;
-            }
-        }
+        if (!server_job_wait(q->srv, &q->req, j, q->next_piece)) return -2;
         bool ok = take_pieces(q);
         if (ok && j->state == ZN_JOB_DONE && q->next_piece == j->n_pieces) {
             ok = take_end(q);

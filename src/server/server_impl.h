@@ -49,6 +49,10 @@ bool server_submit(zn_server *s, zn_http_req *r, zn_oai_req *req, zn_job **out, 
 void server_finish_job(zn_server *s, zn_job *j);
 /* Waits for the job to finish; false when the client left (the job cancelled). */
 bool server_wait_job(zn_server *s, zn_http_req *r, zn_job *j);
+/* With j->mu held: waits until the job has more than `seen` pieces (seen < 0:
+ * until it is done) or is done, every ZN_SRV_POLL_MS asking whether the
+ * client left. false: it left; the job is cancelled and j->mu released. */
+bool server_job_wait(zn_server *s, zn_http_req *r, zn_job *j, int seen);
 /* The error of a failed job (503 when the server is stopping, else 500). */
 void server_job_error(const zn_job *j, zn_oai_error *e);
 /* The prompt of a parsed chat request as the template renders it, in tokens. */
