@@ -119,6 +119,22 @@ static void test_scaled(void) {
     CHECK_EQ_INT(t.mm_split_k, 1024);  /* a depth, not scaled */
 }
 
+/* Workgroup sizes counted in subgroups stop at the device's limit. */
+static void test_wg_limit(void) {
+    vkdev_info d = h200();
+    d.max_wg_invocations = 256;
+    vktune t;
+    zn_err err = {0};
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_INT(t.mvx_t[0].wg[5], 256); /* 16 subgroups asked */
+    CHECK_EQ_INT(t.mvx_t[1].wg[5], 128); /* 4 fit */
+    CHECK_EQ_INT(t.mvt_t.wg[5], 256);
+    CHECK_EQ_INT(t.mv_wg, 128);
+    d.max_wg_invocations = 0; /* unknown: as the row says */
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_INT(t.mvx_t[0].wg[5], 512);
+}
+
 static void test_lavapipe(void) {
     vkdev_info d = lavapipe();
     vktune t;
@@ -266,6 +282,7 @@ int main(void) {
     RUN(test_h200);
     RUN(test_mmi_without_cm2);
     RUN(test_scaled);
+    RUN(test_wg_limit);
     RUN(test_lavapipe);
     RUN(test_classes);
     RUN(test_overrides);

@@ -239,12 +239,18 @@ static uint32_t scaled(const tune_row *r, uint32_t units, uint32_t v) {
 
 static uint32_t threads(uint32_t v, uint32_t sg) { return v == SG ? sg : v; }
 
+/* n subgroups of sg lanes, at most as many as a workgroup of the device holds */
+static uint32_t sgs_wg(uint32_t n, uint32_t sg, const vkdev_info *d) {
+    const uint32_t most = d->max_wg_invocations / sg;
+    return (most && n > most ? most : n) * sg;
+}
+
 static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1, u = d->compute_units;
     memset(t, 0, sizeof *t);
     t->cls = r->cls;
     t->units = r->ref_units ? u : 0;
-    t->mv_wg = r->mv_sgs * sg;
+    t->mv_wg = sgs_wg(r->mv_sgs, sg, d);
     for (int i = 0; i < ZN_VK_NTYPES; i++) {
         t->mv_rows[i] = r->mv_rows[i];
         t->mvq_rows[i] = r->mvq_rows[i];
@@ -252,7 +258,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
         for (int b = 0; b < 3; b++) {
             const row_mvx *m = b < 2 ? &r->mvx[b] : &r->mvt_x;
             vktune_mvx *x = b < 2 ? &t->mvx_t[b] : &t->mvt_t;
-            x->wg[i] = m->sgs[i] * sg, x->rows[i] = m->rows[i], x->unroll[i] = m->unroll[i];
+            x->wg[i] = sgs_wg(m->sgs[i], sg, d), x->rows[i] = m->rows[i], x->unroll[i] = m->unroll[i];
             x->wgs[i] = scaled(r, u, m->wgs[i]), x->pf[i] = m->pf[i], x->pn[i] = m->pn[i];
         }
     }
