@@ -7,7 +7,8 @@
 #   bash next.sh 1: batched 35B with per-token experts of several tokens on the second class (128 x 528, the default
 #     since 8087f03) against the wide workgroups (512 x 132: 0a237b6's), alternated twice; attn.comp's batched
 #     loads (4218597) against zincP on the 8B's and 2B's tg128 from a 16-token prompt (contexts of 16-144 keys:
-#     attn.comp up to attn_dec_min 64) and tg32 at -p 0; the 8B's decode profile at position 30.
+#     attn.comp up to attn_dec_min 64) and tg32 at -p 0; mvx_fill off / on (9ed2797) on the three shapes; the
+#     8B's decode profile at position 30.
 #   bash next.sh 2: issue 15's side-by-side, every test, REPS 2.
 . bench/device-env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat .dev/commit
@@ -21,6 +22,9 @@ if [ "${1:-1}" = 1 ]; then
   t qwen3.5-35b-a3b zinc poll=on "-p 16 -n 128"
   for s in qwen3-8b qwen3.5-2b; do for i in 1 2; do for z in zincP zinc; do
     t $s $z poll=on "-p 16 -n 128"; t $s $z poll=on "-p 0 -n 32"
+  done; done; done
+  for i in 1 2; do for s in qwen3.5-2b qwen3-8b qwen3.5-35b-a3b; do for c in mvx_fill=off mvx_fill=on; do
+    t $s zinc $c "-p 16 -n 128"
   done; done; done
   for z in zincP zinc; do echo "8B profile $z"; .dev/$z bench -m /tmp/sbs-models/qwen3-8b.gguf --backend vulkan -p 16 -n 16 -r 1 \
     --profile 2>&1 | grep -A10 "position 30" | head -11; done
