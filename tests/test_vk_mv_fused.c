@@ -405,8 +405,9 @@ static void test_matvec_moe_route(void) {
  * runs 4 rows per one-subgroup workgroup, 16 workgroups per token: 40 rows
  * make 10 blocks (4 rows each, one round) against 40 blocks of 1 (3
  * rounds of 1 row: cheaper), 256 rows 64 blocks (4 rounds of 4) against
- * 256 (16 of 1: even, so the tuning's rows stay). Each row sums the same
- * steps in the same order either way, so the results are the same bits. */
+ * 256 (16 of 1: even, so the tuning's rows stay); experts' slots (z > 1)
+ * keep them too. Each row sums the same steps in the same order either
+ * way, so the results are the same bits. */
 static bool r1_built(zn_type t) {
     const int ts = vktune_slot(t);
     for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++)
@@ -463,6 +464,14 @@ static void test_matvec_fill(void) {
         free(ref);
         free(wq);
     }
+    /* several x rows (a token's two expert slots): they fill the GPU through z, the tuning's rows stay */
+    E.o.t.mvx_fill = true;
+    mv_pipes_drop();
+    const vkref z = {.addr = 1ull << 40}; /* never read: nothing is recorded */
+    const vkop_mm ex = moe_args(t, 8, 40, cols, 1, 2, false, z, z, z, z, z);
+    zn_err err = {0};
+    CHECK(vkop_matmul(&E.o, NULL, &ex, "fill", &err) == ZN_OK);
+    CHECK_MSG(!r1_built(t), "one token's 2 expert slots took a row per subgroup");
     E.o.t = saved;
     mv_pipes_drop();
 }

@@ -177,8 +177,9 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
     vkcmd_barrier(c);
 }
 
-/* t.mvx_fill: does the fused mat-vec of nrows rows (one token's, class
- * big) finish sooner with a row per subgroup than with the tuning's rows?
+/* t.mvx_fill: does the fused mat-vec of nrows rows (one x row: one token,
+ * one slot; class big) finish sooner with a row per subgroup than with the
+ * tuning's rows?
  * Its workgroups loop over row blocks; a subgroup's time goes as the
  * rounds of blocks its workgroup takes times the rows of each. Fewer rows
  * per subgroup make more blocks, so matrices that gave some SMs no block
@@ -332,7 +333,8 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     /* the routing and the gated norm in pipelines of their own (matvec_q.comp's RT and GN): the
      * others carry none of their code */
     const uint32_t feat = (a->route ? MVQ_RT : 0u) | (a->gn_w ? MVQ_GN : 0u) | (a->group_conv ? MVQ_CV : 0u);
-    const uint32_t r1 = iq && nt == 1 && mvx_rows1(o, a->type, a->ncols, a->nrows, big) ? MVQ_R1 : 0u;
+    /* one x row only: several (token, slot) pairs fill the GPU through z */
+    const uint32_t r1 = iq && a->n_tok * pc.n_slots == 1 && mvx_rows1(o, a->type, a->ncols, a->nrows, big) ? MVQ_R1 : 0u;
     const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, feat | r1, &kq) : NULL;
     if (a->gn_w && !px) /* only its workgroups norm x's groups */
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no gated norm in the %s mat-vec", zn_type_name(a->type));
