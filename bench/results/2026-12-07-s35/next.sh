@@ -14,6 +14,20 @@
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat .dev/commit
 t() { echo "$1 $2 $3 $4: $(timeout 90 .dev/$2 bench -m /tmp/sbs-models/$1.gguf --backend vulkan $4 -r 3 --tune $3 2>&1 | grep -E '^tg' | tr -s ' ' | tr '\n' ' ')"; }
 if [ "${1:-1}" = 1 ]; then
+  # first, the new defaults' kernels on the GPU against their references (.dev/tvo: SUITE=test_vk_ops TVL=tvo
+  # bench/device-build.sh test_matvec_types test_matvec_fused_x test_matvec_grouped test_matvec_experts) and the
+  # embedded fixture's logits, Vulkan against CPU: none of s35's device calls checked results
+  timeout 60 .dev/tvo 2>&1 | tail -6
+  T=$(seq -s, 5 40); for b in cpu vulkan; do timeout 30 .dev/zinc eval --tokens $T -n 16 --backend $b > /tmp/e-$b.json 2>/dev/null; done
+  python3 -c "
+import json
+a, b = (json.load(open('/tmp/e-%s.json' % n)) for n in ('cpu', 'vulkan'))
+for k in a:
+    if isinstance(a[k], list) and a[k] and isinstance(a[k][0], list):
+        num = sum((x - y) ** 2 for r, s in zip(a[k], b[k]) for x, y in zip(r, s)); den = sum(x * x for r in a[k] for x in r)
+        print('eval', k, len(a[k]), 'rows, vulkan against cpu: nmse %.3g' % (num / den))
+    elif k != 'prompt': print('eval', k, 'equal' if a[k] == b[k] else 'DIFFER')
+"
   for s in qwen3.5-35b-a3b qwen3-8b qwen3.5-2b; do syn $s; done
   for i in 1 2; do for c in poll=on mvxb_wg=512,mvxb_wgs=132; do
     echo "35B -npl 8,32 $c:"; timeout 80 .dev/zinc bench -m /tmp/sbs-models/qwen3.5-35b-a3b.gguf --backend vulkan \
