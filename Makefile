@@ -59,12 +59,15 @@ $(BUILD)/obj/%.o: src/%.c | $(BUILD)/gen/shaders_embed.h $(BUILD)/gen/web_embed.
 # Shaders: GLSL -> SPIR-V at build time, embedded with .incbin so nothing is
 # read from the working directory at run time.
 # The paged KV cache's block (positions) is limits.h's ZN_KV_BLOCK, handed
-# to the shaders as a define (kvtab.glsl) so there is one number.
+# to the shaders as a define (kvtab.glsl) so there is one number; so is
+# ZN_VK_WG_SUBGROUPS (reduce.glsl).
 KV_BLOCK := $(shell sed -n 's/^\#define ZN_KV_BLOCK  *\([0-9][0-9]*\).*/\1/p' src/base/limits.h 2>/dev/null)
+WG_SUBGROUPS := $(shell sed -n 's/^\#define ZN_VK_WG_SUBGROUPS  *\([0-9][0-9]*\).*/\1/p' src/base/limits.h 2>/dev/null)
 $(BUILD)/spv/%.spv: $(SHADER_DIR)/%.comp $(wildcard $(SHADER_DIR)/*.glsl) src/base/limits.h
 	@[ -n "$(KV_BLOCK)" ] || { echo "Makefile: ZN_KV_BLOCK not found in src/base/limits.h" >&2; exit 1; }
+	@[ -n "$(WG_SUBGROUPS)" ] || { echo "Makefile: ZN_VK_WG_SUBGROUPS not found in src/base/limits.h" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(GLSLC) --target-env=$(SPV_ENV) -O -DZN_KV_BLOCK=$(KV_BLOCK) -I$(SHADER_DIR) -o $@ $<
+	$(GLSLC) --target-env=$(SPV_ENV) -O -DZN_KV_BLOCK=$(KV_BLOCK) -DZN_VK_WG_SUBGROUPS=$(WG_SUBGROUPS) -I$(SHADER_DIR) -o $@ $<
 
 # GL_NV_cooperative_matrix2 needs SPIR-V 1.6; only devices with it load these.
 SPV_ENV := vulkan1.2

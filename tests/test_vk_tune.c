@@ -119,7 +119,8 @@ static void test_scaled(void) {
     CHECK_EQ_INT(t.mm_split_k, 1024);  /* a depth, not scaled */
 }
 
-/* Workgroup sizes counted in subgroups stop at the device's limit. */
+/* Workgroup sizes stop at the device's limit and at ZN_VK_WG_SUBGROUPS
+ * subgroups. */
 static void test_wg_limit(void) {
     vkdev_info d = h200();
     d.max_wg_invocations = 256;
@@ -130,6 +131,16 @@ static void test_wg_limit(void) {
     CHECK_EQ_INT(t.mvx_t[1].wg[5], 128); /* 4 fit */
     CHECK_EQ_INT(t.mvt_t.wg[5], 256);
     CHECK_EQ_INT(t.mv_wg, 128);
+    /* subgroups of 8 lanes: at most ZN_VK_WG_SUBGROUPS of them (reduce.glsl's slots), 256 threads */
+    d.max_wg_invocations = 1024, d.subgroup_size = d.subgroup_min = d.subgroup_max = 8;
+    CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
+    CHECK_EQ_INT(t.mvx_t[0].wg[5], 128); /* 16 subgroups */
+    CHECK_EQ_INT(t.norm_wg, 256);
+    CHECK(vktune_init(&t, &d, "norm_wg=512", &err) == ZN_ERR_ARG);
+    CHECK_MSG(strstr(err.msg, "a multiple of 8 in 8..256"), "%s", err.msg);
+    CHECK(vktune_init(&t, &d, "qx_wg=264", &err) == ZN_ERR_ARG);
+    CHECK(vktune_init(&t, &d, "mvx_wg=256,qx_wg=256", &err) == ZN_OK);
+    d.subgroup_size = d.subgroup_min = d.subgroup_max = 32;
     d.max_wg_invocations = 0; /* unknown: as the row says */
     CHECK(vktune_init(&t, &d, NULL, &err) == ZN_OK);
     CHECK_EQ_INT(t.mvx_t[0].wg[5], 512);
@@ -243,7 +254,7 @@ static void test_errors(void) {
         {"nosuch=1", "unknown key 'nosuch'"},
         {"mv_wg", "'mv_wg' is not key=value"},
         {"=3", "'=3' has no key"},
-        {"mv_wg=12", "bad value '12' for mv_wg (a multiple of 8 in 8..1024)"},
+        {"mv_wg=12", "bad value '12' for mv_wg (a multiple of 8 in 8..256)"},
         {"mv_wg=2048", "bad value '2048' for mv_wg"},
         {"mv_rows=0", "bad value '0' for mv_rows (1..16)"},
         {"mv_rows=abc", "bad value 'abc' for mv_rows"},
@@ -255,14 +266,14 @@ static void test_errors(void) {
         {"gdn_rows=3", "bad value '3' for gdn_rows (a power of two in 1..4)"},
         {"gdn_lanes=12", "bad value '12' for gdn_lanes (a power of two in 1..64 or auto)"},
         {"mm_min_tok=auto", "bad value 'auto' for mm_min_tok (1..1073741824 or off)"},
-        {"qx_wg=12", "bad value '12' for qx_wg (a multiple of 8 in 8..1024)"},
+        {"qx_wg=12", "bad value '12' for qx_wg (a multiple of 8 in 8..256)"},
         {"poll.q4_k=on", "'poll.q4_k': the key has no per-type values"},
         {"mvq_rows.f32=2", "'mvq_rows.f32': the type is one of q4_0, q8_0, q4_k, q5_k, q6_k"},
         {"mv_rows.q3_k=2", "'mv_rows.q3_k': the type is one of f32"},
         {"mvt=0", "bad value '0' for mvt (1..16)"},
         {"mvt=17", "bad value '17' for mvt (1..16)"},
         {"mvt_rows.f16=2", "'mvt_rows.f16': the type is one of q4_0"},
-        {"mvt_wg=12", "bad value '12' for mvt_wg (a multiple of 8 in 8..1024)"},
+        {"mvt_wg=12", "bad value '12' for mvt_wg (a multiple of 8 in 8..256)"}, /* 32 subgroups of 8 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err.msg[0] = 0;

@@ -55,6 +55,8 @@
 #define ZN_KV_ROT_MAX_HD      512        /* head dims the rotated KV caches (q4_0r, q3_0r) take at most: kv_rot.comp's
                                             shared memory, the CPU's stack copy of a head */
 #define ZN_VK_MM_SPLIT_MAX    16         /* k ranges a split-K Vulkan GEMM takes at most (tuning mm_split_wgs) */
+#define ZN_VK_WG_SUBGROUPS    32         /* subgroups in a workgroup of the Vulkan kernels that reduce over it
+                                            (reduce.glsl: a shared slot each; the tuning's sizes stop there) */
 #define ZN_VK_TAIL_SLOTS      8          /* experts per token whose down mat-vec takes the MoE tail (tuning moe_tail):
                                             a subgroup each in one workgroup, a pipeline each */
 #define ZN_VK_TAIL_COLS       8192       /* ... and their x rows' columns together (shared memory) */

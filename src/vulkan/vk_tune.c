@@ -237,11 +237,23 @@ static uint32_t scaled(const tune_row *r, uint32_t units, uint32_t v) {
     return s < 1 ? 1 : s > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)s;
 }
 
-static uint32_t threads(uint32_t v, uint32_t sg) { return v == SG ? sg : v; }
 
-/* n subgroups of sg lanes, at most as many as a workgroup of the device holds */
+/* The most threads a workgroup of the tuned kernels takes on d: the
+ * device's limit, and ZN_VK_WG_SUBGROUPS subgroups (reduce.glsl's slots). */
+static uint32_t wg_most(const vkdev_info *d) {
+    const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1, by_sg = ZN_VK_WG_SUBGROUPS * sg;
+    return d->max_wg_invocations && d->max_wg_invocations < by_sg ? d->max_wg_invocations : by_sg;
+}
+
+/* A row's workgroup threads (SG: one subgroup), at most wg_most. */
+static uint32_t threads(uint32_t v, uint32_t sg, const vkdev_info *d) {
+    const uint32_t n = v == SG ? sg : v;
+    return n > wg_most(d) ? wg_most(d) : n;
+}
+
+/* n subgroups of sg lanes, at most as many as wg_most allows */
 static uint32_t sgs_wg(uint32_t n, uint32_t sg, const vkdev_info *d) {
-    const uint32_t most = d->max_wg_invocations / sg;
+    const uint32_t most = wg_most(d) / sg;
     return (most && n > most ? most : n) * sg;
 }
 
@@ -284,10 +296,10 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mmi_min_tok = d->coopmat2 ? ZN_VK_OFF : r->mmi_min_tok;
     t->mmi_max_tok = r->mmi_max_tok;
     t->mmi_bn = r->mmi_bn;
-    t->small_wg = threads(r->small_wg, sg);
-    t->norm_wg = threads(r->norm_wg, sg);
+    t->small_wg = threads(r->small_wg, sg, d);
+    t->norm_wg = threads(r->norm_wg, sg, d);
     t->qx_wg = t->norm_wg; /* one per row, wide, like norm's */
-    t->merge_wg = threads(r->merge_wg, sg);
+    t->merge_wg = threads(r->merge_wg, sg, d);
     t->mm_min_tok = r->mm_min_tok;
     t->moe_min_tok = r->moe_min_tok;
     t->mm_min_rows = r->mm_min_rows;
@@ -320,7 +332,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
 
 typedef enum { K_BOOL, K_U32, K_TYPED } key_kind;
 enum {
-    F_SG = 1,    /* a workgroup size: a multiple of the subgroup size, at most the device's limit */
+    F_SG = 1,    /* a workgroup size: a multiple of the subgroup size, at most wg_most */
     F_AUTO = 2,  /* "auto" = ZN_VK_AUTO */
     F_OFF = 4,   /* "off" = ZN_VK_OFF */
     F_QUANT = 8, /* per type, the integer kernels' types only */
@@ -457,8 +469,7 @@ static void range_text(const tune_key *k, const vkdev_info *d, char *buf, size_t
         return;
     }
     const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1;
-    const uint32_t hi = (k->flags & (F_SG | F_M8)) && d->max_wg_invocations && d->max_wg_invocations < k->hi
-                            ? d->max_wg_invocations : k->hi;
+    const uint32_t hi = (k->flags & (F_SG | F_M8)) && wg_most(d) < k->hi ? wg_most(d) : k->hi;
     int n = (k->flags & F_SG) ? snprintf(buf, cap, "a multiple of %u in %u..%u", sg, sg, hi)
             : (k->flags & F_M8) ? snprintf(buf, cap, "a multiple of 8 in %u..%u", k->lo, hi)
             : (k->flags & F_M16) ? snprintf(buf, cap, "a multiple of 16 in %u..%u", k->lo, hi)
@@ -477,7 +488,7 @@ static bool parse_value(const tune_key *k, const vkdev_info *d, const char *v, s
     if ((k->flags & F_AUTO) && word_is(v, n, "auto")) return *out = ZN_VK_AUTO, true;
     if ((k->flags & F_OFF) && word_is(v, n, "off")) return *out = ZN_VK_OFF, true;
     uint32_t hi = k->hi;
-    if ((k->flags & (F_SG | F_M8)) && d->max_wg_invocations && d->max_wg_invocations < hi) hi = d->max_wg_invocations;
+    if ((k->flags & (F_SG | F_M8)) && wg_most(d) < hi) hi = wg_most(d);
     if (!parse_num(v, n, k->lo, hi, out)) return false;
     const uint32_t sg = d->subgroup_size ? d->subgroup_size : 1;
     if ((k->flags & F_SG) && *out % sg) return false;

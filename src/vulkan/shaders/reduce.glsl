@@ -1,6 +1,11 @@
 // Workgroup-wide sums of NV values per thread (NV a #define of the includer);
 // subgroup adds first, then one shared slot per subgroup.
-shared float red_sh[NV][32];
+// ZN_VK_WG_SUBGROUPS (limits.h, a define from the Makefile): the most
+// subgroups a workgroup may hold (the tuning keeps workgroups within it).
+#ifndef ZN_VK_WG_SUBGROUPS
+#error "ZN_VK_WG_SUBGROUPS (limits.h) is passed by the Makefile: glslc -DZN_VK_WG_SUBGROUPS=..."
+#endif
+shared float red_sh[NV][ZN_VK_WG_SUBGROUPS];
 
 void wg_sum(inout float v[NV]) {
     for (uint r = 0; r < NV; r++) v[r] = subgroupAdd(v[r]);
