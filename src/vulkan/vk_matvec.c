@@ -69,7 +69,7 @@ static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
     if (k == VKO_MATVEC_QXK)
         return (mvq_cfg){(v.cfg + 1) * o->d->info.subgroup_size, tu->mvx_t[0].rows[i], tu->mvx_t[0].unroll[i], 0, 0, 0,
                          vkmm_mvx_cap(o, k) / 32, 1, v.cfg + 1, 0, 0, 0};
-    const uint32_t cv = v.cfg >> 2 & 1;
+    const uint32_t cv = (v.cfg & MVQ_CV) != 0;
     if (k == VKO_MATVEC_Q)
         return (mvq_cfg){tu->mv_wg, tu->mvq_rows[i], tu->mvq_unroll[i], 0, 0, tu->mvq_pn, 0, 1, 0, 0, 0, cv};
     if (k == VKO_MATVEC_QT)
@@ -77,7 +77,7 @@ static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
     return (mvq_cfg){x->wg[i], !mvt && (v.cfg & MVQ_R1) ? 1 : x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i],
-                     vkmm_mvx_cap(o, k) / 32, mvt ? tu->mvt : 1, 0, v.cfg & MVQ_RT, v.cfg >> 1 & 1, cv};
+                     vkmm_mvx_cap(o, k) / 32, mvt ? tu->mvt : 1, 0, (v.cfg & MVQ_RT) != 0, (v.cfg & MVQ_GN) != 0, cv};
 }
 
 /* Tokens per workgroup of the integer mat-vec of a: t.mvt where one
@@ -343,7 +343,6 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     VkDeviceAddress q = 0;
     if (iq && !px) quantize_x(o, c, a, &pc, kq, &q);
     if (!q) o->xq_last.q = 0; /* x_reuse means "the previous call's x": this one quantised nothing */
-
 
     /* float kernel, few rows (MoE routers and gates): a row per workgroup of
      * one subgroup, so the rows spread over the GPU instead of a few

@@ -171,7 +171,6 @@ static void *pool_block(vk_ctx *c, VkDeviceAddress *addr) {
 /* Matmuls i .. i+n-1 as one grouped matmul (n 1: a matmul computing a
  * conv, vkfuse.conv); s the sequence whose conv state a folded CONV1D
  * rolls. */
-
 static zn_status run_group(vk_ctx *c, vk_seq *s, const zn_graph *g, int i, int n, zn_err *err) {
     const zn_node *a = &g->nodes[i];
     const vk_weight *w0 = &c->w[model_weight_id(c->m, a->w[0])];

@@ -237,7 +237,6 @@ static uint32_t scaled(const tune_row *r, uint32_t units, uint32_t v) {
     return s < 1 ? 1 : s > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)s;
 }
 
-
 /* The most threads a workgroup of the tuned kernels takes on d: the
  * device's limit, and ZN_VK_WG_SUBGROUPS subgroups (reduce.glsl's slots). */
 static uint32_t wg_most(const vkdev_info *d) {
