@@ -134,7 +134,7 @@ static void test_gemm_path(void) {
     zn_backend_opts o = backend_default_opts();
     o.mm_emulate = true;
     check_fixture_with(dir, "qwen35moe-moe-q4_k_m", o, " (gemm)");
-    o.tune = "mm_prep_tok=1"; /* the weights dequantised into the scratch first, not in the tile loads */
+    o.tune = "mm_prep_tok=1,moe_prep_tok=1"; /* the weights dequantised into the scratch first, not in the tile loads */
     check_fixture_with(dir, "qwen35moe-moe-q4_k_m", o, " (gemm, prep)");
 }
 

@@ -100,7 +100,7 @@ static zn_backend_opts emulate(void) {
  * (mm_prep.comp) rather than in its tile loads (the default). */
 static zn_backend_opts emulate_prep(void) {
     zn_backend_opts o = emulate();
-    o.tune = "mm_prep_tok=1";
+    o.tune = "mm_prep_tok=1,moe_prep_tok=1";
     return o;
 }
 

@@ -224,20 +224,48 @@ static void f16_types(void) {
     }
 }
 
-/* The f16 GEMM path both ways (tuning mm_prep_tok): A read from a copy of
- * the weights that mm_prep.comp dequantised first, then A dequantised tile
- * by tile from the weights themselves (dq.glsl dq8h) as the GEMM loads it. */
+/* The f16 GEMM path both ways (tuning mm_prep_tok, moe_prep_tok): A read
+ * from a copy of the weights that mm_prep.comp dequantised first, then A
+ * dequantised tile by tile from the weights themselves (dq.glsl dq8h) as
+ * the GEMM loads it. */
 static bool mm_direct;
 static void both_gemm_paths(void (*fn)(void)) {
-    const uint32_t saved = E.o.t.mm_prep_tok;
+    const uint32_t saved = E.o.t.mm_prep_tok, saved_moe = E.o.t.moe_prep_tok;
     for (int d = 0; d < 2; d++) {
         mm_direct = d == 1;
-        E.o.t.mm_prep_tok = mm_direct ? ZN_VK_OFF : 1;
+        E.o.t.mm_prep_tok = E.o.t.moe_prep_tok = mm_direct ? ZN_VK_OFF : 1;
         fprintf(stderr, "  f16 GEMM, %s\n", mm_direct ? "weights dequantised in its tile loads" : "weights dequantised first");
         fn();
     }
-    E.o.t.mm_prep_tok = saved;
+    E.o.t.mm_prep_tok = saved, E.o.t.moe_prep_tok = saved_moe;
     mm_direct = false;
+}
+
+/* Which GEMMs skip the dequantised copy: dense ones by their tokens
+ * (mm_prep_tok), grouped ones by their tokens per expert (moe_prep_tok),
+ * whatever the other key says: a prompt of 512 on 256 experts of 8 slots
+ * is 16 tokens an expert, on 32 experts 128. */
+static void test_mm_direct_rule(void) {
+    const vktune saved = E.o.t;
+    E.o.t.mm_prep_tok = 128, E.o.t.moe_prep_tok = 64;
+    vkop_mm d = {.type = ZN_TYPE_Q4_K, .n_tok = 127}, g = {.type = ZN_TYPE_Q4_K, .ids = 1, .n_tok = 512, .n_slots = 8};
+    CHECK(vkops_mm_direct(&E.o, &d));
+    d.n_tok = 128;
+    CHECK(!vkops_mm_direct(&E.o, &d));
+    g.n_expert = 256;
+    CHECK(vkops_mm_direct(&E.o, &g));
+    g.n_expert = 32;
+    CHECK(!vkops_mm_direct(&E.o, &g));
+    g.n_expert = 65; /* 4096 / 65: 63.02, 64 tokens an expert once rounded up */
+    CHECK(!vkops_mm_direct(&E.o, &g));
+    g.n_expert = 66; /* 62.06: 63 */
+    CHECK(vkops_mm_direct(&E.o, &g));
+    g.n_tok = 16, g.n_expert = 2; /* 64 tokens an expert, below mm_prep_tok as a whole: the copy */
+    CHECK(!vkops_mm_direct(&E.o, &g));
+    E.o.t.mm_prep_tok = 1, E.o.t.moe_prep_tok = ZN_VK_OFF;
+    CHECK(vkops_mm_direct(&E.o, &g));
+    CHECK(!vkops_mm_direct(&E.o, &d));
+    E.o.t = saved;
 }
 
 /* Was the NV cooperative matrix 2 pipeline of tile config ci (grouped:
@@ -1068,6 +1096,7 @@ int main(void) {
     RUN(test_mmi8);
     RUN(test_matmat_types);
     RUN(test_matmat_f16);
+    RUN(test_mm_direct_rule);
     RUN(test_matmat_cm2);
     RUN(test_matmat_f16_grouped);
     RUN(test_matmat_split);

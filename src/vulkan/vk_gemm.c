@@ -60,7 +60,7 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
 static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct) {
     if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
     /* Batched decode with the A tiles dequantised in the GEMM (tuning
-     * mm_prep_tok; a token tile or less, experts a few tokens each): the
+     * mm_prep_tok, moe_prep_tok; a token tile or less, experts a few tokens each): the
      * weights are read once whatever the tile, so the tokens get the
      * narrowest tile that holds them and the rows 32 whatever their number
      * (the most workgroups). H200 (vk-matmul, 2026-12-05,
@@ -222,9 +222,17 @@ static zn_status mm_plan_for(const vkops *o, const vkop_mm *a, uint32_t bm, bool
 /* Does the f16 GEMM of a dequantise its weights tile by tile as it loads
  * them (the A operand is the weights), rather than multiply a dequantised
  * copy that mm_prep.comp writes first? Below t.mm_prep_tok tokens; F32
- * weights never come here. */
+ * weights never come here. The copy pays when each weight is multiplied
+ * by many token tiles; a grouped GEMM's expert sees only its own tokens
+ * (a prompt of 512 on 256 experts, 8 each: 16), so it goes by the tokens
+ * per expert (t.moe_prep_tok): below that its tiles are dequantised once
+ * either way, and the copy only adds a write and a read of 2 bytes per
+ * weight of every expert, used or not. */
 static bool mm_direct_tok(const vkops *o, uint32_t n_tok) { return n_tok < o->t.mm_prep_tok; }
-static bool mm_direct(const vkops *o, const vkop_mm *a) { return mm_direct_tok(o, a->n_tok); }
+static uint32_t mm_expert_tok(const vkop_mm *a) { return (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert; }
+bool vkops_mm_direct(const vkops *o, const vkop_mm *a) {
+    return a->ids ? mm_expert_tok(a) < o->t.moe_prep_tok : mm_direct_tok(o, a->n_tok);
+}
 
 /* Split-K (tuning mm_split_wgs, mm_split_k): a batched decode step's GEMM
  * has a workgroup per row tile (its tokens fit one tile), each walking all
@@ -256,14 +264,14 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     mm_plan pl;
     const vkpipe *pp = NULL, *pg = NULL, *pb = NULL, *pr = NULL;
     /* grouped: tokens per expert as if the pairs spread evenly */
-    const uint32_t toks = a->ids ? (a->n_tok * a->n_slots + a->n_expert - 1) / a->n_expert : a->n_tok;
+    const uint32_t toks = a->ids ? mm_expert_tok(a) : a->n_tok;
     const uint32_t groups = a->ids ? a->n_expert : 1;
     const uint32_t ci = mmf_cfg(o, a->nrows, toks, groups);
     /* on NV coopmat2 when the device has it (same operands and push
      * constants); should the driver refuse that pipeline, the KHR kernel
      * from then on (test_vk_ops checks every config is built) */
     bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->t.mm_cm2_moe);
-    const bool direct = mm_direct(o, a);
+    const bool direct = vkops_mm_direct(o, a);
     const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups, direct) : 0;
     const vkop_kind kc2 = direct ? (a->ids ? VKO_MMQ_CM2_MOE : VKO_MMQ_CM2) : a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2;
     if (cm2 && vkops_pipe(o, kc2, (vkvar){.cfg = c2, .type = a->type}, &pg, err)) o->mm_cm2 = cm2 = false;

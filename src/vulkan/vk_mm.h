@@ -176,6 +176,10 @@ bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok);
  * of pp512 against the norm kernel (bench/results/2026-12-06-s30.md); the
  * tiled kernel neither. */
 bool vkops_mm_takes(const vkops *o, vkmm_kernel k, int xmode, bool group, uint32_t n_tok);
+/* Does the f16 GEMM of a dequantise its weight tiles as it loads them
+ * rather than multiply a copy mm_prep.comp dequantised first? Dense below
+ * t.mm_prep_tok tokens, grouped below t.moe_prep_tok tokens per expert. */
+bool vkops_mm_direct(const vkops *o, const vkop_mm *a);
 /* Scratch bytes the f16 path needs for matmul a (its largest n_tok) when at
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */

@@ -61,7 +61,7 @@ typedef struct tune_row {
     row_mvx mvt_x;
     uint32_t mmi_min_tok, mmi_max_tok, mmi_bn;
     uint32_t small_wg, norm_wg, merge_wg;
-    uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok;
+    uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok, moe_prep_tok;
     uint32_t mm_split_wgs, mm_split_k;
     uint32_t attn_dec_min, attn_wgs, fa_min_tok, fa_sg_kv;
     uint32_t gdn_tc;
@@ -201,7 +201,7 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 0, .attn_dec_min = 64,            \
-     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_tc = 16, .poll = true, .mm_prep_tok = 128, .mm_split_wgs = 1056, .mm_split_k = 1024}
+     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_tc = 16, .poll = true, .mm_prep_tok = 128, .moe_prep_tok = 64, .mm_split_wgs = 1056, .mm_split_k = 1024}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -221,8 +221,8 @@ static const tune_row rows[] = {
      .mmi_min_tok = ZN_VK_OFF, .mmi_max_tok = 64, .mmi_bn = 16,
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
-     .attn_dec_min = 256, .attn_wgs = ZN_VK_OFF, .fa_min_tok = 16, .fa_sg_kv = 1024, .poll = false, .mm_prep_tok = ZN_VK_OFF, .mm_split_wgs = ZN_VK_OFF,
-     .mm_split_k = 1024},
+     .attn_dec_min = 256, .attn_wgs = ZN_VK_OFF, .fa_min_tok = 16, .fa_sg_kv = 1024, .poll = false, .mm_prep_tok = ZN_VK_OFF, .moe_prep_tok = ZN_VK_OFF,
+     .mm_split_wgs = ZN_VK_OFF, .mm_split_k = 1024},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's and H100's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
     GPU_ROW("amd-rdna3", is_rdna3),   /* unmeasured */
@@ -313,6 +313,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     cap = cap < ZN_VK_MM_SCRATCH ? ZN_VK_MM_SCRATCH : cap > ZN_VK_MM_SCRATCH_MAX ? ZN_VK_MM_SCRATCH_MAX : cap;
     t->mm_scratch_mb = (uint32_t)(cap >> 20);
     t->mm_prep_tok = r->mm_prep_tok;
+    t->moe_prep_tok = r->moe_prep_tok;
     t->mm_split_wgs = scaled(r, u, r->mm_split_wgs);
     t->mm_split_k = r->mm_split_k;
     t->attn_dec = t->attn_rope = t->fa_cm = t->fa_kv2 = true;
@@ -395,6 +396,7 @@ static const tune_key keys[] = {
     KU("cm2_long_k", cm2_long_k, 0, 1u << 30, F_OFF),
     KU("mm_scratch_mb", mm_scratch_mb, 0, 1u << 20, 0),
     KU("mm_prep_tok", mm_prep_tok, 1, 1u << 30, F_OFF),
+    KU("moe_prep_tok", moe_prep_tok, 1, 1u << 30, F_OFF),
     KU("mm_split_wgs", mm_split_wgs, 1, 1u << 20, F_OFF),
     KU("mm_split_k", mm_split_k, 32, 1u << 30, 0),
     KB("attn_dec", attn_dec),

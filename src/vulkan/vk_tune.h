@@ -89,6 +89,8 @@ typedef struct vktune {
     uint32_t mm_prep_tok;     /* from this many tokens the f16 GEMMs multiply a dequantised copy of
                                  the weights (mm_prep.comp); below, they dequantise each tile as they
                                  load it (ZN_VK_OFF: always the latter) */
+    uint32_t moe_prep_tok;    /* the same for the grouped MoE GEMM, counted in tokens per expert (the
+                                 pairs spread evenly over the experts) */
     /* attention */
     bool attn_dec;            /* decode on attn_dec.comp (a workgroup per KV head and split) */
     uint32_t attn_chunk;      /* split-K: keys per split at most */

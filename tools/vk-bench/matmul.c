@@ -12,7 +12,7 @@
  * subgroup / threads) and in the one picked by shape (the default), then
  * (devices with VK_NV_cooperative_matrix2) the same for
  * mmf_cm2.comp (zn_vk_cm2_cfgs: rows x tokens per workgroup, k step).
- * Every f16-path row is timed both ways (tuning mm_prep_tok): "prep",
+ * Every f16-path row is timed both ways (tuning mm_prep_tok, moe_prep_tok): "prep",
  * the weights dequantised into the scratch first, and "direct", each A
  * tile dequantised from the weights as the GEMM loads it.
  * "prep" = dequantise + convert, "gemm" = the multiply. Random bytes stand
@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
                 if (ci < ZN_VK_MM_NCFG && (!vkops_mm_cfg_fits(&o, ci) || (only_cm2 && cm2))) continue;
                 o.t.mm_cfg = ci < ZN_VK_MM_NCFG ? ci : ZN_VK_MM_AUTO;
                 for (int pa = 0; pa < 2; pa++) {
-                    o.t.mm_prep_tok = PATHS[pa];
+                    o.t.mm_prep_tok = o.t.moe_prep_tok = PATHS[pa];
                     char name[64];
                     const char *k = cm ? "cm" : "emu", *path = pa ? "direct" : "prep";
                     if (ci == ZN_VK_MM_NCFG) snprintf(name, sizeof name, "f16 %s %s auto", k, path);
@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
                 o.t.cm2_cfg = ci < ZN_VK_CM2_NCFG ? ci : ZN_VK_MM_AUTO;
                 for (int pa = 0; pa < 2; pa++) {
                     o.mm_cm2 = true;
-                    o.t.mm_prep_tok = PATHS[pa];
+                    o.t.mm_prep_tok = o.t.moe_prep_tok = PATHS[pa];
                     char name[64];
                     if (ci == ZN_VK_CM2_NCFG) snprintf(name, sizeof name, "f16 cm2 %s auto", pa ? "direct" : "prep");
                     else snprintf(name, sizeof name, "f16 cm2 %s %ux%u k%ux%u", pa ? "direct" : "prep", f->bm, f->bn, f->bk,
