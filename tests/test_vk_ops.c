@@ -209,6 +209,32 @@ static void test_matmat_types(void) {
     }
 }
 
+/* The tiled kernel split over k (tuning mt_split_k: matmul.comp SPLIT, then
+ * mm_reduce.comp applying the epilogue once): F32 and Q4_K, bias, scale and
+ * residual, k in ranges of 64 columns with a shorter last one, several
+ * tiles each way, against the same double-precision reference; the split
+ * pipeline must be the one that ran. */
+static void test_tiled_split(void) {
+    const vkops saved = E.o;
+    E.o.coopmat = false; /* matmul.comp, not matmul_cm.comp */
+    E.o.t.mt_split_k = 64, E.o.t.mm_split_wgs = 64;
+    E.o.mm_scratch_bytes = 16u << 20;
+    const zn_type types[] = {ZN_TYPE_F32, ZN_TYPE_Q4_K};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        const zn_type t = types[i];
+        const int cols = t == ZN_TYPE_F32 ? 300 : 768;
+        E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr; /* mm_case's reset() frees it */
+        const double e1 = mm_case(t, 130, cols, 131, true, K_MAT);
+        E.o.mm_scratch = dev_out(E.o.mm_scratch_bytes).addr;
+        const double e2 = mm_case(t, 33, cols, 5, false, K_MAT);
+        CHECK_MSG(e1 <= MM_TOL && e2 <= MM_TOL, "%s split over k: nmse %.3g (130x131, extras) %.3g (33x5)", zn_type_name(t),
+                  e1, e2);
+        CHECK_MSG(E.o.pipes[VKO_MATMUL_SPLIT][vktune_slot(t)].pipe != VK_NULL_HANDLE, "%s: not split", zn_type_name(t));
+    }
+    E.o.coopmat = saved.coopmat, E.o.t = saved.t;
+    E.o.mm_scratch = saved.mm_scratch, E.o.mm_scratch_bytes = saved.mm_scratch_bytes;
+}
+
 /* The f16 GEMM path: weights dequantised and activations converted to f16
  * (so nmse ~1e-7 as on cooperative matrices), in several chunks for the
  * 300-row case; emulated everywhere, on cooperative matrices where present. */
@@ -1097,6 +1123,7 @@ int main(void) {
     RUN(test_matmat_types);
     RUN(test_matmat_f16);
     RUN(test_mm_direct_rule);
+    RUN(test_tiled_split);
     RUN(test_matmat_cm2);
     RUN(test_matmat_f16_grouped);
     RUN(test_matmat_split);

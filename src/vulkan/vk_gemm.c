@@ -85,7 +85,7 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
 
 /* ---- specialisation constants ---- */
 
-typedef struct spec_matmul { uint32_t wg, type; } spec_matmul;                       /* matmul.comp, matmul_cm.comp */
+typedef struct spec_matmul { uint32_t wg, type, split; } spec_matmul;                /* matmul.comp, matmul_cm.comp */
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
@@ -100,8 +100,8 @@ static bool kind_aq(vkop_kind k) {
 }
 
 zn_status vkspec_matmul(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_err *err) {
-    (void)o, (void)k, (void)err;
-    VKSPEC(out, spec_matmul, {.wg = 256, .type = (uint32_t)v.type});
+    (void)o, (void)err;
+    VKSPEC(out, spec_matmul, {.wg = 256, .type = (uint32_t)v.type, .split = k == VKO_MATMUL_SPLIT});
     return ZN_OK;
 }
 
@@ -258,6 +258,20 @@ static uint32_t mm_split(const vkops *o, const vkop_mm *a, const mm_plan *pl, ui
     return (pl->kp + k - 1) / k;
 }
 
+/* The second half of a split-K GEMM: mm_reduce.comp sums the nsplit
+ * partials at part (rows r0 .. r0 + rows of a) and applies a's epilogue. */
+static void split_reduce(vkops *o, vkcmd *c, const vkpipe *pr, VkDeviceAddress part, const vkop_mm *a, uint32_t rows,
+                         uint64_t r0, uint32_t nsplit, const char *name) {
+    struct {
+        uint64_t part, y, bias, scale, res, group;
+        uint32_t nrows, n_tok, nsplit, y_stride, r_base, flags;
+    } r = {part, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
+           a->group, rows, a->n_tok, nsplit, a->y_stride, (uint32_t)r0, a->bias_first ? 1u : 0u};
+    _Static_assert(sizeof r <= ZN_VK_PUSH_MAX, "push constants");
+    vkcmd_barrier(c);
+    vkops_dispatch_items(o, c, pr, &r, sizeof r, (rows * a->n_tok + 255) / 256, name);
+}
+
 static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
     if (a->ids && (!a->n_expert || a->n_expert > ZN_MAX_EXPERTS || a->n_slots > ZN_MAX_EXPERTS_USED))
         return zn_errf(err, ZN_ERR_ARG, "vulkan: grouped GEMM over %u experts, %u slots", a->n_expert, a->n_slots);
@@ -348,18 +362,38 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
             g.y = sa, g.bias = g.scale = g.res = g.group = 0, g.y_stride = rows, g.kspl = kspl;
         }
         vkcmd_dispatch(c, pg, &g, sizeof g, (rows + bm - 1) / bm, (a->n_tok + bn - 1) / bn, a->ids ? nu : nsplit, name);
-        if (nsplit > 1) {
-            struct {
-                uint64_t part, y, bias, scale, res, group;
-                uint32_t nrows, n_tok, nsplit, y_stride, r_base, flags;
-            } r = {sa, a->y + 4 * r0, a->bias ? a->bias + 4 * r0 : 0, a->scale, a->res ? a->res + 4 * r0 : 0,
-                   a->group, rows, a->n_tok, nsplit, a->y_stride, (uint32_t)r0, a->bias_first ? 1u : 0u};
-            _Static_assert(sizeof r <= ZN_VK_PUSH_MAX, "push constants");
-            vkcmd_barrier(c);
-            vkops_dispatch_items(o, c, pr, &r, sizeof r, (rows * a->n_tok + 255) / 256, name);
-        }
+        if (nsplit > 1) split_reduce(o, c, pr, sa, a, rows, r0, nsplit, name);
     }
     return ZN_OK;
+}
+
+/* Split-K of the tiled kernel (matmul.comp SPLIT; tuning mt_split_k): its
+ * workgroups walk all of k in serial steps of 32, each a load, two
+ * barriers and the products, so a matrix of few tiles is that chain's
+ * latency: an MoE router (256 f32 rows, 2,048 deep) at 512 tokens, 32
+ * workgroups, took 230 us a layer on an H100 (9 % of the 35B-A3B's
+ * pp512). Split k into ranges of at least t.mt_split_k until there are
+ * about t.mm_split_wgs workgroups, at most ZN_VK_MM_SPLIT_MAX, the
+ * partials in the GEMM scratch. Returns the splits (1: none) and *ks, the
+ * k-steps of 32 per split. */
+static uint32_t mt_split(const vkops *o, const vkop_mm *a, uint32_t tile, uint64_t scratch, uint32_t *ks) {
+    const uint64_t wgs = (uint64_t)((a->nrows + tile - 1) / tile) * ((a->n_tok + tile - 1) / tile);
+    const uint32_t steps = (a->ncols + 31) / 32;
+    if (o->t.mt_split_k == ZN_VK_OFF || o->t.mm_split_wgs == ZN_VK_OFF || wgs >= o->t.mm_split_wgs) return 1;
+    uint64_t n = (o->t.mm_split_wgs + wgs - 1) / wgs;
+    const uint64_t cap = 32ull * steps / o->t.mt_split_k, room = scratch / (4ull * a->n_tok * a->nrows);
+    if (n > cap) n = cap;
+    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
+    if (n > room) n = room;
+    if (n < 2) return 1;
+    *ks = (uint32_t)((steps + n - 1) / n);
+    return (steps + *ks - 1) / *ks;
+}
+
+uint64_t vkops_mt_split_bytes(const vkops *o, const vkop_mm *a) {
+    uint32_t ks = 0;
+    const uint32_t n = a->type == ZN_TYPE_F32 ? mt_split(o, a, 64, UINT64_MAX, &ks) : 1;
+    return n > 1 ? 4ull * n * a->n_tok * a->nrows : 0;
 }
 
 zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn_err *err) {
@@ -374,11 +408,21 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     /* f32 weights stay on the exact f32 kernel: f16 operands would cost
      * their precision */
     const bool cm = o->coopmat && a->type != ZN_TYPE_F32;
-    st = vkops_pipe(o, cm ? VKO_MATMUL_CM : VKO_MATMUL, (vkvar){.type = a->type}, &p, err);
+    const uint32_t tile = cm ? 128 : 64;
+    uint32_t ks = 0;
+    const uint32_t nsplit = cm || !o->mm_scratch ? 1 : mt_split(o, a, tile, o->mm_scratch_bytes, &ks);
+    const vkpipe *pr = NULL;
+    st = vkops_pipe(o, cm ? VKO_MATMUL_CM : nsplit > 1 ? VKO_MATMUL_SPLIT : VKO_MATMUL, (vkvar){.type = a->type}, &p, err);
+    if (!st && nsplit > 1) st = vkops_pipe(o, VKO_MM_REDUCE, (vkvar){0}, &pr, err);
     if (st) return st;
     mm_push pc = vkmm_push(a);
-    const uint32_t tile = cm ? 128 : 64;
-    vkcmd_dispatch(c, p, &pc, sizeof pc, (a->nrows + tile - 1) / tile, (a->n_tok + tile - 1) / tile, 1, name);
+    if (nsplit > 1) { /* the partials go to the scratch, over whatever x an f16 GEMM left there */
+        vkcmd_barrier(c); /* the previous GEMM may still read the scratch */
+        o->mmx_last.x = 0;
+        pc.aux = o->mm_scratch, pc.ids_stride = ks;
+    }
+    vkcmd_dispatch(c, p, &pc, sizeof pc, (a->nrows + tile - 1) / tile, (a->n_tok + tile - 1) / tile, nsplit, name);
+    if (nsplit > 1) split_reduce(o, c, pr, o->mm_scratch, a, a->nrows, 0, nsplit, name);
     return ZN_OK;
 }
 

@@ -46,6 +46,7 @@ static const vkpipe_desc pipe_table[VKO_COUNT] = {
     [VKO_QUANTX] = {"quantx", BY_NONE, 0, 0, vkspec_quantx},
     [VKO_MATMUL] = {"matmul", BY_TYPE, 0, 0, vkspec_matmul},
     [VKO_MATMUL_CM] = {"matmul_cm", BY_TYPE, 0, 32, vkspec_matmul},
+    [VKO_MATMUL_SPLIT] = {"matmul", BY_TYPE, 0, 0, vkspec_matmul},
     [VKO_MM_PREP] = {"mm_prep", BY_TYPE, 0, 0, vkspec_mm_prep},
     [VKO_MOE_BUCKET] = {"moe_bucket", BY_NONE, 0, 0, vkspec_wg256},
     [VKO_MM_REDUCE] = {"mm_reduce", BY_NONE, 0, 0, vkspec_wg256},

@@ -46,6 +46,7 @@ typedef enum vkop_kind {
                                                                 (per tile config and weight type) */
     VKO_MMQ_SPLIT, VKO_MMQ_EMU_SPLIT, VKO_MMQ_CM2_SPLIT,     /* the same, split-K (own pipelines: the others'
                                                                 k bounds stay compile-time aligned) */
+    VKO_MATMUL_SPLIT,                                        /* matmul.comp split-K (per weight type) */
     VKO_MMI8,                                                /* Q4_K GEMM on int8 dot products (t.mmi_*) */
     VKO_MM_REDUCE,                                           /* split-K GEMMs' sums and epilogue */
     VKO_KV_ROT,                                              /* the rotated KV cache's head rotation */

@@ -62,7 +62,7 @@ typedef struct tune_row {
     uint32_t mmi_min_tok, mmi_max_tok, mmi_bn;
     uint32_t small_wg, norm_wg, merge_wg;
     uint32_t mm_min_tok, moe_min_tok, mm_min_rows, mm_min_wgs, cm2_min_wgs, cm2_long_k, mm_prep_tok, moe_prep_tok;
-    uint32_t mm_split_wgs, mm_split_k;
+    uint32_t mm_split_wgs, mm_split_k, mt_split_k;
     uint32_t attn_dec_min, attn_wgs, fa_min_tok, fa_sg_kv;
     uint32_t gdn_tc;
     bool poll;
@@ -201,7 +201,8 @@ static bool any(const vkdev_info *d) { (void)d; return true; }
      .mmi_min_tok = 32, .mmi_max_tok = 64, .mmi_bn = 32,                                                        \
      .small_wg = 64, .norm_wg = 256, .merge_wg = 256, .mm_min_tok = 32, .moe_min_tok = 65, \
      .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 0, .attn_dec_min = 64,            \
-     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_tc = 16, .poll = true, .mm_prep_tok = 128, .moe_prep_tok = 64, .mm_split_wgs = 1056, .mm_split_k = 1024}
+     .attn_wgs = 264, .fa_min_tok = 16, .fa_sg_kv = 1024, .gdn_tc = 16, .poll = true, .mm_prep_tok = 128, .moe_prep_tok = 64, .mm_split_wgs = 1056, .mm_split_k = 1024,             \
+     .mt_split_k = 256}
 
 static const tune_row rows[] = {
     /* CPU implementations (lavapipe): they run a workgroup's subgroups one
@@ -222,7 +223,7 @@ static const tune_row rows[] = {
      .small_wg = SG, .norm_wg = SG, .merge_wg = 32, .mm_min_tok = ZN_VK_OFF,
      .moe_min_tok = ZN_VK_OFF, .mm_min_rows = 128, .mm_min_wgs = 256, .cm2_min_wgs = 96, .cm2_long_k = 8192,
      .attn_dec_min = 256, .attn_wgs = ZN_VK_OFF, .fa_min_tok = 16, .fa_sg_kv = 1024, .poll = false, .mm_prep_tok = ZN_VK_OFF, .moe_prep_tok = ZN_VK_OFF,
-     .mm_split_wgs = ZN_VK_OFF, .mm_split_k = 1024},
+     .mm_split_wgs = ZN_VK_OFF, .mm_split_k = 1024, .mt_split_k = ZN_VK_OFF},
     GPU_ROW("nvidia", is_nvidia),     /* Turing and later: the H200's and H100's */
     GPU_ROW("amd-rdna4", is_rdna4),   /* unmeasured: the GPU defaults */
     GPU_ROW("amd-rdna3", is_rdna3),   /* unmeasured */
@@ -316,6 +317,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->moe_prep_tok = r->moe_prep_tok;
     t->mm_split_wgs = scaled(r, u, r->mm_split_wgs);
     t->mm_split_k = r->mm_split_k;
+    t->mt_split_k = r->mt_split_k;
     t->attn_dec = t->attn_rope = t->fa_cm = t->fa_kv2 = true;
     t->attn_chunk = ZN_VK_AUTO; /* by attn_dec: vktune_init resolves it */
     t->attn_dec_min = r->attn_dec_min;
@@ -399,6 +401,7 @@ static const tune_key keys[] = {
     KU("moe_prep_tok", moe_prep_tok, 1, 1u << 30, F_OFF),
     KU("mm_split_wgs", mm_split_wgs, 1, 1u << 20, F_OFF),
     KU("mm_split_k", mm_split_k, 32, 1u << 30, 0),
+    KU("mt_split_k", mt_split_k, 32, 1u << 30, F_OFF),
     KB("attn_dec", attn_dec),
     KU("attn_chunk", attn_chunk, 1, 1u << 20, F_AUTO),
     KU("attn_dec_min", attn_dec_min, 0, 1u << 30, 0),

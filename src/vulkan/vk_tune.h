@@ -86,6 +86,8 @@ typedef struct vktune {
     uint32_t mm_split_wgs;    /* a GEMM dequantising its tiles with fewer workgroups splits k until it has
                                  about this many (ZN_VK_OFF: never) ... */
     uint32_t mm_split_k;      /* ... into ranges of at least this many */
+    uint32_t mt_split_k;      /* the tiled f32 kernel (matmul.comp) likewise, in ranges of at least this
+                                 many (ZN_VK_OFF: never) */
     uint32_t mm_prep_tok;     /* from this many tokens the f16 GEMMs multiply a dequantised copy of
                                  the weights (mm_prep.comp); below, they dequantise each tile as they
                                  load it (ZN_VK_OFF: always the latter) */

@@ -95,7 +95,12 @@ static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
             a.n_slots = (uint32_t)route->cols / 2;
             a.x_slot_stride = x->rows == route->rows ? 0 : a.ncols;
         }
-        if (t->type == ZN_TYPE_F32 || a.n_tok < (a.ids ? c->o.t.moe_min_tok : c->o.t.mm_min_tok)) continue;
+        if (a.n_tok < (a.ids ? c->o.t.moe_min_tok : c->o.t.mm_min_tok)) continue;
+        if (t->type == ZN_TYPE_F32) { /* the tiled kernel's split-K partials, if it splits */
+            const uint64_t b = a.ids || a.nrows < c->o.t.mm_min_rows ? 0 : vkops_mt_split_bytes(&c->o, &a);
+            if (b > need) need = b;
+            continue;
+        }
         const uint64_t b = vkops_mm_scratch_bytes(&c->o, &a, cap);
         if (b > need) need = b;
     }

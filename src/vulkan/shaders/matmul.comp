@@ -3,10 +3,17 @@
 // 64-token output tile per workgroup of 256 threads, 4x4 outputs per thread.
 // Each k-step of 32: threads 0..63 dequantise one weight row's 32 values
 // into shared memory while the others stage the 64 tokens' activations.
+// Split-K (SPLIT, vk_gemm.c mt_split): with few tiles (an MoE router of 256
+// f32 rows at 512 tokens: 32 workgroups, each 64 serial k-steps of a load,
+// two barriers and its products) workgroup z takes k-steps z * ks ..
+// (ks = p.ids_stride) and stores its raw tile at p.aux as
+// part[z][token][row]; mm_reduce.comp sums those in order and applies the
+// epilogue.
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint TYPE = 0;
+layout(constant_id = 2) const bool SPLIT = false;
 layout(local_size_x_id = 0) in;
 
 #include "dq.glsl"
@@ -27,7 +34,8 @@ void main() {
         for (uint j = 0; j < 4u; j++) acc[i][j] = 0.0;
 
     const uint nsteps = (p.ncols + 31u) / 32u;
-    for (uint s = 0; s < nsteps; s++) {
+    const uint s0 = SPLIT ? gl_WorkGroupID.z * p.ids_stride : 0u, s1 = SPLIT ? min(s0 + p.ids_stride, nsteps) : nsteps;
+    for (uint s = s0; s < s1; s++) {
         if (tid < BM) {
             float wv[32];
             uint row = row0 + tid;
@@ -57,7 +65,9 @@ void main() {
         if (t >= p.n_tok) break;
         for (uint i = 0; i < 4u; i++) {
             uint row = row0 + tr + i;
-            if (row < p.nrows) mm_store(t * p.y_stride + row, row, 0u, acc[i][j]);
+            if (row >= p.nrows) break;
+            if (SPLIT) F32(p.aux).v[(gl_WorkGroupID.z * p.n_tok + t) * p.nrows + row] = acc[i][j];
+            else mm_store(t * p.y_stride + row, row, 0u, acc[i][j]);
         }
     }
 }

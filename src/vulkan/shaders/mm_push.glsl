@@ -8,11 +8,11 @@ layout(push_constant) uniform PC {
     uint64_t ids;      // 0 or expert indices stored as f32: ids[t * ids_stride + slot];
                        // grouped mat-vec (flags bit 4): the address of its Group block
     uint64_t aux;      // XM_RMSNORM: norm weight [ncols]; XM_SWIGLU: the "up" rows (like x);
-                       // XM_SIGMUL: the gate rows (like x)
+                       // XM_SIGMUL: the gate rows (like x); matmul.comp SPLIT: the partials
     uint expert_bytes;
     uint ncols, nrows, row_bytes, n_slots;
     uint x_stride, y_stride, x_slot_stride, y_slot_stride;
-    uint n_tok, ids_stride;
+    uint n_tok, ids_stride; // matmul.comp SPLIT: ids_stride is the k-steps of a split
     uint flags;        // bit 0: y = (acc + bias) * scale, else acc * scale + bias;
                        // bit 1: x rows (and slots) start 16-byte aligned; bits 2-3: x mode;
                        // bit 4: grouped (matvec.comp); bit 5: ids is a Route block, the
