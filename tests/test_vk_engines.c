@@ -32,10 +32,9 @@ static zn_engine_opts side_opts(int i) {
         o.be.tune = "intdot=off,attn_dec=off,attn_chunk=4,fa_cm=off,mv_rows=1";
         o.be.no_fusion = true;
     }
-    if (i == 3) { /* the prompt's matmuls on the f16 GEMM (however few rows), the norms and SwiGLUs in its x;
-                     decode's fused mat-vecs a row per subgroup where that fills the GPU better */
+    if (i == 3) { /* the prompt's matmuls on the f16 GEMM (however few rows), the norms and SwiGLUs in its x */
         o.be.mm_emulate = true;
-        o.be.tune = "mm_min_rows=0,mvx_fill=on";
+        o.be.tune = "mm_min_rows=0";
     }
     return o;
 }
@@ -191,9 +190,8 @@ static void pipelines_case(const char *name, bool all, bool sg) {
     zn_model m;
     zn_engine_opts o;
     if (!vk_fixture(name, &m, &o)) return;
-    /* small thresholds: splits from 9 keys, attn_dec.comp from 25; a row per subgroup where it fills the
-     * GPU better (mvx_fill: pipelines of their own, which the init pass must make too) */
-    o.be.tune = "attn_chunk=8,attn_dec_min=24,mvx_fill=on";
+    /* small thresholds: splits from 9 keys, attn_dec.comp from 25 */
+    o.be.tune = "attn_chunk=8,attn_dec_min=24";
     long late = pipelines_during(&m, o, 0, 30);
     CHECK_MSG(late == 0, "%s, %s: %ld pipelines created after init", name, o.be.tune, late);
     if (all) {

@@ -1,6 +1,6 @@
 /* The fusions of the integer mat-vec against references computed op by op
  * (tests/vk_mm_test.h): the gated norm in its SwiGLU x, which fused class
- * a call takes, a row per subgroup where that fills the GPU (mvx_fill), a MoE layer's tail in its experts' down, the routing in
+ * a call takes, a MoE layer's tail in its experts' down, the routing in
  * its experts' gate / up. Split from test_vk_ops.c. */
 #include "vk_mm_test.h"
 
@@ -400,87 +400,10 @@ static void test_matvec_moe_route(void) {
     CHECK_EQ_INT(st, ZN_ERR_UNSUPPORTED);
 }
 
-/* mvx_fill: a row per subgroup where the tuning's rows leave workgroups
- * without blocks or a round short (vk_matvec.c mvx_rows1). The cpu class
- * runs 4 rows per one-subgroup workgroup, 16 workgroups per token: 40 rows
- * make 10 blocks (4 rows each, one round) against 40 blocks of 1 (3
- * rounds of 1 row: cheaper), 256 rows 64 blocks (4 rounds of 4) against
- * 256 (16 of 1: even, so the tuning's rows stay); experts' slots (z > 1)
- * keep them too. Each row sums the same steps in the same order either
- * way, so the results are the same bits. */
-static bool r1_built(zn_type t) {
-    const int ts = vktune_slot(t);
-    for (int k = VKO_MATVEC_QX_S; k <= VKO_MATVEC_QX_L; k++)
-        for (int cfg = 8; cfg < 16; cfg++)
-            if (E.o.pipes[k][cfg * ZN_VK_NTYPES + ts].pipe) return true;
-    return false;
-}
-
-static void test_matvec_fill(void) {
-    if (!E.o.mvx) SKIP("no fused integer mat-vec on %s", E.d.info.name);
-    const vktune saved = E.o.t;
-    vktune_set_all(E.o.t.mvx_t[0].rows, 4), vktune_set_all(E.o.t.mvx_t[0].wgs, 16);
-    vktune_set_all(E.o.t.mvx_t[0].wg, E.d.info.subgroup_size);
-    const zn_type t = ZN_TYPE_Q4_K;
-    const int cols = 256, rows_of[2] = {40, 256};
-    for (int c = 0; c < 2; c++) {
-        const int rows = rows_of[c];
-        float *wf = malloc(sizeof(float) * rows * cols), x[256], xq[256], y[2][256];
-        double *ref = malloc(sizeof(double) * rows);
-        void *wq = make_weights(t, rows, cols, wf);
-        fill(x, cols, 1.0f);
-        memcpy(xq, x, sizeof x);
-        q8_round(xq, cols);
-        for (int r = 0; r < rows; r++) {
-            double sum = 0;
-            for (int k = 0; k < cols; k++) sum += (double)wf[r * cols + k] * xq[k];
-            ref[r] = sum;
-        }
-        const size_t rb = vkq_row_bytes(t, cols);
-        vkref dw = dev_up(wq, rb * rows), dx = dev_up(x, sizeof x), dy = dev_out(sizeof(float) * rows);
-        const vkop_mm a = {.type = t, .w = dw.addr, .x = dx.addr, .y = dy.addr, .ncols = cols, .nrows = (uint32_t)rows,
-                           .row_bytes = (uint32_t)rb, .n_tok = 1, .x_stride = cols, .y_stride = (uint32_t)rows};
-        bool built[2] = {false, false};
-        double e[2] = {INFINITY, INFINITY};
-        for (int fill_on = 0; fill_on < 2; fill_on++) {
-            E.o.t.mvx_fill = fill_on;
-            mv_pipes_drop();
-            zn_err err = {0};
-            if (begin()) {
-                zn_status st = vkop_matvec(&E.o, &E.c, &a, "fill", &err);
-                if (st) fprintf(stderr, "  %s\n", err.msg);
-                if (run() && !st) {
-                    dev_down(dy, y[fill_on], sizeof(float) * rows);
-                    e[fill_on] = nmse(y[fill_on], ref, (size_t)rows);
-                }
-            }
-            built[fill_on] = r1_built(t);
-        }
-        reset();
-        CHECK_MSG(e[0] <= MM_TOL_Q8 && e[1] <= MM_TOL_Q8, "%d rows: nmse %.3g / %.3g", rows, e[0], e[1]);
-        CHECK_MSG(!memcmp(y[0], y[1], sizeof(float) * rows), "%d rows: other bits with a row per subgroup", rows);
-        CHECK_MSG(!built[0] && built[1] == (c == 0), "%d rows: a row per subgroup %s", rows, built[1] ? "taken" : "not taken");
-        free(wf);
-        free(ref);
-        free(wq);
-    }
-    /* several x rows (a token's two expert slots): they fill the GPU through z, the tuning's rows stay */
-    E.o.t.mvx_fill = true;
-    mv_pipes_drop();
-    const vkref z = {.addr = 1ull << 40}; /* never read: nothing is recorded */
-    const vkop_mm ex = moe_args(t, 8, 40, cols, 1, 2, false, z, z, z, z, z);
-    zn_err err = {0};
-    CHECK(vkop_matmul(&E.o, NULL, &ex, "fill", &err) == ZN_OK);
-    CHECK_MSG(!r1_built(t), "one token's 2 expert slots took a row per subgroup");
-    E.o.t = saved;
-    mv_pipes_drop();
-}
-
 int main(void) {
     if (!setup("vk_mv_fused")) return no_device("vk_mv_fused");
     RUN(test_matvec_gated_norm);
     RUN(test_matvec_expert_class);
-    RUN(test_matvec_fill);
     RUN(test_matvec_moe_tail);
     RUN(test_matvec_moe_route);
     teardown();

@@ -46,7 +46,7 @@ static vkdev_info lavapipe(void) {
  * mmi_* (the int8 GEMM, off where the device has NV cooperative matrix 2: test_mmi_without_cm2). */
 static const char *const H200_TUNING =
     "mv_wg=128,mv_rows=2,mv_rows.q4_k=4,mv_rows.q5_k=4,mv_one_rows=512,intdot=on,mvq_rows=2,mvq_unroll=2,mvq_pn=0,"
-    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_fill=off,mvx_big_mb=off,mvx_wg=512,mvx_rows=2,mvx_rows.q6_k=1,mvx_unroll=2,mvx_unroll.q6_k=1,mvx_wgs=132,mvx_pf=0,"
+    "qx_sk=1,qx_wg=256,mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_big_mb=off,mvx_wg=512,mvx_rows=2,mvx_rows.q6_k=1,mvx_unroll=2,mvx_unroll.q6_k=1,mvx_wgs=132,mvx_pf=0,"
     "mvx_pn=0,mvxb_wg=128,mvxb_rows=2,mvxb_rows.q6_k=1,mvxb_unroll=2,mvxb_unroll.q6_k=1,"
     "mvxb_wgs=528,mvxb_pf=0,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
     "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,mmi_min_tok=off,mmi_max_tok=64,mmi_bn=32,small_wg=64,norm_wg=256,"
@@ -156,7 +156,7 @@ static void test_lavapipe(void) {
     vktune_describe(&t, buf, sizeof buf);
     /* one subgroup per workgroup, no tiled GEMM, 16 fused workgroups (several tokens: x by quantx.comp), no polling */
     CHECK_EQ_STR(buf, "mv_wg=8,mv_rows=4,mv_one_rows=512,intdot=on,mvq_rows=4,mvq_unroll=1,mvq_pn=0,qx_sk=0,qx_wg=8,"
-                      "mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_fill=off,mvx_big_mb=off,mvx_wg=8,mvx_rows=4,mvx_unroll=1,mvx_wgs=16,mvx_pf=0,mvx_pn=0,"
+                      "mvx=on,mvx_modes=15,moe_tail=off,moe_route=off,mv_conv=off,mv_gnorm=off,mvx_big_mb=off,mvx_wg=8,mvx_rows=4,mvx_unroll=1,mvx_wgs=16,mvx_pf=0,mvx_pn=0,"
                       "mvxb_wg=8,mvxb_rows=4,mvxb_unroll=1,mvxb_wgs=16,mvxb_pf=0,mvxb_pf.q4_k=2,mvxb_pf.q5_k=2,"
                       "mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=8,mvt_rows=4,mvt_unroll=1,mvt_wgs=16,mvt_pf=0,mvt_pn=0,"
                       "mmi_min_tok=off,mmi_max_tok=64,mmi_bn=16,"

@@ -60,7 +60,6 @@ typedef struct mvq_cfg { uint32_t wg, rows, unroll, wgs, pf, pn, xb, nt, ks, rt,
 #define MVQ_RT 1u /* vkvar.cfg of the QX / QXB / QTX kinds: the routing compiled in */
 #define MVQ_GN 2u /* ... the gated norm */
 #define MVQ_CV 4u /* ... a group's conv (all the integer kinds: the one feature quantx.comp's x may carry) */
-#define MVQ_R1 8u /* the QX / QXB kinds: a row per subgroup whatever the tuning's rows (t.mvx_fill) */
 static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
     const int ts = vktune_slot(v.type), i = ts < 0 ? 0 : ts;
     const vktune *tu = &o->t;
@@ -76,8 +75,8 @@ static mvq_cfg mvq_cfg_for(const vkops *o, vkop_kind k, vkvar v) {
         return (mvq_cfg){tu->mv_wg, tu->mvt_t.rows[i], tu->mvt_t.unroll[i], 0, 0, tu->mvq_pn, 0, tu->mvt, 0, 0, 0, cv};
     const bool mvt = k == VKO_MATVEC_QTX_S || k == VKO_MATVEC_QTX_L;
     const vktune_mvx *x = mvt ? &tu->mvt_t : &tu->mvx_t[k >= VKO_MATVEC_QXB_S && k <= VKO_MATVEC_QXB_L];
-    return (mvq_cfg){x->wg[i], !mvt && (v.cfg & MVQ_R1) ? 1 : x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i],
-                     vkmm_mvx_cap(o, k) / 32, mvt ? tu->mvt : 1, 0, (v.cfg & MVQ_RT) != 0, (v.cfg & MVQ_GN) != 0, cv};
+    return (mvq_cfg){x->wg[i], x->rows[i], x->unroll[i], x->wgs[i], x->pf[i], x->pn[i], vkmm_mvx_cap(o, k) / 32,
+                     mvt ? tu->mvt : 1, 0, (v.cfg & MVQ_RT) != 0, (v.cfg & MVQ_GN) != 0, cv};
 }
 
 /* Tokens per workgroup of the integer mat-vec of a: t.mvt where one
@@ -175,30 +174,6 @@ static void quantize_x(vkops *o, vkcmd *c, const vkop_mm *a, const mm_push *mp, 
     const uint32_t per = o->t.qx_sk * qx_wg(o), parts = per ? (a->ncols / 4 + per - 1) / per : 1;
     vkops_dispatch_items(o, c, p, &pc, sizeof pc, rows * parts, "quantx");
     vkcmd_barrier(c);
-}
-
-/* t.mvx_fill: does the fused mat-vec of nrows rows (one x row: one token,
- * one slot; class big) finish sooner with a row per subgroup than with the
- * tuning's rows?
- * Its workgroups loop over row blocks; a subgroup's time goes as the
- * rounds of blocks its workgroup takes times the rows of each. Fewer rows
- * per subgroup make more blocks, so matrices that gave some SMs no block
- * spread over all of them (a 2,048-row matrix at 32 rows a block gives 64
- * blocks to 132 SMs), and those that left some SMs one round short even
- * out (192 blocks over 132 workgroups: 2 rounds of 2 rows, against 3 of
- * 1). Equal times keep the tuning's rows: more loads in flight per lane. */
-static bool mvx_rows1(const vkops *o, zn_type t, uint32_t ncols, uint32_t nrows, bool big) {
-    const int ts = vktune_slot(t);
-    const vktune_mvx *x = &o->t.mvx_t[big];
-    if (!o->t.mvx_fill || ts < 0 || x->rows[ts] <= 1 || !x->wgs[ts]) return false;
-    const uint32_t per_nr = (x->wg[ts] / o->d->info.subgroup_size) << matvec_q_groups(o, t, ncols);
-    uint64_t cost[2];
-    for (int i = 0; i < 2; i++) {
-        const uint32_t nr = i ? 1 : x->rows[ts], per_wg = per_nr * nr;
-        const uint32_t blocks = (nrows + per_wg - 1) / per_wg, wgs = blocks < x->wgs[ts] ? blocks : x->wgs[ts];
-        cost[i] = (uint64_t)((blocks + wgs - 1) / wgs) * nr;
-    }
-    return cost[1] < cost[0];
 }
 
 /* The fused integer mat-vec's pipeline for a row of ncols, t.mvt tokens
@@ -333,9 +308,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     /* the routing and the gated norm in pipelines of their own (matvec_q.comp's RT and GN): the
      * others carry none of their code */
     const uint32_t feat = (a->route ? MVQ_RT : 0u) | (a->gn_w ? MVQ_GN : 0u) | (a->group_conv ? MVQ_CV : 0u);
-    /* one x row only: several (token, slot) pairs fill the GPU through z */
-    const uint32_t r1 = iq && a->n_tok * pc.n_slots == 1 && mvx_rows1(o, a->type, a->ncols, a->nrows, big) ? MVQ_R1 : 0u;
-    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, feat | r1, &kq) : NULL;
+    const vkpipe *px = iq ? mvx_pipe(o, a->type, a->ncols, (uint32_t)a->xmode, big, nt > 1, feat, &kq) : NULL;
     if (a->gn_w && !px) /* only its workgroups norm x's groups */
         return zn_errf(err, ZN_ERR_UNSUPPORTED, "vulkan: no gated norm in the %s mat-vec", zn_type_name(a->type));
     if (a->route && !px) /* only its workgroups pick experts */
@@ -353,7 +326,7 @@ zn_status vkop_matvec(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     if (st) return st;
     uint32_t per_sg = one ? 1 : mv_rows_for(o, a->type), wg = one ? o->d->info.subgroup_size : o->t.mv_wg;
     uint32_t z = a->n_tok * pc.n_slots;
-    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type, .cfg = px ? feat | r1 : feat}) : (mvq_cfg){0};
+    const mvq_cfg mc = px || q ? mvq_cfg_for(o, kq, (vkvar){.type = a->type, .cfg = feat}) : (mvq_cfg){0};
     if (px || q) {
         const uint32_t lg = matvec_q_groups(o, a->type, a->ncols);
         pc.flags |= lg << 8;

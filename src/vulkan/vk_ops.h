@@ -57,7 +57,7 @@ typedef enum vkop_kind {
 
 /* Pipeline variants of one kind: a weight type slot, a tile config, or
  * both (config * ZN_VK_NTYPES + type slot). */
-#define ZN_VK_NVAR (ZN_VK_NTYPES * 16)
+#define ZN_VK_NVAR (ZN_VK_NTYPES * 8)
 
 typedef struct vkops {
     vkdev *d;

@@ -285,10 +285,6 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     /* the DeltaNet's conv and gated norm in the mat-vecs: off, the 35B's tg128 on an H100 216 tok/s with
      * them against 225 without, the 2B's 474-476 against 476-485 (the same file) */
     t->mv_conv = t->mv_gnorm = false;
-    /* a row per subgroup where that fills the GPU better: off until measured (an H100's tg128 with a row per
-     * subgroup everywhere: the 2B, whose 2,048-row matrices gave 64 blocks to 132 SMs, 557 -> 576 tok/s, the
-     * 8B 267 -> 264, bench/results/2026-12-07-s35.md) */
-    t->mvx_fill = false;
     t->mvx_big_mb = r->mvx_big_mb;
     t->mvt = r->mvt;
     t->mvt_modes = r->mvt_modes;
@@ -374,7 +370,6 @@ static const tune_key keys[] = {
     KB("moe_route", moe_route),
     KB("mv_conv", mv_conv),
     KB("mv_gnorm", mv_gnorm),
-    KB("mvx_fill", mvx_fill),
     KU("mvx_big_mb", mvx_big_mb, 0, 1u << 20, F_OFF),
     KX("mvx", mvx_t[0]),
     KX("mvxb", mvx_t[1]),

@@ -56,8 +56,6 @@ typedef struct vktune {
     bool moe_route;           /* a MoE layer's experts' gate / up mat-vec picks the experts itself (vkop_mm.route) */
     bool mv_conv;             /* a decode step's conv runs in the (grouped) mat-vec before it (vkop_group.conv) */
     bool mv_gnorm;            /* the gated norm's group RMS norm runs in the mat-vec reading its SwiGLU (vkop_mm.gn_w) */
-    bool mvx_fill;            /* one token's fused mat-vec takes a row per subgroup where that spreads its
-                                 row blocks over more of the GPU (vk_matvec.c mvx_rows1) */
     vktune_mvx mvx_t[2];      /* [1]: per-token experts of several tokens, and matrices of mvx_big_mb
                                  MiB and more; [0]: the rest */
     uint32_t mvx_big_mb;      /* MiB of one matrix from which mvx_t[1] applies (ZN_VK_OFF: never) */
