@@ -209,19 +209,15 @@ void aq_put(uint buf) {
 // of B issued at each step left a batched decode step's GEMMs latency-bound).
 // Token tiles of up to 64 (the ones batched decode uses): a 256-token tile
 // (128 x 256, a sweep config) would want 110 KB of shared memory in all.
-// Grouped, B's rows are the expert's pairs (g_off .. g_off + g_cnt): a
-// prompt's experts of a few dozen tokens each dequantise their tiles too
-// (vk_gemm.c vkops_mm_direct), and had the same wait on each step's B.
-const bool AQS = AQ && BN <= 64u;
+const bool AQS = AQ && !GROUPED && BN <= 64u;
 const uint BU = (BN * BK / 8u + WG - 1u) / WG;
 shared uvec4 sb[AQS ? 2u * BN * LQ : 1u];
 uvec4 bq_v[AQS ? BU : 1u];
 
-void bq_fetch(uint tok0, uint k0, uint kp) { // zeros past the tokens (dense) or pairs (grouped) and kp
+void bq_fetch(uint tok0, uint k0, uint kp) { // zeros past the tokens and kp
     for (uint u = 0; u < BU; u++) {
         const uint i = gl_LocalInvocationID.x + u * WG, t = tok0 + i / (BK / 8u), k = k0 + 8u * (i % (BK / 8u));
-        bq_v[u] = i < BN * BK / 8u && t < g_cnt && k < kp ? U32x4(p.b + 2ul * (uint64_t(g_off + t) * kp + k)).v[0]
-                                                           : uvec4(0);
+        bq_v[u] = i < BN * BK / 8u && t < p.n_tok && k < kp ? U32x4(p.b + 2ul * (uint64_t(t) * kp + k)).v[0] : uvec4(0);
     }
 }
 void bq_put(uint buf) {
@@ -230,7 +226,7 @@ void bq_put(uint buf) {
         if (i < BN * BK / 8u) sb[(buf * BN + i / (BK / 8u)) * LQ + i % (BK / 8u)] = bq_v[u];
     }
 }
-#define AQS_LOOP(MB, ACCV)                                                                                      \
+#define AQS_LOOP(ACCV)                                                                                          \
     {                                                                                                           \
         const uint nk = (ke - kb + BK - 1u) / BK;                                                               \
         barrier(); /* the previous token tile is done with sq, sb */                                            \
@@ -246,7 +242,7 @@ void bq_put(uint buf) {
                 bq_fetch(tok0, kb + (kt + 1u) * BK, kp);                                                        \
             }                                                                                                   \
             MAT_A ma;                                                                                           \
-            MB(mb);                                                                                             \
+            MAT_B mb;                                                                                           \
             coopMatLoad(ma, sq, (kt & 1u) * BM * LQ, LQ, gl_CooperativeMatrixLayoutRowMajor);                   \
             coopMatLoad(mb, sb, (kt & 1u) * BN * LQ, LQ, gl_CooperativeMatrixLayoutColumnMajor);                \
             ACCV = coopMatMulAdd(ma, mb, ACCV);                                                                 \
@@ -308,20 +304,18 @@ void main() {
             barrier();
             if (g_cnt - tok0 <= BNH) {
                 ACC2 acc = ACC2(0.0);
-                if (AQS) AQS_LOOP(DECL_B2, acc)
-                else if (AQ) AQ_LOOP(B_GROUP2, DECL_B2, acc)
+                if (AQ) AQ_LOOP(B_GROUP2, DECL_B2, acc)
                 else if (a_inside) K_LOOP(la, B_GROUP2, DECL_B2, acc) else K_LOOP(lac, B_GROUP2, DECL_B2, acc)
                 coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
             } else {
                 ACC acc = ACC(0.0);
-                if (AQS) AQS_LOOP(DECL_B, acc)
-                else if (AQ) AQ_LOOP(B_GROUP, DECL_B, acc)
+                if (AQ) AQ_LOOP(B_GROUP, DECL_B, acc)
                 else if (a_inside) K_LOOP(la, B_GROUP, DECL_B, acc) else K_LOOP(lac, B_GROUP, DECL_B, acc)
                 coopMatPerElementNV(acc, acc, store_elem, row0, tok0);
             }
         } else {
             ACC acc = ACC(0.0);
-            if (AQS) AQS_LOOP(DECL_B, acc)
+            if (AQS) AQS_LOOP(acc)
             else if (AQ) {
                 if (tok0 + BN <= p.n_tok && kp % BK == 0u) AQ_LOOP(B_PLAIN, DECL_B, acc) else AQ_LOOP(B_CLAMP, DECL_B, acc)
             } else if (a_inside && tok0 + BN <= p.n_tok) K_LOOP(la, B_PLAIN, DECL_B, acc) else K_LOOP(lac, B_CLAMP, DECL_B, acc)
