@@ -209,6 +209,24 @@ static void test_matmat_types(void) {
     }
 }
 
+/* The grouped GEMM's NV-coopmat2 tiles by shape: 64 x 64 or larger at any
+ * tokens per expert, with or without the dequantised copy (the narrower
+ * ones left outputs unwritten on an H200, vk_gemm.c vkops_cm2_cfg), while
+ * a dense batched decode step keeps its narrow tiles. */
+static void test_cm2_cfg_grouped(void) {
+    const uint32_t saved = E.o.t.cm2_cfg;
+    E.o.t.cm2_cfg = ZN_VK_AUTO;
+    static const uint32_t toks[] = {1, 8, 16, 32, 33, 64, 65, 128, 600};
+    for (size_t i = 0; i < sizeof toks / sizeof *toks; i++)
+        for (int direct = 0; direct < 2; direct++) {
+            const vkcm2_cfg *f = &zn_vk_cm2_cfgs[vkops_cm2_cfg(&E.o, 512, toks[i], 2048, 256, direct)];
+            CHECK_MSG(f->bm >= 64 && f->bn >= 64, "grouped, %u tokens an expert%s: %ux%u", toks[i],
+                      direct ? ", no copy" : "", f->bm, f->bn);
+        }
+    CHECK_EQ_INT(zn_vk_cm2_cfgs[vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true)].bm, 32);
+    E.o.t.cm2_cfg = saved;
+}
+
 /* The tiled kernel split over k (tuning mt_split_k: matmul.comp SPLIT, then
  * mm_reduce.comp applying the epilogue once): F32 and Q4_K, bias, scale and
  * residual, k in ranges of 64 columns with a shorter last one, several
@@ -1124,6 +1142,7 @@ int main(void) {
     RUN(test_matmat_f16);
     RUN(test_mm_direct_rule);
     RUN(test_tiled_split);
+    RUN(test_cm2_cfg_grouped);
     RUN(test_matmat_cm2);
     RUN(test_matmat_f16_grouped);
     RUN(test_matmat_split);

@@ -42,9 +42,9 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); cm2_cfg() picks 1, 2 or 3, and 3 to 6 for
- * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 7
- * are for sweeps (tuning key cm2_cfg). */
+ * k steps per loop iteration); vkops_cm2_cfg() picks 1, 2 or 3, and 4 or 5
+ * for batched decode steps whose A tiles are dequantised in the GEMM; 0, 6
+ * and 7 are for sweeps (tuning key cm2_cfg). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
     {32, 32, 64, 4},   {32, 64, 64, 4},   {64, 32, 64, 4},  {128, 64, 64, 4},
@@ -57,8 +57,19 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
  * for 128 x 128, 2B gate+up 121 against 94, 8B attn_k, 1024 rows, 114 on
  * 64 x 64 against 76). 128 x 256 (f32 accumulators: twice the registers)
  * was 1.3-1.8x slower than 128 x 128 everywhere. */
-static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct) {
+uint32_t vkops_cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct) {
     if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
+    /* Grouped: 64 x 64 up to 64 tokens an expert, whichever way A comes.
+     * On an H200 (driver 580.159.04, 2026-12-07, bench/results/2026-12-07-
+     * s36.md call 2) the grouped op tests (test_vk_ops test_moe_grouped,
+     * test_matmat_f16_grouped) left outputs unwritten, their NaN poison
+     * intact: with the copy, every type in the 32 x 32 and 32 x 64 tiles
+     * (the log stops there) while 128 x 256 to 64 x 64 passed; the x-mode
+     * cases on the tiles this picked by shape (64 x 32 with the copy, 32 x
+     * 32 without) both ways. The narrow tiles' speed (35B-A3B pp512 3,467
+     * -> 4,390 tok/s on 64 x 32, s27) is void with them; until the cause is
+     * found the grouped GEMM keeps to a tile that passed. */
+    if (groups > 1) return toks <= 64 ? 3 : 2;
     /* Batched decode with the A tiles dequantised in the GEMM (tuning
      * mm_prep_tok, moe_prep_tok; a token tile or less, experts a few tokens each): the
      * weights are read once whatever the tile, so the tokens get the
@@ -72,15 +83,10 @@ static uint32_t cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k
      * 1,452 against 32 x 64 1,385 (bench/results/2026-12-06-s26.md).
      * The dequantised copy keeps the choice below, measured on the H200. */
     if (direct && toks <= 64) return toks <= 32 ? 4 : 5;
-    /* Grouped: toks is the tokens per expert if they spread evenly; the
-     * narrowest token tile that holds them. H100, 2026-12-06, 35B-A3B shape
-     * with 256 experts (16 tokens each at pp512): 4,260 tok/s in 64 x 32
-     * tiles against 3,467 in 64 x 128 (bench/results/2026-12-06-s27.md). */
-    if (groups > 1 && toks <= 64) return toks <= 32 ? 6 : 3;
     const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
     const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
     if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;
-    return wg64 >= o->t.cm2_min_wgs || groups > 1 ? 2 : 3;
+    return wg64 >= o->t.cm2_min_wgs ? 2 : 3;
 }
 
 /* ---- specialisation constants ---- */
@@ -286,7 +292,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
      * from then on (test_vk_ops checks every config is built) */
     bool cm2 = o->mm_cm2 && o->coopmat && (!a->ids || o->t.mm_cm2_moe);
     const bool direct = vkops_mm_direct(o, a);
-    const uint32_t c2 = cm2 ? cm2_cfg(o, a->nrows, toks, a->ncols, groups, direct) : 0;
+    const uint32_t c2 = cm2 ? vkops_cm2_cfg(o, a->nrows, toks, a->ncols, groups, direct) : 0;
     const vkop_kind kc2 = direct ? (a->ids ? VKO_MMQ_CM2_MOE : VKO_MMQ_CM2) : a->ids ? VKO_MMF_CM2_MOE : VKO_MMF_CM2;
     if (cm2 && vkops_pipe(o, kc2, (vkvar){.cfg = c2, .type = a->type}, &pg, err)) o->mm_cm2 = cm2 = false;
     const uint32_t bm = cm2 ? zn_vk_cm2_cfgs[c2].bm : zn_vk_mm_cfgs[ci].bm;

@@ -176,6 +176,10 @@ bool vkops_mmi_takes(const vkops *o, zn_type t, uint32_t n_tok);
  * of pp512 against the norm kernel (bench/results/2026-12-06-s30.md); the
  * tiled kernel neither. */
 bool vkops_mm_takes(const vkops *o, vkmm_kernel k, int xmode, bool group, uint32_t n_tok);
+/* The NV-coopmat2 tile config (zn_vk_cm2_cfgs) of `groups` products of
+ * rows x toks x k (grouped: toks per expert), A dequantised in the GEMM
+ * (direct) or not: t.cm2_cfg, else by shape. */
+uint32_t vkops_cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct);
 /* Does the f16 GEMM of a dequantise its weight tiles as it loads them
  * rather than multiply a copy mm_prep.comp dequantised first? Dense below
  * t.mm_prep_tok tokens, grouped below t.moe_prep_tok tokens per expert. */
