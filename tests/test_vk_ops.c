@@ -209,11 +209,15 @@ static void test_matmat_types(void) {
     }
 }
 
-/* The grouped GEMM's NV-coopmat2 tiles by shape: 64 x 64 or larger at any
- * tokens per expert, with or without the dequantised copy (the narrower
- * ones left outputs unwritten on an H200, vk_gemm.c vkops_cm2_cfg), while
- * a dense batched decode step keeps its narrow tiles. */
+/* The NV-coopmat2 tiles: every config's accumulator at least
+ * ZN_VK_CM2_MIN_ACC values (smaller ones left outputs unwritten on an
+ * H200, vk_gemm.c zn_vk_cm2_cfgs); by shape, grouped GEMMs take 64 x 64 or
+ * larger at any tokens per expert, with or without the dequantised copy,
+ * and a dense batched decode step of 32 tokens 32 x 64. */
 static void test_cm2_cfg_grouped(void) {
+    for (int ci = 0; ci < ZN_VK_CM2_NCFG; ci++)
+        CHECK_MSG(zn_vk_cm2_cfgs[ci].bm * zn_vk_cm2_cfgs[ci].bn >= ZN_VK_CM2_MIN_ACC, "cm2 config %d: %ux%u", ci,
+                  zn_vk_cm2_cfgs[ci].bm, zn_vk_cm2_cfgs[ci].bn);
     const uint32_t saved = E.o.t.cm2_cfg;
     E.o.t.cm2_cfg = ZN_VK_AUTO;
     static const uint32_t toks[] = {1, 8, 16, 32, 33, 64, 65, 128, 600};
@@ -223,7 +227,8 @@ static void test_cm2_cfg_grouped(void) {
             CHECK_MSG(f->bm >= 64 && f->bn >= 64, "grouped, %u tokens an expert%s: %ux%u", toks[i],
                       direct ? ", no copy" : "", f->bm, f->bn);
         }
-    CHECK_EQ_INT(zn_vk_cm2_cfgs[vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true)].bm, 32);
+    const vkcm2_cfg *d = &zn_vk_cm2_cfgs[vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true)];
+    CHECK_MSG(d->bm == 32 && d->bn == 64, "dense, 32 tokens, no copy: %ux%u", d->bm, d->bn);
     E.o.t.cm2_cfg = saved;
 }
 

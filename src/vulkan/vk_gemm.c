@@ -42,13 +42,21 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); vkops_cm2_cfg() picks 1, 2 or 3, and 4 or 5
- * for batched decode steps whose A tiles are dequantised in the GEMM; 0, 6
- * and 7 are for sweeps (tuning key cm2_cfg). */
+ * k steps per loop iteration); vkops_cm2_cfg() picks 1, 2 or 3, and 4 for
+ * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 5
+ * are for sweeps (tuning key cm2_cfg). Every accumulator holds at least
+ * 2,048 values, 8 pieces of 16 x 16 for the workgroup's 8 warps (ZN_VK_CM2
+ * _MIN_ACC, mmf_cm2.comp's half tiles too): on an H200 (2026-12-07,
+ * bench/results/2026-12-07-s36.md) the grouped op tests left outputs
+ * unwritten in exactly the tiles with a smaller one, 32 x 32 and 64 x 32
+ * (whose half tiles were 32 x 16 and 64 x 16) and 32 x 64 (a 32 x 32 half
+ * tile), while 64 x 64 (64 x 32 halves) and up passed; the configs of
+ * 32 x 32 and 64 x 32 are gone. llama.cpp's coopmat2 tiles are no smaller
+ * either (32 x 64 dense, 128 x 64 for its MoE GEMM). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
-    {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4},
-    {32, 32, 64, 4},   {32, 64, 64, 4},   {64, 32, 64, 4},  {128, 64, 64, 4},
+    {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4}, {32, 64, 64, 4}, {128, 64, 64, 4},
 };
+_Static_assert(32 * 64 >= ZN_VK_CM2_MIN_ACC, "the smallest cm2 tile's accumulator");
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
  * set; else 128 x 128 for long k (t.cm2_long_k) where it gives about a
@@ -59,16 +67,9 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
  * was 1.3-1.8x slower than 128 x 128 everywhere. */
 uint32_t vkops_cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct) {
     if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
-    /* Grouped: 64 x 64 up to 64 tokens an expert, whichever way A comes.
-     * On an H200 (driver 580.159.04, 2026-12-07, bench/results/2026-12-07-
-     * s36.md call 2) the grouped op tests (test_vk_ops test_moe_grouped,
-     * test_matmat_f16_grouped) left outputs unwritten, their NaN poison
-     * intact: with the copy, every type in the 32 x 32 and 32 x 64 tiles
-     * (the log stops there) while 128 x 256 to 64 x 64 passed; the x-mode
-     * cases on the tiles this picked by shape (64 x 32 with the copy, 32 x
-     * 32 without) both ways. The narrow tiles' speed (35B-A3B pp512 3,467
-     * -> 4,390 tok/s on 64 x 32, s27) is void with them; until the cause is
-     * found the grouped GEMM keeps to a tile that passed. */
+    /* Grouped: 64 x 64 up to 64 tokens an expert, whichever way A comes
+     * (64 x 32 before; its speed, the 35B-A3B's pp512 3,467 -> 4,390 tok/s
+     * in s27, is void: see the table). */
     if (groups > 1) return toks <= 64 ? 3 : 2;
     /* Batched decode with the A tiles dequantised in the GEMM (tuning
      * mm_prep_tok, moe_prep_tok; a token tile or less, experts a few tokens each): the
@@ -80,9 +81,11 @@ uint32_t vkops_cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k,
      * 2026-12-06, with B through shared memory (mmf_cm2.comp AQS): 8B at
      * 64 sequences 2,220 tok/s in 32 x 64 everywhere against 2,050 with
      * 64 x 64 for the matrices of 12,288 rows and more; at 32, 32 x 32
-     * 1,452 against 32 x 64 1,385 (bench/results/2026-12-06-s26.md).
-     * The dequantised copy keeps the choice below, measured on the H200. */
-    if (direct && toks <= 64) return toks <= 32 ? 4 : 5;
+     * 1,452 against 32 x 64 1,385 (bench/results/2026-12-06-s26.md), a
+     * 32 x 32 tile since found to leave outputs unwritten (see the table):
+     * 32 x 64 up to 64 tokens. The dequantised copy keeps the choice below,
+     * measured on the H200. */
+    if (direct && toks <= 64) return 4;
     const uint64_t wg128 = (uint64_t)((rows + 127) / 128) * ((toks + 127) / 128) * groups;
     const uint64_t wg64 = (uint64_t)((rows + 63) / 64) * ((toks + 127) / 128) * groups;
     if (groups == 1 && k >= o->t.cm2_long_k && wg128 >= o->t.cm2_min_wgs) return 1;
@@ -95,7 +98,7 @@ typedef struct spec_matmul { uint32_t wg, type, split; } spec_matmul;           
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, min_acc; } spec_mmf_cm2; /* mmf_cm2.comp */
 
 /* The split-K kinds (mm_split). */
 static bool kind_split(vkop_kind k) { return k == VKO_MMQ_SPLIT || k == VKO_MMQ_EMU_SPLIT || k == VKO_MMQ_CM2_SPLIT; }
@@ -129,7 +132,8 @@ zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     const bool aq = kind_aq(k);
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
                                .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
-                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k)});
+                               .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k),
+                               .min_acc = ZN_VK_CM2_MIN_ACC});
     return ZN_OK;
 }
 
