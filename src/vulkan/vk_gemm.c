@@ -56,7 +56,6 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4}, {32, 64, 64, 4}, {128, 64, 64, 4},
 };
-_Static_assert(32 * 64 >= ZN_VK_CM2_MIN_ACC, "the smallest cm2 tile's accumulator");
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
  * set; else 128 x 128 for long k (t.cm2_long_k) where it gives about a
@@ -253,15 +252,23 @@ bool vkops_mm_direct(const vkops *o, const vkop_mm *a) {
  * after x, and mm_reduce.comp sums them and applies the epilogue. Returns
  * the splits (1: none) and *kspl, the k per split, whole k tiles of bk;
  * fewer where the partials would not fit. */
+/* The splits of k for a GEMM of wgs workgroups (fewer than
+ * t.mm_split_wgs): enough for about that many, at most cap (k's ranges),
+ * ZN_VK_MM_SPLIT_MAX and room (the partials the scratch holds); 1: none. */
+static uint64_t split_count(const vkops *o, uint64_t wgs, uint64_t cap, uint64_t room) {
+    uint64_t n = (o->t.mm_split_wgs + wgs - 1) / wgs;
+    if (n > cap) n = cap;
+    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
+    if (n > room) n = room;
+    return n < 2 ? 1 : n;
+}
+
 static uint32_t mm_split(const vkops *o, const vkop_mm *a, const mm_plan *pl, uint32_t bm, uint32_t bn, uint32_t bk,
                          uint32_t *kspl) {
     const uint64_t wgs = (uint64_t)((a->nrows + bm - 1) / bm) * ((a->n_tok + bn - 1) / bn);
     const uint64_t part = 4ull * a->n_tok * a->nrows; /* one split's partials */
     if (o->t.mm_split_wgs == ZN_VK_OFF || wgs >= o->t.mm_split_wgs || o->mm_scratch_bytes < pl->a_off) return 1;
-    uint64_t n = (o->t.mm_split_wgs + wgs - 1) / wgs;
-    const uint64_t cap = split_cap(o, pl->kp), room = (o->mm_scratch_bytes - pl->a_off) / part;
-    if (n > cap) n = cap;
-    if (n > room) n = room;
+    const uint64_t n = split_count(o, wgs, split_cap(o, pl->kp), (o->mm_scratch_bytes - pl->a_off) / part);
     if (n < 2) return 1;
     const uint32_t k = (uint32_t)((pl->kp + n - 1) / n + bk - 1) / bk * bk;
     *kspl = k;
@@ -386,15 +393,12 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
  * about t.mm_split_wgs workgroups, at most ZN_VK_MM_SPLIT_MAX, the
  * partials in the GEMM scratch. Returns the splits (1: none) and *ks, the
  * k-steps of 32 per split. */
-static uint32_t mt_split(const vkops *o, const vkop_mm *a, uint32_t tile, uint64_t scratch, uint32_t *ks) {
-    const uint64_t wgs = (uint64_t)((a->nrows + tile - 1) / tile) * ((a->n_tok + tile - 1) / tile);
+#define MT_TILE 64 /* matmul.comp's rows and tokens per workgroup */
+static uint32_t mt_split(const vkops *o, const vkop_mm *a, uint64_t scratch, uint32_t *ks) {
+    const uint64_t wgs = (uint64_t)((a->nrows + MT_TILE - 1) / MT_TILE) * ((a->n_tok + MT_TILE - 1) / MT_TILE);
     const uint32_t steps = (a->ncols + 31) / 32;
     if (o->t.mt_split_k == ZN_VK_OFF || o->t.mm_split_wgs == ZN_VK_OFF || wgs >= o->t.mm_split_wgs) return 1;
-    uint64_t n = (o->t.mm_split_wgs + wgs - 1) / wgs;
-    const uint64_t cap = 32ull * steps / o->t.mt_split_k, room = scratch / (4ull * a->n_tok * a->nrows);
-    if (n > cap) n = cap;
-    if (n > ZN_VK_MM_SPLIT_MAX) n = ZN_VK_MM_SPLIT_MAX;
-    if (n > room) n = room;
+    const uint64_t n = split_count(o, wgs, 32ull * steps / o->t.mt_split_k, scratch / (4ull * a->n_tok * a->nrows));
     if (n < 2) return 1;
     *ks = (uint32_t)((steps + n - 1) / n);
     return (steps + *ks - 1) / *ks;
@@ -402,7 +406,7 @@ static uint32_t mt_split(const vkops *o, const vkop_mm *a, uint32_t tile, uint64
 
 uint64_t vkops_mt_split_bytes(const vkops *o, const vkop_mm *a) {
     uint32_t ks = 0;
-    const uint32_t n = a->type == ZN_TYPE_F32 ? mt_split(o, a, 64, UINT64_MAX, &ks) : 1;
+    const uint32_t n = mt_split(o, a, UINT64_MAX, &ks);
     return n > 1 ? 4ull * n * a->n_tok * a->nrows : 0;
 }
 
@@ -418,9 +422,9 @@ zn_status vkop_matmat(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, zn
     /* f32 weights stay on the exact f32 kernel: f16 operands would cost
      * their precision */
     const bool cm = o->coopmat && a->type != ZN_TYPE_F32;
-    const uint32_t tile = cm ? 128 : 64;
+    const uint32_t tile = cm ? 128 : MT_TILE;
     uint32_t ks = 0;
-    const uint32_t nsplit = cm || !o->mm_scratch ? 1 : mt_split(o, a, tile, o->mm_scratch_bytes, &ks);
+    const uint32_t nsplit = cm || !o->mm_scratch ? 1 : mt_split(o, a, o->mm_scratch_bytes, &ks);
     const vkpipe *pr = NULL;
     st = vkops_pipe(o, cm ? VKO_MATMUL_CM : nsplit > 1 ? VKO_MATMUL_SPLIT : VKO_MATMUL, (vkvar){.type = a->type}, &p, err);
     if (!st && nsplit > 1) st = vkops_pipe(o, VKO_MM_REDUCE, (vkvar){0}, &pr, err);

@@ -189,8 +189,9 @@ bool vkops_mm_direct(const vkops *o, const vkop_mm *a);
  * most a_cap bytes of f16 weights are dequantised at a time (at least one
  * expert or one row tile are). */
 uint64_t vkops_mm_scratch_bytes(const vkops *o, const vkop_mm *a, uint64_t a_cap);
-/* Scratch bytes the split-K partials of the tiled f32 kernel take for
- * matmul a (0: it runs unsplit). */
+/* Scratch bytes the split-K partials of the tiled kernel without
+ * cooperative matrices (matmul.comp: f32 weights) take for matmul a (0: it
+ * runs unsplit). */
 uint64_t vkops_mt_split_bytes(const vkops *o, const vkop_mm *a);
 /* Does tile config ci fit the device's shared memory? (matmat falls back
  * to the first one that does.) */

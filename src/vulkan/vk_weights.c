@@ -96,8 +96,9 @@ static uint64_t mm_scratch_need(const vk_ctx *c, const zn_graph *g) {
             a.x_slot_stride = x->rows == route->rows ? 0 : a.ncols;
         }
         if (a.n_tok < (a.ids ? c->o.t.moe_min_tok : c->o.t.mm_min_tok)) continue;
-        if (t->type == ZN_TYPE_F32) { /* the tiled kernel's split-K partials, if it splits */
-            const uint64_t b = a.ids || a.nrows < c->o.t.mm_min_rows ? 0 : vkops_mt_split_bytes(&c->o, &a);
+        if (t->type == ZN_TYPE_F32) { /* the tiled kernel's split-K partials, if it takes the matmul and splits */
+            const bool tiled = vkops_mm_kernel(&c->o, t->type, a.n_tok, a.nrows, a.ids != 0) == VKMM_TILED;
+            const uint64_t b = tiled ? vkops_mt_split_bytes(&c->o, &a) : 0;
             if (b > need) need = b;
             continue;
         }
