@@ -14,10 +14,12 @@
 # unpacked into / here when no libvulkan.so.1 is installed); for LLAMA=1 also the source
 # tarball (LLAMA_TAR, or shared/peers/ / .gl/ beside the checkout).
 #
-# MODEL: default models/zinc-demo-qwen35.gguf (in the repository). It needs a
-# vocabulary: `zinc synth` models have none, so their tokens have no text and no
-# token event to time. Environment (defaults):
+# MODEL: default models/zinc-demo-qwen35.gguf (in the repository). A `zinc synth`
+# file of a real shape serves too: its dummy vocabulary prints each token as its
+# id in hex, so every token is an event to time, on the completions endpoint
+# (it has no chat template). Environment (defaults):
 #   LEVELS     1,8,32        MAX_TOKENS 128   PROMPT_WORDS 64   REQUESTS: per level, 4 x clients (at least 16)
+#   SYSTEM_WORDS 0 (a system prompt of this many words shared by every request: the prefix cache's case)
 #   PARALLEL   32 (server slots; both servers)  CTX 1024 (per slot)
 #   OUT        $OUT (the device tool's result folder), else /tmp/zinc-load-h200
 #   LLAMA_TAR  llama-src-2026-08-22.tar.xz from shared/peers, ../shared/peers or .gl
@@ -39,6 +41,7 @@ cd "$(dirname "$0")/../.." || exit 2   # the repository root: .gl/, shared/
 LEVELS=${LEVELS:-1,8,32}
 MAX_TOKENS=${MAX_TOKENS:-128}
 PROMPT_WORDS=${PROMPT_WORDS:-64}
+SYSTEM_WORDS=${SYSTEM_WORDS:-0}
 PARALLEL=${PARALLEL:-32}
 CTX=${CTX:-1024}
 O=${OUT:-/tmp/zinc-load-h200}; mkdir -p "$O"
@@ -79,7 +82,7 @@ wait_health() { # port pid seconds
   return 1
 }
 load_run() { # name port
-  local args=(--url "http://127.0.0.1:$2" --concurrency "$LEVELS" --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS"
+  local args=(--url "http://127.0.0.1:$2" --concurrency "$LEVELS" --max-tokens "$MAX_TOKENS" --prompt-words "$PROMPT_WORDS" --system-words "$SYSTEM_WORDS"
               "${req_args[@]}" --json "$O/$1.json")
   echo "\$ zinc-load ${args[*]}" | tee "$O/$1.txt"
   "$LOAD" "${args[@]}" 2>&1 | tee -a "$O/$1.txt"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# s37 call 2: issue 15's side-by-side of the 35B-A3B (256 experts) at .dev/commit, then issue 14's server under
+# load (tools/load/h200.sh, zinc only) on the synth Qwen3-8B: 1 / 8 / 32 streaming clients, without and with a
+# shared 400-word system prompt (the prefix cache). Carry .dev (zinc, zinc-load, side-by-side.sh), .gl and .ll.
+. bench/device-env.sh
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat .dev/commit
+(syn qwen3-8b) &
+LIMIT=330 bash bench/results/2026-12-07-s36/sbs.sh 2>&1 | grep -vE "^(Unpacking|Selecting|Preparing)" | tail -12
+wait
+for sw in 0 400; do
+  echo "== system words $sw $(date +%T)"
+  SYSTEM_WORDS=$sw CTX=2048 OUT=$O/load-$sw COMMIT=$(cat .dev/commit) timeout 170 tools/load/h200.sh .dev/zinc .dev/zinc-load \
+    /tmp/sbs-models/qwen3-8b.gguf 2>&1 | grep -vE "^\\$" | tail -6
+  grep -E "^zinc_prefix_cache_(hits|misses|reused)" $O/load-$sw/zinc-metrics.txt
+done
