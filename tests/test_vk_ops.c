@@ -229,6 +229,13 @@ static void test_cm2_cfg_grouped(void) {
         }
     const vkcm2_cfg *d = &zn_vk_cm2_cfgs[vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true)];
     CHECK_MSG(d->bm == 32 && d->bn == 64, "dense, 32 tokens, no copy: %ux%u", d->bm, d->bn);
+    /* cm2_moe_cfg sets the grouped tile alone; cm2_cfg sets both */
+    E.o.t.cm2_moe_cfg = 6;
+    CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 512, 16, 2048, 256, true), 6);
+    CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true), 4);
+    E.o.t.cm2_cfg = 1;
+    CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 512, 16, 2048, 256, true), 1);
+    E.o.t.cm2_moe_cfg = ZN_VK_AUTO;
     E.o.t.cm2_cfg = saved;
 }
 

@@ -50,7 +50,7 @@ static const char *const H200_TUNING =
     "mvx_pn=0,mvxb_wg=128,mvxb_rows=2,mvxb_rows.q6_k=1,mvxb_unroll=2,mvxb_unroll.q6_k=1,"
     "mvxb_wgs=528,mvxb_pf=0,mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=256,"
     "mvt_rows=2,mvt_unroll=2,mvt_wgs=264,mvt_pf=0,mvt_pn=0,mmi_min_tok=off,mmi_max_tok=64,mmi_bn=32,small_wg=64,norm_wg=256,"
-    "mm_min_tok=32,moe_min_tok=65,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,"
+    "mm_min_tok=32,moe_min_tok=65,mm_min_rows=128,mm_cfg=auto,mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_moe_cfg=auto,"
     "cm2_min_wgs=96,cm2_long_k=0,mm_scratch_mb=1024,mm_prep_tok=128,moe_prep_tok=64,mm_split_wgs=1056,mm_split_k=1024,mt_split_k=256,attn_dec=on,attn_chunk=64,attn_dec_min=64,attn_wgs=264,attn_rope=on,merge_wg=256,"
     "fa_cm=on,fa_cfg=auto,fa_kv2=on,fa_min_tok=16,fa_sg_kv=1024,gdn_lanes=auto,gdn_rows=1,gdn_tc=16,gdn_vec=off,poll=on";
 
@@ -161,7 +161,7 @@ static void test_lavapipe(void) {
                       "mvxb_pn=0,mvt=8,mvt_modes=0,mvt_wg=8,mvt_rows=4,mvt_unroll=1,mvt_wgs=16,mvt_pf=0,mvt_pn=0,"
                       "mmi_min_tok=off,mmi_max_tok=64,mmi_bn=16,"
                       "small_wg=8,norm_wg=8,mm_min_tok=off,moe_min_tok=off,mm_min_rows=128,mm_cfg=auto,"
-                      "mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_min_wgs=96,cm2_long_k=8192,"
+                      "mm_min_wgs=256,mm_cm2=on,mm_cm2_moe=on,cm2_cfg=auto,cm2_moe_cfg=auto,cm2_min_wgs=96,cm2_long_k=8192,"
                       "mm_scratch_mb=128,mm_prep_tok=off,moe_prep_tok=off,mm_split_wgs=off,mm_split_k=1024,mt_split_k=off,attn_dec=on,attn_chunk=64,attn_dec_min=256,attn_wgs=off,attn_rope=on,merge_wg=32,fa_cm=on,fa_cfg=auto,"
                       "fa_kv2=on,fa_min_tok=16,fa_sg_kv=1024,gdn_lanes=auto,gdn_rows=1,gdn_tc=0,gdn_vec=off,poll=off");
 }

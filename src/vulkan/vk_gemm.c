@@ -44,7 +44,8 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
  * k steps per loop iteration); vkops_cm2_cfg() picks 1, 2 or 3, and 4 for
  * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 5
- * are for sweeps (tuning key cm2_cfg). Every accumulator holds at least
+ * are for sweeps (tuning key cm2_cfg), 6 for the grouped GEMM's (cm2_moe_cfg:
+ * experts of about 16 tokens fill a 128 x 16 half tile). Every accumulator holds at least
  * 2,048 values, 8 pieces of 16 x 16 for the workgroup's 8 warps (ZN_VK_CM2
  * _MIN_ACC, mmf_cm2.comp's half tiles too): on an H200 (2026-12-07,
  * bench/results/2026-12-07-s36.md) the grouped op tests left outputs
@@ -55,6 +56,7 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
  * either (32 x 64 dense, 128 x 64 for its MoE GEMM). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4}, {32, 64, 64, 4}, {128, 64, 64, 4},
+    {128, 32, 64, 4},
 };
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
@@ -69,7 +71,7 @@ uint32_t vkops_cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k,
     /* Grouped: 64 x 64 up to 64 tokens an expert, whichever way A comes
      * (64 x 32 before; its speed, the 35B-A3B's pp512 3,467 -> 4,390 tok/s
      * in s27, is void: see the table). */
-    if (groups > 1) return toks <= 64 ? 3 : 2;
+    if (groups > 1) return o->t.cm2_moe_cfg < ZN_VK_CM2_NCFG ? o->t.cm2_moe_cfg : toks <= 64 ? 3 : 2;
     /* Batched decode with the A tiles dequantised in the GEMM (tuning
      * mm_prep_tok, moe_prep_tok; a token tile or less, experts a few tokens each): the
      * weights are read once whatever the tile, so the tokens get the

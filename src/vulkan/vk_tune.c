@@ -299,7 +299,7 @@ static void fill(vktune *t, const tune_row *r, const vkdev_info *d) {
     t->mm_min_tok = r->mm_min_tok;
     t->moe_min_tok = r->moe_min_tok;
     t->mm_min_rows = r->mm_min_rows;
-    t->mm_cfg = t->cm2_cfg = t->fa_cfg = ZN_VK_AUTO;
+    t->mm_cfg = t->cm2_cfg = t->cm2_moe_cfg = t->fa_cfg = ZN_VK_AUTO;
     t->mm_min_wgs = scaled(r, u, r->mm_min_wgs);
     t->mm_cm2 = t->mm_cm2_moe = true;
     t->cm2_min_wgs = scaled(r, u, r->cm2_min_wgs);
@@ -389,6 +389,7 @@ static const tune_key keys[] = {
     KB("mm_cm2", mm_cm2),
     KB("mm_cm2_moe", mm_cm2_moe),
     KU("cm2_cfg", cm2_cfg, 0, ZN_VK_CM2_NCFG - 1, F_AUTO),
+    KU("cm2_moe_cfg", cm2_moe_cfg, 0, ZN_VK_CM2_NCFG - 1, F_AUTO),
     KU("cm2_min_wgs", cm2_min_wgs, 1, 1u << 20, 0),
     KU("cm2_long_k", cm2_long_k, 0, 1u << 30, F_OFF),
     KU("mm_scratch_mb", mm_scratch_mb, 0, 1u << 20, 0),

@@ -79,6 +79,7 @@ typedef struct vktune {
     uint32_t mm_min_wgs;      /* by shape: the largest tile that still gives this many workgroups */
     bool mm_cm2, mm_cm2_moe;  /* NV cooperative matrix 2 for the dense / grouped GEMM */
     uint32_t cm2_cfg;         /* zn_vk_cm2_cfgs index, ZN_VK_AUTO: by shape */
+    uint32_t cm2_moe_cfg;     /* ... of the grouped GEMM (under cm2_cfg) */
     uint32_t cm2_min_wgs, cm2_long_k;
     uint32_t mm_scratch_mb;   /* f16 weights dequantised at a time (0: the f16 GEMM path off) */
     uint32_t mm_split_wgs;    /* a GEMM dequantising its tiles with fewer workgroups splits k until it has
