@@ -210,14 +210,16 @@ static void test_matmat_types(void) {
 }
 
 /* The NV-coopmat2 tiles: every config's accumulator at least
- * ZN_VK_CM2_MIN_ACC values (smaller ones left outputs unwritten on an
- * H200, vk_gemm.c zn_vk_cm2_cfgs); by shape, grouped GEMMs take 64 x 64 or
+ * ZN_VK_CM2_MIN_ACC values and ZN_VK_CM2_MIN_BN tokens (smaller ones left
+ * outputs unwritten on an H200 and an H100, vk_gemm.c zn_vk_cm2_cfgs); by
+ * shape, grouped GEMMs take 64 x 64 or
  * larger at any tokens per expert, with or without the dequantised copy,
  * and a dense batched decode step of 32 tokens 32 x 64. */
 static void test_cm2_cfg_grouped(void) {
     for (int ci = 0; ci < ZN_VK_CM2_NCFG; ci++)
-        CHECK_MSG(zn_vk_cm2_cfgs[ci].bm * zn_vk_cm2_cfgs[ci].bn >= ZN_VK_CM2_MIN_ACC, "cm2 config %d: %ux%u", ci,
-                  zn_vk_cm2_cfgs[ci].bm, zn_vk_cm2_cfgs[ci].bn);
+        CHECK_MSG(zn_vk_cm2_cfgs[ci].bm * zn_vk_cm2_cfgs[ci].bn >= ZN_VK_CM2_MIN_ACC &&
+                      zn_vk_cm2_cfgs[ci].bn >= ZN_VK_CM2_MIN_BN,
+                  "cm2 config %d: %ux%u", ci, zn_vk_cm2_cfgs[ci].bm, zn_vk_cm2_cfgs[ci].bn);
     const uint32_t saved = E.o.t.cm2_cfg;
     E.o.t.cm2_cfg = ZN_VK_AUTO;
     static const uint32_t toks[] = {1, 8, 16, 32, 33, 64, 65, 128, 600};
@@ -230,8 +232,8 @@ static void test_cm2_cfg_grouped(void) {
     const vkcm2_cfg *d = &zn_vk_cm2_cfgs[vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true)];
     CHECK_MSG(d->bm == 32 && d->bn == 64, "dense, 32 tokens, no copy: %ux%u", d->bm, d->bn);
     /* cm2_moe_cfg sets the grouped tile alone; cm2_cfg sets both */
-    E.o.t.cm2_moe_cfg = 6;
-    CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 512, 16, 2048, 256, true), 6);
+    E.o.t.cm2_moe_cfg = 3;
+    CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 512, 16, 2048, 256, true), 3);
     CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 4096, 32, 4096, 1, true), 4);
     E.o.t.cm2_cfg = 1;
     CHECK_EQ_INT(vkops_cm2_cfg(&E.o, 512, 16, 2048, 256, true), 1);

@@ -42,21 +42,20 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
 }
 
 /* The tile configs of mmf_cm2.comp (rows x tokens per workgroup, k step,
- * k steps per loop iteration); vkops_cm2_cfg() picks 1, 2 or 3, and 4 for
- * batched decode steps whose A tiles are dequantised in the GEMM; 0 and 5
- * are for sweeps (tuning key cm2_cfg), 6 for the grouped GEMM's (cm2_moe_cfg:
- * experts of about 16 tokens fill a 128 x 16 half tile). Every accumulator holds at least
- * 2,048 values, 8 pieces of 16 x 16 for the workgroup's 8 warps (ZN_VK_CM2
- * _MIN_ACC, mmf_cm2.comp's half tiles too): on an H200 (2026-12-07,
- * bench/results/2026-12-07-s36.md) the grouped op tests left outputs
- * unwritten in exactly the tiles with a smaller one, 32 x 32 and 64 x 32
- * (whose half tiles were 32 x 16 and 64 x 16) and 32 x 64 (a 32 x 32 half
- * tile), while 64 x 64 (64 x 32 halves) and up passed; the configs of
- * 32 x 32 and 64 x 32 are gone. llama.cpp's coopmat2 tiles are no smaller
- * either (32 x 64 dense, 128 x 64 for its MoE GEMM). */
+ * k steps per loop iteration); vkops_cm2_cfg() picks 1, 2, 3 or 5, and 4
+ * for batched decode steps whose A tiles are dequantised in the GEMM; 0 is
+ * for sweeps (tuning keys cm2_cfg, cm2_moe_cfg). Every accumulator holds at
+ * least 2,048 values (8 pieces of 16 x 16 for the workgroup's 8 warps,
+ * ZN_VK_CM2_MIN_ACC) and 32 tokens (ZN_VK_CM2_MIN_BN), mmf_cm2.comp's half
+ * tiles too: the grouped op tests left outputs unwritten on an H200 in
+ * 32 x 32 and 64 x 32 (whose half tiles were 32 x 16 and 64 x 16) and
+ * 32 x 64 (a 32 x 32 half tile, bench/results/2026-12-07-s36.md), and on
+ * an H100 in 128 x 32 (a 128 x 16 half: 2,048 values, but 16 tokens;
+ * 2026-12-07-s37.md), while 64 x 64 (64 x 32 halves), 128 x 64 and up
+ * passed. llama.cpp's coopmat2 tiles are no smaller either (32 x 64 dense,
+ * 128 x 64 for its MoE GEMM). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4}, {32, 64, 64, 4}, {128, 64, 64, 4},
-    {128, 32, 64, 4},
 };
 
 /* The cm2 tile for `groups` products of rows x toks x k: t.cm2_cfg when
@@ -68,10 +67,11 @@ const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
  * was 1.3-1.8x slower than 128 x 128 everywhere. */
 uint32_t vkops_cm2_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t k, uint32_t groups, bool direct) {
     if (o->t.cm2_cfg < ZN_VK_CM2_NCFG) return o->t.cm2_cfg;
-    /* Grouped: 64 x 64 up to 64 tokens an expert, whichever way A comes
-     * (64 x 32 before; its speed, the 35B-A3B's pp512 3,467 -> 4,390 tok/s
-     * in s27, is void: see the table). */
-    if (groups > 1) return o->t.cm2_moe_cfg < ZN_VK_CM2_NCFG ? o->t.cm2_moe_cfg : toks <= 64 ? 3 : 2;
+    /* Grouped: 128 x 64 up to 64 tokens an expert, whichever way A comes:
+     * the 35B-A3B's pp512 (16 an expert) 4,203 tok/s on 64 x 64 -> 5,257 on
+     * an H100 (bench/results/2026-12-07-s37.md; 64 x 32 before that, whose
+     * speed, 3,467 -> 4,390 tok/s in s27, is void: see the table). */
+    if (groups > 1) return o->t.cm2_moe_cfg < ZN_VK_CM2_NCFG ? o->t.cm2_moe_cfg : toks <= 64 ? 5 : 2;
     /* Batched decode with the A tiles dequantised in the GEMM (tuning
      * mm_prep_tok, moe_prep_tok; a token tile or less, experts a few tokens each): the
      * weights are read once whatever the tile, so the tokens get the
@@ -99,7 +99,7 @@ typedef struct spec_matmul { uint32_t wg, type, split; } spec_matmul;           
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, min_acc; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, min_acc, min_bn; } spec_mmf_cm2; /* mmf_cm2.comp */
 
 /* The split-K kinds (mm_split). */
 static bool kind_split(vkop_kind k) { return k == VKO_MMQ_SPLIT || k == VKO_MMQ_EMU_SPLIT || k == VKO_MMQ_CM2_SPLIT; }
@@ -134,7 +134,7 @@ zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
                                .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
                                .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k),
-                               .min_acc = ZN_VK_CM2_MIN_ACC});
+                               .min_acc = ZN_VK_CM2_MIN_ACC, .min_bn = ZN_VK_CM2_MIN_BN});
     return ZN_OK;
 }
 
