@@ -210,15 +210,15 @@ static void test_matmat_types(void) {
 }
 
 /* The NV-coopmat2 tiles: every config's accumulator at least
- * ZN_VK_CM2_MIN_ACC values and ZN_VK_CM2_MIN_BN tokens (smaller ones left
- * outputs unwritten on an H200 and an H100, vk_gemm.c zn_vk_cm2_cfgs); by
- * shape, grouped GEMMs take 64 x 64 or
- * larger at any tokens per expert, with or without the dequantised copy,
- * and a dense batched decode step of 32 tokens 32 x 64. */
+ * ZN_VK_CM2_MIN_ACC values, its rows and tokens multiples of ZN_VK_CM2_GRAIN
+ * (others left outputs unwritten on an H200 and an H100, vk_gemm.c
+ * zn_vk_cm2_cfgs); by shape, grouped GEMMs take 64 x 64 or larger at any
+ * tokens per expert, with or without the dequantised copy, and a dense
+ * batched decode step of 32 tokens 32 x 64. */
 static void test_cm2_cfg_grouped(void) {
     for (int ci = 0; ci < ZN_VK_CM2_NCFG; ci++)
         CHECK_MSG(zn_vk_cm2_cfgs[ci].bm * zn_vk_cm2_cfgs[ci].bn >= ZN_VK_CM2_MIN_ACC &&
-                      zn_vk_cm2_cfgs[ci].bn >= ZN_VK_CM2_MIN_BN,
+                      zn_vk_cm2_cfgs[ci].bm % ZN_VK_CM2_GRAIN == 0 && zn_vk_cm2_cfgs[ci].bn % ZN_VK_CM2_GRAIN == 0,
                   "cm2 config %d: %ux%u", ci, zn_vk_cm2_cfgs[ci].bm, zn_vk_cm2_cfgs[ci].bn);
     const uint32_t saved = E.o.t.cm2_cfg;
     E.o.t.cm2_cfg = ZN_VK_AUTO;

@@ -104,9 +104,11 @@ typedef struct dev_caps {
 
 /* Whether mmf_cm2.comp can run: the features it uses, workgroups of
  * ZN_VK_CM2_WG threads, and f16 x f16 -> f32 workgroup-scope matrices whose
- * granularities divide ZN_VK_CM2_GRAIN. */
+ * granularities divide ZN_VK_CM2_GRAIN; gran: the finest such entry's M, N
+ * and K (--list-devices shows them: the tiles that failed on Hopper were
+ * within them, vk_gemm.c zn_vk_cm2_cfgs). */
 static bool coopmat2_usable(const vkdev *d, VkPhysicalDevice pd, const dev_caps *caps,
-                            const VkPhysicalDeviceCooperativeMatrix2PropertiesNV *props) {
+                            const VkPhysicalDeviceCooperativeMatrix2PropertiesNV *props, uint32_t gran[3]) {
     const VkPhysicalDeviceCooperativeMatrix2FeaturesNV *f = &caps->fcm2;
     if (!f->cooperativeMatrixWorkgroupScope || !f->cooperativeMatrixFlexibleDimensions ||
         !f->cooperativeMatrixPerElementOperations || !f->cooperativeMatrixTensorAddressing ||
@@ -122,6 +124,7 @@ static bool coopmat2_usable(const vkdev *d, VkPhysicalDevice pd, const dev_caps 
             .sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
     VkResult r = d->fn.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV(pd, &n, fl);
     if (r != VK_SUCCESS && r != VK_INCOMPLETE) return false;
+    bool ok = false;
     for (uint32_t i = 0; i < n; i++) {
         const VkCooperativeMatrixFlexibleDimensionsPropertiesNV *p = &fl[i];
         if (p->AType == VK_COMPONENT_TYPE_FLOAT16_KHR && p->BType == VK_COMPONENT_TYPE_FLOAT16_KHR &&
@@ -129,10 +132,13 @@ static bool coopmat2_usable(const vkdev *d, VkPhysicalDevice pd, const dev_caps 
             !p->saturatingAccumulation && (int)p->scope == ZN_VK_SCOPE_WORKGROUP &&
             p->workgroupInvocations == ZN_VK_CM2_WG && p->MGranularity && ZN_VK_CM2_GRAIN % p->MGranularity == 0 &&
             p->NGranularity && ZN_VK_CM2_GRAIN % p->NGranularity == 0 && p->KGranularity &&
-            ZN_VK_CM2_GRAIN % p->KGranularity == 0)
-            return true;
+            ZN_VK_CM2_GRAIN % p->KGranularity == 0 &&
+            (!ok || p->MGranularity * p->NGranularity < gran[0] * gran[1])) {
+            gran[0] = p->MGranularity, gran[1] = p->NGranularity, gran[2] = p->KGranularity;
+            ok = true;
+        }
     }
-    return false;
+    return ok;
 }
 
 static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, dev_caps *caps) {
@@ -280,7 +286,7 @@ static void query_device(const vkdev *d, VkPhysicalDevice pd, vkdev_info *info, 
             }
         }
     }
-    info->coopmat2 = info->coopmat && caps->has_coopmat2_ext && coopmat2_usable(d, pd, caps, &pcm2);
+    info->coopmat2 = info->coopmat && caps->has_coopmat2_ext && coopmat2_usable(d, pd, caps, &pcm2, info->cm2_gran);
 }
 
 static int kind_rank(const char *k) {
@@ -426,13 +432,16 @@ void vkdev_close(vkdev *d) {
 }
 
 void vkdev_describe(const vkdev_info *in, int index, bool sel, char *buf, size_t cap) {
+    char cm2[64] = "";
+    if (in->coopmat2)
+        snprintf(cm2, sizeof cm2, " (+NV coopmat2 %ux%ux%u)", in->cm2_gran[0], in->cm2_gran[1], in->cm2_gran[2]);
     snprintf(buf, cap,
              "%c %d: %s (%s, Vulkan %u.%u, %.1f GiB) subgroup %u [%u..%u]%s fp16 %s, int-dot %s, coopmat %s%s, "
              "storage range %.0f MiB, max alloc %.0f MiB%s",
              sel ? '*' : ' ', index, in->name, in->kind, VK_API_VERSION_MAJOR(in->api_version),
              VK_API_VERSION_MINOR(in->api_version), (double)in->vram_bytes / (1 << 30), in->subgroup_size,
              in->subgroup_min, in->subgroup_max, in->subgroup_size_control ? " (controllable)," : ",",
-             in->fp16 ? "yes" : "no", in->int_dot ? "yes" : "no", in->coopmat ? "yes" : "no", in->coopmat2 ? " (+NV coopmat2)" : "",
+             in->fp16 ? "yes" : "no", in->int_dot ? "yes" : "no", in->coopmat ? "yes" : "no", cm2,
              (double)in->max_storage_range / (1 << 20), (double)in->max_alloc / (1 << 20),
              in->bda ? "" : " [unusable: no bufferDeviceAddress]");
 }

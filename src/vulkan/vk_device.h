@@ -36,6 +36,7 @@ typedef struct vkdev_info {
     bool coopmat2;               /* VK_NV_cooperative_matrix2: workgroup-scope f16 x f16 -> f32
                                     matrices of ZN_VK_CM2_WG threads with tensor-addressed loads
                                     and per-element ops (mmf_cm2.comp) */
+    uint32_t cm2_gran[3];        /* ... its finest M, N, K granularity at ZN_VK_CM2_WG threads */
     bool timestamps;             /* compute queue writes timestamps */
     float timestamp_period_ns;
     uint64_t max_storage_range, max_alloc, max_buffer;

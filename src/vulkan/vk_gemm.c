@@ -46,14 +46,17 @@ static uint32_t mmf_cfg(const vkops *o, uint32_t rows, uint32_t toks, uint32_t g
  * for batched decode steps whose A tiles are dequantised in the GEMM; 0 is
  * for sweeps (tuning keys cm2_cfg, cm2_moe_cfg). Every accumulator holds at
  * least 2,048 values (8 pieces of 16 x 16 for the workgroup's 8 warps,
- * ZN_VK_CM2_MIN_ACC) and 32 tokens (ZN_VK_CM2_MIN_BN), mmf_cm2.comp's half
- * tiles too: the grouped op tests left outputs unwritten on an H200 in
- * 32 x 32 and 64 x 32 (whose half tiles were 32 x 16 and 64 x 16) and
- * 32 x 64 (a 32 x 32 half tile, bench/results/2026-12-07-s36.md), and on
- * an H100 in 128 x 32 (a 128 x 16 half: 2,048 values, but 16 tokens;
- * 2026-12-07-s37.md), while 64 x 64 (64 x 32 halves), 128 x 64 and up
- * passed. llama.cpp's coopmat2 tiles are no smaller either (32 x 64 dense,
- * 128 x 64 for its MoE GEMM). */
+ * ZN_VK_CM2_MIN_ACC) and is a multiple of ZN_VK_CM2_GRAIN both ways,
+ * mmf_cm2.comp's half tiles too. The grouped op tests left outputs
+ * unwritten on an H200 in 32 x 32 and 64 x 32 (whose half tiles were
+ * 32 x 16 and 64 x 16) and 32 x 64 (a 32 x 32 half tile,
+ * bench/results/2026-12-07-s36.md), and on an H100 in 128 x 32 (a 128 x 16
+ * half, 2026-12-07-s37.md), while 64 x 64 (64 x 32 halves), 128 x 64 and
+ * up passed. The half tiles of 16 tokens broke the grain the device check
+ * (vk_device.c) promises, below the granularity the driver may report;
+ * a 32 x 32 accumulator keeps it and failed all the same, hence the size
+ * limit, found by test rather than documented. llama.cpp's coopmat2 tiles
+ * are no smaller either (32 x 64 dense, 128 x 64 for its MoE GEMM). */
 const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG] = {
     {128, 256, 64, 4}, {128, 128, 64, 4}, {64, 128, 64, 4}, {64, 64, 64, 4}, {32, 64, 64, 4}, {128, 64, 64, 4},
 };
@@ -99,7 +102,7 @@ typedef struct spec_matmul { uint32_t wg, type, split; } spec_matmul;           
 typedef struct spec_wg_type { uint32_t wg, type; } spec_wg_type;                     /* mm_prep.comp */
 typedef struct spec_wg { uint32_t wg; } spec_wg;                                     /* moe_bucket.comp, mm_reduce.comp */
 typedef struct spec_mmf { uint32_t wg, bm, bn, wm, wn, nst, aq, type, split; } spec_mmf;              /* mmf.glsl */
-typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, min_acc, min_bn; } spec_mmf_cm2; /* mmf_cm2.comp */
+typedef struct spec_mmf_cm2 { uint32_t wg, bm, bn, bk, unr, grouped, aq, type, split, min_acc, grain; } spec_mmf_cm2; /* mmf_cm2.comp */
 
 /* The split-K kinds (mm_split). */
 static bool kind_split(vkop_kind k) { return k == VKO_MMQ_SPLIT || k == VKO_MMQ_EMU_SPLIT || k == VKO_MMQ_CM2_SPLIT; }
@@ -134,7 +137,7 @@ zn_status vkspec_mmf_cm2(const vkops *o, vkop_kind k, vkvar v, vkspec *out, zn_e
     VKSPEC(out, spec_mmf_cm2, {.wg = ZN_VK_CM2_WG, .bm = f->bm, .bn = f->bn, .bk = f->bk, .unr = f->unroll,
                                .grouped = k == VKO_MMF_CM2_MOE || k == VKO_MMQ_CM2_MOE, .aq = aq,
                                .type = aq ? (uint32_t)v.type : (uint32_t)ZN_TYPE_F16, .split = kind_split(k),
-                               .min_acc = ZN_VK_CM2_MIN_ACC, .min_bn = ZN_VK_CM2_MIN_BN});
+                               .min_acc = ZN_VK_CM2_MIN_ACC, .grain = ZN_VK_CM2_GRAIN});
     return ZN_OK;
 }
 

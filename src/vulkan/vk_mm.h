@@ -21,7 +21,6 @@ extern const vkmm_cfg zn_vk_mm_cfgs[ZN_VK_MM_NCFG];
 typedef struct vkcm2_cfg { uint32_t bm, bn, bk, unroll; } vkcm2_cfg;
 #define ZN_VK_CM2_NCFG 6 /* at most ZN_VK_NTYPES: one pipeline slot each */
 #define ZN_VK_CM2_MIN_ACC 2048 /* values in an accumulator at least (vk_gemm.c zn_vk_cm2_cfgs) */
-#define ZN_VK_CM2_MIN_BN 32    /* ... and tokens (columns) */
 extern const vkcm2_cfg zn_vk_cm2_cfgs[ZN_VK_CM2_NCFG];
 
 /* y[t][slot][r] = (sum_k W_e[r][k] x[t][slot][k]) * scale[e] + bias[e][r] + res[t][slot][r]

@@ -54,11 +54,11 @@ layout(constant_id = 7) const uint TYPE = 1;
 // are 0 and kp, known multiples of 32, and the tile loads stay aligned.
 layout(constant_id = 8) const bool SPLIT = false;
 // Accumulators of fewer values (fewer 16 x 16 pieces than the workgroup's 8
-// warps: ZN_VK_CM2_MIN_ACC) or of 16 tokens left outputs unwritten on an
-// H200 and an H100 (vk_gemm.c zn_vk_cm2_cfgs): a half tile below either is
-// not used.
+// warps: ZN_VK_CM2_MIN_ACC) or off the grain of the matrix dimensions
+// (ZN_VK_CM2_GRAIN: 16 tokens) left outputs unwritten on an H200 and an H100
+// (vk_gemm.c zn_vk_cm2_cfgs): a half tile that would be either is not used.
 layout(constant_id = 9) const uint MIN_ACC = 2048;
-layout(constant_id = 10) const uint MIN_BN = 32;
+layout(constant_id = 10) const uint GRAIN = 32;
 const uint BNH = BN / 2;
 layout(local_size_x_id = 0) in;
 
@@ -308,7 +308,7 @@ void main() {
                 ybase[i] = (pr / p.n_slots) * p.y_stride + (pr % p.n_slots) * p.y_slot_stride;
             }
             barrier();
-            if (BM * BNH >= MIN_ACC && BNH >= MIN_BN && g_cnt - tok0 <= BNH) {
+            if (BM * BNH >= MIN_ACC && BNH % GRAIN == 0u && g_cnt - tok0 <= BNH) {
                 ACC2 acc = ACC2(0.0);
                 if (AQ) AQ_LOOP(B_GROUP2, DECL_B2, acc)
                 else if (a_inside) K_LOOP(la, B_GROUP2, DECL_B2, acc) else K_LOOP(lac, B_GROUP2, DECL_B2, acc)
