@@ -5,6 +5,7 @@
  * routing and gated norms: test_vk_mv_fused.c). Sizes are small and odd on
  * purpose. */
 #include "vk_mm_test.h"
+#include "vk_ops_impl.h" /* vkops_pipe: test_pipes_parallel */
 
 /* ---- mat-vec / mat-mat ------------------------------------------------ */
 
@@ -207,6 +208,37 @@ static void test_matmat_types(void) {
         matmat_types();
         E.o.coopmat = true;
     }
+}
+
+/* vkops_collect lists the pipelines asked for instead of building them
+ * (each once; a refused kind is not listed and stays refused), and
+ * vkops_build builds the list on two threads, each pipeline counted. */
+static void test_pipes_parallel(void) {
+    const vkop_kind ks[] = {VKO_NORM, VKO_ROPE, VKO_ELTWISE, VKO_ARGMAX};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) vkpipe_destroy(&E.o.ps, &E.o.pipes[ks[i]][0]);
+    vkpipe_destroy(&E.o.ps, &E.o.pipes[VKO_MATVEC][vktune_slot(ZN_TYPE_Q4_K)]);
+    const int before = E.o.ps.n_created;
+    E.o.refuse_kinds = 1ull << VKO_ARGMAX;
+    vkops_collect(&E.o);
+    zn_err err = {0};
+    for (int rep = 0; rep < 2; rep++)
+        for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+            const vkpipe *p = NULL;
+            const zn_status st = vkops_pipe(&E.o, ks[i], (vkvar){0}, &p, &err);
+            CHECK_MSG(ks[i] == VKO_ARGMAX ? st != ZN_OK : st == ZN_OK && p && !p->pipe, "kind %d", (int)ks[i]);
+        }
+    const vkpipe *pq = NULL;
+    CHECK(vkops_pipe(&E.o, VKO_MATVEC, (vkvar){.type = ZN_TYPE_Q4_K}, &pq, &err) == ZN_OK && !pq->pipe);
+    CHECK_EQ_INT(E.o.n_pending, 4);
+    CHECK_EQ_INT(E.o.ps.n_created, before);
+    vkops_build(&E.o, 2);
+    CHECK(!E.o.collecting && E.o.n_pending == 0);
+    CHECK_EQ_INT(E.o.ps.n_created, before + 4);
+    for (size_t i = 0; i < 3; i++) CHECK_MSG(E.o.pipes[ks[i]][0].pipe != VK_NULL_HANDLE, "kind %d not built", (int)ks[i]);
+    CHECK(pq->pipe != VK_NULL_HANDLE);
+    const vkpipe *p = NULL;
+    CHECK(vkops_pipe(&E.o, VKO_ARGMAX, (vkvar){0}, &p, &err) != ZN_OK);
+    E.o.refuse_kinds = 0;
 }
 
 /* The NV-coopmat2 tiles: every config's accumulator at least
@@ -1157,6 +1189,7 @@ int main(void) {
     RUN(test_mm_direct_rule);
     RUN(test_tiled_split);
     RUN(test_cm2_cfg_grouped);
+    RUN(test_pipes_parallel);
     RUN(test_matmat_cm2);
     RUN(test_matmat_f16_grouped);
     RUN(test_matmat_split);

@@ -58,6 +58,7 @@ static zn_status vk_init(void **out, const zn_model *m, const zn_backend_opts *o
     c->max_tokens = opt->max_tokens;
     c->no_fusion = opt->no_fusion;
     c->profile_kernels = opt->profile_kernels;
+    c->build_threads = opt->n_threads;
     zn_status st = vkdev_open(&c->d, opt->device, err);
     if (st) {
         free(c);

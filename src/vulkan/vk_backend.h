@@ -67,6 +67,7 @@ typedef struct vk_ctx {
     uint64_t seq_bytes;           /* the live sequences' arenas (zinc bench -npl, serve) */
     int n_seqs;
     int pipes_at_init;            /* pipelines created when init returned */
+    int build_threads;            /* CPU threads that build them at init (zn_backend_opts.n_threads) */
     zn_backend_stats stats;
     vk_weight *w;                 /* [gguf n_tensors], by model_weight_id */
     vkref act;                    /* the activation arena */

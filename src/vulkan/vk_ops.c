@@ -1,5 +1,6 @@
 /* The op families' shared state (see vk_ops.h): init, the pipeline table
  * and its lookup, dispatch helpers. */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,6 +101,22 @@ static int dim_slot(uint32_t d) {
 
 _Static_assert(VKO_COUNT <= 64, "vkops.refuse_kinds is a 64-bit mask");
 
+/* vkops_collect's list: each pipeline once */
+static zn_status pending_add(vkops *o, vkpipe *p, const char *shader, const vkspec *s, uint32_t sg, zn_err *err) {
+    for (int i = 0; i < o->n_pending; i++)
+        if (o->pending[i].p == p) return ZN_OK;
+    if (o->n_pending == o->cap_pending) {
+        const int cap = o->cap_pending ? 2 * o->cap_pending : 64;
+        vkpipe_job *j = realloc(o->pending, (size_t)cap * sizeof *j);
+        if (!j) return zn_errf(err, ZN_ERR_NOMEM, "vulkan: out of memory");
+        o->pending = j, o->cap_pending = cap;
+    }
+    vkpipe_job *j = &o->pending[o->n_pending++];
+    *j = (vkpipe_job){.p = p, .shader = shader, .n_spec = s->n, .subgroup = sg};
+    memcpy(j->spec, s->v, sizeof j->spec);
+    return ZN_OK;
+}
+
 zn_status vkops_pipe(vkops *o, vkop_kind k, vkvar v, const vkpipe **out, zn_err *err) {
     const vkpipe_desc *d = (unsigned)k < VKO_COUNT ? &pipe_table[k] : NULL;
     if (!d || !d->shader) return zn_errf(err, ZN_ERR_ARG, "vulkan: pipeline kind %d", (int)k);
@@ -137,7 +154,18 @@ zn_status vkops_pipe(vkops *o, vkop_kind k, vkvar v, const vkpipe **out, zn_err 
     zn_status st = d->spec(o, k, v, &s, err);
     if (st) return st;
     const uint32_t sg = d->subgroup == SG_DEVICE ? o->d->info.subgroup_size : d->subgroup;
+    if (o->collecting) return pending_add(o, p, d->shader, &s, sg, err);
     return vkpipe_create(&o->ps, p, d->shader, s.v, s.n, sg, err);
+}
+
+void vkops_collect(vkops *o) { o->collecting = true; }
+
+void vkops_build(vkops *o, int threads) {
+    vkpipe_create_all(&o->ps, o->pending, o->n_pending, threads);
+    free(o->pending);
+    o->pending = NULL;
+    o->n_pending = o->cap_pending = 0;
+    o->collecting = false;
 }
 
 /* ---- state ---- */
@@ -177,6 +205,7 @@ void vkops_free(vkops *o) {
     if (!o->d) return;
     for (int k = 0; k < VKO_COUNT; k++)
         for (int t = 0; t < ZN_VK_NVAR; t++) vkpipe_destroy(&o->ps, &o->pipes[k][t]);
+    free(o->pending);
     vkpipes_free(&o->ps);
     memset(o, 0, sizeof *o);
 }

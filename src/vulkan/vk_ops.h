@@ -127,6 +127,10 @@ typedef struct vkops {
         VkDeviceAddress ids;
         uint32_t ncols, kp, xrows, xs, x_stride, x_slot_stride, n_expert, pad;
     } mmx_last;
+    /* vkops_collect: pipelines asked for are listed here, not created */
+    bool collecting;
+    vkpipe_job *pending;
+    int n_pending, cap_pending;
 } vkops;
 
 /* t: the tuning (NULL: vktune_init's defaults for the device). */
@@ -135,6 +139,12 @@ void vkops_free(vkops *o);
 /* Forgets what earlier calls left for later ones to reuse (the quantised
  * and converted x, vkop_mm.x_reuse): after calls without a command buffer. */
 void vkops_forget(vkops *o);
+/* From vkops_collect on, a pipeline not built yet is listed instead of
+ * built (the op gets it empty: for calls without a command buffer only);
+ * vkops_build builds the list on `threads` threads at once and ends that.
+ * What failed to build is built again, and refused, when next asked for. */
+void vkops_collect(vkops *o);
+void vkops_build(vkops *o, int threads);
 /* Types the mat-vec / mat-mat / get_rows shaders read. */
 bool vkops_type_ok(zn_type t);
 

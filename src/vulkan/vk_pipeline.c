@@ -1,6 +1,8 @@
 /* Pipelines from embedded SPIR-V (see vk_pipeline.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +109,7 @@ void vkpipes_free(vkpipes *ps) {
     memset(ps, 0, sizeof *ps);
 }
 
-zn_status vkpipe_create(vkpipes *ps, vkpipe *p, const char *shader, const uint32_t *spec, uint32_t n_spec,
+static zn_status create(vkpipes *ps, vkpipe *p, const char *shader, const uint32_t *spec, uint32_t n_spec,
                         uint32_t subgroup, zn_err *err) {
     memset(p, 0, sizeof *p);
     vkdev *d = ps->d;
@@ -137,8 +139,45 @@ zn_status vkpipe_create(vkpipes *ps, vkpipe *p, const char *shader, const uint32
     d->fn.vkDestroyShaderModule(d->dev, mod, NULL);
     if (st) return zn_err_prefix(err, "shader %s", shader);
     p->shader = b->name;
-    ps->n_created++;
     return ZN_OK;
+}
+
+zn_status vkpipe_create(vkpipes *ps, vkpipe *p, const char *shader, const uint32_t *spec, uint32_t n_spec,
+                        uint32_t subgroup, zn_err *err) {
+    zn_status st = create(ps, p, shader, spec, n_spec, subgroup, err);
+    if (!st) ps->n_created++;
+    return st;
+}
+
+typedef struct create_all_ctx {
+    vkpipes *ps;
+    vkpipe_job *jobs;
+    int n;
+    atomic_int next, created;
+} create_all_ctx;
+
+static void *create_worker(void *arg) {
+    create_all_ctx *a = arg;
+    for (int i; (i = atomic_fetch_add(&a->next, 1)) < a->n;) {
+        const vkpipe_job *j = &a->jobs[i];
+        zn_err err = {0};
+        if (!create(a->ps, j->p, j->shader, j->spec, j->n_spec, j->subgroup, &err)) atomic_fetch_add(&a->created, 1);
+    }
+    return NULL;
+}
+
+void vkpipe_create_all(vkpipes *ps, vkpipe_job *jobs, int n, int threads) {
+    create_all_ctx a = {.ps = ps, .jobs = jobs, .n = n};
+    atomic_init(&a.next, 0);
+    atomic_init(&a.created, 0);
+    pthread_t th[ZN_VK_BUILD_THREADS];
+    int nt = 0;
+    if (threads > ZN_VK_BUILD_THREADS) threads = ZN_VK_BUILD_THREADS;
+    for (; nt < threads - 1 && nt < n - 1; nt++)
+        if (pthread_create(&th[nt], NULL, create_worker, &a)) break;
+    create_worker(&a); /* this thread too; alone when no thread started */
+    for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
+    ps->n_created += atomic_load(&a.created);
 }
 
 void vkpipe_destroy(vkpipes *ps, vkpipe *p) {

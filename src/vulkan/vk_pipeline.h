@@ -12,6 +12,7 @@
 
 #define ZN_VK_PUSH_MAX 128   /* bytes: the Vulkan minimum, and lavapipe's limit */
 #define ZN_VK_MAX_SPEC 16
+#define ZN_VK_BUILD_THREADS 16 /* vkpipe_create_all's threads at most */
 
 typedef struct vkpipe {
     VkPipeline pipe;
@@ -33,6 +34,17 @@ void vkpipes_free(vkpipes *ps);
  * when the device supports subgroup size control and the size is in range). */
 zn_status vkpipe_create(vkpipes *ps, vkpipe *p, const char *shader, const uint32_t *spec, uint32_t n_spec,
                         uint32_t subgroup, zn_err *err);
+/* One pipeline of vkpipe_create_all: vkpipe_create's arguments. */
+typedef struct vkpipe_job {
+    vkpipe *p;
+    const char *shader;
+    uint32_t spec[ZN_VK_MAX_SPEC], n_spec, subgroup;
+} vkpipe_job;
+/* Creates the jobs' pipelines on up to `threads` threads at once: a cold
+ * driver cache compiles each, seconds apiece for the large GEMM kernels
+ * (the pipeline cache is synchronised by the driver). A job that fails
+ * leaves its pipeline empty; the caller's vkpipe_create of it says why. */
+void vkpipe_create_all(vkpipes *ps, vkpipe_job *jobs, int n, int threads);
 void vkpipe_destroy(vkpipes *ps, vkpipe *p);
 /* The default cache path: $XDG_CACHE_HOME/zinc or ~/.cache/zinc, keyed by
  * device; "" when neither is set. */

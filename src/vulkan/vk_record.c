@@ -847,6 +847,34 @@ static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
 }
 
 #define PREP_ADDR (1ull << 44) /* stand-in state addresses: aligned, never dereferenced */
+/* Records, without a command buffer, every step shape vkrecord_prepare
+ * _pipelines walks: steps of 1 .. max_tokens tokens (one per token key),
+ * all logits or the last, at the positions in past (sg_past: only where
+ * it picks another attention config). */
+enum { WALK_PAST = 5 }; /* the positions walk_steps records each step at: the last picks the attention config */
+static void walk_steps(vk_ctx *c, zn_graph *g, int32_t *toks, vk_seq *s, uint32_t grain,
+                       const uint32_t past[WALK_PAST], uint32_t sg_past) {
+    for (int all = 0; all < 2; all++) {
+        tok_key last = {0};
+        for (int n = 1; n <= c->max_tokens; n++) {
+            const tok_key key = tok_key_of(c, (uint32_t)n, grain);
+            if (n > 1 && n < c->max_tokens && !memcmp(&key, &last, sizeof key)) continue;
+            last = key;
+            for (size_t p = 0; p < WALK_PAST; p++) {
+                const bool sg_p = p == WALK_PAST - 1;
+                if (sg_p ? !sg_past : p && n > ZN_VK_ATTN_SPLIT_TOK) continue;
+                const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
+                zn_err e2 = {0};
+                if (graph_build(g, toks, n, np, all, &e2) || g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
+                    continue; /* the step fails the same way (vk_run checks the capacities) */
+                plan_fusions(c, g);
+                vk_seq *one = s;
+                record_nodes(c, &one, g, 0, &e2);
+            }
+        }
+    }
+}
+
 zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     const zn_hparams *hp = &c->m->hp;
     zn_graph g;
@@ -871,29 +899,20 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
     const bool sg_other = sg_kv != ZN_VK_OFF && c->o.fa_cm && (c->o.coopmat || c->o.mm_emulate) &&
                           vkops_fa_cfg_for(&c->o, hd, sg_kv) != vkops_fa_cfg_for(&c->o, hd, 0);
     const uint32_t sg_past = sg_other ? sg_kv : 0;
-    const uint32_t past[] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2, sg_past};
+    const uint32_t past[WALK_PAST] = {0, c->o.t.attn_chunk, c->o.t.attn_dec_min, ZN_MAX_CTX / 2, sg_past};
+    /* First the pipelines the walk asks for, listed and built at once on
+     * the CPU's threads (a cold driver cache compiles each); then the walk
+     * again, which finds them built and builds what the first walk did not
+     * reach (a refused pipeline's fallback). */
+    if (!st && c->build_threads > 1) {
+        vkops_collect(&c->o);
+        walk_steps(c, &g, toks, &s, grain, past, sg_past);
+        vkops_build(&c->o, c->build_threads);
+    }
     for (int pass = 0; pass < 3 && !st; pass++) {
         const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};
         const uint32_t refused = c->o.fa_refused;
-        for (int all = 0; all < 2; all++) {
-            tok_key last = {0};
-            for (int n = 1; n <= c->max_tokens; n++) {
-                const tok_key key = tok_key_of(c, (uint32_t)n, grain);
-                if (n > 1 && n < c->max_tokens && !memcmp(&key, &last, sizeof key)) continue;
-                last = key;
-                for (size_t p = 0; p < sizeof past / sizeof *past; p++) {
-                    const bool sg_p = p == sizeof past / sizeof *past - 1;
-                    if (sg_p ? !sg_past : p && n > ZN_VK_ATTN_SPLIT_TOK) continue;
-                    const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
-                    zn_err e2 = {0};
-                    if (graph_build(&g, toks, n, np, all, &e2) || g.n_nodes > c->cap_nodes || g.n_acts > c->cap_acts)
-                        continue; /* the step fails the same way (vk_run checks the capacities) */
-                    plan_fusions(c, &g);
-                    vk_seq *one = &s;
-                    record_nodes(c, &one, &g, 0, &e2);
-                }
-            }
-        }
+        walk_steps(c, &g, toks, &s, grain, past, sg_past);
         if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2 &&
             flags[4] == c->o.mmi && refused == c->o.fa_refused)
             break;
