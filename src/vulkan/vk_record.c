@@ -847,11 +847,11 @@ static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
 }
 
 #define PREP_ADDR (1ull << 44) /* stand-in state addresses: aligned, never dereferenced */
+enum { WALK_PAST = 5 }; /* the positions walk_steps records each step at */
 /* Records, without a command buffer, every step shape vkrecord_prepare
  * _pipelines walks: steps of 1 .. max_tokens tokens (one per token key),
- * all logits or the last, at the positions in past (sg_past: only where
- * it picks another attention config). */
-enum { WALK_PAST = 5 }; /* the positions walk_steps records each step at: the last picks the attention config */
+ * all logits or the last, at the positions in past (the last, sg_past:
+ * only where it picks another attention config). */
 static void walk_steps(vk_ctx *c, zn_graph *g, int32_t *toks, vk_seq *s, uint32_t grain,
                        const uint32_t past[WALK_PAST], uint32_t sg_past) {
     for (int all = 0; all < 2; all++) {
@@ -908,6 +908,7 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
         vkops_collect(&c->o);
         walk_steps(c, &g, toks, &s, grain, past, sg_past);
         vkops_build(&c->o, c->build_threads);
+        vkops_forget(&c->o);
     }
     for (int pass = 0; pass < 3 && !st; pass++) {
         const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};
