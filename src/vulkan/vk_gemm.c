@@ -248,15 +248,6 @@ bool vkops_mm_direct(const vkops *o, const vkop_mm *a) {
     return a->ids ? mm_expert_tok(a) < o->t.moe_prep_tok : mm_direct_tok(o, a->n_tok);
 }
 
-/* Split-K (tuning mm_split_wgs, mm_split_k): a batched decode step's GEMM
- * has a workgroup per row tile (its tokens fit one tile), each walking all
- * of k, so a matrix of few row tiles leaves most of the GPU idle with long
- * serial loops (an 8B's ffn_down at 32 tokens: 128 workgroups, 12,288
- * deep). Split k into ranges of at least t.mm_split_k until there are
- * t.mm_split_wgs workgroups; each stores its partial tile in the scratch
- * after x, and mm_reduce.comp sums them and applies the epilogue. Returns
- * the splits (1: none) and *kspl, the k per split, whole k tiles of bk;
- * fewer where the partials would not fit. */
 /* The splits of k for a GEMM of wgs workgroups (fewer than
  * t.mm_split_wgs): enough for about that many, at most cap (k's ranges),
  * ZN_VK_MM_SPLIT_MAX and room (the partials the scratch holds); 1: none. */
@@ -268,6 +259,15 @@ static uint64_t split_count(const vkops *o, uint64_t wgs, uint64_t cap, uint64_t
     return n < 2 ? 1 : n;
 }
 
+/* Split-K (tuning mm_split_wgs, mm_split_k): a batched decode step's GEMM
+ * has a workgroup per row tile (its tokens fit one tile), each walking all
+ * of k, so a matrix of few row tiles leaves most of the GPU idle with long
+ * serial loops (an 8B's ffn_down at 32 tokens: 128 workgroups, 12,288
+ * deep). Split k into ranges of at least t.mm_split_k until there are
+ * t.mm_split_wgs workgroups; each stores its partial tile in the scratch
+ * after x, and mm_reduce.comp sums them and applies the epilogue. Returns
+ * the splits (1: none) and *kspl, the k per split, whole k tiles of bk;
+ * fewer where the partials would not fit. */
 static uint32_t mm_split(const vkops *o, const vkop_mm *a, const mm_plan *pl, uint32_t bm, uint32_t bn, uint32_t bk,
                          uint32_t *kspl) {
     const uint64_t wgs = (uint64_t)((a->nrows + bm - 1) / bm) * ((a->n_tok + bn - 1) / bn);
@@ -389,6 +389,7 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
     return ZN_OK;
 }
 
+#define MT_TILE 64 /* matmul.comp's rows and tokens per workgroup */
 /* Split-K of the tiled kernel (matmul.comp SPLIT; tuning mt_split_k): its
  * workgroups walk all of k in serial steps of 32, each a load, two
  * barriers and the products, so a matrix of few tiles is that chain's
@@ -398,7 +399,6 @@ static zn_status mm_f16(vkops *o, vkcmd *c, const vkop_mm *a, const char *name, 
  * about t.mm_split_wgs workgroups, at most ZN_VK_MM_SPLIT_MAX, the
  * partials in the GEMM scratch. Returns the splits (1: none) and *ks, the
  * k-steps of 32 per split. */
-#define MT_TILE 64 /* matmul.comp's rows and tokens per workgroup */
 static uint32_t mt_split(const vkops *o, const vkop_mm *a, uint64_t scratch, uint32_t *ks) {
     const uint64_t wgs = (uint64_t)((a->nrows + MT_TILE - 1) / MT_TILE) * ((a->n_tok + MT_TILE - 1) / MT_TILE);
     const uint32_t steps = (a->ncols + 31) / 32;

@@ -850,10 +850,10 @@ static tok_key tok_key_of(const vk_ctx *c, uint32_t n, uint32_t grain) {
 enum { WALK_PAST = 5 }; /* the positions walk_steps records each step at */
 /* Records, without a command buffer, every step shape vkrecord_prepare
  * _pipelines walks: steps of 1 .. max_tokens tokens (one per token key),
- * all logits or the last, at the positions in past (the last, sg_past:
- * only where it picks another attention config). */
+ * all logits or the last, at the positions in past (the last only when
+ * not 0: where it picks another attention config). */
 static void walk_steps(vk_ctx *c, zn_graph *g, int32_t *toks, vk_seq *s, uint32_t grain,
-                       const uint32_t past[WALK_PAST], uint32_t sg_past) {
+                       const uint32_t past[WALK_PAST]) {
     for (int all = 0; all < 2; all++) {
         tok_key last = {0};
         for (int n = 1; n <= c->max_tokens; n++) {
@@ -862,7 +862,7 @@ static void walk_steps(vk_ctx *c, zn_graph *g, int32_t *toks, vk_seq *s, uint32_
             last = key;
             for (size_t p = 0; p < WALK_PAST; p++) {
                 const bool sg_p = p == WALK_PAST - 1;
-                if (sg_p ? !sg_past : p && n > ZN_VK_ATTN_SPLIT_TOK) continue;
+                if (sg_p ? !past[p] : p && n > ZN_VK_ATTN_SPLIT_TOK) continue;
                 const int np = past[p] > (uint32_t)(ZN_MAX_CTX - n) ? ZN_MAX_CTX - n : (int)past[p];
                 zn_err e2 = {0};
                 if (graph_build(g, toks, n, np, all, &e2) || g->n_nodes > c->cap_nodes || g->n_acts > c->cap_acts)
@@ -906,14 +906,14 @@ zn_status vkrecord_prepare_pipelines(vk_ctx *c, zn_err *err) {
      * reach (a refused pipeline's fallback). */
     if (!st && c->build_threads > 1) {
         vkops_collect(&c->o);
-        walk_steps(c, &g, toks, &s, grain, past, sg_past);
+        walk_steps(c, &g, toks, &s, grain, past);
         vkops_build(&c->o, c->build_threads);
         vkops_forget(&c->o);
     }
     for (int pass = 0; pass < 3 && !st; pass++) {
         const bool flags[5] = {c->o.intdot, c->o.mvx, c->o.fa_cm, c->o.mm_cm2, c->o.mmi};
         const uint32_t refused = c->o.fa_refused;
-        walk_steps(c, &g, toks, &s, grain, past, sg_past);
+        walk_steps(c, &g, toks, &s, grain, past);
         if (flags[0] == c->o.intdot && flags[1] == c->o.mvx && flags[2] == c->o.fa_cm && flags[3] == c->o.mm_cm2 &&
             flags[4] == c->o.mmi && refused == c->o.fa_refused)
             break;

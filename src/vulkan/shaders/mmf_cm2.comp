@@ -54,9 +54,10 @@ layout(constant_id = 7) const uint TYPE = 1;
 // are 0 and kp, known multiples of 32, and the tile loads stay aligned.
 layout(constant_id = 8) const bool SPLIT = false;
 // Accumulators of fewer values (fewer 16 x 16 pieces than the workgroup's 8
-// warps: ZN_VK_CM2_MIN_ACC) or off the grain of the matrix dimensions
-// (ZN_VK_CM2_GRAIN: 16 tokens) left outputs unwritten on an H200 and an H100
-// (vk_gemm.c zn_vk_cm2_cfgs): a half tile that would be either is not used.
+// warps: ZN_VK_CM2_MIN_ACC) or with rows or tokens off the multiples the
+// device check promises (ZN_VK_CM2_GRAIN: half tiles of 16 tokens) left
+// outputs unwritten on an H200 and an H100 (vk_gemm.c zn_vk_cm2_cfgs): a
+// half tile that would be either is not used.
 layout(constant_id = 9) const uint MIN_ACC = 2048;
 layout(constant_id = 10) const uint GRAIN = 32;
 const uint BNH = BN / 2;
