@@ -302,6 +302,67 @@ static void test_nonfinite_logits(void) {
     sampler_free(&s);
 }
 
+/* The one-pass scan that greedy and top-k take (top_fast) against the copy
+ * of the whole vocabulary (full_path): the same token at every draw, seeds
+ * equal, over logits with ties, NaN and infinities, with and without
+ * penalties (tokens in the window that the scan ranks high or misses) and a
+ * grammar's mask, and the same nonfinite flag. */
+static void test_scan_matches_full(void) {
+    enum { N = 3001, DRAWS = 60 };
+    static float l[N];
+    static uint64_t allow[(N + 63) / 64];
+    zn_sampler_params cfg[8];
+    for (int c = 0; c < 8; c++) cfg[c] = plain();
+    cfg[0].temperature = 0.0f;                        /* greedy */
+    cfg[1].top_k = 1;
+    cfg[2].top_k = 40, cfg[2].top_p = 0.9f, cfg[2].min_p = 0.05f, cfg[2].temperature = 0.8f;
+    cfg[3].top_k = 7, cfg[3].repeat_penalty = 1.5f;
+    cfg[4].top_k = 40, cfg[4].presence_penalty = 3.0f, cfg[4].frequency_penalty = 0.7f; /* penalised out of the top */
+    cfg[5].top_k = 12, cfg[5].repeat_penalty = 0.4f, cfg[5].presence_penalty = -6.0f; /* into it, from far below */
+    cfg[6].temperature = 0.0f, cfg[6].repeat_penalty = 2.0f, cfg[6].presence_penalty = 1.0f;
+    cfg[7].top_k = 300;
+    uint32_t x = 4242;
+    for (int pattern = 0; pattern < 4; pattern++) {
+        /* 0 distinct, 1 eight levels (ties everywhere), 2 NaN and +-inf sprinkled, 3 all -inf but a few */
+        for (int i = 0; i < N; i++) {
+            x = x * 1664525u + 1013904223u;
+            float r = (float)(x >> 8) / (float)(1u << 24) * 12.0f - 4.0f;
+            l[i] = pattern == 1 ? floorf(r) : r;
+            if (pattern == 2 && i % 211 == 5) l[i] = NAN;
+            if (pattern == 2 && i % 401 == 7) l[i] = -INFINITY;
+            if (pattern == 2 && i == 2000) l[i] = INFINITY;
+            if (pattern == 3) l[i] = i % 500 == 9 ? r : -INFINITY;
+        }
+        for (int masked = 0; masked < 2; masked++) {
+            for (int w = 0; w < (N + 63) / 64; w++) {
+                x = x * 1664525u + 1013904223u;
+                allow[w] = masked ? (uint64_t)x * 0x9E3779B97F4A7C15ull : ~0ull;
+            }
+            for (int c = 0; c < 8; c++) {
+                zn_sampler a, b;
+                cfg[c].penalty_last_n = 24;
+                CHECK(sampler_init(&a, &cfg[c], N, NULL) == ZN_OK && sampler_init(&b, &cfg[c], N, NULL) == ZN_OK);
+                b.full_path = true;
+                for (int d = 0; d < DRAWS; d++) {
+                    /* the window: the best tokens of the last draw and a few far below */
+                    const int32_t h = d % 3 ? (int32_t)(x % N) : (int32_t)((d * 977) % N);
+                    x = x * 1664525u + 1013904223u;
+                    const int32_t ta = masked ? sampler_sample_masked(&a, l, allow) : sampler_sample(&a, l);
+                    const int32_t tb = masked ? sampler_sample_masked(&b, l, allow) : sampler_sample(&b, l);
+                    CHECK_MSG(ta == tb, "pattern %d mask %d config %d draw %d: scan %d, full %d", pattern, masked, c,
+                              d, ta, tb);
+                    CHECK(a.nonfinite == b.nonfinite);
+                    if (ta != tb) break;
+                    sampler_accept(&a, ta), sampler_accept(&b, tb);
+                    sampler_accept(&a, h), sampler_accept(&b, h);
+                }
+                sampler_free(&a);
+                sampler_free(&b);
+            }
+        }
+    }
+}
+
 int main(void) {
     RUN(test_argmax);
     RUN(test_greedy_ignores_rng);
@@ -313,5 +374,6 @@ int main(void) {
     RUN(test_bad_params);
     RUN(test_bad_params_nonfinite);
     RUN(test_nonfinite_logits);
+    RUN(test_scan_matches_full);
     return harness_report("sampler");
 }

@@ -585,7 +585,7 @@ static void test_metrics(void) {
     metrics_prefix(&m, 0, 0);   /* a miss */
     metrics_prefix(&m, 2, 0);
     zn_metrics_gauges g = {.running = 2, .waiting = 3, .kv_used = 256, .kv_total = 1024, .slots = 4, .steps = 9,
-                           .batched_steps = 7, .replayed_steps = 5};
+                           .batched_steps = 7, .replayed_steps = 5, .step_s = 12.5, .host_s = 0.25};
     size_t n;
     char *t = metrics_render(&m, &g, &n);
     CHECK(t && strlen(t) == n);
@@ -606,6 +606,7 @@ static void test_metrics(void) {
     CHECK(strstr(t, "\nzinc_engine_steps_total 9\n") && strstr(t, "\nzinc_engine_batched_steps_total 7\n"));
     CHECK(strstr(t, "# TYPE zinc_engine_batched_steps_total counter\n"));
     CHECK(strstr(t, "\nzinc_engine_replayed_steps_total 5\n") && strstr(t, "# TYPE zinc_engine_replayed_steps_total counter\n"));
+    CHECK(strstr(t, "\nzinc_engine_step_seconds_total 12.500000\n") && strstr(t, "\nzinc_engine_host_seconds_total 0.250000\n"));
     free(t);
     metrics_free(&m);
 }

@@ -43,6 +43,8 @@
                                             that reads the SwiGLU's inputs 5 nodes before the tail's ADD; a matmul,
                                             the SwiGLU of its x and its residual ADD) */
 #define ZN_MAX_VOCAB          (1 << 22)
+#define ZN_SAMPLER_SCAN       1024       /* candidates the sampler's one-pass top-k keeps at most (top-k plus twice the
+                                            penalty window's tokens); more take the copy of the whole vocabulary */
 /* Gated DeltaNet shapes both backends run (the loader refuses others): key
  * head dims are powers of two in [MIN, MAX] (the CPU kernel's stack
  * scratch; gdn.comp has a pipeline per power of two and needs a multiple

@@ -167,10 +167,98 @@ static void softmax_sorted(zn_sampler_cand *c, int n, float temp) {
     for (int i = 0; i < n; i++) c[i].logit = (float)(c[i].logit / sum);
 }
 
-static int32_t sample(zn_sampler *s, const float *logits, const uint64_t *allow) {
+/* a (after penalties, NaN as -inf) ranks after b in cand_desc's order */
+static bool worse(zn_sampler_cand a, zn_sampler_cand b) { return cand_desc(&a, &b) > 0; }
+
+/* Restores the heap c[0..m) (the worst candidate at c[0]) below position i. */
+static void sift_down(zn_sampler_cand *c, int m, int i) {
+    for (;;) {
+        int w = i, l = 2 * i + 1, r = l + 1;
+        if (l < m && worse(c[l], c[w])) w = l;
+        if (r < m && worse(c[r], c[w])) w = r;
+        if (w == i) return;
+        zn_sampler_cand t = c[i];
+        c[i] = c[w];
+        c[w] = t;
+        i = w;
+    }
+}
+
+static bool allowed(const uint64_t *allow, int i) { return !allow || ((allow[i >> 6] >> (i & 63)) & 1); }
+
+static float penalised(const zn_sampler_params *p, float l, int count) {
+    l = l > 0 ? l / p->repeat_penalty : l * p->repeat_penalty;
+    l -= (float)count * p->frequency_penalty + p->presence_penalty;
+    return isnan(l) ? -INFINITY : l; /* inf - inf: the same rule as a NaN logit */
+}
+
+/* The k best allowed tokens of logits before penalties, in c[0..m) as a
+ * heap: one pass that costs a compare for a token that cannot make it, where
+ * the full path copies and selects the whole vocabulary (152k tokens: 0.7 ms
+ * a draw, paid for every sequence of a server's step). The scan's ids rise,
+ * so a tie with the heap's worst is worse (cand_desc). */
+static int top_scan(zn_sampler_cand *c, int k, const float *logits, int n, const uint64_t *allow, bool *bad) {
+    int m = 0;
+    bool nf = false;
+    for (int i = 0; i < n; i++) {
+        const float l = logits[i];
+        nf |= !isfinite(l);
+        if (m == k && !(l > c[0].logit)) continue;
+        if (!allowed(allow, i)) continue;
+        const zn_sampler_cand e = {i, isnan(l) ? -INFINITY : l};
+        if (m < k) { /* sift up */
+            int j = m++;
+            while (j > 0 && worse(e, c[(j - 1) / 2])) {
+                c[j] = c[(j - 1) / 2];
+                j = (j - 1) / 2;
+            }
+            c[j] = e;
+        } else {
+            c[0] = e;
+            sift_down(c, m, 0);
+        }
+    }
+    *bad = nf;
+    return m;
+}
+
+/* The full path's candidates after penalties, mask and top-k, in c[0..ret)
+ * sorted, from a scan of the k + h best before penalties (h: the window's
+ * tokens): a token the penalties leave alone and that ranks among the k
+ * best after them has fewer than k others before it and at most h
+ * penalised ones, so the scan holds it; the penalised tokens are scored
+ * again and those the scan missed added. -1 when it does not fit (the full
+ * path then). */
+static int top_fast(zn_sampler *s, const float *logits, const uint64_t *allow, int k) {
     const zn_sampler_params *p = &s->p;
-    int n = s->n_vocab;
+    const int h = penalties_on(p) ? s->hist_n : 0, n = s->n_vocab;
+    if (s->full_path || k + 2 * h > ZN_SAMPLER_SCAN || k + 2 * h > n) return -1;
     zn_sampler_cand *c = s->cand;
+    int m = top_scan(c, k + h, logits, n, allow, &s->nonfinite);
+    if (h) {
+        for (int i = 0; i < h; i++)
+            if (s->hist[i] >= 0 && s->hist[i] < n) s->counts[s->hist[i]]++;
+        for (int j = 0; j < m; j++) { /* in the scan: scored again, marked done */
+            int32_t *cnt = &s->counts[c[j].id];
+            if (*cnt > 0) c[j].logit = penalised(p, c[j].logit, *cnt), *cnt = -*cnt;
+        }
+        for (int i = 0; i < h; i++) { /* missed by the scan: added; every count back to zero */
+            const int32_t t = s->hist[i];
+            if (t < 0 || t >= n || s->counts[t] == 0) continue;
+            if (s->counts[t] > 0 && allowed(allow, t))
+                c[m++] = (zn_sampler_cand){t, penalised(p, isnan(logits[t]) ? -INFINITY : logits[t], s->counts[t])};
+            s->counts[t] = 0;
+        }
+    }
+    qsort(c, (size_t)m, sizeof *c, cand_desc);
+    return m < k ? m : k;
+}
+
+/* The candidates after penalties, mask and top-k (k <= 0: all), in
+ * c[0..ret) sorted, by copying and selecting the whole vocabulary. */
+static int top_full(zn_sampler *s, const float *logits, const uint64_t *allow, int k) {
+    zn_sampler_cand *c = s->cand;
+    int n = s->n_vocab;
     bool bad = false;
     for (int i = 0; i < n; i++) {
         float l = logits[i];
@@ -178,26 +266,27 @@ static int32_t sample(zn_sampler *s, const float *logits, const uint64_t *allow)
         c[i] = (zn_sampler_cand){i, isnan(l) ? -INFINITY : l};
     }
     s->nonfinite = bad;
-    if (penalties_on(p)) apply_penalties(s);
+    if (penalties_on(&s->p)) apply_penalties(s);
     if (allow) { /* after the penalties, which index cand[] by id */
-        int k = 0;
+        int m = 0;
         for (int i = 0; i < n; i++)
-            if ((allow[i >> 6] >> (i & 63)) & 1) c[k++] = c[i];
-        if (k == 0) return -1;
-        n = k;
+            if (allowed(allow, i)) c[m++] = c[i];
+        n = m;
     }
-
-    if (p->temperature <= 0.0f) {
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            if (c[i].logit > c[best].logit) best = i;
-        return c[best].id;
-    }
-
-    /* top-k (a full sort when off, as top-p needs the order) */
-    int k = p->top_k > 0 && p->top_k < n ? p->top_k : n;
+    /* a full sort when top-k is off, as top-p needs the order */
+    if (k <= 0 || k > n) k = n;
     keep_top(c, n, k);
-    n = k;
+    return k;
+}
+
+static int32_t sample(zn_sampler *s, const float *logits, const uint64_t *allow) {
+    const zn_sampler_params *p = &s->p;
+    zn_sampler_cand *c = s->cand;
+    const int k = p->temperature <= 0.0f ? 1 : p->top_k;
+    int n = k > 0 ? top_fast(s, logits, allow, k) : -1;
+    if (n < 0) n = top_full(s, logits, allow, k);
+    if (n == 0) return -1;
+    if (p->temperature <= 0.0f) return c[0].id;
 
     /* top-p on the probabilities of what is left: smallest prefix >= p */
     if (p->top_p < 1.0f) {

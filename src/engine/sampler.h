@@ -50,6 +50,8 @@ typedef struct zn_sampler {
     int32_t *hist;           /* ring [penalty_last_n] */
     int hist_n, hist_pos;
     bool nonfinite;          /* the last sampler_sample saw a NaN or inf logit */
+    bool full_path;          /* tests: always copy and select the whole vocabulary (the reference for the one-pass
+                                scan that greedy and top-k take, with the same results) */
 } zn_sampler;
 
 zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, zn_err *err);

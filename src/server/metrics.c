@@ -104,6 +104,10 @@ static void counter(sbuf *b, const char *name, const char *help, uint64_t v) {
     put(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name, (unsigned long long)v);
 }
 
+static void counter_s(sbuf *b, const char *name, const char *help, double v) {
+    put(b, "# HELP %s %s\n# TYPE %s counter\n%s %.6f\n", name, help, name, name, v);
+}
+
 char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
     sbuf b = {malloc(8192), 0, 8192, 0};
     if (!b.p) return NULL;
@@ -169,6 +173,13 @@ char *metrics_render(zn_metrics *m, const zn_metrics_gauges *g, size_t *len) {
             "Engine steps that resubmitted the recorded forward pass of an earlier one, with only token ids and "
             "positions rewritten (Vulkan decode steps of the same sequences as the step before; 0 on the CPU).",
             g->replayed_steps);
+    counter_s(&b, "zinc_engine_step_seconds_total",
+              "Time the engine thread spent in engine steps (forward passes, the wait for the GPU included).",
+              g->step_s);
+    counter_s(&b, "zinc_engine_host_seconds_total",
+              "Time the engine thread spent between the steps of running requests: sampling, detokenising, stop "
+              "strings, handing tokens to the streams (the device idles meanwhile).",
+              g->host_s);
     counter(&b, "zinc_grammar_masks_prepared_total",
             "Grammar token masks made on the mask thread while an engine step ran (or found in the per-state cache there).",
             g->masks_ahead);

@@ -36,6 +36,7 @@ typedef struct zn_metrics_gauges {
     int slots;
     uint64_t steps, batched_steps; /* engine steps, and those of several sequences in one forward pass */
     uint64_t replayed_steps;       /* engine steps that resubmitted a recorded forward pass (Vulkan decode steps) */
+    double step_s, host_s;         /* the engine thread's time in steps, and between them (sampling, streaming) */
     uint64_t preemptions, kv_evictions; /* requests preempted for KV blocks, idle slots' prefixes dropped for them */
     uint64_t masks_ahead, masks_inline; /* grammar masks made during a step (mask thread) / while sampling */
 } zn_metrics_gauges;

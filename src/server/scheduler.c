@@ -727,6 +727,7 @@ static int sched_round(zn_sched *s) {
     zn_step_item items[ZN_SRV_MAX_PARALLEL];
     zn_slot *owner[ZN_SRV_MAX_PARALLEL];
     int n = 0, budget = s->eng->max_tokens, ended = 0;
+    const double t0 = timer_now();
     for (int i = 0; i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         sl->n_step = 0;
@@ -754,7 +755,10 @@ static int sched_round(zn_sched *s) {
         sl->n_step = c;
         budget -= c;
     }
-    if (n == 0) return ended;
+    if (n == 0) {
+        atomic_fetch_add(&s->host_us, (unsigned long long)(1e6 * (timer_now() - t0)));
+        return ended;
+    }
     /* the slots that sample after this step know their grammar state now:
      * their masks are made while the step runs (the step touches no gmask) */
     zn_gmask *prep[ZN_SRV_MAX_PARALLEL];
@@ -763,7 +767,9 @@ static int sched_round(zn_sched *s) {
         if (items[i].logits && owner[i]->job->gm) prep[n_prep++] = owner[i]->job->gm;
     maskpipe_start(&s->mp, prep, n_prep);
     zn_err err = {0};
+    const double t1 = timer_now();
     const zn_status st = step_with_room(s, items, owner, &n, &err);
+    const double t2 = timer_now();
     const int n_ahead = maskpipe_wait(&s->mp);
     if (n_ahead) atomic_fetch_add(&s->masks_ahead, (unsigned long long)n_ahead);
     if (!st && n) {
@@ -792,6 +798,8 @@ static int sched_round(zn_sched *s) {
             slot_prefill_done(s, sl, sl->n_step);
         }
     }
+    atomic_fetch_add(&s->step_us, (unsigned long long)(1e6 * (t2 - t1)));
+    atomic_fetch_add(&s->host_us, (unsigned long long)(1e6 * (timer_now() - t2 + t1 - t0)));
     return ended;
 }
 
@@ -1035,6 +1043,8 @@ void sched_gauges(zn_sched *s, zn_metrics_gauges *g) {
                              .kv_evictions = atomic_load(&s->kv_evictions),
                              .steps = atomic_load(&s->steps), .batched_steps = atomic_load(&s->batched_steps),
                              .replayed_steps = atomic_load(&s->replayed_steps),
+                             .step_s = 1e-6 * (double)atomic_load(&s->step_us),
+                             .host_s = 1e-6 * (double)atomic_load(&s->host_us),
                              .masks_ahead = atomic_load(&s->masks_ahead), .masks_inline = atomic_load(&s->masks_inline)};
     pthread_mutex_unlock(&s->mu);
 }

@@ -153,6 +153,9 @@ typedef struct zn_sched {
      * (zn_backend_stats.replayed); written by the engine thread, read by
      * sched_gauges */
     atomic_ullong steps, batched_steps, replayed_steps;
+    /* microseconds of the engine thread's rounds in engine steps, and in
+     * the rest of them (sampling, detokenising, streaming: the device idles) */
+    atomic_ullong step_us, host_us;
     /* the KV pool's positions (0: none, each slot holds its context), slots
      * preempted for its blocks and idle slots' cached prefixes dropped for them */
     int64_t kv_pool_pos;
