@@ -2,6 +2,8 @@
 # s38 call 2: the server under load again with the one-pass sampler and /metrics' step / host split (s37's
 # load.sh), then issue 15's side-by-side of the 35B-A3B (256 experts), every test, REPS 2 (s36's sbs.sh).
 # Carry .dev (zinc, zinc-load, side-by-side.sh), .gl, .ll.
+# (.dev's binaries carried xz-compressed: the tree's files count by disk blocks against the carry's 64 MiB)
+for f in .dev/*.xz; do xz -dc $f > ${f%.xz} && chmod +x ${f%.xz}; done
 . bench/device-env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat .dev/commit
 syn qwen3-8b
