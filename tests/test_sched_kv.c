@@ -60,12 +60,13 @@ static void job_wait(zn_job *j, result *r) {
 }
 
 /* All jobs at once on 4 slots over engine e; the gauges after. */
-static void run_jobs(zn_engine *e, const zn_tokenizer *tok, result *res, zn_metrics_gauges *g, char **metrics_text) {
+static void run_jobs(zn_engine *e, const zn_tokenizer *tok, result *res, zn_metrics_gauges *g, char **metrics_text,
+                     int sample_threads) {
     zn_sched s;
     zn_metrics m;
     zn_err err;
     metrics_init(&m);
-    if (sched_init(&s, e, tok, &(zn_sched_opts){.n_slots = N_JOBS, .n_ctx = N_CTX}, &m, &err)) {
+    if (sched_init(&s, e, tok, &(zn_sched_opts){.n_slots = N_JOBS, .n_ctx = N_CTX, .sample_threads = sample_threads}, &m, &err)) {
         CHECK_MSG(0, "%s", err.msg);
         metrics_free(&m);
         return;
@@ -102,8 +103,15 @@ static void check_model(const char *path) {
     memset(b, 0, sizeof b);
     zn_metrics_gauges ga, gb;
     char *ta = NULL, *tb = NULL;
-    run_jobs(&own, tok, a, &ga, &ta);
-    run_jobs(&pooled, tok, b, &gb, &tb);
+    run_jobs(&own, tok, a, &ga, &ta, 0);
+    run_jobs(&pooled, tok, b, &gb, &tb, 0);
+    /* the tokens the sampling threads draw (two on a 2-core machine) are those of the engine thread alone */
+    result c[N_JOBS];
+    memset(c, 0, sizeof c);
+    zn_metrics_gauges gc;
+    char *tc = NULL;
+    run_jobs(&own, tok, c, &gc, &tc, 1);
+    free(tc);
     int need = 0;
     for (int i = 0; i < N_JOBS; i++) {
         need += JOBS[i].n_prompt + JOBS[i].n_gen;
@@ -112,6 +120,8 @@ static void check_model(const char *path) {
         CHECK_EQ_STR(b[i].finish, "length");
         CHECK_MSG(!memcmp(a[i].ids, b[i].ids, sizeof(int32_t) * (size_t)JOBS[i].n_gen),
                   "%s job %d: other tokens on the pool", path, i);
+        CHECK_MSG(!memcmp(a[i].ids, c[i].ids, sizeof(int32_t) * (size_t)JOBS[i].n_gen),
+                  "%s job %d: other tokens sampled on the engine thread alone", path, i);
     }
     CHECK_MSG(need > POOL, "the jobs need %d positions, the pool has %d: nothing to preempt", need, POOL);
     CHECK_EQ_INT(ga.preemptions, 0);

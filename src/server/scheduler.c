@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "textstream.h"
 #include "timer.h"
@@ -37,6 +38,8 @@ struct zn_slot {
     uint64_t admitted;        /* tick when its job started: the latest admitted is preempted first */
     bool waiting;             /* preempted, waiting for the pool to have its blocks (kv_resumes) */
     int32_t next;             /* generating: the sampled token the next step evaluates */
+    int32_t pre;              /* presampled this round (has_pre): the token sampler_sample drew from lg */
+    bool has_pre;
     int n_step;               /* tokens of this slot in the step being built (0: none) */
     uint64_t last_used;
     double t_last;            /* when the last token was generated */
@@ -511,6 +514,8 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
     int32_t id;
     if (forced) {
         id = j->think_close[sl->n_forced++];
+    } else if (sl->has_pre) {
+        id = sl->pre;
     } else if (j->gm) {
         const long inl = j->gm->n_inline;
         id = gmask_sample(j->gm, &sl->smp, sl->lg, &gerr);
@@ -719,6 +724,27 @@ static zn_status step_with_room(zn_sched *s, zn_step_item *items, zn_slot **owne
     }
 }
 
+static void presample_part(void *arg, int ith, int nth) {
+    zn_sched *s = arg;
+    for (int i = ith; i < s->n_pre; i += nth) {
+        zn_slot *sl = s->pre[i];
+        sl->pre = sampler_sample(&sl->smp, sl->lg);
+        sl->has_pre = true;
+    }
+}
+
+/* Draws the next tokens of the generating slots without a grammar on the
+ * sampling threads, each slot's sampler (and seed) its own, so the tokens
+ * are those slot_generate would draw one slot after another. */
+static void presample(zn_sched *s) {
+    s->n_pre = 0;
+    for (int i = 0; s->pool && i < s->n_slots; i++) {
+        zn_slot *sl = &s->slots[i];
+        if (sl->state == SLOT_GEN && !sl->job->gm && !slot_forcing(sl, sl->job)) s->pre[s->n_pre++] = sl;
+    }
+    if (s->n_pre > 1) cpu_pool_run(s->pool, presample_part, s);
+}
+
 /* One engine step for every active slot: the generating ones' sampled
  * tokens, then prompt chunks of the prefilling ones (starting from a
  * rotating slot, so none waits behind the others for long) while the step
@@ -728,6 +754,7 @@ static int sched_round(zn_sched *s) {
     zn_slot *owner[ZN_SRV_MAX_PARALLEL];
     int n = 0, budget = s->eng->max_tokens, ended = 0;
     const double t0 = timer_now();
+    presample(s);
     for (int i = 0; i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         sl->n_step = 0;
@@ -743,6 +770,7 @@ static int sched_round(zn_sched *s) {
             sl->n_step = 1;
             budget--;
         }
+        sl->has_pre = false;
         if (sl->state == SLOT_IDLE) ended++;
     }
     const int first = (int)(s->tick++ % (uint64_t)s->n_slots); /* tick only orders: a step may take one */
@@ -928,6 +956,17 @@ zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const z
             return st;
         }
     }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = o->sample_threads > 0 ? o->sample_threads : ZN_SRV_SAMPLE_THREADS;
+    if (nt > n_slots) nt = n_slots;
+    if (ncpu > 0 && ncpu < nt) nt = (int)ncpu;
+    if (nt > 1) {
+        zn_status st = cpu_pool_init(&s->pool, nt, err);
+        if (st) {
+            sched_free(s);
+            return st;
+        }
+    }
     if (sched_mask_overlap(e->be->name, o->mask_overlap)) {
         zn_status st = maskpipe_init(&s->mp, err);
         if (st) {
@@ -958,6 +997,8 @@ void sched_stop(zn_sched *s) {
 void sched_free(zn_sched *s) {
     sched_stop(s);
     maskpipe_free(&s->mp);
+    cpu_pool_free(s->pool);
+    s->pool = NULL;
     for (int i = 0; s->slots && i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
         if (sl->smp_ok) sampler_free(&sl->smp);

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu.h"
 #include "engine.h"
 #include "gmask.h"
 #include "limits.h"
@@ -131,6 +132,8 @@ enum { ZN_OVERLAP_AUTO, ZN_OVERLAP_OFF, ZN_OVERLAP_ON };
 typedef struct zn_sched_opts {
     int n_slots, n_ctx;
     int mask_overlap;         /* ZN_OVERLAP_*; AUTO: the backend's row of scheduler.c's table */
+    int sample_threads;       /* threads drawing the generating slots' tokens after a step; 0: ZN_SRV_SAMPLE_THREADS;
+                                 at most the cores and the slots (1: the engine thread alone) */
 } zn_sched_opts;
 
 typedef struct zn_sched {
@@ -156,6 +159,11 @@ typedef struct zn_sched {
     /* microseconds of the engine thread's rounds in engine steps, and in
      * the rest of them (sampling, detokenising, streaming: the device idles) */
     atomic_ullong step_us, host_us;
+    /* the sampling threads (NULL: one core, or one slot) and the slots they
+     * sample this round */
+    cpu_pool *pool;
+    zn_slot *pre[ZN_SRV_MAX_PARALLEL];
+    int n_pre;
     /* the KV pool's positions (0: none, each slot holds its context), slots
      * preempted for its blocks and idle slots' cached prefixes dropped for them */
     int64_t kv_pool_pos;
