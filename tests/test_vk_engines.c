@@ -448,6 +448,53 @@ static void test_attn_rope(void) {
         for (size_t t = 0; t < sizeof tunes / sizeof *tunes; t++) attn_rope_case(fixtures[i], tunes[t]);
 }
 
+/* engine_next (zinc bench's and the CLI's decode steps): the logits of
+ * engine_decode, bit for bit, on both backends; on Vulkan in place in the
+ * backend's host memory (no copy), so at != the caller's buffer. */
+static void next_case(const char *backend) {
+    char mpath[512], gpath[512];
+    golden_paths("qwen35-dense-q8_0", mpath, gpath, sizeof mpath);
+    zn_model m;
+    zn_err err = {0};
+    if (model_load(&m, mpath, &err)) {
+        CHECK_MSG(false, "%s", err.msg);
+        return;
+    }
+    zn_engine_opts o = engine_default_opts();
+    o.backend = backend;
+    o.be.n_threads = 2;
+    zn_engine e;
+    zn_seq a = {0}, b = {0};
+    const int nv = m.hp.n_vocab;
+    float *la = malloc(sizeof(float) * (size_t)nv), *lb = malloc(sizeof(float) * (size_t)nv);
+    const int32_t prompt[6] = {1, 17, 23, 5, 99, 3}; /* the fixtures' vocabulary: 128 */
+    const bool up = la && lb && engine_init(&e, &m, &o, &err) == ZN_OK;
+    bool ok = up && seq_init(&a, &e, 64, &err) == ZN_OK && seq_init(&b, &e, 64, &err) == ZN_OK;
+    for (int i = 0; ok && i < 2; i++) ok = engine_decode(&e, i ? &b : &a, prompt, 6, NULL, false, &err) == ZN_OK;
+    CHECK_MSG(ok, "%s: %s", backend, err.msg);
+    int32_t t = 7;
+    for (int k = 0; ok && k < 6; k++) {
+        const float *at = NULL;
+        ok = engine_decode(&e, &a, &t, 1, la, false, &err) == ZN_OK && engine_next(&e, &b, t, lb, &at, &err) == ZN_OK;
+        CHECK_MSG(ok, "%s: step %d: %s", backend, k, err.msg);
+        if (!ok) break;
+        CHECK_MSG(at && !memcmp(at, la, sizeof(float) * (size_t)nv), "%s: step %d: other logits", backend, k);
+        if (!strcmp(backend, "vulkan")) CHECK_MSG(at != lb, "step %d: the logits were copied", k);
+        t = (int32_t)argmax(la, nv);
+    }
+    seq_free(&a);
+    seq_free(&b);
+    if (up) engine_free(&e);
+    free(la);
+    free(lb);
+    model_free(&m);
+}
+
+static void test_next_in_place(void) {
+    next_case("cpu");
+    next_case("vulkan");
+}
+
 int main(void) {
     zn_device_info d[16];
     int n = 0, def = -1;
@@ -464,5 +511,6 @@ int main(void) {
     RUN(test_step_barriers);
     RUN(test_moe_refused);
     RUN(test_attn_rope);
+    RUN(test_next_in_place);
     return harness_report("vk_engines");
 }

@@ -6,7 +6,8 @@
  * Like llama-bench: after a warm-up, r repetitions of a p-token prefill (one
  * batch) and of n single-token decode steps, each from an empty sequence (or
  * after D untimed context tokens); prints tok/s mean +- sd. Decode steps
- * read their logits back, as generation does. Decode is also given as GB/s
+ * take their logits as generation does: in place where the backend leaves
+ * them in host memory (Vulkan), else copied out. Decode is also given as GB/s
  * of weights read per token, against the memory bandwidth a STREAM-like
  * read probe measures in the same run, and, for backends that keep
  * zn_backend_stats (vulkan), as where a step's wall time goes: waiting for
@@ -232,6 +233,7 @@ int cli_bench(int argc, char **argv) {
     const long n_toks = n_need + ZN_BENCH_WARM_STEPS < ZN_MAX_CTX ? n_need + ZN_BENCH_WARM_STEPS : ZN_MAX_CTX;
     int32_t *toks = malloc(sizeof *toks * (size_t)n_toks);
     float *logits = malloc(sizeof *logits * (size_t)m.hp.n_vocab);
+    const float *at = NULL; /* each decode step's logits, in place where the backend has them in host memory */
     double pp[MAX_REPS], tg[MAX_REPS], tg_wall = 0, first[FIRST_STEPS];
     zn_backend_stats bs0 = {0}, bs1 = {0};
     if (!toks || !logits) goto done;
@@ -253,12 +255,12 @@ int cli_bench(int argc, char **argv) {
      * attention kernels) */
     if (a.depth > 0 && a.n > 0 &&
         (run_depth(&e, &s, toks, a.depth, &err) != ZN_OK ||
-         engine_decode(&e, &s, toks + a.depth, 1, logits, false, &err) != ZN_OK))
+         engine_next(&e, &s, toks[a.depth], logits, &at, &err) != ZN_OK))
         goto fail;
     /* then decode on for ZN_BENCH_WARM_MS in all: a GPU idle for seconds
      * runs its first fraction of a second of work slowly (limits.h) */
     while (s.n_past < n_toks && timer_now() - t_warm < ZN_BENCH_WARM_MS / 1e3)
-        if (engine_decode(&e, &s, toks + s.n_past, 1, logits, false, &err) != ZN_OK) goto fail;
+        if (engine_next(&e, &s, toks[s.n_past], logits, &at, &err) != ZN_OK) goto fail;
     if (e.be->stats) e.be->stats(e.be_ctx, &bs0);
     /* all prefill repetitions, then all decode ones, as llama-bench runs
      * its pp and tg tests */
@@ -274,7 +276,7 @@ int cli_bench(int argc, char **argv) {
             double t0 = timer_now();
             for (long i = 0; i < a.n; i++) {
                 const double ts = timer_now();
-                if (engine_decode(&e, &s, toks + a.depth + i, 1, logits, false, &err) != ZN_OK) goto fail;
+                if (engine_next(&e, &s, toks[a.depth + i], logits, &at, &err) != ZN_OK) goto fail;
                 if (r == 0 && i < FIRST_STEPS) first[i] = 1e3 * (timer_now() - ts);
             }
             tg_wall += timer_now() - t0;

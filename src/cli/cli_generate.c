@@ -270,8 +270,9 @@ static int gen_reply(gen *g, int *first, int *count) {
     const char *why = "length";
     long produced = 0;
     double t0 = timer_now();
+    const float *lg = g->logits; /* the prompt's, then each step's in place */
     while (g->o->n_predict < 0 || produced < g->o->n_predict) {
-        int32_t id = sampler_sample(&g->smp, g->logits);
+        int32_t id = sampler_sample(&g->smp, lg);
         if (g->smp.nonfinite) { /* sampling is defined, but the text would be noise */
             zn_errf(&g->err, ZN_ERR_FORMAT, "%s: the model's logits are not finite (NaN or inf) at position %d: "
                     "broken weights or hyper-parameters", g->o->model, g->n_cache);
@@ -292,7 +293,7 @@ static int gen_reply(gen *g, int *first, int *count) {
             why = "ctx";
             break;
         }
-        if (engine_decode(&g->e, &g->s, &id, 1, g->logits, false, &g->err)) return 1;
+        if (engine_next(&g->e, &g->s, id, g->logits, &lg, &g->err)) return 1;
         g->n_cache++;
     }
     double dt = timer_now() - t0;

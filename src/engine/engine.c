@@ -220,6 +220,11 @@ zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_e
     return ZN_OK;
 }
 
+zn_status engine_next(zn_engine *e, zn_seq *s, int32_t token, float *logits, const float **at, zn_err *err) {
+    const zn_step_item it = {.seq = s, .tokens = &token, .n = 1, .logits = logits, .logits_at = at};
+    return engine_step(e, &it, 1, err);
+}
+
 int64_t engine_kv_free(const zn_engine *e) {
     const zn_backend_mem m = engine_mem(e);
     return m.kv_pool ? m.kv_blocks_free * ZN_KV_BLOCK : -1;

@@ -118,6 +118,11 @@ typedef struct zn_step_item {
  * failure there leaves the items before it done). Allocates nothing. */
 zn_status engine_step(zn_engine *e, const zn_step_item *items, int n_items, zn_err *err);
 
+/* One decode step of one sequence (an engine_step of one item): its
+ * logits in *at, in place in the backend's host memory when it has them
+ * there (valid until e's next step), else copied to logits [n_vocab]. */
+zn_status engine_next(zn_engine *e, zn_seq *s, int32_t token, float *logits, const float **at, zn_err *err);
+
 /* The memory e's backend holds now (all zero where the backend does not
  * say). */
 zn_backend_mem engine_mem(const zn_engine *e);
