@@ -1,6 +1,7 @@
 /* Sampler: each stage against hand-computed cases, the draw against its
  * distribution (fixed seed, so the counts are deterministic), and seeds. */
 #include <math.h>
+#include <string.h>
 
 #include "harness.h"
 #include "sampler.h"
@@ -363,6 +364,35 @@ static void test_scan_matches_full(void) {
     }
 }
 
+/* sampler_set: a used sampler given new parameters (a larger penalty
+ * window too) draws what a new one with them draws; bad ones are refused
+ * and leave it working. */
+static void test_set_matches_init(void) {
+    enum { N = 500 };
+    static float l[N];
+    for (int i = 0; i < N; i++) l[i] = (float)((i * 37) % 101) / 10.0f;
+    zn_sampler_params p0 = plain(), p1 = plain();
+    p0.penalty_last_n = 4;
+    p1.top_k = 20, p1.temperature = 0.7f, p1.repeat_penalty = 1.3f, p1.penalty_last_n = 100, p1.seed = 99;
+    zn_sampler a, b;
+    CHECK(sampler_init(&a, &p0, N, NULL) == ZN_OK && sampler_init(&b, &p1, N, NULL) == ZN_OK);
+    for (int i = 0; i < 30; i++) sampler_accept(&a, sampler_sample(&a, l));
+    CHECK(sampler_set(&a, &p1, NULL) == ZN_OK);
+    for (int i = 0; i < 200; i++) {
+        const int32_t x = sampler_sample(&a, l), y = sampler_sample(&b, l);
+        CHECK_MSG(x == y, "draw %d: %d after sampler_set, %d new", i, x, y);
+        if (x != y) break;
+        sampler_accept(&a, x), sampler_accept(&b, y);
+    }
+    zn_sampler_params bad = p1;
+    bad.top_p = NAN;
+    zn_err err = {0};
+    CHECK(sampler_set(&a, &bad, &err) == ZN_ERR_ARG && strstr(err.msg, "top-p"));
+    CHECK(a.p.seed == 99 && sampler_sample(&a, l) >= 0);
+    sampler_free(&a);
+    sampler_free(&b);
+}
+
 int main(void) {
     RUN(test_argmax);
     RUN(test_greedy_ignores_rng);
@@ -375,5 +405,6 @@ int main(void) {
     RUN(test_bad_params_nonfinite);
     RUN(test_nonfinite_logits);
     RUN(test_scan_matches_full);
+    RUN(test_set_matches_init);
     return harness_report("sampler");
 }

@@ -43,10 +43,7 @@ void sampler_reset(zn_sampler *s) {
     s->hist_n = s->hist_pos = 0;
 }
 
-zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, zn_err *err) {
-    memset(s, 0, sizeof *s);
-    if (n_vocab <= 0 || n_vocab > ZN_MAX_VOCAB)
-        return zn_errf(err, ZN_ERR_ARG, "sampler: vocabulary size %d out of range", n_vocab);
+static zn_status check_params(const zn_sampler_params *p, zn_err *err) {
     if (p->penalty_last_n < 0 || p->penalty_last_n > ZN_MAX_CTX)
         return zn_errf(err, ZN_ERR_ARG, "sampler: penalty window %d out of range", p->penalty_last_n);
     /* every parameter finite, so only the logits can bring NaN or inf */
@@ -59,15 +56,40 @@ zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, z
             return zn_errf(err, ZN_ERR_ARG, "sampler: %s must be a finite number (got %g)", fl[i].name, (double)fl[i].v);
     if (!(p->repeat_penalty > 0.0f))
         return zn_errf(err, ZN_ERR_ARG, "sampler: repeat penalty must be > 0 (got %g)", p->repeat_penalty);
+    return ZN_OK;
+}
+
+zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, zn_err *err) {
+    memset(s, 0, sizeof *s);
+    if (n_vocab <= 0 || n_vocab > ZN_MAX_VOCAB)
+        return zn_errf(err, ZN_ERR_ARG, "sampler: vocabulary size %d out of range", n_vocab);
+    zn_status st = check_params(p, err);
+    if (st) return st;
     s->p = *p;
     s->n_vocab = n_vocab;
+    s->hist_cap = p->penalty_last_n > 0 ? p->penalty_last_n : 1;
     s->cand = malloc(sizeof *s->cand * (size_t)n_vocab);
     s->counts = calloc((size_t)n_vocab, sizeof *s->counts);
-    s->hist = malloc(sizeof *s->hist * (size_t)(p->penalty_last_n > 0 ? p->penalty_last_n : 1));
+    s->hist = malloc(sizeof *s->hist * (size_t)s->hist_cap);
     if (!s->cand || !s->counts || !s->hist) {
         sampler_free(s);
         return zn_errf(err, ZN_ERR_NOMEM, "sampler: out of memory for %d tokens", n_vocab);
     }
+    sampler_reset(s);
+    return ZN_OK;
+}
+
+zn_status sampler_set(zn_sampler *s, const zn_sampler_params *p, zn_err *err) {
+    zn_status st = check_params(p, err);
+    if (st) return st;
+    if (p->penalty_last_n > s->hist_cap) {
+        int32_t *h = realloc(s->hist, sizeof *h * (size_t)p->penalty_last_n);
+        if (!h) return zn_errf(err, ZN_ERR_NOMEM, "sampler: out of memory for a penalty window of %d", p->penalty_last_n);
+        s->hist = h;
+        s->hist_cap = p->penalty_last_n;
+    }
+    s->p = *p;
+    s->nonfinite = false;
     sampler_reset(s);
     return ZN_OK;
 }

@@ -48,7 +48,7 @@ typedef struct zn_sampler {
     zn_sampler_cand *cand;   /* [n_vocab] */
     int32_t *counts;         /* [n_vocab], zero between calls */
     int32_t *hist;           /* ring [penalty_last_n] */
-    int hist_n, hist_pos;
+    int hist_n, hist_pos, hist_cap;
     bool nonfinite;          /* the last sampler_sample saw a NaN or inf logit */
     bool full_path;          /* tests: always copy and select the whole vocabulary (the reference for the one-pass
                                 scan that greedy and top-k take, with the same results) */
@@ -56,6 +56,11 @@ typedef struct zn_sampler {
 
 zn_status sampler_init(zn_sampler *s, const zn_sampler_params *p, int n_vocab, zn_err *err);
 void sampler_free(zn_sampler *s);
+/* New parameters for an initialised sampler (checked as sampler_init
+ * checks them; on failure it keeps the old ones), then a reset: its
+ * buffers are kept, so a server slot's sampler takes each request's
+ * parameters without allocating a vocabulary's worth of memory. */
+zn_status sampler_set(zn_sampler *s, const zn_sampler_params *p, zn_err *err);
 /* Clears the history and reseeds with p.seed. */
 void sampler_reset(zn_sampler *s);
 /* Records a token the sequence now contains (prompt or generated) for the

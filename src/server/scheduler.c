@@ -306,9 +306,8 @@ static void slot_start(zn_sched *s, zn_slot *sl, zn_job *j) {
     }
     slot_ckpt_cut(sl, keep);
     sl->ckpt_from = s->recurrent ? keep : 0;
-    if (sl->smp_ok) sampler_free(&sl->smp);
-    sl->smp_ok = false;
-    if (!st) st = sampler_init(&sl->smp, &j->sp, s->n_vocab, &err);
+    if (!st && sl->smp_ok) st = sampler_set(&sl->smp, &j->sp, &err);
+    else if (!st) st = sampler_init(&sl->smp, &j->sp, s->n_vocab, &err);
     if (st) {
         slot_forget(s, sl);
         sl->state = SLOT_IDLE;
