@@ -323,8 +323,9 @@ static void test_scan_matches_full(void) {
     cfg[6].temperature = 0.0f, cfg[6].repeat_penalty = 2.0f, cfg[6].presence_penalty = 1.0f;
     cfg[7].top_k = 300;
     uint32_t x = 4242;
-    for (int pattern = 0; pattern < 4; pattern++) {
-        /* 0 distinct, 1 eight levels (ties everywhere), 2 NaN and +-inf sprinkled, 3 all -inf but a few */
+    for (int pattern = 0; pattern < 6; pattern++) {
+        /* 0 distinct, 1 eight levels (ties everywhere), 2 NaN and +-inf sprinkled, 3 all -inf but a few,
+         * 4 / 5 distinct with one -inf / NaN late (the only non-finite logit, deep in what the scan skips) */
         for (int i = 0; i < N; i++) {
             x = x * 1664525u + 1013904223u;
             float r = (float)(x >> 8) / (float)(1u << 24) * 12.0f - 4.0f;
@@ -333,6 +334,7 @@ static void test_scan_matches_full(void) {
             if (pattern == 2 && i % 401 == 7) l[i] = -INFINITY;
             if (pattern == 2 && i == 2000) l[i] = INFINITY;
             if (pattern == 3) l[i] = i % 500 == 9 ? r : -INFINITY;
+            if (pattern >= 4 && i == N - 77) l[i] = pattern == 4 ? -INFINITY : NAN;
         }
         for (int masked = 0; masked < 2; masked++) {
             for (int w = 0; w < (N + 63) / 64; w++) {
@@ -352,7 +354,8 @@ static void test_scan_matches_full(void) {
                     const int32_t tb = masked ? sampler_sample_masked(&b, l, allow) : sampler_sample(&b, l);
                     CHECK_MSG(ta == tb, "pattern %d mask %d config %d draw %d: scan %d, full %d", pattern, masked, c,
                               d, ta, tb);
-                    CHECK(a.nonfinite == b.nonfinite);
+                    CHECK_MSG(a.nonfinite == b.nonfinite && a.nonfinite == (pattern >= 2),
+                              "pattern %d config %d: nonfinite %d / %d", pattern, c, a.nonfinite, b.nonfinite);
                     if (ta != tb) break;
                     sampler_accept(&a, ta), sampler_accept(&b, tb);
                     sampler_accept(&a, h), sampler_accept(&b, h);
