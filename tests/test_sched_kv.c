@@ -103,9 +103,10 @@ static void check_model(const char *path) {
     memset(b, 0, sizeof b);
     zn_metrics_gauges ga, gb;
     char *ta = NULL, *tb = NULL;
-    run_jobs(&own, tok, a, &ga, &ta, 0);
-    run_jobs(&pooled, tok, b, &gb, &tb, 0);
-    /* the tokens the sampling threads draw (two on a 2-core machine) are those of the engine thread alone */
+    run_jobs(&own, tok, a, &ga, &ta, 4);
+    run_jobs(&pooled, tok, b, &gb, &tb, 4);
+    /* the tokens the sampling threads draw (two on a 2-core machine; the CPU backend's default is none) are
+     * those of the engine thread alone */
     result c[N_JOBS];
     memset(c, 0, sizeof c);
     zn_metrics_gauges gc;

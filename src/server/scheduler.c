@@ -901,22 +901,31 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-/* Mask overlap by backend: on a GPU the engine thread only waits while the
- * step runs, so masks made then are free; the CPU backend's step keeps
- * every core busy with its workers, and a mask thread would take one from
- * the matmuls (bench/results/2026-12-02-cpu-grammar.md). Backends not
- * listed: off. */
-static const struct { const char *backend; bool overlap; } overlap_by_backend[] = {
-    {"cpu", false},
-    {"vulkan", true},
+/* By backend: mask overlap and sampling threads. On a GPU the engine
+ * thread only waits while the step runs, so masks made then are free, and
+ * the device idles while the slots' tokens are drawn, so they are drawn on
+ * ZN_SRV_SAMPLE_THREADS (bench/results/2026-12-07-s38.md). The CPU
+ * backend's step keeps every core busy with its workers: a mask thread
+ * would take one from the matmuls (bench/results/2026-12-02-cpu-grammar.md),
+ * and sampling threads spinning down into the next step cost it about what
+ * they save (a 1-layer 152k-vocabulary model on 2 cores, 32 slots). Backends
+ * not listed: off, 1. */
+static const struct { const char *backend; bool overlap; int sample_threads; } by_backend[] = {
+    {"cpu", false, 1},
+    {"vulkan", true, ZN_SRV_SAMPLE_THREADS},
 };
+
+static int backend_row(const char *backend) {
+    for (size_t i = 0; backend && i < sizeof by_backend / sizeof by_backend[0]; i++)
+        if (!strcmp(by_backend[i].backend, backend)) return (int)i;
+    return -1;
+}
 
 bool sched_mask_overlap(const char *backend, int mask_overlap) {
     if (mask_overlap == ZN_OVERLAP_ON) return true;
-    if (mask_overlap == ZN_OVERLAP_OFF || !backend) return false;
-    for (size_t i = 0; i < sizeof overlap_by_backend / sizeof overlap_by_backend[0]; i++)
-        if (!strcmp(overlap_by_backend[i].backend, backend)) return overlap_by_backend[i].overlap;
-    return false;
+    if (mask_overlap == ZN_OVERLAP_OFF) return false;
+    const int r = backend_row(backend);
+    return r >= 0 && by_backend[r].overlap;
 }
 
 zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const zn_sched_opts *o, zn_metrics *m,
@@ -956,7 +965,8 @@ zn_status sched_init(zn_sched *s, zn_engine *e, const zn_tokenizer *tok, const z
         }
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int nt = o->sample_threads > 0 ? o->sample_threads : ZN_SRV_SAMPLE_THREADS;
+    const int row = backend_row(e->be->name);
+    int nt = o->sample_threads > 0 ? o->sample_threads : row >= 0 ? by_backend[row].sample_threads : 1;
     if (nt > n_slots) nt = n_slots;
     if (ncpu > 0 && ncpu < nt) nt = (int)ncpu;
     if (nt > 1) {

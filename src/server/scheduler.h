@@ -132,8 +132,8 @@ enum { ZN_OVERLAP_AUTO, ZN_OVERLAP_OFF, ZN_OVERLAP_ON };
 typedef struct zn_sched_opts {
     int n_slots, n_ctx;
     int mask_overlap;         /* ZN_OVERLAP_*; AUTO: the backend's row of scheduler.c's table */
-    int sample_threads;       /* threads drawing the generating slots' tokens after a step; 0: ZN_SRV_SAMPLE_THREADS;
-                                 at most the cores and the slots (1: the engine thread alone) */
+    int sample_threads;       /* threads drawing the generating slots' tokens after a step; 0: the backend's row of
+                                 scheduler.c's table; at most the cores and the slots (1: the engine thread alone) */
 } zn_sched_opts;
 
 typedef struct zn_sched {
