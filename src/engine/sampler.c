@@ -214,13 +214,13 @@ static float penalised(const zn_sampler_params *p, float l, int count) {
     return isnan(l) ? -INFINITY : l; /* inf - inf: the same rule as a NaN logit */
 }
 
+#define SCAN_BLOCK 32 /* logits top_scan may skip at once */
+
 /* The k best allowed tokens of logits before penalties, in c[0..m) as a
  * heap: one pass that costs a compare for a token that cannot make it, where
  * the full path copies and selects the whole vocabulary (152k tokens: 0.7 ms
  * a draw, paid for every sequence of a server's step). The scan's ids rise,
  * so a tie with the heap's worst is worse (cand_desc). */
-#define SCAN_BLOCK 32
-
 static int top_scan(zn_sampler_cand *c, int k, const float *logits, int n, const uint64_t *allow, bool *bad) {
     int m = 0;
     bool nf = false;

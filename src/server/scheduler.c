@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu.h"
 #include "textstream.h"
 #include "timer.h"
 

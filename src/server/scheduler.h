@@ -24,7 +24,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cpu.h"
 #include "engine.h"
 #include "gmask.h"
 #include "limits.h"
@@ -124,6 +123,7 @@ typedef struct zn_slot_info {
 } zn_slot_info;
 
 typedef struct zn_slot zn_slot;
+typedef struct cpu_pool cpu_pool; /* cpu.h: the sampling threads */
 
 /* Whether grammar masks are prepared on the mask thread while the engine
  * step runs (maskpipe.h). */
