@@ -30,6 +30,7 @@ static const struct { int n_prompt, n_gen; float temp; uint64_t seed; } JOBS[N_J
 
 typedef struct result {
     int32_t ids[400];
+    float lps[400];           /* their logprobs */
     int n_gen;
     char finish[16];
 } result;
@@ -54,7 +55,7 @@ static void job_wait(zn_job *j, result *r) {
     while (j->state != ZN_JOB_DONE) pthread_cond_wait(&j->cv, &j->mu);
     CHECK_MSG(!j->failed, "job failed: %s", j->err.msg);
     r->n_gen = j->n_gen;
-    for (int i = 0; i < j->n_lp && i < 400; i++) r->ids[i] = j->lp[i].id;
+    for (int i = 0; i < j->n_lp && i < 400; i++) r->ids[i] = j->lp[i].id, r->lps[i] = j->lp[i].lp;
     snprintf(r->finish, sizeof r->finish, "%s", j->finish ? j->finish : "");
     pthread_mutex_unlock(&j->mu);
 }
@@ -121,8 +122,9 @@ static void check_model(const char *path) {
         CHECK_EQ_STR(b[i].finish, "length");
         CHECK_MSG(!memcmp(a[i].ids, b[i].ids, sizeof(int32_t) * (size_t)JOBS[i].n_gen),
                   "%s job %d: other tokens on the pool", path, i);
-        CHECK_MSG(!memcmp(a[i].ids, c[i].ids, sizeof(int32_t) * (size_t)JOBS[i].n_gen),
-                  "%s job %d: other tokens sampled on the engine thread alone", path, i);
+        CHECK_MSG(!memcmp(a[i].ids, c[i].ids, sizeof(int32_t) * (size_t)JOBS[i].n_gen) &&
+                      !memcmp(a[i].lps, c[i].lps, sizeof(float) * (size_t)JOBS[i].n_gen),
+                  "%s job %d: other tokens or logprobs sampled on the engine thread alone", path, i);
     }
     CHECK_MSG(need > POOL, "the jobs need %d positions, the pool has %d: nothing to preempt", need, POOL);
     CHECK_EQ_INT(ga.preemptions, 0);

@@ -39,7 +39,8 @@ struct zn_slot {
     uint64_t admitted;        /* tick when its job started: the latest admitted is preempted first */
     bool waiting;             /* preempted, waiting for the pool to have its blocks (kv_resumes) */
     int32_t next;             /* generating: the sampled token the next step evaluates */
-    int32_t pre;              /* presampled this round (has_pre): the token sampler_sample drew from lg */
+    int32_t pre;              /* presampled this round (has_pre): the token sampler_sample drew from lg, */
+    zn_tok_lp pre_lp;         /* and its logprobs when the job asks for them */
     bool has_pre;
     int n_step;               /* tokens of this slot in the step being built (0: none) */
     uint64_t last_used;
@@ -548,7 +549,10 @@ static bool slot_generate(zn_sched *s, zn_slot *sl) {
         return false;
     }
     zn_tok_lp lp;
-    if (j->top_logprobs >= 0) sched_logprobs(sl->lg, s->n_vocab, id, j->top_logprobs, &lp);
+    if (j->top_logprobs >= 0 && sl->has_pre) /* drawn on a sampling thread */
+        lp = sl->pre_lp;
+    else if (j->top_logprobs >= 0)
+        sched_logprobs(sl->lg, s->n_vocab, id, j->top_logprobs, &lp);
     sampler_accept(&sl->smp, id);
     size_t k = detok_push(&sl->detok, id, sl->raw);
     thinkcount_push(&sl->tcount, sl->raw, k);
@@ -729,13 +733,16 @@ static void presample_part(void *arg, int ith, int nth) {
     for (int i = ith; i < s->n_pre; i += nth) {
         zn_slot *sl = s->pre[i];
         sl->pre = sampler_sample(&sl->smp, sl->lg);
+        if (sl->job->top_logprobs >= 0 && sl->pre >= 0)
+            sched_logprobs(sl->lg, s->n_vocab, sl->pre, sl->job->top_logprobs, &sl->pre_lp);
         sl->has_pre = true;
     }
 }
 
 /* Draws the next tokens of the generating slots without a grammar on the
  * sampling threads, each slot's sampler (and seed) its own, so the tokens
- * are those slot_generate would draw one slot after another. */
+ * are those slot_generate would draw one slot after another; their
+ * logprobs too (a pass over the vocabulary with an exp per token). */
 static void presample(zn_sched *s) {
     s->n_pre = 0;
     for (int i = 0; s->pool && i < s->n_slots; i++) {
