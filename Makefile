@@ -167,6 +167,10 @@ $(BUILD)/fuzz-obj/%_vnni_avx2.o: src/%_vnni_avx2.c
 $(BUILD)/fuzz-obj/%_avx2.o: src/%_avx2.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -c -o $@ $<
+$(BUILD)/fuzz-obj/%_avx512.o: src/%_avx512.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512vnni \
+	  -Wno-unknown-pragmas -c -o $@ $<
 $(BUILD)/fuzz-obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -c -o $@ $<

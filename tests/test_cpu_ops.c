@@ -222,8 +222,25 @@ static void packed_case(zn_type type) {
                         bad += memcmp(&y[t][r], &one[g * CPU_PACK_ROWS + r][T - nt + t], sizeof(float)) != 0;
             }
     }
+    /* the 16-row AVX-512 kernel (both groups at once): the 8-row kernels' results for every token count */
+    cpu_vec v;
+    cpu_vec_select(&v);
+    const cpu_pack_tile2_fn fn2 = v.packed2 ? v.packed2(type) : NULL;
+    CHECK_MSG(!fn2 == !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+                        __builtin_cpu_supports("avxvnni")),
+              "%s: the 16-row kernel chosen on a CPU without AVX-512 VNNI, or not on one with it", zn_type_name(type));
+    for (int nt = 1; fn2 && nt <= T; nt++) {
+        int32_t xi[T];
+        float y[T][2 * CPU_PACK_ROWS];
+        for (int t = 0; t < nt; t++) xi[t] = T - nt + t;
+        fn2(pk, gbytes, xu, xrow, xi, nt, K, y);
+        for (int t = 0; t < nt; t++)
+            for (int r = 0; r < 2 * CPU_PACK_ROWS; r++) bad += memcmp(&y[t][r], &one[r][T - nt + t], sizeof(float)) != 0;
+    }
     CHECK_MSG(far == 0, "%s: %d packed results off the reference row dot", zn_type_name(type), far);
     CHECK_MSG(bad == 0, "%s: %d packed results depend on the token count or the path", zn_type_name(type), bad);
+    if (fn2) printf("    %s: the 16-row AVX-512 kernel too\n", zn_type_name(type));
 }
 
 static void test_packed_kernels(void) {

@@ -66,6 +66,10 @@ typedef struct cpu_q80_x8 {
  * whatever nt is, and bit for bit the same on AVX2 and AVX-VNNI. */
 typedef void (*cpu_pack_tile_fn)(const void *w, const uint8_t *xq, size_t xrow, const int32_t *xi, int nt, int64_t n,
                                  float (*y)[CPU_PACK_ROWS]);
+/* The same for two consecutive groups, w and w + gbytes (16 rows: y[t][r],
+ * r < 8 the first group's), bit for bit what the 8-row kernel gives. */
+typedef void (*cpu_pack_tile2_fn)(const void *w, size_t gbytes, const uint8_t *xq, size_t xrow, const int32_t *xi,
+                                  int nt, int64_t n, float (*y)[2 * CPU_PACK_ROWS]);
 /* Bytes of one packed group of rows of length n (0: t is not packed). */
 size_t cpu_pack_group_bytes(zn_type t, int64_t n);
 /* Packs rows [0, n_rows) of type-t data (row length n) into
@@ -95,6 +99,7 @@ typedef void (*cpu_att_values_fn)(const zn_half *v, size_t stride, const int *n,
 
 typedef struct cpu_vec {
     cpu_pack_tile_fn (*packed)(zn_type t); /* NULL result: no packed kernel, t is not packed */
+    cpu_pack_tile2_fn (*packed2)(zn_type t); /* NULL (or a NULL result): no 16-row kernel, pairs take packed */
     cpu_att_scores_fn att_scores;
     cpu_att_softmax_fn att_softmax;
     cpu_att_values_fn att_values;
@@ -119,6 +124,7 @@ void cpu_swiglu_avx2(float *y, const float *g, const float *u, int64_t n);
 double cpu_sum_sq_avx2(const float *x, int64_t n);
 cpu_pack_tile_fn cpu_packed_avx2(zn_type t);
 cpu_pack_tile_fn cpu_packed_vnni(zn_type t);
+cpu_pack_tile2_fn cpu_packed_avx512(zn_type t);
 #endif
 
 /* ---- backend state ---- */

@@ -66,7 +66,20 @@ static void dot_packed(const cpu_run *r, zn_type type, const uint8_t *pw, int64_
                        int64_t ld) {
     const size_t gbytes = cpu_pack_group_bytes(type, K);
     const cpu_pack_tile_fn fn = r->c->vec.packed(type);
-    for (int64_t o = o0; o < o1; o += CPU_PACK_ROWS) {
+    /* one token (decode) reads the weights from memory at the 8-row kernel's pace already: the 16-row one
+     * (twice the products an instruction) is for prompts and batches */
+    const cpu_pack_tile2_fn fn2 = r->c->vec.packed2 && n_x > 1 ? r->c->vec.packed2(type) : NULL;
+    int64_t o = o0;
+    for (; fn2 && o1 - o >= 2 * CPU_PACK_ROWS; o += 2 * CPU_PACK_ROWS) { /* two whole groups at once */
+        const uint8_t *grp = pw + (size_t)(o / CPU_PACK_ROWS) * gbytes;
+        for (int i = 0; i < n_x; i += PACK_CHUNK) {
+            const int nt = n_x - i < PACK_CHUNK ? n_x - i : PACK_CHUNK;
+            float out[PACK_CHUNK][2 * CPU_PACK_ROWS];
+            fn2(grp, gbytes, xi ? xq : xq + (size_t)i * xrow, xrow, xi ? xi + i : NULL, nt, K, out);
+            for (int j = 0; j < nt; j++) memcpy(y + (int64_t)(yi ? yi[i + j] : i + j) * ld + o, out[j], sizeof out[j]);
+        }
+    }
+    for (; o < o1; o += CPU_PACK_ROWS) {
         const uint8_t *grp = pw + (size_t)(o / CPU_PACK_ROWS) * gbytes;
         const int nr = o1 - o < CPU_PACK_ROWS ? (int)(o1 - o) : CPU_PACK_ROWS;
         for (int i = 0; i < n_x; i += PACK_CHUNK) {

@@ -82,15 +82,23 @@ static bool has_avxvnni(void) {
     unsigned a, b, c, d;
     return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
 }
+/* AVX-512 VNNI (leaf 7 ECX 11), with F, BW and VL, which the compiler's
+ * check also asks the OS to save (XCR0's opmask and ZMM state) */
+static bool has_avx512vnni(void) {
+    unsigned a, b, c, d;
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 11 & 1);
+}
 #endif
 
 void cpu_vec_select(cpu_vec *v) {
-    *v = (cpu_vec){no_packed, att_scores, att_softmax, att_values, to_f16, kv_to_f16, swiglu, sum_sq};
+    *v = (cpu_vec){no_packed, NULL, att_scores, att_softmax, att_values, to_f16, kv_to_f16, swiglu, sum_sq};
 #ifdef __x86_64__
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
-        *v = (cpu_vec){cpu_packed_avx2,     cpu_att_scores_avx2, cpu_att_softmax_avx2, cpu_att_values_avx2,
+        *v = (cpu_vec){cpu_packed_avx2,     NULL, cpu_att_scores_avx2, cpu_att_softmax_avx2, cpu_att_values_avx2,
                        cpu_to_f16_avx2,     cpu_kv_to_f16_avx2,  cpu_swiglu_avx2,     cpu_sum_sq_avx2};
     if (v->packed == cpu_packed_avx2 && has_avxvnni()) v->packed = cpu_packed_vnni;
+    if (v->packed == cpu_packed_vnni && has_avx512vnni()) v->packed2 = cpu_packed_avx512;
 #endif
 }
