@@ -227,8 +227,7 @@ static void packed_case(zn_type type) {
     cpu_vec_select(&v);
     const cpu_pack_tile2_fn fn2 = v.packed2 ? v.packed2(type) : NULL;
     CHECK_MSG(!fn2 == !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-                        __builtin_cpu_supports("avxvnni")),
+                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni")),
               "%s: the 16-row kernel chosen on a CPU without AVX-512 VNNI, or not on one with it", zn_type_name(type));
     for (int nt = 1; fn2 && nt <= T; nt++) {
         int32_t xi[T];

@@ -99,6 +99,7 @@ void cpu_vec_select(cpu_vec *v) {
         *v = (cpu_vec){cpu_packed_avx2,     NULL, cpu_att_scores_avx2, cpu_att_softmax_avx2, cpu_att_values_avx2,
                        cpu_to_f16_avx2,     cpu_kv_to_f16_avx2,  cpu_swiglu_avx2,     cpu_sum_sq_avx2};
     if (v->packed == cpu_packed_avx2 && has_avxvnni()) v->packed = cpu_packed_vnni;
-    if (v->packed == cpu_packed_vnni && has_avx512vnni()) v->packed2 = cpu_packed_avx512;
+    /* (Zen 4, Ice Lake: AVX-512 VNNI without AVX-VNNI; the integers are exact on every path) */
+    if (v->packed != no_packed && has_avx512vnni()) v->packed2 = cpu_packed_avx512;
 #endif
 }
