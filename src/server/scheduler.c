@@ -728,13 +728,19 @@ static zn_status step_with_room(zn_sched *s, zn_step_item *items, zn_slot **owne
     }
 }
 
+/* The slots the sampling threads draw for this round. */
+typedef struct presample_work {
+    zn_slot *sl[ZN_SRV_MAX_PARALLEL];
+    int n, n_vocab;
+} presample_work;
+
 static void presample_part(void *arg, int ith, int nth) {
-    zn_sched *s = arg;
-    for (int i = ith; i < s->n_pre; i += nth) {
-        zn_slot *sl = s->pre[i];
+    const presample_work *w = arg;
+    for (int i = ith; i < w->n; i += nth) {
+        zn_slot *sl = w->sl[i];
         sl->pre = sampler_sample(&sl->smp, sl->lg);
         if (sl->job->top_logprobs >= 0 && sl->pre >= 0)
-            sched_logprobs(sl->lg, s->n_vocab, sl->pre, sl->job->top_logprobs, &sl->pre_lp);
+            sched_logprobs(sl->lg, w->n_vocab, sl->pre, sl->job->top_logprobs, &sl->pre_lp);
         sl->has_pre = true;
     }
 }
@@ -744,12 +750,12 @@ static void presample_part(void *arg, int ith, int nth) {
  * are those slot_generate would draw one slot after another; their
  * logprobs too (a pass over the vocabulary with an exp per token). */
 static void presample(zn_sched *s) {
-    s->n_pre = 0;
+    presample_work w = {.n = 0, .n_vocab = s->n_vocab};
     for (int i = 0; s->pool && i < s->n_slots; i++) {
         zn_slot *sl = &s->slots[i];
-        if (sl->state == SLOT_GEN && !sl->job->gm && !slot_forcing(sl, sl->job)) s->pre[s->n_pre++] = sl;
+        if (sl->state == SLOT_GEN && !sl->job->gm && !slot_forcing(sl, sl->job)) w.sl[w.n++] = sl;
     }
-    if (s->n_pre > 1) cpu_pool_run(s->pool, presample_part, s);
+    if (w.n > 1) cpu_pool_run(s->pool, presample_part, &w);
 }
 
 /* One engine step for every active slot: the generating ones' sampled

@@ -159,11 +159,7 @@ typedef struct zn_sched {
     /* microseconds of the engine thread's rounds in engine steps, and in
      * the rest of them (sampling, detokenising, streaming: the device idles) */
     atomic_ullong step_us, host_us;
-    /* the sampling threads (NULL: one core, or one slot) and the slots they
-     * sample this round */
-    cpu_pool *pool;
-    zn_slot *pre[ZN_SRV_MAX_PARALLEL];
-    int n_pre;
+    cpu_pool *pool;           /* the sampling threads (NULL: one core, or one slot) */
     /* the KV pool's positions (0: none, each slot holds its context), slots
      * preempted for its blocks and idle slots' cached prefixes dropped for them */
     int64_t kv_pool_pos;
